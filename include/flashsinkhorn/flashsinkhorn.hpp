@@ -1,0 +1,9 @@
+// Umbrella header: the whole public API.
+#pragma once
+
+#include "flashsinkhorn/array_view.hpp"
+#include "flashsinkhorn/error.hpp"
+#include "flashsinkhorn/options.hpp"
+#include "flashsinkhorn/problem.hpp"
+#include "flashsinkhorn/result.hpp"
+#include "flashsinkhorn/solver.hpp"

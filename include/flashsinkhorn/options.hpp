@@ -1,0 +1,74 @@
+// How to solve: cost, solver, precision, device, stopping rule, unbalanced reach, debiasing.
+// Defaults follow the paper (cost_scale = 1, alternating updates, fp32 arithmetic).
+#pragma once
+
+#include <functional>
+#include <optional>
+
+namespace flashsinkhorn {
+
+enum class cost_kind {
+  squared_euclidean,  // C_ij = s·‖x_i − y_j‖²
+  cosine,             // C_ij = 1 − cos(x_i, y_j) = ½‖x̂_i − ŷ_j‖² on row-normalised inputs
+};
+
+enum class solver_kind {
+  alternating,  // f ← T_f(g), then g ← T_g(f) (POT / OTT)
+  symmetric,    // GeomLoss: f ← ½(f + T_f(g)), g ← ½(g + T_g(f)) simultaneously, final extrapolation
+};
+
+enum class precision {
+  fp32,  // float32 operands, float32 FMA (CUDA: 3×TF32 split) — the accurate single-precision mode
+  fp64,  // float64 everywhere
+  tf32,  // dot products on TF32-rounded operands, float32 accumulation and float32 LSE
+  bf16,  // dot products on BF16-rounded operands, float32 accumulation and float32 LSE
+};
+
+enum class device_kind {
+  automatic,  // CUDA when this build has it and a GPU is present, else CPU
+  cpu,
+  cuda,
+};
+
+// Reported every `check_every` iterations and once at the end.
+struct progress {
+  int iteration = 0;
+  int max_iterations = 0;
+  double eps = 0;
+  double marginal_error = 0;  // L1 marginal error (see result::marginal_error)
+  double elapsed_seconds = 0;
+  bool finished = false;
+};
+
+struct options {
+  cost_kind cost = cost_kind::squared_euclidean;
+  solver_kind solver = solver_kind::alternating;
+  enum precision precision = precision::fp32;
+  device_kind device = device_kind::automatic;
+  int cuda_device = 0;
+
+  // ε-scaling (GeomLoss `scaling`, in (0, 1)): ε runs from diam² down to the target ε, the blur
+  // √ε shrinking by this ratio each iteration. Unset: every iteration uses the target ε.
+  std::optional<double> scaling;
+
+  int max_iterations = 1000;  // iterations after the ε schedule (each = one f and one g update)
+  double tolerance = 1e-4;    // stop when the L1 marginal error ≤ tolerance; 0 runs max_iterations
+  int check_every = 10;       // iterations between convergence checks (one device→host read each)
+
+  // Unbalanced OT (KL marginal penalty ρ = reach²) on the side of X and/or Y. Unset: balanced.
+  std::optional<double> reach_x;
+  std::optional<double> reach_y;
+
+  // Return the Sinkhorn divergence S_ε = OT_ε(a,b) − ½OT_ε(a,a) − ½OT_ε(b,b) instead of OT_ε.
+  bool debias = false;
+
+  // Divide a and b by their sums before solving (the convention of SPEC §1).
+  bool normalize_weights = true;
+
+  int cpu_threads = 0;  // 0: OpenMP's default
+
+  // Called on the calling thread at every convergence check and once at the end.
+  std::function<void(const progress&)> on_progress;
+};
+
+}  // namespace flashsinkhorn

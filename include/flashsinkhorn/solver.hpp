@@ -1,0 +1,73 @@
+// The entry point: a solver binds a problem to a backend (CPU or CUDA), solves it, and then
+// streams everything that touches the plan P without ever forming it.
+//
+//   flashsinkhorn::solver s(problem, options);
+//   flashsinkhorn::result r = s.solve();
+//   s.gradient_x(out);   // ∇_X of r.cost, one streamed pass
+//
+// The plan used after a solve is that of the final potentials with the rows renormalised from g
+// (f recomputed as T_f(g), FlashAttention's online softmax): P_ij = m_i·softmax_j((g_j − C_ij)/ε
+// + log b_j) with row masses m_i = a_i (balanced) or a_i·exp((f_i − T_f(g)_i)/ε) (unbalanced).
+// At convergence this is the optimal plan; before it, it is the plan whose rows are exact.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "flashsinkhorn/array_view.hpp"
+#include "flashsinkhorn/options.hpp"
+#include "flashsinkhorn/problem.hpp"
+#include "flashsinkhorn/result.hpp"
+
+namespace flashsinkhorn {
+
+namespace detail {
+class solver_state;
+}
+
+class solver {
+ public:
+  // Validates every argument (throws invalid_argument naming the bad one), picks the backend and
+  // prepares the clouds on it (centring, cosine normalisation, conversion to the working precision).
+  // The views in `p` must stay valid until the solver is destroyed.
+  solver(const problem& p, const options& o);
+  ~solver();
+  solver(solver&&) noexcept;
+  solver& operator=(solver&&) noexcept;
+  solver(const solver&) = delete;
+  solver& operator=(const solver&) = delete;
+
+  // Runs the Sinkhorn loop. A second call continues from the current potentials (warm start).
+  result solve();
+
+  // out = P·V for V (m, k) → out (n, k), and out = Pᵀ·U for U (n, k) → out (m, k).
+  // Views live in host memory (CPU backend) or either memory space (CUDA backend).
+  void apply_plan(matrix_view v, mutable_matrix_view out) const;
+  void apply_plan_transpose(matrix_view u, mutable_matrix_view out) const;
+
+  // T(x_i) = Σ_j P_ij y_j / Σ_j P_ij, in the coordinates of the input Y. out: (n, d).
+  void barycentric_projection(mutable_matrix_view out) const;
+
+  // Gradients of result.cost (debiased and unbalanced included) with respect to the input points
+  // and, for balanced problems, the input weights (accounting for normalize_weights).
+  void gradient_x(mutable_matrix_view out) const;  // (n, d)
+  void gradient_y(mutable_matrix_view out) const;  // (m, d)
+  void gradient_a(mutable_vector_view out) const;  // (n,)
+  void gradient_b(mutable_vector_view out) const;  // (m,)
+
+  [[nodiscard]] std::string device_name() const;
+
+ private:
+  std::unique_ptr<detail::solver_state> state_;
+};
+
+// One-shot convenience: solver(p, o).solve().
+result solve(const problem& p, const options& o);
+
+// "major.minor.patch"
+std::string version();
+
+// True when this build has the CUDA backend and a CUDA device is visible.
+bool cuda_available() noexcept;
+
+}  // namespace flashsinkhorn

@@ -1,0 +1,99 @@
+// The contract between the solver loops (src/core) and a compute backend (src/cpu, src/cuda).
+//
+// A backend owns the two prepared clouds (centred, cosine-normalised, rounded to the precision
+// mode, squared norms computed from the rounded values) and a few potential vectors ("slots").
+// Everything it does is one of two streamed passes over the score matrix
+//   S_ij = (h_j − C_ij)/ε + log w_j,   C_ij = s‖p_i − q_j‖² = s‖p_i‖² + s‖q_j‖² − 2s·p_i·q_j,
+// where p are the points of the `rows` side and q, w, h those of the `keys` side:
+//   softmin     one potential update (a Sinkhorn half-step), fused with damping, averaging and the
+//               marginal-error term;
+//   plan_rows   FlashAttention's forward: per row, the LSE and Σ_j softmax_j(S_i·)·[V_j, C_ij].
+// Neither ever holds more than a tile of S.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flashsinkhorn::detail {
+
+enum class side : int { x = 0, y = 1 };
+
+[[nodiscard]] constexpr side other(side s) noexcept { return s == side::x ? side::y : side::x; }
+
+// Potential vectors held by a backend. f-slots live on X (length n), g-slots on Y (length m).
+enum class slot : int {
+  f, g,                   // the potentials of OT(a, b)
+  f_next, g_next,         // double buffers for simultaneous (symmetric) updates
+  f_aa, g_bb,             // debiasing: OT(a, a) and OT(b, b) potentials
+  f_aa_next, g_bb_next,
+};
+inline constexpr int kSlotCount = 8;
+
+[[nodiscard]] constexpr side side_of(slot s) noexcept {
+  return static_cast<int>(s) % 2 == 0 ? side::x : side::y;
+}
+
+// One Sinkhorn half-step on the `rows` side:
+//   T_i   = −ε · LSE_j [ (h_j − C_ij)/ε + log w_j ]        h = key_potential (0 when unset)
+//   new_i = damping · T_i                                  (damping = (1 + ε/ρ)⁻¹, 1 if balanced)
+//   out_i = (1 − blend)·previous_i + blend·new_i           (blend = ½ for symmetric steps)
+//   error += Σ_i w_i · |exp((previous_i − new_i)/ε) − 1|   (w: the rows' weights)
+// With damping = 1 the error term is the L1 marginal error of the plan (previous, h) on the rows'
+// side. `previous` may equal `out` (each row reads its old value before writing).
+// Rows and keys may be the same cloud (debiasing: OT(a, a)).
+struct softmin_step {
+  side rows = side::x;
+  side keys = side::y;
+  std::optional<slot> key_potential;
+  std::optional<slot> previous;  // required when blend < 1 or accumulate_error
+  slot out = slot::f;
+  double eps = 1;
+  double damping = 1;
+  double blend = 1;
+  bool accumulate_error = false;
+};
+
+// Per-row results of a plan pass with rows on `rows`, keys on `keys`, key potential `key_potential`:
+//   lse_i       = LSE_j S_ij                               (so T_i = −ε·lse_i)
+//   weighted_i  = Σ_j softmax_j(S_i·) · V_j                (V: (keys count, k) float64, row-major)
+//   cost_i      = Σ_j softmax_j(S_i·) · C_ij               (C in prepared coordinates)
+// Outputs are float64 host vectors sized by the backend; `weighted` stays empty when k == 0.
+struct plan_rows_request {
+  side rows = side::x;
+  side keys = side::y;
+  slot key_potential = slot::g;
+  double eps = 1;
+  const double* values = nullptr;  // (keys count, k) or nullptr
+  std::int64_t k = 0;
+  bool want_cost = false;
+};
+
+struct plan_rows_result {
+  std::vector<double> lse;       // (rows count,)
+  std::vector<double> weighted;  // (rows count, k)
+  std::vector<double> cost;      // (rows count,) when want_cost
+};
+
+class backend {
+ public:
+  virtual ~backend() = default;
+
+  [[nodiscard]] virtual std::string name() const = 0;
+
+  virtual void softmin(const softmin_step& step) = 0;
+
+  // The error accumulated since the last call, then reset to 0. One device→host read.
+  virtual double take_error() = 0;
+
+  // An empty `values` writes zeros.
+  virtual void write_potential(slot s, const std::vector<double>& values) = 0;
+  [[nodiscard]] virtual std::vector<double> read_potential(slot s) const = 0;
+  virtual void copy_potential(slot dst, slot src) = 0;
+  virtual void swap_potentials(slot a, slot b) = 0;
+
+  [[nodiscard]] virtual plan_rows_result plan_rows(const plan_rows_request& request) const = 0;
+};
+
+}  // namespace flashsinkhorn::detail

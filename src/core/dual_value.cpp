@@ -1,0 +1,36 @@
+#include "core/dual_value.hpp"
+
+#include <cmath>
+
+namespace flashsinkhorn::detail {
+
+double phi(double f, double eps, const std::optional<double>& rho) {
+  if (!rho) return f;
+  return (*rho + eps / 2) * -std::expm1(-f / *rho);
+}
+
+double dual_weight_derivative(double f, double eps, const std::optional<double>& rho) {
+  if (!rho) return 1;
+  return (1 + eps / (2 * *rho)) * std::exp(-f / *rho);
+}
+
+namespace {
+
+double weighted_phi(const std::vector<double>& w, const std::vector<double>& potential, double eps,
+                    const std::optional<double>& rho) {
+  double total = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) total += w[i] * phi(potential[i], eps, rho);
+  return total;
+}
+
+}  // namespace
+
+double dual_value(const dual_value_inputs& in) {
+  double value = weighted_phi(*in.a, *in.f, in.eps, in.rho_x) + weighted_phi(*in.b, *in.g, in.eps, in.rho_y);
+  if (in.f_aa != nullptr) {
+    value -= weighted_phi(*in.a, *in.f_aa, in.eps, in.rho_x) + weighted_phi(*in.b, *in.g_bb, in.eps, in.rho_y);
+  }
+  return value;
+}
+
+}  // namespace flashsinkhorn::detail

@@ -1,0 +1,28 @@
+// From the caller's problem to what every backend is built from (see prepared_cloud.hpp), plus
+// what the solver needs afterwards to map results back to the caller's coordinates.
+#pragma once
+
+#include <vector>
+
+#include "core/prepared_cloud.hpp"
+#include "flashsinkhorn/options.hpp"
+#include "flashsinkhorn/problem.hpp"
+
+namespace flashsinkhorn::detail {
+
+struct prepared_inputs {
+  prepared_problem kernel;       // centred (and normalised) clouds, normalised weights
+  std::vector<double> x_input;   // (n, d) X as given, float64
+  std::vector<double> y_input;   // (m, d) Y as given
+  std::vector<double> x_norms;   // (n,) ‖x_i‖ for the cosine chain rule (empty otherwise)
+  std::vector<double> y_norms;   // (m,)
+  double mass_a = 1;             // Σ a as given (1 for uniform)
+  double mass_b = 1;
+  double diameter = 0;           // of the joint bounding box (GeomLoss's max_diameter)
+  std::vector<double> initial_f, initial_g;  // warm start, empty when cold
+};
+
+// Reads and validates every array, then centres, normalises and computes log-weights.
+prepared_inputs prepare(const problem& p, const options& o);
+
+}  // namespace flashsinkhorn::detail

@@ -1,0 +1,323 @@
+// flashsinkhorn::solver: validation and preparation, backend choice, the loop, and the streamed
+// quantities after the solve (plan products, barycentric map, gradients, primal cost).
+#include "flashsinkhorn/solver.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/dual_value.hpp"
+#include "core/epsilon_schedule.hpp"
+#include "core/prepare.hpp"
+#include "core/solver_loop.hpp"
+#include "core/validate.hpp"
+#include "core/view_io.hpp"
+#include "cpu/cpu_backend.hpp"
+#include "flashsinkhorn/error.hpp"
+#ifdef FLASHSINKHORN_HAS_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
+
+namespace flashsinkhorn {
+namespace detail {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point start) {
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+std::optional<double> squared(const std::optional<double>& reach) {
+  if (!reach) return std::nullopt;
+  return *reach * *reach;
+}
+
+std::unique_ptr<backend> make_backend(const prepared_problem& prepared, const options& o) {
+  const bool want_cuda = o.device == device_kind::cuda || (o.device == device_kind::automatic && cuda_available());
+  if (!want_cuda) return make_cpu_backend(prepared, o.precision, o.cpu_threads);
+#ifdef FLASHSINKHORN_HAS_CUDA
+  if (cuda_device_count() == 0) throw unsupported("device cuda was requested but no CUDA device is visible");
+  if (o.cuda_device >= cuda_device_count()) {
+    throw invalid_argument("cuda_device " + std::to_string(o.cuda_device) + " does not exist (" +
+                           std::to_string(cuda_device_count()) + " CUDA devices visible)");
+  }
+  return make_cuda_backend(prepared, o.precision, o.cuda_device);
+#else
+  throw unsupported("device cuda was requested but this build of flashsinkhorn has no CUDA backend");
+#endif
+}
+
+}  // namespace
+
+class solver_state {
+ public:
+  solver_state(const problem& p, const options& o) : options_(o), eps_(p.eps) {
+    const auto start = clock_type::now();
+    inputs_ = prepare(p, o);
+    compute_ = make_backend(inputs_.kernel, o);
+    if (!inputs_.initial_f.empty()) {
+      compute_->write_potential(slot::f, inputs_.initial_f);
+      compute_->write_potential(slot::g, inputs_.initial_g);
+      warm_ = true;
+    }
+    prepare_seconds_ = seconds_since(start);
+  }
+
+  result solve() {
+    const auto start = clock_type::now();
+    loop_config config;
+    config.solver = options_.solver;
+    if (options_.scaling && !solved_) config.schedule = epsilon_schedule(inputs_.diameter, eps_, *options_.scaling);
+    config.eps = eps_;
+    config.max_iterations = options_.max_iterations;
+    config.tolerance = options_.tolerance;
+    config.check_every = options_.check_every;
+    config.rho_x = squared(options_.reach_x);
+    config.rho_y = squared(options_.reach_y);
+    config.debias = options_.debias;
+    config.warm_start = warm_ || solved_;
+    config.on_progress = options_.on_progress;
+    const loop_outcome outcome = run_sinkhorn_loop(*compute_, config);
+    solved_ = true;
+
+    result r;
+    r.iterations = outcome.iterations;
+    r.marginal_error = outcome.marginal_error;
+    r.converged = outcome.converged;
+    r.eps = eps_;
+    r.device = compute_->name();
+    r.f = compute_->read_potential(slot::f);
+    r.g = compute_->read_potential(slot::g);
+    std::vector<double> f_aa, g_bb;
+    dual_value_inputs value;
+    value.a = &inputs_.kernel.x.weights;
+    value.b = &inputs_.kernel.y.weights;
+    value.f = &r.f;
+    value.g = &r.g;
+    value.eps = eps_;
+    value.rho_x = config.rho_x;
+    value.rho_y = config.rho_y;
+    if (options_.debias) {
+      f_aa = compute_->read_potential(slot::f_aa);
+      g_bb = compute_->read_potential(slot::g_bb);
+      value.f_aa = &f_aa;
+      value.g_bb = &g_bb;
+    }
+    r.cost = dual_value(value);
+    r.primal_cost = primal_cost();
+    r.time.prepare_seconds = prepare_seconds_;
+    r.time.solve_seconds = seconds_since(start);
+    r.time.total_seconds = r.time.prepare_seconds + r.time.solve_seconds;
+    return r;
+  }
+
+  // out_i = m_i Σ_j softmax_ij V_j on the `rows` side (P·V for rows = x, Pᵀ·U for rows = y).
+  std::vector<double> apply(side rows, const std::vector<double>& values, std::int64_t k) const {
+    const plan_rows_result pass = plan_pass(rows, key_slot(rows), values.data(), k, false);
+    const std::vector<double> mass = row_masses(rows, row_slot(rows), pass.lse);
+    std::vector<double> out(pass.weighted.size());
+    for (std::size_t i = 0; i < mass.size(); ++i) {
+      for (std::int64_t c = 0; c < k; ++c) out[i * k + c] = mass[i] * pass.weighted[i * k + c];
+    }
+    return out;
+  }
+
+  std::vector<double> barycentric_projection() const {
+    return plan_pass(side::x, slot::g, inputs_.y_input.data(), dim(), false).weighted;
+  }
+
+  // ∇ of the value with respect to the points of `rows` (envelope theorem):
+  //   ∇_i = 2s Σ_j P_ij (p_i − q_j) = 2s·m_i·(p_i − Σ_j softmax_ij q_j)
+  // minus the same with the plan of OT(a,a) (resp. OT(b,b)) when debiased; then, for the cosine
+  // cost, the chain rule through x̂ = x/‖x‖:  ∇_x = (I − x̂x̂ᵀ)∇_x̂ / ‖x‖.
+  std::vector<double> point_gradient(side rows) const {
+    const prepared_cloud& own = cloud(rows);
+    std::vector<double> grad = plan_gradient(rows, other(rows), key_slot(rows), row_slot(rows));
+    if (options_.debias) {
+      const slot self = rows == side::x ? slot::f_aa : slot::g_bb;
+      const std::vector<double> self_grad = plan_gradient(rows, rows, self, self);
+      for (std::size_t k = 0; k < grad.size(); ++k) grad[k] -= self_grad[k];
+    }
+    if (options_.cost == cost_kind::cosine) {
+      const std::vector<double>& input = rows == side::x ? inputs_.x_input : inputs_.y_input;
+      const std::vector<double>& norms = rows == side::x ? inputs_.x_norms : inputs_.y_norms;
+      const std::int64_t d = dim();
+      for (std::int64_t i = 0; i < own.count; ++i) {
+        double radial = 0;
+        for (std::int64_t c = 0; c < d; ++c) radial += input[i * d + c] / norms[i] * grad[i * d + c];
+        for (std::int64_t c = 0; c < d; ++c) {
+          grad[i * d + c] = (grad[i * d + c] - radial * input[i * d + c] / norms[i]) / norms[i];
+        }
+      }
+    }
+    return grad;
+  }
+
+  // ∂value/∂w for the weights of `rows` (balanced sides only). With normalised weights w̃ = w/Σw:
+  //   ∂/∂w_k = (h_k − ⟨w̃, h⟩)/Σw,  h = T(key potential) (− the debiasing potential),
+  // which is also free of the additive gauge of h.
+  std::vector<double> weight_gradient(side rows) const {
+    if ((rows == side::x ? options_.reach_x : options_.reach_y).has_value()) {
+      throw unsupported("weight gradients are implemented for balanced sides only (no reach on that side)");
+    }
+    const plan_rows_result pass = plan_pass(rows, key_slot(rows), nullptr, 0, false);
+    std::vector<double> h(pass.lse.size());
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = -eps_ * pass.lse[i];
+    if (options_.debias) {
+      const std::vector<double> self = compute_->read_potential(rows == side::x ? slot::f_aa : slot::g_bb);
+      for (std::size_t i = 0; i < h.size(); ++i) h[i] -= self[i];
+    }
+    if (!options_.normalize_weights) return h;
+    const std::vector<double>& w = cloud(rows).weights;
+    const double mass = rows == side::x ? inputs_.mass_a : inputs_.mass_b;
+    double mean = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) mean += w[i] * h[i];
+    for (double& v : h) v = (v - mean) / mass;
+    return h;
+  }
+
+  [[nodiscard]] std::int64_t dim() const { return inputs_.kernel.x.dim; }
+  [[nodiscard]] std::int64_t count(side s) const { return cloud(s).count; }
+  [[nodiscard]] std::string device_name() const { return compute_->name(); }
+  void require_solved(const char* what) const {
+    if (!solved_) throw invalid_argument(std::string(what) + " needs the potentials: call solve() first");
+  }
+
+ private:
+  const prepared_cloud& cloud(side s) const { return s == side::x ? inputs_.kernel.x : inputs_.kernel.y; }
+  static slot key_slot(side rows) { return rows == side::x ? slot::g : slot::f; }
+  static slot row_slot(side rows) { return rows == side::x ? slot::f : slot::g; }
+  const std::optional<double>& reach(side s) const { return s == side::x ? options_.reach_x : options_.reach_y; }
+
+  plan_rows_result plan_pass(side rows, slot key, const double* values, std::int64_t k, bool want_cost) const {
+    plan_rows_request request;
+    request.rows = rows;
+    request.keys = side_of(key);
+    request.key_potential = key;
+    request.eps = eps_;
+    request.values = values;
+    request.k = k;
+    request.want_cost = want_cost;
+    return compute_->plan_rows(request);
+  }
+
+  // Row masses of the plan: w_i on a balanced side (rows renormalised), w_i·exp((f_i − T_i)/ε)
+  // = w_i·exp(f_i/ε + lse_i) on a side with reach, where the damped f differs from T(g).
+  std::vector<double> row_masses(side rows, slot row_potential, const std::vector<double>& lse) const {
+    std::vector<double> mass = cloud(rows).weights;
+    if (!reach(rows)) return mass;
+    const std::vector<double> f = compute_->read_potential(row_potential);
+    for (std::size_t i = 0; i < mass.size(); ++i) mass[i] *= std::exp(f[i] / eps_ + lse[i]);
+    return mass;
+  }
+
+  std::vector<double> plan_gradient(side rows, side keys, slot key, slot row_potential) const {
+    const prepared_cloud& own = cloud(rows);
+    const plan_rows_result pass = plan_pass(rows, key, cloud(keys).points.data(), dim(), false);
+    const std::vector<double> mass = row_masses(rows, row_potential, pass.lse);
+    const double two_s = 2 * inputs_.kernel.cost_scale;
+    std::vector<double> grad(own.points.size());
+    const std::int64_t d = dim();
+    for (std::int64_t i = 0; i < own.count; ++i) {
+      for (std::int64_t c = 0; c < d; ++c) {
+        grad[i * d + c] = two_s * mass[i] * (own.points[i * d + c] - pass.weighted[i * d + c]);
+      }
+    }
+    return grad;
+  }
+
+  // ⟨P, C⟩ = Σ_i m_i Σ_j softmax_ij C_ij.
+  double primal_cost() const {
+    const plan_rows_result pass = plan_pass(side::x, slot::g, nullptr, 0, true);
+    const std::vector<double> mass = row_masses(side::x, slot::f, pass.lse);
+    double total = 0;
+    for (std::size_t i = 0; i < mass.size(); ++i) total += mass[i] * pass.cost[i];
+    return total;
+  }
+
+  options options_;
+  double eps_;
+  prepared_inputs inputs_;
+  std::unique_ptr<backend> compute_;
+  bool warm_ = false;
+  bool solved_ = false;
+  double prepare_seconds_ = 0;
+};
+
+}  // namespace detail
+
+using detail::side;
+
+solver::solver(const problem& p, const options& o) : state_(std::make_unique<detail::solver_state>(p, o)) {}
+solver::~solver() = default;
+solver::solver(solver&&) noexcept = default;
+solver& solver::operator=(solver&&) noexcept = default;
+
+result solver::solve() { return state_->solve(); }
+
+void solver::apply_plan(matrix_view v, mutable_matrix_view out) const {
+  state_->require_solved("apply_plan");
+  if (v.rows != state_->count(side::y)) {
+    throw invalid_argument("apply_plan: V has " + std::to_string(v.rows) + " rows but Y has " +
+                           std::to_string(state_->count(side::y)) + " points");
+  }
+  const std::vector<double> values = detail::read_matrix(v, "V");
+  detail::validate_points(values, v.cols, "V");
+  detail::write_matrix(out, state_->apply(side::x, values, v.cols), state_->count(side::x), v.cols, "apply_plan");
+}
+
+void solver::apply_plan_transpose(matrix_view u, mutable_matrix_view out) const {
+  state_->require_solved("apply_plan_transpose");
+  if (u.rows != state_->count(side::x)) {
+    throw invalid_argument("apply_plan_transpose: U has " + std::to_string(u.rows) + " rows but X has " +
+                           std::to_string(state_->count(side::x)) + " points");
+  }
+  const std::vector<double> values = detail::read_matrix(u, "U");
+  detail::validate_points(values, u.cols, "U");
+  detail::write_matrix(out, state_->apply(side::y, values, u.cols), state_->count(side::y), u.cols,
+                       "apply_plan_transpose");
+}
+
+void solver::barycentric_projection(mutable_matrix_view out) const {
+  state_->require_solved("barycentric_projection");
+  detail::write_matrix(out, state_->barycentric_projection(), state_->count(side::x), state_->dim(),
+                       "barycentric_projection");
+}
+
+void solver::gradient_x(mutable_matrix_view out) const {
+  state_->require_solved("gradient_x");
+  detail::write_matrix(out, state_->point_gradient(side::x), state_->count(side::x), state_->dim(), "gradient_x");
+}
+
+void solver::gradient_y(mutable_matrix_view out) const {
+  state_->require_solved("gradient_y");
+  detail::write_matrix(out, state_->point_gradient(side::y), state_->count(side::y), state_->dim(), "gradient_y");
+}
+
+void solver::gradient_a(mutable_vector_view out) const {
+  state_->require_solved("gradient_a");
+  detail::write_vector(out, state_->weight_gradient(side::x), "gradient_a");
+}
+
+void solver::gradient_b(mutable_vector_view out) const {
+  state_->require_solved("gradient_b");
+  detail::write_vector(out, state_->weight_gradient(side::y), "gradient_b");
+}
+
+std::string solver::device_name() const { return state_->device_name(); }
+
+result solve(const problem& p, const options& o) { return solver(p, o).solve(); }
+
+std::string version() { return FLASHSINKHORN_VERSION; }
+
+bool cuda_available() noexcept {
+#ifdef FLASHSINKHORN_HAS_CUDA
+  return detail::cuda_device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace flashsinkhorn

@@ -1,0 +1,45 @@
+// The Sinkhorn loops, written once against the backend contract (backend.hpp).
+//
+// alternating (POT/OTT):  per iteration  f ← κ_x·T_f(g),  g ← κ_y·T_g(f)    κ = (1 + ε/ρ)⁻¹
+// symmetric (GeomLoss sinkhorn_loop):   init f ← κT_f(0), g ← κT_g(0) at ε₀; per iteration
+//                         f, g ← ½(f + κT_f(g)), ½(g + κT_g(f)) simultaneously; a final full step
+//                         f, g ← κT_f(g), κT_g(f) ("extrapolation").
+// With ε-scaling the first iterations walk the ε schedule, one iteration per value; then up to
+// max_iterations more at the target ε until the marginal error ≤ tolerance (checked every
+// check_every iterations — the only device→host reads of the loop).
+// Debiasing runs the symmetric problems OT(a,a), OT(b,b) alongside with averaged updates
+// f_aa ← ½(f_aa + κT_aa(f_aa)).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "flashsinkhorn/options.hpp"
+
+namespace flashsinkhorn::detail {
+
+struct loop_config {
+  solver_kind solver = solver_kind::alternating;
+  std::vector<double> schedule;  // ε values of the annealing phase; empty: none
+  double eps = 1;                // target ε
+  int max_iterations = 0;        // after the schedule
+  double tolerance = 0;
+  int check_every = 1;
+  std::optional<double> rho_x, rho_y;  // ρ = reach² per side
+  bool debias = false;
+  bool warm_start = false;  // potentials already hold a starting point
+  std::function<void(const progress&)> on_progress;
+};
+
+struct loop_outcome {
+  int iterations = 0;
+  double marginal_error = 0;
+  bool converged = false;
+  double seconds = 0;
+};
+
+loop_outcome run_sinkhorn_loop(backend& compute, const loop_config& config);
+
+}  // namespace flashsinkhorn::detail

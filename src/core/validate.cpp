@@ -1,0 +1,94 @@
+#include "core/validate.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "flashsinkhorn/error.hpp"
+
+namespace flashsinkhorn::detail {
+namespace {
+
+[[noreturn]] void fail(const std::string& message) { throw invalid_argument(message); }
+
+std::string str(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+void require_positive_finite(double value, const char* name) {
+  if (!std::isfinite(value) || value <= 0) fail(std::string(name) + " must be a positive finite number, got " + str(value));
+}
+
+void validate_cloud_shape(const matrix_view& v, const char* name) {
+  if (v.rows <= 0) fail(std::string(name) + " is empty (" + std::to_string(v.rows) + " points)");
+  if (v.cols <= 0) fail(std::string(name) + " has dimension d = " + std::to_string(v.cols) + "; need d ≥ 1");
+}
+
+void validate_weight_shape(const vector_view& w, std::int64_t count, const char* name, const char* cloud) {
+  if (w.empty()) return;
+  if (w.size != count) {
+    fail(std::string(name) + " has " + std::to_string(w.size) + " weights but " + cloud + " has " +
+         std::to_string(count) + " points");
+  }
+}
+
+}  // namespace
+
+void validate_arguments(const problem& p, const options& o) {
+  validate_cloud_shape(p.x, "X");
+  validate_cloud_shape(p.y, "Y");
+  if (p.x.cols != p.y.cols) {
+    fail("X has dimension d = " + std::to_string(p.x.cols) + " but Y has d = " + std::to_string(p.y.cols));
+  }
+  validate_weight_shape(p.a, p.x.rows, "a", "X");
+  validate_weight_shape(p.b, p.y.rows, "b", "Y");
+  require_positive_finite(p.eps, "eps");
+  require_positive_finite(p.cost_scale, "cost_scale");
+  if (p.initial_f.empty() != p.initial_g.empty()) fail("warm start needs both initial_f and initial_g, or neither");
+  if (!p.initial_f.empty()) {
+    if (p.initial_f.size != p.x.rows) fail("initial_f has " + std::to_string(p.initial_f.size) + " values but X has " + std::to_string(p.x.rows) + " points");
+    if (p.initial_g.size != p.y.rows) fail("initial_g has " + std::to_string(p.initial_g.size) + " values but Y has " + std::to_string(p.y.rows) + " points");
+  }
+
+  if (o.max_iterations < 0) fail("max_iterations must be ≥ 0, got " + std::to_string(o.max_iterations));
+  if (o.max_iterations == 0 && !o.scaling) fail("max_iterations must be ≥ 1 when ε-scaling is off");
+  if (!std::isfinite(o.tolerance) || o.tolerance < 0) fail("tolerance must be a finite number ≥ 0, got " + str(o.tolerance));
+  if (o.check_every < 1) fail("check_every must be ≥ 1, got " + std::to_string(o.check_every));
+  if (o.scaling && !(*o.scaling > 0 && *o.scaling < 1)) fail("scaling must lie in (0, 1), got " + str(*o.scaling));
+  if (o.reach_x) require_positive_finite(*o.reach_x, "reach_x");
+  if (o.reach_y) require_positive_finite(*o.reach_y, "reach_y");
+  if (o.cpu_threads < 0) fail("cpu_threads must be ≥ 0, got " + std::to_string(o.cpu_threads));
+  if (o.cuda_device < 0) fail("cuda_device must be ≥ 0, got " + std::to_string(o.cuda_device));
+}
+
+void validate_points(const std::vector<double>& points, std::int64_t cols, std::string_view name) {
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    if (!std::isfinite(points[k])) {
+      fail(std::string(name) + " contains " + (std::isnan(points[k]) ? "NaN" : "Inf") + " at row " +
+           std::to_string(static_cast<std::int64_t>(k) / cols) + ", column " +
+           std::to_string(static_cast<std::int64_t>(k) % cols));
+    }
+  }
+}
+
+void validate_weights(const std::vector<double>& weights, std::string_view name) {
+  double total = 0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    const double w = weights[i];
+    if (!std::isfinite(w)) fail(std::string(name) + " contains " + (std::isnan(w) ? "NaN" : "Inf") + " at index " + std::to_string(i));
+    if (w < 0) fail(std::string(name) + " has a negative weight " + str(w) + " at index " + std::to_string(i));
+    total += w;
+  }
+  if (!(total > 0)) fail(std::string(name) + ": all weights are zero");
+  if (!std::isfinite(total)) fail(std::string(name) + ": the weights sum to Inf");
+}
+
+void validate_potential(const std::vector<double>& potential, std::string_view name) {
+  for (std::size_t i = 0; i < potential.size(); ++i) {
+    if (!std::isfinite(potential[i])) fail(std::string(name) + " is not finite at index " + std::to_string(i));
+  }
+}
+
+}  // namespace flashsinkhorn::detail

@@ -1,0 +1,228 @@
+// CPU backend: row-stationary streaming over (row group × key panel) tiles, as on the GPU.
+//   for each group of kGroupRows rows (one OpenMP task):
+//     for each key panel of kKeyTile keys:
+//       for each register block of kRowBlock rows:  dots = rows·panelᵀ   (score_tile.hpp)
+//         scores = c·dots + β  (c = 2s/ε, β_j = h_j/ε + log w_j − s‖q_j‖²/ε)
+//         fold the scores into each row's running LSE (online_lse.hpp)
+//   finish each row: T_i = s‖p_i‖² − ε·LSE_i, fused with damping, blending and the error term.
+// Memory: the packed clouds, the potentials and O(kGroupRows·kKeyTile) scratch per thread.
+#include "cpu/cpu_backend.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "cpu/online_lse.hpp"
+#include "cpu/packed_cloud.hpp"
+#include "cpu/score_tile.hpp"
+#include "flashsinkhorn/error.hpp"
+
+namespace flashsinkhorn::detail {
+namespace {
+
+constexpr std::int64_t kGroupRows = 8 * kRowBlock;  // rows sharing one key panel while it is in L1
+
+template <class T>
+class cpu_backend final : public backend {
+ public:
+  cpu_backend(const prepared_problem& problem, precision mode, int threads)
+      : cost_scale_(problem.cost_scale), mode_(mode), threads_(threads > 0 ? threads : omp_get_max_threads()) {
+    clouds_[0] = pack_cloud<T>(problem.x, mode);
+    clouds_[1] = pack_cloud<T>(problem.y, mode);
+    for (int s = 0; s < kSlotCount; ++s) {
+      slots_[s].assign(static_cast<std::size_t>(cloud(side_of(static_cast<slot>(s))).count), T(0));
+    }
+  }
+
+  [[nodiscard]] std::string name() const override {
+    return "cpu (" + std::to_string(threads_) + " threads, " + precision_name() + ")";
+  }
+
+  void softmin(const softmin_step& step) override {
+    const packed_cloud<T>& rows = cloud(step.rows);
+    const packed_cloud<T>& keys = cloud(step.keys);
+    const std::vector<T> bias = key_bias(keys, step.key_potential, step.eps);
+    const T* previous = step.previous ? slots_[index(*step.previous)].data() : nullptr;
+    T* out = slots_[index(step.out)].data();
+    const double eps = step.eps;
+    double error = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_) reduction(+ : error)
+    for (std::int64_t group = 0; group < groups(rows); ++group) {
+      math::lse_state<double> lse[kGroupRows];
+      stream_group(rows, keys, bias, static_cast<T>(2 * cost_scale_ / eps), group, lse, nullptr);
+      const std::int64_t first = group * kGroupRows;
+      const std::int64_t last = std::min(first + kGroupRows, rows.count);
+      for (std::int64_t i = first; i < last; ++i) {
+        const double transform = cost_scale_ * static_cast<double>(rows.sq_norms[i]) - eps * lse[i - first].value();
+        const double updated = step.damping * transform;
+        const double old = previous != nullptr ? static_cast<double>(previous[i]) : 0.0;
+        if (step.accumulate_error) error += rows.weights[i] * std::abs(std::expm1((old - updated) / eps));
+        out[i] = static_cast<T>((1 - step.blend) * old + step.blend * updated);
+      }
+    }
+    if (step.accumulate_error) error_ += error;
+  }
+
+  double take_error() override {
+    const double e = error_;
+    error_ = 0;
+    return e;
+  }
+
+  void write_potential(slot s, const std::vector<double>& values) override {
+    std::vector<T>& target = slots_[index(s)];
+    if (values.empty()) {
+      std::fill(target.begin(), target.end(), T(0));
+      return;
+    }
+    if (values.size() != target.size()) throw invalid_argument("potential has the wrong length");
+    std::transform(values.begin(), values.end(), target.begin(), [](double v) { return static_cast<T>(v); });
+  }
+
+  [[nodiscard]] std::vector<double> read_potential(slot s) const override {
+    const std::vector<T>& source = slots_[index(s)];
+    return {source.begin(), source.end()};
+  }
+
+  void copy_potential(slot dst, slot src) override { slots_[index(dst)] = slots_[index(src)]; }
+  void swap_potentials(slot a, slot b) override { slots_[index(a)].swap(slots_[index(b)]); }
+
+  [[nodiscard]] plan_rows_result plan_rows(const plan_rows_request& request) const override {
+    const packed_cloud<T>& rows = cloud(request.rows);
+    const packed_cloud<T>& keys = cloud(request.keys);
+    const std::vector<T> bias = key_bias(keys, request.key_potential, request.eps);
+    plan_extras extras{request.k, {}, request.want_cost, {}, {}};
+    if (request.k > 0) {
+      extras.values.assign(static_cast<std::size_t>(keys.tiles * kKeyTile * request.k), T(0));
+      for (std::int64_t j = 0; j < keys.count * request.k; ++j) extras.values[j] = static_cast<T>(request.values[j]);
+    }
+    extras.weighted.assign(static_cast<std::size_t>(rows.count * request.k), 0.0);
+    extras.cost.assign(request.want_cost ? static_cast<std::size_t>(rows.count) : 0, 0.0);
+
+    plan_rows_result result;
+    result.lse.resize(static_cast<std::size_t>(rows.count));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
+    for (std::int64_t group = 0; group < groups(rows); ++group) {
+      math::lse_state<double> lse[kGroupRows];
+      stream_group(rows, keys, bias, static_cast<T>(2 * cost_scale_ / request.eps), group, lse, &extras);
+      const std::int64_t first = group * kGroupRows;
+      const std::int64_t last = std::min(first + kGroupRows, rows.count);
+      for (std::int64_t i = first; i < last; ++i) {
+        const math::lse_state<double>& state = lse[i - first];
+        // Scores omit the row's own −s‖p_i‖²/ε (constant along the row); put it back.
+        result.lse[i] = state.value() - cost_scale_ * static_cast<double>(rows.sq_norms[i]) / request.eps;
+        for (std::int64_t c = 0; c < request.k; ++c) extras.weighted[i * request.k + c] /= state.sum;
+        if (request.want_cost) extras.cost[i] /= state.sum;
+      }
+    }
+    result.weighted = std::move(extras.weighted);
+    result.cost = std::move(extras.cost);
+    return result;
+  }
+
+ private:
+  // Per-row accumulators of a plan pass: Σ_j e^{S_ij − max}·V_j and Σ_j e^{S_ij − max}·C_ij,
+  // rescaled with the running max exactly like the LSE sum (FlashAttention's output accumulator).
+  struct plan_extras {
+    std::int64_t k;
+    std::vector<T> values;          // (keys padded, k)
+    bool want_cost;
+    std::vector<double> weighted;   // (rows, k)
+    std::vector<double> cost;       // (rows,)
+  };
+
+  static int index(slot s) { return static_cast<int>(s); }
+  const packed_cloud<T>& cloud(side s) const { return clouds_[static_cast<int>(s)]; }
+  static std::int64_t groups(const packed_cloud<T>& rows) { return round_up(rows.count, kGroupRows) / kGroupRows; }
+
+  std::string precision_name() const {
+    switch (mode_) {
+      case precision::fp64: return "fp64";
+      case precision::tf32: return "tf32 operands";
+      case precision::bf16: return "bf16 operands";
+      case precision::fp32: break;
+    }
+    return "fp32";
+  }
+
+  // β_j = h_j/ε + log w_j − s‖q_j‖²/ε, and −∞ on the padding keys of the last panel.
+  std::vector<T> key_bias(const packed_cloud<T>& keys, std::optional<slot> potential, double eps) const {
+    std::vector<T> bias(static_cast<std::size_t>(keys.tiles * kKeyTile), -std::numeric_limits<T>::infinity());
+    const T* h = potential ? slots_[index(*potential)].data() : nullptr;
+    for (std::int64_t j = 0; j < keys.count; ++j) {
+      const double hj = h != nullptr ? static_cast<double>(h[j]) : 0.0;
+      bias[j] = static_cast<T>(hj / eps + keys.log_weights[j] - cost_scale_ * static_cast<double>(keys.sq_norms[j]) / eps);
+    }
+    return bias;
+  }
+
+  // Streams every key panel past the rows of `group`, folding scores into `lse` (and `extras`).
+  void stream_group(const packed_cloud<T>& rows, const packed_cloud<T>& keys, const std::vector<T>& bias,
+                    T scale, std::int64_t group, math::lse_state<double>* lse, plan_extras* extras) const {
+    const std::int64_t first = group * kGroupRows;
+    const std::int64_t blocks = std::min(kGroupRows, rows.padded_rows - first) / kRowBlock;
+    for (std::int64_t r = 0; r < kGroupRows; ++r) lse[r] = math::lse_state<double>::identity();
+    alignas(64) T dots[kRowBlock * kKeyTile];
+    alignas(64) T scores[kKeyTile];
+    for (std::int64_t tile = 0; tile < keys.tiles; ++tile) {
+      const T* panel = keys.panels.data() + tile * keys.dim * kKeyTile;
+      const T* tile_bias = bias.data() + tile * kKeyTile;
+      for (std::int64_t block = 0; block < blocks; ++block) {
+        const std::int64_t row0 = first + block * kRowBlock;
+        score_tile_dots<T>(dots, rows.points.data() + row0 * rows.dim, panel, rows.dim);
+        for (std::int64_t r = 0; r < kRowBlock && row0 + r < rows.count; ++r) {
+          const T* row_dots = dots + r * kKeyTile;
+#pragma omp simd
+          for (std::int64_t j = 0; j < kKeyTile; ++j) scores[j] = scale * row_dots[j] + tile_bias[j];
+          T shift = 0;
+          double rescale = 1;
+          math::lse_state<double>& state = lse[block * kRowBlock + r];
+          if (!fold_tile(state, scores, kKeyTile, shift, rescale)) continue;
+          if (extras != nullptr) accumulate_plan(*extras, keys, rows.sq_norms[row0 + r], tile, row_dots, scores, shift, rescale, row0 + r);
+        }
+      }
+    }
+  }
+
+  void accumulate_plan(plan_extras& extras, const packed_cloud<T>& keys, T row_sq_norm, std::int64_t tile,
+                       const T* row_dots, const T* scores, T shift, double rescale, std::int64_t row) const {
+    const std::int64_t k = extras.k;
+    double* weighted = extras.weighted.data() + row * k;
+    for (std::int64_t c = 0; c < k; ++c) weighted[c] *= rescale;
+    double cost = extras.want_cost ? extras.cost[row] * rescale : 0.0;
+    for (std::int64_t j = 0; j < kKeyTile; ++j) {
+      const std::int64_t key = tile * kKeyTile + j;
+      if (key >= keys.count) break;
+      const double e = static_cast<double>(exp_term<T>(scores[j] - shift));
+      if (e == 0) continue;
+      const T* v = extras.values.data() + key * k;
+#pragma omp simd
+      for (std::int64_t c = 0; c < k; ++c) weighted[c] += e * static_cast<double>(v[c]);
+      if (extras.want_cost) {
+        const double c_ij = cost_scale_ * (static_cast<double>(row_sq_norm) + static_cast<double>(keys.sq_norms[key]) -
+                                           2 * static_cast<double>(row_dots[j]));
+        cost += e * c_ij;
+      }
+    }
+    if (extras.want_cost) extras.cost[row] = cost;
+  }
+
+  packed_cloud<T> clouds_[2];
+  std::vector<T> slots_[kSlotCount];
+  double cost_scale_;
+  precision mode_;
+  int threads_;
+  double error_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<backend> make_cpu_backend(const prepared_problem& problem, precision mode, int threads) {
+  if (mode == precision::fp64) return std::make_unique<cpu_backend<double>>(problem, mode, threads);
+  return std::make_unique<cpu_backend<float>>(problem, mode, threads);
+}
+
+}  // namespace flashsinkhorn::detail

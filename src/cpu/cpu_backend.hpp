@@ -1,0 +1,17 @@
+// The CPU backend: the row-stationary streaming algorithm of the GPU, on OpenMP threads and SIMD.
+#pragma once
+
+#include <memory>
+
+#include "core/backend.hpp"
+#include "core/prepared_cloud.hpp"
+#include "flashsinkhorn/options.hpp"
+
+namespace flashsinkhorn::detail {
+
+// fp64 computes in double; fp32 in float; tf32/bf16 round the points to that format (round to
+// nearest even) and compute in float — the GPU's numerics, so the CPU is an oracle for each mode.
+// threads = 0: OpenMP's default.
+std::unique_ptr<backend> make_cpu_backend(const prepared_problem& problem, precision mode, int threads);
+
+}  // namespace flashsinkhorn::detail

@@ -1,0 +1,75 @@
+// A prepared cloud in the CPU backend's working type T, laid out for both of its roles:
+//   as rows: points (padded_rows, dim) row-major — a row block is broadcast one coordinate at a time;
+//   as keys: panels of kKeyTile keys, each (dim, kKeyTile) key-fastest — one coordinate of 64 keys is
+//            a few contiguous SIMD vectors.
+// Padding rows are zero; padding keys get bias −∞ (see cpu_backend.cpp), so they weigh exactly 0.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/prepared_cloud.hpp"
+#include "flashsinkhorn/options.hpp"
+#include "math/round_operand.hpp"
+
+namespace flashsinkhorn::detail {
+
+inline constexpr std::int64_t kKeyTile = 64;  // keys per panel: 16 KB at d = 64 floats, stays in L1
+inline constexpr std::int64_t kRowBlock = 6;  // rows per register block: 6×2 accumulator vectors + 2 key loads ≤ 16 AVX2 registers
+
+inline std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+template <class T>
+struct packed_cloud {
+  std::int64_t count = 0;
+  std::int64_t dim = 0;
+  std::int64_t padded_rows = 0;
+  std::int64_t tiles = 0;
+  std::vector<T> points;      // (padded_rows, dim)
+  std::vector<T> panels;      // (tiles, dim, kKeyTile)
+  std::vector<T> sq_norms;    // (count,) ‖p_i‖² of the rounded points
+  std::vector<double> weights;
+  std::vector<double> log_weights;
+};
+
+template <class T>
+T round_operand(double value, precision mode) {
+  const T v = static_cast<T>(value);
+  if constexpr (sizeof(T) == 4) {
+    if (mode == precision::tf32) return math::round_to_tf32(v);
+    if (mode == precision::bf16) return math::round_to_bf16(v);
+  }
+  return v;
+}
+
+template <class T>
+packed_cloud<T> pack_cloud(const prepared_cloud& in, precision mode) {
+  packed_cloud<T> out;
+  out.count = in.count;
+  out.dim = in.dim;
+  out.padded_rows = round_up(in.count, kRowBlock);
+  out.tiles = round_up(in.count, kKeyTile) / kKeyTile;
+  out.points.assign(static_cast<std::size_t>(out.padded_rows * in.dim), T(0));
+  out.panels.assign(static_cast<std::size_t>(out.tiles * in.dim * kKeyTile), T(0));
+  out.sq_norms.resize(static_cast<std::size_t>(in.count));
+  for (std::int64_t i = 0; i < in.count; ++i) {
+    double sq = 0;
+    const std::int64_t tile = i / kKeyTile;
+    const std::int64_t lane = i % kKeyTile;
+    for (std::int64_t k = 0; k < in.dim; ++k) {
+      const T v = round_operand<T>(in.points[i * in.dim + k], mode);
+      out.points[i * in.dim + k] = v;
+      out.panels[(tile * in.dim + k) * kKeyTile + lane] = v;
+      sq += static_cast<double>(v) * static_cast<double>(v);
+    }
+    out.sq_norms[i] = static_cast<T>(sq);
+  }
+  out.weights = in.weights;
+  out.log_weights = in.log_weights;
+  return out;
+}
+
+}  // namespace flashsinkhorn::detail

@@ -107,6 +107,11 @@ class solver_state {
     }
     r.cost = dual_value(value);
     r.primal_cost = primal_cost();
+    if (!std::isfinite(r.cost) || !std::isfinite(r.primal_cost)) {
+      throw error("the solve produced a non-finite value (cost " + std::to_string(r.cost) + ", primal cost " +
+                  std::to_string(r.primal_cost) + "); ε = " + std::to_string(eps_) +
+                  " is likely too small for the cost scale in this precision — raise eps or use fp64");
+    }
     r.time.prepare_seconds = prepare_seconds_;
     r.time.solve_seconds = seconds_since(start);
     r.time.total_seconds = r.time.prepare_seconds + r.time.solve_seconds;

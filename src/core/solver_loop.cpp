@@ -48,8 +48,8 @@ class loop_runner {
       if (!check) continue;
       outcome_.marginal_error = compute_.take_error();
       outcome_.converged = config_.tolerance > 0 && outcome_.marginal_error <= config_.tolerance;
-      report(done, total, false);
       if (outcome_.converged) break;
+      if (k < config_.max_iterations) report(done, total, false);  // the last one is the final report
     }
     if (symmetric) extrapolate(config_.eps);
     outcome_.iterations = done;

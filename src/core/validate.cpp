@@ -46,6 +46,11 @@ void validate_arguments(const problem& p, const options& o) {
   validate_weight_shape(p.b, p.y.rows, "b", "Y");
   require_positive_finite(p.eps, "eps");
   require_positive_finite(p.cost_scale, "cost_scale");
+  // Scores are scaled by 2s/ε; in float32 arithmetic that factor must itself be a float.
+  if (o.precision != precision::fp64 && !(2 * p.cost_scale / p.eps < 1e30)) {
+    fail("eps = " + str(p.eps) + " is too small for cost_scale = " + str(p.cost_scale) +
+         " in single precision (2·cost_scale/eps overflows); raise eps or use fp64");
+  }
   if (p.initial_f.empty() != p.initial_g.empty()) fail("warm start needs both initial_f and initial_g, or neither");
   if (!p.initial_f.empty()) {
     if (p.initial_f.size != p.x.rows) fail("initial_f has " + std::to_string(p.initial_f.size) + " values but X has " + std::to_string(p.x.rows) + " points");

@@ -2,7 +2,8 @@
 //   for each group of kGroupRows rows (one OpenMP task):
 //     for each key panel of kKeyTile keys:
 //       for each register block of kRowBlock rows:  dots = rows·panelᵀ   (score_tile.hpp)
-//         scores = c·dots + β  (c = 2s/ε, β_j = h_j/ε + log w_j − s‖q_j‖²/ε)
+//         scores = c·dots + β  (c = 2s/ε, β_j = h_j/ε + log w_j − s‖q_j‖²/ε; both × log2 e,
+//                               so the online LSE runs on exp2, see online_lse.hpp)
 //         fold the scores into each row's running LSE (online_lse.hpp)
 //   finish each row: T_i = s‖p_i‖² − ε·LSE_i, fused with damping, blending and the error term.
 // Memory: the packed clouds, the potentials and O(kGroupRows·kKeyTile) scratch per thread.
@@ -24,12 +25,14 @@ namespace flashsinkhorn::detail {
 namespace {
 
 constexpr std::int64_t kGroupRows = 8 * kRowBlock;  // rows sharing one key panel while it is in L1
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2 = 0.69314718055994531;
 
 template <class T>
 class cpu_backend final : public backend {
  public:
   cpu_backend(const prepared_problem& problem, precision mode, int threads)
-      : cost_scale_(problem.cost_scale), mode_(mode), threads_(threads > 0 ? threads : omp_get_max_threads()) {
+      : cost_scale_(problem.cost_scale), threads_(threads > 0 ? threads : omp_get_max_threads()) {
     clouds_[0] = pack_cloud<T>(problem.x, mode);
     clouds_[1] = pack_cloud<T>(problem.y, mode);
     for (int s = 0; s < kSlotCount; ++s) {
@@ -37,9 +40,7 @@ class cpu_backend final : public backend {
     }
   }
 
-  [[nodiscard]] std::string name() const override {
-    return "cpu (" + std::to_string(threads_) + " threads, " + precision_name() + ")";
-  }
+  [[nodiscard]] std::string name() const override { return "cpu"; }
 
   void softmin(const softmin_step& step) override {
     const packed_cloud<T>& rows = cloud(step.rows);
@@ -52,11 +53,11 @@ class cpu_backend final : public backend {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_) reduction(+ : error)
     for (std::int64_t group = 0; group < groups(rows); ++group) {
       math::lse_state<double> lse[kGroupRows];
-      stream_group(rows, keys, bias, static_cast<T>(2 * cost_scale_ / eps), group, lse, nullptr);
+      stream_group(rows, keys, bias, score_scale(eps), group, lse, nullptr);
       const std::int64_t first = group * kGroupRows;
       const std::int64_t last = std::min(first + kGroupRows, rows.count);
       for (std::int64_t i = first; i < last; ++i) {
-        const double transform = cost_scale_ * static_cast<double>(rows.sq_norms[i]) - eps * lse[i - first].value();
+        const double transform = cost_scale_ * static_cast<double>(rows.sq_norms[i]) - eps * kLn2 * lse[i - first].value_log2();
         const double updated = step.damping * transform;
         const double old = previous != nullptr ? static_cast<double>(previous[i]) : 0.0;
         if (step.accumulate_error) error += rows.weights[i] * std::abs(std::expm1((old - updated) / eps));
@@ -107,13 +108,13 @@ class cpu_backend final : public backend {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
     for (std::int64_t group = 0; group < groups(rows); ++group) {
       math::lse_state<double> lse[kGroupRows];
-      stream_group(rows, keys, bias, static_cast<T>(2 * cost_scale_ / request.eps), group, lse, &extras);
+      stream_group(rows, keys, bias, score_scale(request.eps), group, lse, &extras);
       const std::int64_t first = group * kGroupRows;
       const std::int64_t last = std::min(first + kGroupRows, rows.count);
       for (std::int64_t i = first; i < last; ++i) {
         const math::lse_state<double>& state = lse[i - first];
         // Scores omit the row's own −s‖p_i‖²/ε (constant along the row); put it back.
-        result.lse[i] = state.value() - cost_scale_ * static_cast<double>(rows.sq_norms[i]) / request.eps;
+        result.lse[i] = kLn2 * state.value_log2() - cost_scale_ * static_cast<double>(rows.sq_norms[i]) / request.eps;
         for (std::int64_t c = 0; c < request.k; ++c) extras.weighted[i * request.k + c] /= state.sum;
         if (request.want_cost) extras.cost[i] /= state.sum;
       }
@@ -138,23 +139,16 @@ class cpu_backend final : public backend {
   const packed_cloud<T>& cloud(side s) const { return clouds_[static_cast<int>(s)]; }
   static std::int64_t groups(const packed_cloud<T>& rows) { return round_up(rows.count, kGroupRows) / kGroupRows; }
 
-  std::string precision_name() const {
-    switch (mode_) {
-      case precision::fp64: return "fp64";
-      case precision::tf32: return "tf32 operands";
-      case precision::bf16: return "bf16 operands";
-      case precision::fp32: break;
-    }
-    return "fp32";
-  }
+  // c·log2 e with c = 2s/ε: the dot-product coefficient of a score in log2 units.
+  T score_scale(double eps) const { return static_cast<T>(2 * cost_scale_ / eps * kLog2e); }
 
-  // β_j = h_j/ε + log w_j − s‖q_j‖²/ε, and −∞ on the padding keys of the last panel.
+  // β_j·log2 e with β_j = h_j/ε + log w_j − s‖q_j‖²/ε, and −∞ on the padding keys of the last panel.
   std::vector<T> key_bias(const packed_cloud<T>& keys, std::optional<slot> potential, double eps) const {
     std::vector<T> bias(static_cast<std::size_t>(keys.tiles * kKeyTile), -std::numeric_limits<T>::infinity());
     const T* h = potential ? slots_[index(*potential)].data() : nullptr;
     for (std::int64_t j = 0; j < keys.count; ++j) {
       const double hj = h != nullptr ? static_cast<double>(h[j]) : 0.0;
-      bias[j] = static_cast<T>(hj / eps + keys.log_weights[j] - cost_scale_ * static_cast<double>(keys.sq_norms[j]) / eps);
+      bias[j] = static_cast<T>(kLog2e * (hj / eps + keys.log_weights[j] - cost_scale_ * static_cast<double>(keys.sq_norms[j]) / eps));
     }
     return bias;
   }
@@ -175,12 +169,11 @@ class cpu_backend final : public backend {
         score_tile_dots<T>(dots, rows.points.data() + row0 * rows.dim, panel, rows.dim);
         for (std::int64_t r = 0; r < kRowBlock && row0 + r < rows.count; ++r) {
           const T* row_dots = dots + r * kKeyTile;
-#pragma omp simd
-          for (std::int64_t j = 0; j < kKeyTile; ++j) scores[j] = scale * row_dots[j] + tile_bias[j];
+          const T maximum = score_and_max(scores, row_dots, tile_bias, scale, kKeyTile);
           T shift = 0;
           double rescale = 1;
           math::lse_state<double>& state = lse[block * kRowBlock + r];
-          if (!fold_tile(state, scores, kKeyTile, shift, rescale)) continue;
+          if (!fold_tile(state, scores, maximum, kKeyTile, shift, rescale)) continue;
           if (extras != nullptr) accumulate_plan(*extras, keys, rows.sq_norms[row0 + r], tile, row_dots, scores, shift, rescale, row0 + r);
         }
       }
@@ -196,7 +189,7 @@ class cpu_backend final : public backend {
     for (std::int64_t j = 0; j < kKeyTile; ++j) {
       const std::int64_t key = tile * kKeyTile + j;
       if (key >= keys.count) break;
-      const double e = static_cast<double>(exp_term<T>(scores[j] - shift));
+      const double e = static_cast<double>(exp2_term<T>(scores[j] - shift));
       if (e == 0) continue;
       const T* v = extras.values.data() + key * k;
 #pragma omp simd
@@ -213,7 +206,6 @@ class cpu_backend final : public backend {
   packed_cloud<T> clouds_[2];
   std::vector<T> slots_[kSlotCount];
   double cost_scale_;
-  precision mode_;
   int threads_;
   double error_ = 0;
 };

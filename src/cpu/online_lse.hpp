@@ -1,55 +1,85 @@
 // Folding one tile of scores into a row's running LSE state (math::lse_state), vectorised:
-//   tile_max = max_j s_j;  M = max(max, tile_max);  sum ← sum·e^{max − M} + Σ_j e^{s_j − M}.
+//   tile_max = max_j s_j;  M = max(max, tile_max);  sum ← sum·2^{max − M} + Σ_j 2^{s_j − M}.
+// Scores are in log2 units (the backend folds log2 e into its scale and bias), so every
+// exponential is an exp2 of a non-positive argument: math::fast_exp2_nonpositive.
 // The running state is kept in double: one extra operation per tile buys an accumulation error
 // independent of the number of tiles (m up to 10⁷ keys = 1.6·10⁵ tiles).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 #include "math/fast_exp.hpp"
+#include "cpu/score_tile.hpp"
 #include "math/lse_state.hpp"
 
 namespace flashsinkhorn::detail {
 
+// 2^x for x ≤ 0: the FMA-pipe polynomial in float, the accurate library exp2 in double.
 template <class T>
-inline T exp_term(T x) {
-  if constexpr (sizeof(T) == 4) return math::fast_exp(x);
-  else return std::exp(x);
+inline T exp2_term(T x) {
+  if constexpr (sizeof(T) == 4) return math::fast_exp2_nonpositive(x);
+  else return std::exp2(x);
 }
 
+// scores_j = scale·dots_j + bias_j, returning max_j scores_j, in one pass. count: a multiple of the
+// SIMD width (whole key panels). Written with vector types because GCC does not vectorise a
+// max-reduction of floats on its own (NaN ordering).
 template <class T>
-inline T tile_max(const T* scores, std::int64_t count) {
-  T m = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : m)
-  for (std::int64_t j = 0; j < count; ++j) m = scores[j] > m ? scores[j] : m;
-  return m;
+inline T score_and_max(T* __restrict scores, const T* __restrict dots, const T* __restrict bias, T scale,
+                       std::int64_t count) {
+  using vec = typename simd<T>::vec;
+  constexpr int kLanes = simd<T>::kLanes;
+  vec m{};
+  m -= std::numeric_limits<T>::infinity();
+  for (std::int64_t j = 0; j < count; j += kLanes) {
+    const vec s = scale * load_vec(dots + j) + load_vec(bias + j);
+    store_vec(scores + j, s);
+    m = s > m ? s : m;
+  }
+  T result = m[0];
+  for (int lane = 1; lane < kLanes; ++lane) result = m[lane] > result ? m[lane] : result;
+  return result;
 }
 
-// Σ_j e^{s_j − shift}; terms with s_j = −∞ contribute exactly 0.
+// Σ_j 2^{s_j − shift} (s_j ≤ shift); count: a multiple of the SIMD width. float: vectorised,
+// lane-wise; double: the accurate library exp2 (terms with s_j = −∞ contribute exactly 0).
 template <class T>
 inline T tile_sum_exp(const T* scores, std::int64_t count, T shift) {
-  T sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (std::int64_t j = 0; j < count; ++j) sum += exp_term<T>(scores[j] - shift);
-  return sum;
+  if constexpr (sizeof(T) == 4) {
+    using vec = typename simd<T>::vec;
+    constexpr int kLanes = simd<T>::kLanes;
+    vec sum{};
+    for (std::int64_t j = 0; j < count; j += kLanes) sum += math::fast_exp2_nonpositive(load_vec(scores + j) - shift);
+    T total = 0;
+    for (int lane = 0; lane < kLanes; ++lane) total += sum[lane];
+    return total;
+  } else {
+    T sum = 0;
+    for (std::int64_t j = 0; j < count; ++j) sum += std::exp2(scores[j] - shift);
+    return sum;
+  }
 }
 
-// Returns the new running maximum (the shift the tile's terms were taken against) and updates
-// `state`; `rescale` receives e^{old max − new max} for accumulators that track the same state.
+// Folds a tile whose scores and maximum are known into `state`. Returns false while every term so
+// far has zero weight (the state stays the identity). `shift` receives the running maximum the
+// tile's terms were taken against; `rescale` = 2^{old max − new max} for accumulators tracking
+// the same state — exactly 1, with no exp evaluated, when the tile does not raise the maximum,
+// which is the common case after the first tiles.
 template <class T>
-inline bool fold_tile(math::lse_state<double>& state, const T* scores, std::int64_t count, T& shift, double& rescale) {
-  const T m_tile = tile_max(scores, count);
-  const double m_new = std::max(state.max, static_cast<double>(m_tile));
-  if (m_new == -std::numeric_limits<double>::infinity()) {
-    rescale = 1;
-    return false;  // every term so far has zero weight: the state stays the identity
+inline bool fold_tile(math::lse_state<double>& state, const T* scores, T tile_maximum, std::int64_t count, T& shift,
+                      double& rescale) {
+  rescale = 1;
+  if (static_cast<double>(tile_maximum) > state.max) {
+    rescale = state.max == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp2(state.max - tile_maximum);
+    state.max = tile_maximum;
+  } else if (state.max == -std::numeric_limits<double>::infinity()) {
+    return false;
   }
-  rescale = std::exp(state.max - m_new);
-  shift = static_cast<T>(m_new);
+  shift = static_cast<T>(state.max);
   state.sum = state.sum * rescale + static_cast<double>(tile_sum_exp(scores, count, shift));
-  state.max = m_new;
   return true;
 }
 

@@ -27,6 +27,10 @@ struct lse_state {
 
   // log Σ exp(term); −∞ for the identity.
   FS_HOST_DEVICE T value() const { return max + std::log(sum); }
+
+  // The same state over terms kept in log2 units (t·log2 e, so that exp becomes exp2):
+  // log2 Σ 2^term. Multiply by ln 2 for the natural LSE.
+  FS_HOST_DEVICE T value_log2() const { return max + std::log2(sum); }
 };
 
 template <class T>

@@ -1,0 +1,72 @@
+#include "solve_session.hpp"
+
+#include <memory>
+
+#include "atomic_output.hpp"
+#include "flashsinkhorn/solver.hpp"
+#include "option_names.hpp"
+#include "progress_reporter.hpp"
+#include "solution_files.hpp"
+
+namespace flashsinkhorn::cli {
+namespace {
+
+void add_optional(json_object& json, std::string_view key, const std::optional<double>& value) {
+  if (value) {
+    json.add(key, *value);
+  } else {
+    json.add_null(key);
+  }
+}
+
+json_object describe(const problem& p, const options& o, const result& r) {
+  json_object json;
+  json.add("cost", r.cost);
+  json.add("primal_cost", r.primal_cost);
+  json.add("iterations", r.iterations);
+  json.add("marginal_error", r.marginal_error);
+  json.add("converged", r.converged);
+  json.add("n", p.x.rows);
+  json.add("m", p.y.rows);
+  json.add("d", p.x.cols);
+  json.add("eps", r.eps);
+  json.add("device", r.device);
+  json.add("seconds", r.time.total_seconds);
+  json.add("prepare_seconds", r.time.prepare_seconds);
+  json.add("solve_seconds", r.time.solve_seconds);
+  json.add("solver", name_of(o.solver));
+  json.add("precision", name_of(o.precision));
+  json.add("cost_kind", name_of(o.cost));
+  json.add("cost_scale", p.cost_scale);
+  json.add("debias", o.debias);
+  json.add("tolerance", o.tolerance);
+  json.add("max_iterations", o.max_iterations);
+  add_optional(json, "scaling", o.scaling);
+  add_optional(json, "reach_x", o.reach_x);
+  add_optional(json, "reach_y", o.reach_y);
+  json.add("version", version());
+  return json;
+}
+
+}  // namespace
+
+json_object solve_and_describe(const problem& p, options o, const run_flags& run,
+                               const std::optional<std::string>& out_dir) {
+  progress_reporter reporter(run.quiet, o.tolerance);
+  o.on_progress = [&reporter](const progress& step) { reporter.report(step); };
+  solver s(p, o);  // validates the problem: bad input is reported before --out is touched
+
+  std::unique_ptr<atomic_output> output;
+  if (out_dir) output = std::make_unique<atomic_output>(*out_dir);
+
+  const result r = s.solve();
+  json_object json = describe(p, o, r);
+  if (output) {
+    stage_solution_files(s, r, p.x.cols, output_dtype(o.precision), *output);
+    output->commit();
+    json.add("out", output->directory().string());
+  }
+  return json;
+}
+
+}  // namespace flashsinkhorn::cli

@@ -1,0 +1,25 @@
+// What `solve` and `demo` share: validate and prepare the problem (library), make sure --out is
+// usable, solve with progress on stderr, write the solution files atomically, and describe the
+// run as the JSON object the command prints.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "flashsinkhorn/options.hpp"
+#include "flashsinkhorn/problem.hpp"
+#include "json_object.hpp"
+#include "run_flags.hpp"
+
+namespace flashsinkhorn::cli {
+
+// Keys: cost, primal_cost, iterations, marginal_error, converged, n, m, d, eps, device, seconds,
+// prepare_seconds, solve_seconds, solver, precision, cost_kind, cost_scale, debias, tolerance,
+// max_iterations, scaling, reach_x, reach_y, version, and out when `out_dir` is set.
+// Errors: the library's exceptions; bad_input for an unusable --out (before solving);
+// std::runtime_error when a result is not finite or a file cannot be written (nothing is left
+// behind in `out_dir` then).
+[[nodiscard]] json_object solve_and_describe(const problem& p, options o, const run_flags& run,
+                                             const std::optional<std::string>& out_dir);
+
+}  // namespace flashsinkhorn::cli

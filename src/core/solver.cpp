@@ -262,27 +262,31 @@ solver& solver::operator=(solver&&) noexcept = default;
 
 result solver::solve() { return state_->solve(); }
 
-void solver::apply_plan(matrix_view v, mutable_matrix_view out) const {
-  state_->require_solved("apply_plan");
-  if (v.rows != state_->count(side::y)) {
-    throw invalid_argument("apply_plan: V has " + std::to_string(v.rows) + " rows but Y has " +
-                           std::to_string(state_->count(side::y)) + " points");
+namespace {
+
+// out = P·V (rows = x) or Pᵀ·U (rows = y); the values live on the other side.
+void apply_on_side(const detail::solver_state& state, side rows, const matrix_view& values,
+                   const mutable_matrix_view& out, const char* operation, const char* value_name) {
+  state.require_solved(operation);
+  const side keys = detail::other(rows);
+  if (values.rows != state.count(keys)) {
+    throw invalid_argument(std::string(operation) + ": " + value_name + " has " + std::to_string(values.rows) +
+                           " rows but " + (keys == side::x ? "X" : "Y") + " has " + std::to_string(state.count(keys)) +
+                           " points");
   }
-  const std::vector<double> values = detail::read_matrix(v, "V");
-  detail::validate_points(values, v.cols, "V");
-  detail::write_matrix(out, state_->apply(side::x, values, v.cols), state_->count(side::x), v.cols, "apply_plan");
+  const std::vector<double> host = detail::read_matrix(values, value_name);
+  detail::validate_points(host, values.cols, value_name);
+  detail::write_matrix(out, state.apply(rows, host, values.cols), state.count(rows), values.cols, operation);
+}
+
+}  // namespace
+
+void solver::apply_plan(matrix_view v, mutable_matrix_view out) const {
+  apply_on_side(*state_, side::x, v, out, "apply_plan", "V");
 }
 
 void solver::apply_plan_transpose(matrix_view u, mutable_matrix_view out) const {
-  state_->require_solved("apply_plan_transpose");
-  if (u.rows != state_->count(side::x)) {
-    throw invalid_argument("apply_plan_transpose: U has " + std::to_string(u.rows) + " rows but X has " +
-                           std::to_string(state_->count(side::x)) + " points");
-  }
-  const std::vector<double> values = detail::read_matrix(u, "U");
-  detail::validate_points(values, u.cols, "U");
-  detail::write_matrix(out, state_->apply(side::y, values, u.cols), state_->count(side::y), u.cols,
-                       "apply_plan_transpose");
+  apply_on_side(*state_, side::y, u, out, "apply_plan_transpose", "U");
 }
 
 void solver::barycentric_projection(mutable_matrix_view out) const {

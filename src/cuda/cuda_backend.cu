@@ -1,0 +1,357 @@
+// The CUDA backend: owns the two prepared clouds on one device (in the storage type of the
+// precision mode), the 8 potential slots (float64) and O(n + m) scratch, and runs every operation
+// as kernels on the legacy default stream. The only host synchronisations are the reads the
+// contract asks for (take_error, read_potential, plan_rows).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/plan_rows_launch.hpp"
+#include "cuda/softmin_launch.hpp"
+#include "cuda/tile_config.hpp"
+#include "flashsinkhorn/error.hpp"
+#include "math/round_operand.hpp"
+
+namespace flashsinkhorn::detail {
+namespace {
+
+// Operand rounding is math::round_to_tf32 / round_to_bf16 (round-to-nearest-even of the float),
+// exactly what the CPU backend does, so both backends see bit-identical operands.
+std::uint16_t bf16_bits(float rounded) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &rounded, sizeof bits);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+std::int64_t storage_bytes(precision mode) {
+  switch (mode) {
+    case precision::fp64: return 8;
+    case precision::bf16: return 2;
+    case precision::fp32:
+    case precision::tf32: return 4;
+  }
+  return 8;
+}
+
+// Feature padding: the tensor-core kernels read rows in groups of 16 32-bit words (two MMA
+// k-steps, one 128-bit load per lane): 16 tf32/fp32 or 32 bf16 values. fp64 reads element-wise.
+std::int64_t padded_dim_for(precision mode, std::int64_t dim) {
+  switch (mode) {
+    case precision::fp64: return dim;
+    case precision::bf16: return tile::round_up(dim, 2 * tile::kRowWordMultiple);
+    case precision::fp32:
+    case precision::tf32: return tile::round_up(dim, tile::kRowWordMultiple);
+  }
+  return dim;
+}
+
+template <class T>
+device_buffer<T> upload(const std::vector<T>& host) {
+  device_buffer<T> buffer(host.size());
+  if (!host.empty())
+    FS_CUDA_CHECK(cudaMemcpy(buffer.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return buffer;
+}
+
+struct device_cloud {
+  device_buffer<unsigned char> points;
+  device_buffer<double> scaled_sq_norm;
+  device_buffer<double> weights;
+  device_buffer<double> log_weights;
+  device_cloud_view view;
+};
+
+// Converts a prepared cloud to the working type and uploads it; the squared norms are those of the
+// stored (rounded) values, so that C_ij = s‖p‖² + s‖q‖² − 2s·p·q is exact for the rounded points.
+device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double cost_scale) {
+  device_cloud out;
+  const std::int64_t n = cloud.count;
+  const std::int64_t d = cloud.dim;
+  const std::int64_t padded_n = tile::round_up(n, tile::kRowPadding);
+  const std::int64_t padded_d = padded_dim_for(mode, d);
+  const std::int64_t element = storage_bytes(mode);
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(padded_n * padded_d * element), 0);
+  std::vector<double> sq_norm(static_cast<std::size_t>(n), 0.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    double norm = 0;
+    for (std::int64_t c = 0; c < d; ++c) {
+      const double x = cloud.points[static_cast<std::size_t>(i * d + c)];
+      unsigned char* dst = bytes.data() + (i * padded_d + c) * element;
+      double stored = x;
+      switch (mode) {
+        case precision::fp64: std::memcpy(dst, &x, 8); break;
+        case precision::fp32: {
+          const float f = static_cast<float>(x);
+          std::memcpy(dst, &f, 4);
+          stored = f;
+          break;
+        }
+        case precision::tf32: {
+          const float f = math::round_to_tf32(static_cast<float>(x));
+          std::memcpy(dst, &f, 4);
+          stored = f;
+          break;
+        }
+        case precision::bf16: {
+          const float f = math::round_to_bf16(static_cast<float>(x));
+          const std::uint16_t b = bf16_bits(f);
+          std::memcpy(dst, &b, 2);
+          stored = f;
+          break;
+        }
+      }
+      norm += stored * stored;
+    }
+    sq_norm[static_cast<std::size_t>(i)] = cost_scale * norm;
+  }
+  out.points = upload(bytes);
+  out.scaled_sq_norm = upload(sq_norm);
+  out.weights = upload(cloud.weights);
+  out.log_weights = upload(cloud.log_weights);
+  out.view.points = out.points.data();
+  out.view.scaled_sq_norm = out.scaled_sq_norm.data();
+  out.view.weights = out.weights.data();
+  out.view.log_weights = out.log_weights.data();
+  out.view.count = n;
+  out.view.padded_count = padded_n;
+  out.view.dim = d;
+  out.view.padded_dim = padded_d;
+  return out;
+}
+
+void check_cloud(const prepared_cloud& cloud, const char* name) {
+  const auto count = static_cast<std::size_t>(cloud.count);
+  if (cloud.count <= 0 || cloud.dim <= 0)
+    throw invalid_argument(std::string("CUDA backend: cloud ") + name + " is empty");
+  if (cloud.points.size() != count * static_cast<std::size_t>(cloud.dim) ||
+      cloud.weights.size() != count || cloud.log_weights.size() != count)
+    throw invalid_argument(std::string("CUDA backend: cloud ") + name + " has inconsistent sizes");
+}
+
+const char* slot_name(slot s) {
+  static constexpr const char* kNames[kSlotCount] = {"f", "g", "f_next", "g_next",
+                                                     "f_aa", "g_bb", "f_aa_next", "g_bb_next"};
+  return kNames[static_cast<int>(s)];
+}
+
+class cuda_backend final : public backend {
+ public:
+  cuda_backend(const prepared_problem& problem, precision mode, int device)
+      : mode_(mode), device_(device), cost_scale_(problem.cost_scale) {
+    const int devices = cuda_device_count();
+    if (device < 0 || device >= devices)
+      throw unsupported("CUDA device " + std::to_string(device) + " requested but " +
+                        std::to_string(devices) + " CUDA device(s) are visible");
+    check_cloud(problem.x, "x");
+    check_cloud(problem.y, "y");
+    if (problem.x.dim != problem.y.dim)
+      throw invalid_argument("CUDA backend: x and y have different dimensions (" +
+                             std::to_string(problem.x.dim) + " vs " + std::to_string(problem.y.dim) + ")");
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    FS_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
+    name_ = "cuda:" + std::to_string(device_) + " (" + cuda_device_name(device_) + ")";
+
+    clouds_[0] = upload_cloud(problem.x, mode_, cost_scale_);
+    clouds_[1] = upload_cloud(problem.y, mode_, cost_scale_);
+    for (int s = 0; s < kSlotCount; ++s) {
+      const std::int64_t count = cloud(side_of(static_cast<slot>(s))).count;
+      slots_[s] = device_buffer<double>(static_cast<std::size_t>(count));
+      FS_CUDA_CHECK(cudaMemsetAsync(slots_[s].data(), 0, slots_[s].bytes(), stream_));
+      slot_buffer_[s] = s;
+    }
+    const std::int64_t max_padded = std::max(cloud(side::x).padded_count, cloud(side::y).padded_count);
+    bias_ = device_buffer<double>(static_cast<std::size_t>(max_padded));
+    // Partial states for the split-key path: sized for the largest split any direction needs.
+    std::int64_t partial_bytes = 0;
+    for (side rows : {side::x, side::y})
+      for (side keys : {side::x, side::y}) {
+        const int splits = softmin_split_count(mode_, cloud(rows), cloud(keys), sm_count_);
+        partial_bytes = std::max(partial_bytes, softmin_partial_bytes(mode_, cloud(rows).padded_count, splits));
+      }
+    if (partial_bytes > 0) partial_ = device_buffer<unsigned char>(static_cast<std::size_t>(partial_bytes));
+    error_ = device_buffer<double>(1);
+    FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  [[nodiscard]] std::string name() const override { return name_; }
+
+  void softmin(const softmin_step& step) override {
+    if (!(step.eps > 0)) throw invalid_argument("softmin: eps must be > 0");
+    if (side_of(step.out) != step.rows)
+      throw invalid_argument(std::string("softmin: output slot ") + slot_name(step.out) +
+                             " does not live on the rows' side");
+    if (step.key_potential && side_of(*step.key_potential) != step.keys)
+      throw invalid_argument(std::string("softmin: key potential slot ") + slot_name(*step.key_potential) +
+                             " does not live on the keys' side");
+    if (step.previous && side_of(*step.previous) != step.rows)
+      throw invalid_argument(std::string("softmin: previous slot ") + slot_name(*step.previous) +
+                             " does not live on the rows' side");
+    if (!step.previous && (step.blend != 1 || step.accumulate_error))
+      throw invalid_argument("softmin: blend < 1 and accumulate_error need a previous slot");
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+
+    softmin_launch_args args;
+    args.rows = cloud(step.rows);
+    args.keys = cloud(step.keys);
+    args.key_potential = step.key_potential ? slot_data(*step.key_potential) : nullptr;
+    args.previous = step.previous ? slot_data(*step.previous) : nullptr;
+    args.out = slot_data(step.out);
+    args.cost_scale = cost_scale_;
+    args.eps = step.eps;
+    args.damping = step.damping;
+    args.blend = step.blend;
+    args.accumulate_error = step.accumulate_error;
+    args.error = error_.data();
+    args.bias_scratch = bias_.data();
+    args.partial_scratch = partial_.data();
+    args.partial_scratch_capacity = static_cast<std::int64_t>(partial_.bytes());
+    args.sm_count = sm_count_;
+    FS_CUDA_CHECK(launch_softmin(mode_, args, stream_));
+  }
+
+  double take_error() override {
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    double value = 0;
+    FS_CUDA_CHECK(cudaMemcpyAsync(&value, error_.data(), sizeof value, cudaMemcpyDeviceToHost, stream_));
+    FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return value;
+  }
+
+  void write_potential(slot s, const std::vector<double>& values) override {
+    const std::int64_t count = cloud(side_of(s)).count;
+    if (static_cast<std::int64_t>(values.size()) != count)
+      throw invalid_argument(std::string("write_potential: slot ") + slot_name(s) + " holds " +
+                             std::to_string(count) + " values, got " + std::to_string(values.size()));
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    FS_CUDA_CHECK(cudaMemcpyAsync(slot_data(s), values.data(), values.size() * sizeof(double),
+                                  cudaMemcpyHostToDevice, stream_));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `values` may die after we return
+  }
+
+  [[nodiscard]] std::vector<double> read_potential(slot s) const override {
+    std::vector<double> values(static_cast<std::size_t>(cloud(side_of(s)).count));
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    FS_CUDA_CHECK(cudaMemcpyAsync(values.data(), slot_data(s), values.size() * sizeof(double),
+                                  cudaMemcpyDeviceToHost, stream_));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return values;
+  }
+
+  void copy_potential(slot dst, slot src) override {
+    if (side_of(dst) != side_of(src))
+      throw invalid_argument(std::string("copy_potential: slots ") + slot_name(dst) + " and " +
+                             slot_name(src) + " live on different sides");
+    if (dst == src) return;
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    const std::size_t bytes = static_cast<std::size_t>(cloud(side_of(dst)).count) * sizeof(double);
+    FS_CUDA_CHECK(cudaMemcpyAsync(slot_data(dst), slot_data(src), bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  void swap_potentials(slot a, slot b) override {
+    if (side_of(a) != side_of(b))
+      throw invalid_argument(std::string("swap_potentials: slots ") + slot_name(a) + " and " +
+                             slot_name(b) + " live on different sides");
+    std::swap(slot_buffer_[static_cast<int>(a)], slot_buffer_[static_cast<int>(b)]);
+  }
+
+  [[nodiscard]] plan_rows_result plan_rows(const plan_rows_request& request) const override {
+    if (!(request.eps > 0)) throw invalid_argument("plan_rows: eps must be > 0");
+    if (side_of(request.key_potential) != request.keys)
+      throw invalid_argument(std::string("plan_rows: key potential slot ") + slot_name(request.key_potential) +
+                             " does not live on the keys' side");
+    if (request.k < 0 || (request.k > 0 && request.values == nullptr))
+      throw invalid_argument("plan_rows: k > 0 needs values");
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    const device_cloud_view& rows = cloud(request.rows);
+    const device_cloud_view& keys = cloud(request.keys);
+    const auto n = static_cast<std::size_t>(rows.count);
+    const auto m = static_cast<std::size_t>(keys.count);
+    const auto k = static_cast<std::size_t>(request.k);
+
+    device_buffer<double> lse(n);
+    device_buffer<double> weighted(k > 0 ? n * k : 0);
+    device_buffer<double> cost(request.want_cost ? n : 0);
+    device_buffer<double> values(k > 0 ? m * k : 0);
+    if (k > 0)
+      FS_CUDA_CHECK(cudaMemcpyAsync(values.data(), request.values, m * k * sizeof(double),
+                                    cudaMemcpyHostToDevice, stream_));
+    plan_rows_launch_args args;
+    args.rows = rows;
+    args.keys = keys;
+    args.key_potential = slot_data(request.key_potential);
+    args.cost_scale = cost_scale_;
+    args.eps = request.eps;
+    args.values = values.data();
+    args.k = request.k;
+    args.lse = lse.data();
+    args.weighted = weighted.data();
+    args.cost = cost.data();
+    FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_));
+
+    plan_rows_result result;
+    result.lse.resize(n);
+    result.weighted.resize(n * k);
+    if (request.want_cost) result.cost.resize(n);
+    FS_CUDA_CHECK(cudaMemcpyAsync(result.lse.data(), lse.data(), n * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    if (k > 0)
+      FS_CUDA_CHECK(cudaMemcpyAsync(result.weighted.data(), weighted.data(), n * k * sizeof(double),
+                                    cudaMemcpyDeviceToHost, stream_));
+    if (request.want_cost)
+      FS_CUDA_CHECK(cudaMemcpyAsync(result.cost.data(), cost.data(), n * sizeof(double),
+                                    cudaMemcpyDeviceToHost, stream_));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return result;
+  }
+
+ private:
+  [[nodiscard]] const device_cloud_view& cloud(side s) const { return clouds_[static_cast<int>(s)].view; }
+  [[nodiscard]] double* slot_data(slot s) const { return slots_[slot_buffer_[static_cast<int>(s)]].data(); }
+
+  precision mode_;
+  int device_;
+  double cost_scale_;
+  int sm_count_ = 0;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;  // the legacy default stream: ordered with the caller's work
+  std::array<device_cloud, 2> clouds_;
+  std::array<device_buffer<double>, kSlotCount> slots_;
+  std::array<int, kSlotCount> slot_buffer_{};  // slot → physical buffer (swap_potentials swaps these)
+  device_buffer<double> bias_;                 // β of the keys of the current step
+  device_buffer<unsigned char> partial_;       // split-key partial lse_states
+  device_buffer<double> error_;                // accumulated marginal error
+};
+
+}  // namespace
+
+std::unique_ptr<backend> make_cuda_backend(const prepared_problem& problem, precision mode, int device) {
+  return std::make_unique<cuda_backend>(problem, mode, device);
+}
+
+int cuda_device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::string cuda_device_name(int device) {
+  cudaDeviceProp properties{};
+  FS_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  return properties.name;
+}
+
+}  // namespace flashsinkhorn::detail

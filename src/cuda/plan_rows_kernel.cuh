@@ -1,0 +1,80 @@
+// The plan pass, simple and exact version: one thread per row, float64 arithmetic on the stored
+// operands, two passes over the keys (LSE, then the softmax-weighted sums written straight into the
+// caller's row). Correct for every shape; the tensor-core FlashAttention-style version (same tile
+// loop as softmin_kernel.cuh with a P·V accumulator) replaces it when plan speed matters.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "math/lse_state.hpp"
+
+namespace flashsinkhorn::detail::kernels {
+
+__device__ __forceinline__ double to_double(double x) { return x; }
+__device__ __forceinline__ double to_double(float x) { return x; }
+__device__ __forceinline__ double to_double(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+struct plan_rows_params {
+  const void* rows_points;
+  const void* key_points;
+  const double* row_scaled_sq_norm;
+  const double* key_scaled_sq_norm;
+  const double* key_log_weights;
+  const double* key_potential;
+  const double* values;
+  double* lse;
+  double* weighted;
+  double* cost;
+  std::int64_t rows;
+  std::int64_t keys;
+  std::int64_t dim;
+  std::int64_t padded_dim;
+  std::int64_t k;
+  double cost_scale;
+  double eps;
+};
+
+template <class S>
+__device__ __forceinline__ double plan_cost(const plan_rows_params& p, const S* query, std::int64_t i,
+                                            std::int64_t j) {
+  const S* key = static_cast<const S*>(p.key_points) + j * p.padded_dim;
+  double dot = 0;
+  for (std::int64_t c = 0; c < p.dim; ++c) dot = fma(to_double(query[c]), to_double(key[c]), dot);
+  return p.row_scaled_sq_norm[i] + p.key_scaled_sq_norm[j] - 2.0 * p.cost_scale * dot;
+}
+
+template <class S>
+__global__ void plan_rows_kernel(const plan_rows_params p) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= p.rows) return;
+  const S* query = static_cast<const S*>(p.rows_points) + i * p.padded_dim;
+  auto score = [&](std::int64_t j, double cost) {
+    const double h = p.key_potential != nullptr ? p.key_potential[j] : 0.0;
+    return (h - cost) / p.eps + p.key_log_weights[j];
+  };
+  math::lse_state<double> state = math::lse_state<double>::identity();
+  for (std::int64_t j = 0; j < p.keys; ++j)
+    state = math::combine(state, math::lse_state<double>{score(j, plan_cost(p, query, i, j)), 1.0});
+  const double lse = state.value();
+  p.lse[i] = lse;
+  if (p.weighted == nullptr && p.cost == nullptr) return;
+  double* weighted = p.weighted != nullptr ? p.weighted + i * p.k : nullptr;
+  if (weighted != nullptr)
+    for (std::int64_t c = 0; c < p.k; ++c) weighted[c] = 0;
+  double cost_sum = 0;
+  for (std::int64_t j = 0; j < p.keys; ++j) {
+    const double cost = plan_cost(p, query, i, j);
+    const double s = score(j, cost);
+    if (s == -INFINITY) continue;
+    const double weight = exp(s - lse);
+    cost_sum = fma(weight, cost, cost_sum);
+    if (weighted != nullptr)
+      for (std::int64_t c = 0; c < p.k; ++c) weighted[c] = fma(weight, p.values[j * p.k + c], weighted[c]);
+  }
+  if (p.cost != nullptr) p.cost[i] = cost_sum;
+}
+
+}  // namespace flashsinkhorn::detail::kernels

@@ -1,0 +1,62 @@
+// Host side of the softmin kernels: one plain params struct and the launch entry point.
+//
+// One half-step (backend.hpp, softmin_step) is three launches on `stream`, no host sync:
+//   1. key_bias     β_j = h_j/ε + log w_j − s‖q_j‖²/ε   (·log2 e for the float kernels), −∞ on padding
+//   2. softmin      per row i, over the keys of one split: the online (max, Σexp) of
+//                   S_ij = (2s/ε)·p_i·q_j + β_j on tensor cores; with one split the same kernel
+//                   finishes the row (below), else it writes the partial lse_state
+//   3. combine      (splits > 1 only) math::combine over the splits, then finishes the row
+// Finishing row i:  T_i = s‖p_i‖² − ε·LSE_j S_ij, new_i = damping·T_i,
+//                   out_i = (1 − blend)·prev_i + blend·new_i,
+//                   error += Σ_i w_i·|exp((prev_i − new_i)/ε) − 1|  (one atomicAdd per CTA).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "flashsinkhorn/options.hpp"
+
+namespace flashsinkhorn::detail {
+
+// One prepared cloud on the device, in the storage type of the precision mode
+// (fp64: double; fp32, tf32: float; bf16: __nv_bfloat16).
+struct device_cloud_view {
+  const void* points = nullptr;         // (padded_count, padded_dim), zeros in the padding
+  const double* scaled_sq_norm = nullptr;  // (count,)  s·‖p_i‖² from the stored (rounded) values
+  const double* weights = nullptr;      // (count,)
+  const double* log_weights = nullptr;  // (count,)
+  std::int64_t count = 0;
+  std::int64_t padded_count = 0;        // multiple of tile::kRowPadding
+  std::int64_t dim = 0;
+  std::int64_t padded_dim = 0;          // row stride of `points`, in elements
+};
+
+struct softmin_launch_args {
+  device_cloud_view rows;
+  device_cloud_view keys;
+  const double* key_potential = nullptr;  // (keys.count,) or nullptr for h = 0
+  const double* previous = nullptr;       // (rows.count,) or nullptr (then prev = 0)
+  double* out = nullptr;                  // (rows.count,)
+  double cost_scale = 1;
+  double eps = 1;
+  double damping = 1;
+  double blend = 1;
+  bool accumulate_error = false;
+  double* error = nullptr;                // one device double
+  void* bias_scratch = nullptr;           // keys.padded_count × 8 bytes
+  void* partial_scratch = nullptr;        // partial_scratch_bytes(...) bytes
+  std::int64_t partial_scratch_capacity = 0;
+  int sm_count = 132;
+};
+
+// Number of key splits the launcher will use for this shape (1 = fully fused), and the scratch
+// bytes that many splits need.
+int softmin_split_count(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
+                        int sm_count);
+std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits);
+
+// Enqueues the half-step on `stream`. Returns cudaSuccess or the launch error (never throws).
+cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cudaStream_t stream);
+
+}  // namespace flashsinkhorn::detail

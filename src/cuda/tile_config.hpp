@@ -1,0 +1,57 @@
+// Tile shapes of the CUDA kernels: data, one reason per entry (STYLE.md). Shared by the kernels
+// (compile-time shapes) and the host launchers (shared-memory sizes, grid shapes, padding).
+#pragma once
+
+#include <cstdint>
+
+namespace flashsinkhorn::detail::tile {
+
+// ---- tensor-core softmin (tf32, bf16, fp32 = 3×TF32) -------------------------------------------
+// 4 warps: enough to overlap MMA, exp and cp.async with 2 CTAs per SM, few enough that a 128-row
+// block is 32 rows per warp (two m16 tiles share every B fragment loaded from shared memory).
+inline constexpr int kWarps = 4;
+inline constexpr int kThreads = kWarps * 32;
+// Rows owned by one CTA: 4 warps × 2 × m16. Query operands are read from shared memory once per
+// key tile, so 128 rows halve the key traffic per FLOP compared with 64.
+inline constexpr int kBlockM = 128;
+inline constexpr int kRowsPerWarp = kBlockM / kWarps;  // 32 = 2 m16 tiles
+// Keys per tile: 8 n8 fragments → 2·8·4 = 64 fp32 accumulators per thread, the most that leaves
+// registers for fragments and the 4 per-row LSE states without spilling at 2 CTAs/SM.
+inline constexpr int kBlockN = 64;
+// 32-bit words of features per pipeline stage: 64 tf32/fp32 or 128 bf16 values, so d ≤ 64 (tf32)
+// and d ≤ 128 (bf16) are one stage; larger d loops over chunks into the same score registers.
+// Rows are padded to 16 words (two MMA k-steps, one 128-bit fragment load per lane).
+inline constexpr int kChunkWords = 64;
+inline constexpr int kRowWordMultiple = 16;
+// cp.async ring depth: 3 stages hide one L2/HBM latency behind two tiles of MMA + exp.
+inline constexpr int kStages = 3;
+// The whole query block stays resident in shared memory while ≤ this many bytes (4 chunks:
+// d ≤ 256 tf32, d ≤ 512 bf16; with 3 key stages that is 226 KiB, just under the 227 KiB limit);
+// above it the query chunk streams through the ring next to the key chunk.
+inline constexpr int kResidentQueryBytes = 160 * 1024;
+// Opt-in shared-memory limit of sm_80/sm_90 per block.
+inline constexpr int kMaxSharedBytes = 227 * 1024;
+
+// ---- fp64 softmin (plain FMA, correctness first) -----------------------------------------------
+// One row per thread; 32 keys × 32 features of double per shared tile (8 KiB + padding).
+inline constexpr int kBlockM64 = 128;
+inline constexpr int kBlockN64 = 32;
+inline constexpr int kChunk64 = 32;
+
+// ---- storage ------------------------------------------------------------------------------------
+// Cloud rows are padded with zeros to a multiple of this, so every tile load is in bounds; padded
+// keys get bias −∞ and padded rows are never written.
+inline constexpr int kRowPadding = 128;
+static_assert(kRowPadding % kBlockM == 0 && kRowPadding % kBlockN == 0);
+static_assert(kRowPadding % kBlockM64 == 0 && kRowPadding % kBlockN64 == 0);
+
+// Split-key: at most this many key ranges per row block, each at least kMinTilesPerSplit tiles,
+// so the partial-state traffic stays below 1/kMinTilesPerSplit of the key traffic.
+inline constexpr int kMaxSplits = 32;
+inline constexpr int kMinTilesPerSplit = 4;
+
+[[nodiscard]] constexpr std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+}  // namespace flashsinkhorn::detail::tile

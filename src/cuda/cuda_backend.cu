@@ -159,6 +159,7 @@ class cuda_backend final : public backend {
                              std::to_string(problem.x.dim) + " vs " + std::to_string(problem.y.dim) + ")");
     FS_CUDA_CHECK(cudaSetDevice(device_));
     FS_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
+    FS_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared_bytes_, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
     name_ = "cuda:" + std::to_string(device_) + " (" + cuda_device_name(device_) + ")";
 
     clouds_[0] = upload_cloud(problem.x, mode_, cost_scale_);
@@ -175,7 +176,7 @@ class cuda_backend final : public backend {
     std::int64_t partial_bytes = 0;
     for (side rows : {side::x, side::y})
       for (side keys : {side::x, side::y}) {
-        const int splits = softmin_split_count(mode_, cloud(rows), cloud(keys), sm_count_);
+        const int splits = softmin_split_count(mode_, cloud(rows), cloud(keys), sm_count_, max_shared_bytes_);
         partial_bytes = std::max(partial_bytes, softmin_partial_bytes(mode_, cloud(rows).padded_count, splits));
       }
     if (partial_bytes > 0) partial_ = device_buffer<unsigned char>(static_cast<std::size_t>(partial_bytes));
@@ -217,6 +218,7 @@ class cuda_backend final : public backend {
     args.partial_scratch = partial_.data();
     args.partial_scratch_capacity = static_cast<std::int64_t>(partial_.bytes());
     args.sm_count = sm_count_;
+    args.max_shared_bytes = max_shared_bytes_;
     FS_CUDA_CHECK(launch_softmin(mode_, args, stream_));
   }
 
@@ -323,6 +325,7 @@ class cuda_backend final : public backend {
   int device_;
   double cost_scale_;
   int sm_count_ = 0;
+  int max_shared_bytes_ = 48 * 1024;
   std::string name_;
   cudaStream_t stream_ = nullptr;  // the legacy default stream: ordered with the caller's work
   std::array<device_cloud, 2> clouds_;

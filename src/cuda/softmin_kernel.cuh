@@ -24,8 +24,6 @@
 namespace flashsinkhorn::detail::kernels {
 
 inline constexpr float kLn2f = 0.693147180559945309f;
-inline constexpr double kLn2 = 0.693147180559945309;
-inline constexpr float kLog2ef = 1.44269504088896341f;
 
 struct softmin_params {
   const void* rows_points;         // (rows_padded, padded_dim)
@@ -50,6 +48,7 @@ struct softmin_params {
   double damping;
   double blend;
   int accumulate_error;
+  int max_shared_bytes;            // the device's opt-in shared memory per block
 };
 
 // ---- small device helpers -----------------------------------------------------------------------
@@ -225,25 +224,34 @@ struct mma_geometry {
   int total_bytes = 0;
 };
 
-__host__ __device__ inline mma_geometry make_mma_geometry(std::int64_t padded_row_words, int chunk_limit) {
+__host__ __device__ inline mma_geometry make_mma_geometry(std::int64_t padded_row_words, int chunk_limit,
+                                                          bool allow_resident) {
   mma_geometry g;
   g.chunk_words = static_cast<int>(padded_row_words < chunk_limit ? padded_row_words : chunk_limit);
   g.row_words = g.chunk_words + (g.chunk_words % 32 == 0 ? 16 : 0);
   g.chunks = static_cast<int>((padded_row_words + g.chunk_words - 1) / g.chunk_words);
   g.query_chunk_bytes = tile::kBlockM * g.row_words * 4;
   g.key_chunk_bytes = tile::kBlockN * g.row_words * 4;
-  g.resident = static_cast<std::int64_t>(g.chunks) * g.query_chunk_bytes <= tile::kResidentQueryBytes;
+  g.resident = allow_resident &&
+               static_cast<std::int64_t>(g.chunks) * g.query_chunk_bytes <= tile::kResidentQueryBytes;
   g.stage_bytes = g.key_chunk_bytes + tile::kBlockN * 4 + (g.resident ? 0 : g.query_chunk_bytes);
   g.resident_bytes = g.resident ? g.chunks * g.query_chunk_bytes : 0;
   g.total_bytes = g.resident_bytes + tile::kStages * g.stage_bytes;
   return g;
 }
 
-// Resident query block: kChunkWords-word chunks. Streamed query (large d): half-width chunks, so
-// that the three stages (query + key chunk each) leave room for 2 CTAs per SM.
-__host__ __device__ inline mma_geometry make_mma_geometry(std::int64_t padded_row_words) {
-  const mma_geometry resident = make_mma_geometry(padded_row_words, tile::kChunkWords);
-  return resident.resident ? resident : make_mma_geometry(padded_row_words, tile::kChunkWords / 2);
+// The geometry used for a row width and the device's opt-in shared memory per block:
+// resident query block with kChunkWords-word chunks when it fits (H200: d ≤ 256 tf32, d ≤ 512
+// bf16); else the query streams next to the keys in half-width chunks (2 CTAs per SM on the
+// H200), narrowed until the ring fits (16-word chunks need ≈ 37 KiB: every sm_80+ part).
+__host__ __device__ inline mma_geometry choose_mma_geometry(std::int64_t padded_row_words, int max_shared_bytes) {
+  mma_geometry g = make_mma_geometry(padded_row_words, tile::kChunkWords, true);
+  if (g.resident && g.total_bytes <= max_shared_bytes) return g;
+  for (int chunk = tile::kChunkWords / 2; chunk >= tile::kRowWordMultiple; chunk /= 2) {
+    g = make_mma_geometry(padded_row_words, chunk, false);
+    if (g.total_bytes <= max_shared_bytes) return g;
+  }
+  return g;
 }
 
 __device__ __forceinline__ uint4 load_shared_128(const std::uint32_t* address) {
@@ -280,7 +288,7 @@ __global__ void __launch_bounds__(tile::kThreads)
   const int t = lane % 4;  // thread in group
 
   const std::int64_t padded_words = p.padded_dim * static_cast<std::int64_t>(sizeof(typename Op::storage)) / 4;
-  const mma_geometry geo = make_mma_geometry(padded_words);
+  const mma_geometry geo = choose_mma_geometry(padded_words, p.max_shared_bytes);
   const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kBlockM;
   const int split = blockIdx.y;
   const int tile_begin = split * p.tiles_per_split;
@@ -355,7 +363,7 @@ __global__ void __launch_bounds__(tile::kThreads)
         min64(geo.chunk_words, padded_words - static_cast<std::int64_t>(chunk) * geo.chunk_words));
     const std::uint32_t* query_rows = query_tile + (warp * tile::kRowsPerWarp + g) * geo.row_words + 4 * t;
     const std::uint32_t* key_rows = key_tile + g * geo.row_words + 4 * t;
-#pragma unroll 1
+#pragma unroll tile::kKUnroll
     for (int w0 = 0; w0 < width; w0 += 16) {  // 16 words = two MMA k-steps
       uint4 a_lo[kMTiles], a_hi[kMTiles];  // rows g and g + 8 of each m16 tile
 #pragma unroll
@@ -392,31 +400,55 @@ __global__ void __launch_bounds__(tile::kThreads)
         bias_v[nf][0] = pair.x;
         bias_v[nf][1] = pair.y;
       }
+      // Phase 1: scores and the tile maximum of each of the thread's 4 rows, as balanced trees
+      // (short dependency chains: with 2–3 warps per scheduler, latency is the limiter).
+      float tile_max[kMTiles][2];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          float tile_max = -INFINITY;
+          float partial[kNFragments];
 #pragma unroll
-          for (int nf = 0; nf < kNFragments; ++nf)
+          for (int nf = 0; nf < kNFragments; ++nf) {
+            const float s0 = fmaf(acc[mt][nf][2 * h], p.score_scale_log2, bias_v[nf][0]);
+            const float s1 = fmaf(acc[mt][nf][2 * h + 1], p.score_scale_log2, bias_v[nf][1]);
+            acc[mt][nf][2 * h] = s0;
+            acc[mt][nf][2 * h + 1] = s1;
+            partial[nf] = fmaxf(s0, s1);
+          }
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const float score = fmaf(acc[mt][nf][2 * h + e], p.score_scale_log2, bias_v[nf][e]);
-              acc[mt][nf][2 * h + e] = score;
-              tile_max = fmaxf(tile_max, score);
-            }
-          tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-          tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-          const float new_max = fmaxf(row_max[mt][h], tile_max);
+          for (int width = kNFragments / 2; width > 0; width /= 2)
+#pragma unroll
+            for (int i = 0; i < width; ++i) partial[i] = fmaxf(partial[i], partial[i + width]);
+          tile_max[mt][h] = partial[0];
+        }
+      // Phase 2: the quad (4 lanes share a row) agrees on the maximum.
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          tile_max[mt][h] = fmaxf(tile_max[mt][h], __shfl_xor_sync(0xffffffffu, tile_max[mt][h], 1));
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          tile_max[mt][h] = fmaxf(tile_max[mt][h], __shfl_xor_sync(0xffffffffu, tile_max[mt][h], 2));
+      // Phase 3: rescale the running sums and add this tile's terms (4 partial sums per row).
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float new_max = fmaxf(row_max[mt][h], tile_max[mt][h]);
           // Guard (−∞) − (−∞): a row that has seen only zero-weight/padded keys keeps sum 0.
           const float reference = new_max == -INFINITY ? 0.f : new_max;
-          float sum = row_sum[mt][h] * fast_exp2(row_max[mt][h] - reference);
+          float partial[4] = {row_sum[mt][h] * fast_exp2(row_max[mt][h] - reference), 0.f, 0.f, 0.f};
 #pragma unroll
-          for (int nf = 0; nf < kNFragments; ++nf)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) sum += fast_exp2(acc[mt][nf][2 * h + e] - reference);
+          for (int nf = 0; nf < kNFragments; ++nf) {
+            partial[(2 * nf) % 4] += fast_exp2(acc[mt][nf][2 * h] - reference);
+            partial[(2 * nf + 1) % 4] += fast_exp2(acc[mt][nf][2 * h + 1] - reference);
+          }
           row_max[mt][h] = new_max;
-          row_sum[mt][h] = sum;
+          row_sum[mt][h] = (partial[0] + partial[1]) + (partial[2] + partial[3]);
         }
     }
   }

@@ -27,18 +27,21 @@ cudaError_t allow_shared(Kernel kernel, int bytes) {
 // CTAs per SM of `kernel` at `shared_bytes` (cached: the answer depends only on these).
 template <class Kernel>
 int occupancy(Kernel kernel, int threads, int shared_bytes) {
+  thread_local const void* cached_kernel = nullptr;
   thread_local int cached_bytes = -1;
   thread_local int cached_device = -1;
   thread_local int cached_ctas = 1;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 1;
-  if (cached_bytes != shared_bytes || cached_device != device) {
+  const void* key = reinterpret_cast<const void*>(kernel);
+  if (cached_kernel != key || cached_bytes != shared_bytes || cached_device != device) {
     int ctas = 1;
     if (allow_shared(kernel, shared_bytes) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, shared_bytes) != cudaSuccess) {
       (void)cudaGetLastError();
       ctas = 1;
     }
+    cached_kernel = key;
     cached_bytes = shared_bytes;
     cached_device = device;
     cached_ctas = ctas < 1 ? 1 : ctas;
@@ -47,9 +50,9 @@ int occupancy(Kernel kernel, int threads, int shared_bytes) {
 }
 
 template <class Op>
-kernel_shape mma_shape(std::int64_t padded_dim) {
+kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {
   const std::int64_t words = padded_dim * static_cast<std::int64_t>(sizeof(typename Op::storage)) / 4;
-  const kernels::mma_geometry geo = kernels::make_mma_geometry(words);
+  const kernels::mma_geometry geo = kernels::choose_mma_geometry(words, max_shared_bytes);
   kernel_shape shape;
   shape.block_m = tile::kBlockM;
   shape.block_n = tile::kBlockN;
@@ -58,11 +61,11 @@ kernel_shape mma_shape(std::int64_t padded_dim) {
   return shape;
 }
 
-kernel_shape shape_for(precision mode, std::int64_t padded_dim) {
+kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
   switch (mode) {
-    case precision::bf16: return mma_shape<kernels::bf16_operands>(padded_dim);
-    case precision::fp32: return mma_shape<kernels::fp32_split_operands>(padded_dim);
-    case precision::tf32: return mma_shape<kernels::tf32_operands>(padded_dim);
+    case precision::bf16: return mma_shape<kernels::bf16_operands>(padded_dim, max_shared_bytes);
+    case precision::fp32: return mma_shape<kernels::fp32_split_operands>(padded_dim, max_shared_bytes);
+    case precision::tf32: return mma_shape<kernels::tf32_operands>(padded_dim, max_shared_bytes);
     case precision::fp64: break;
   }
   kernel_shape shape;
@@ -113,8 +116,8 @@ split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_
 }  // namespace
 
 int softmin_split_count(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
-                        int sm_count) {
-  const kernel_shape shape = shape_for(mode, rows.padded_dim);
+                        int sm_count, int max_shared_bytes) {
+  const kernel_shape shape = shape_for(mode, rows.padded_dim, max_shared_bytes);
   return plan_splits(shape, rows.count, keys.count, sm_count).splits;
 }
 
@@ -129,7 +132,8 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   const device_cloud_view& keys = args.keys;
   if (rows.count <= 0 || keys.count <= 0) return cudaErrorInvalidValue;
   if (rows.padded_dim != keys.padded_dim) return cudaErrorInvalidValue;
-  const kernel_shape shape = shape_for(mode, rows.padded_dim);
+  const kernel_shape shape = shape_for(mode, rows.padded_dim, args.max_shared_bytes);
+  if (shape.shared_bytes > args.max_shared_bytes) return cudaErrorInvalidConfiguration;
   const split_plan plan = plan_splits(shape, rows.count, keys.count, args.sm_count);
   if (softmin_partial_bytes(mode, rows.padded_count, plan.splits) > args.partial_scratch_capacity)
     return cudaErrorInvalidValue;
@@ -157,6 +161,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   p.damping = args.damping;
   p.blend = args.blend;
   p.accumulate_error = args.accumulate_error ? 1 : 0;
+  p.max_shared_bytes = args.max_shared_bytes;
 
   // 1. β_j
   constexpr int kBiasThreads = 256;

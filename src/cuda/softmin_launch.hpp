@@ -48,12 +48,13 @@ struct softmin_launch_args {
   void* partial_scratch = nullptr;        // partial_scratch_bytes(...) bytes
   std::int64_t partial_scratch_capacity = 0;
   int sm_count = 132;
+  int max_shared_bytes = 48 * 1024;       // cudaDevAttrMaxSharedMemoryPerBlockOptin
 };
 
 // Number of key splits the launcher will use for this shape (1 = fully fused), and the scratch
 // bytes that many splits need.
 int softmin_split_count(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
-                        int sm_count);
+                        int sm_count, int max_shared_bytes);
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits);
 
 // Enqueues the half-step on `stream`. Returns cudaSuccess or the launch error (never throws).

@@ -4,6 +4,21 @@
 
 #include <cstdint>
 
+// Tuning overrides, for the kernel-lab script tools/tune_variants.sh only (the defaults below are
+// the measured choice): FLASHSINKHORN_TUNE_{ROWS_PER_WARP, BLOCK_N, STAGES, K_UNROLL}.
+#ifndef FLASHSINKHORN_TUNE_ROWS_PER_WARP
+#define FLASHSINKHORN_TUNE_ROWS_PER_WARP 32
+#endif
+#ifndef FLASHSINKHORN_TUNE_BLOCK_N
+#define FLASHSINKHORN_TUNE_BLOCK_N 64
+#endif
+#ifndef FLASHSINKHORN_TUNE_STAGES
+#define FLASHSINKHORN_TUNE_STAGES 3
+#endif
+#ifndef FLASHSINKHORN_TUNE_K_UNROLL
+#define FLASHSINKHORN_TUNE_K_UNROLL 2
+#endif
+
 namespace flashsinkhorn::detail::tile {
 
 // ---- tensor-core softmin (tf32, bf16, fp32 = 3×TF32) -------------------------------------------
@@ -13,24 +28,30 @@ inline constexpr int kWarps = 4;
 inline constexpr int kThreads = kWarps * 32;
 // Rows owned by one CTA: 4 warps × 2 × m16. Query operands are read from shared memory once per
 // key tile, so 128 rows halve the key traffic per FLOP compared with 64.
-inline constexpr int kBlockM = 128;
-inline constexpr int kRowsPerWarp = kBlockM / kWarps;  // 32 = 2 m16 tiles
+inline constexpr int kRowsPerWarp = FLASHSINKHORN_TUNE_ROWS_PER_WARP;  // 32 = 2 m16 tiles
+inline constexpr int kBlockM = kWarps * kRowsPerWarp;
+static_assert(kRowsPerWarp % 16 == 0);
 // Keys per tile: 8 n8 fragments → 2·8·4 = 64 fp32 accumulators per thread, the most that leaves
 // registers for fragments and the 4 per-row LSE states without spilling at 2 CTAs/SM.
-inline constexpr int kBlockN = 64;
+inline constexpr int kBlockN = FLASHSINKHORN_TUNE_BLOCK_N;
+static_assert(kBlockN % 16 == 0 && kBlockN <= 128);
 // 32-bit words of features per pipeline stage: 64 tf32/fp32 or 128 bf16 values, so d ≤ 64 (tf32)
 // and d ≤ 128 (bf16) are one stage; larger d loops over chunks into the same score registers.
 // Rows are padded to 16 words (two MMA k-steps, one 128-bit fragment load per lane).
 inline constexpr int kChunkWords = 64;
 inline constexpr int kRowWordMultiple = 16;
 // cp.async ring depth: 3 stages hide one L2/HBM latency behind two tiles of MMA + exp.
-inline constexpr int kStages = 3;
+inline constexpr int kStages = FLASHSINKHORN_TUNE_STAGES;
+static_assert(kStages >= 2);
+// Unroll of the k loop (16 words = 2 MMA k-steps per trip): 2 lets the scheduler overlap the next
+// trip's fragment loads with this trip's MMAs (~168 registers). Measured on the H200 with
+// tools/tune_variants.sh (2026-11-30, n = m = 50,000, d = 64): unroll 2 → 7.56 ms/iteration tf32,
+// 4.77 bf16; unroll 1 → 8.47, 5.01; kBlockN = 32 → 8.17, 5.36; 16 rows per warp → 12.6, 5.91.
+inline constexpr int kKUnroll = FLASHSINKHORN_TUNE_K_UNROLL;
 // The whole query block stays resident in shared memory while ≤ this many bytes (4 chunks:
 // d ≤ 256 tf32, d ≤ 512 bf16; with 3 key stages that is 226 KiB, just under the 227 KiB limit);
 // above it the query chunk streams through the ring next to the key chunk.
 inline constexpr int kResidentQueryBytes = 160 * 1024;
-// Opt-in shared-memory limit of sm_80/sm_90 per block.
-inline constexpr int kMaxSharedBytes = 227 * 1024;
 
 // ---- fp64 softmin (plain FMA, correctness first) -----------------------------------------------
 // One row per thread; 32 keys × 32 features of double per shared tile (8 KiB + padding).

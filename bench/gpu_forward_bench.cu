@@ -1,0 +1,187 @@
+// GPU forward benchmark: the authors' protocol (SPEC §5) on the CUDA backend.
+//   x, y ~ N(0, I_d), weights U[0,1) + 0.1 normalised, ε = 0.1, s = 1, fixed 10 alternating
+//   iterations (f ← T_f(g), g ← T_g(f)), potentials from 0; CUDA-event median over repeats after a
+//   warm-up, on freshly generated data per size.
+// Axes: (n = m, d) × precision. Derived: ms per iteration, TFLOP/s (4·n·m·d per iteration), and the
+// fraction of the roofline floor max(4nmd / tensor peak, 2nm / MUFU ex2 rate) (SPEC §6 ceilings:
+// TF32 394e12, BF16 769e12 FLOP/s, ex2 4.1e12/s; fp32 = 3×TF32 counts 3× the TF32 FLOP).
+// Memory: device bytes held by the backend (cudaMemGetInfo before vs after, all buffers live).
+// Output: one JSON object per line on stdout; progress on stderr.
+//
+//   flashsinkhorn_gpu_bench [--sizes 10000x64,50000x8] [--precisions tf32,bf16,fp32] [--iters 10]
+//                           [--repeats 7]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/prepared_cloud.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace {
+
+using flashsinkhorn::precision;
+using namespace flashsinkhorn::detail;
+
+struct size_case {
+  std::int64_t n, d;
+};
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, sep))
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+precision parse_precision(const std::string& name) {
+  if (name == "fp32") return precision::fp32;
+  if (name == "fp64") return precision::fp64;
+  if (name == "tf32") return precision::tf32;
+  if (name == "bf16") return precision::bf16;
+  std::fprintf(stderr, "unknown precision %s\n", name.c_str());
+  std::exit(2);
+}
+
+prepared_cloud protocol_cloud(std::int64_t n, std::int64_t d, std::mt19937_64& rng) {
+  prepared_cloud c;
+  c.count = n;
+  c.dim = d;
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  c.points.resize(static_cast<std::size_t>(n * d));
+  for (auto& v : c.points) v = normal(rng);
+  c.weights.resize(static_cast<std::size_t>(n));
+  double total = 0;
+  for (auto& w : c.weights) total += (w = uniform(rng) + 0.1);
+  c.log_weights.resize(c.weights.size());
+  for (std::size_t i = 0; i < c.weights.size(); ++i) {
+    c.weights[i] /= total;
+    c.log_weights[i] = std::log(c.weights[i]);
+  }
+  return c;
+}
+
+void centre(prepared_problem& p) {
+  const std::int64_t d = p.x.dim;
+  std::vector<double> mean(static_cast<std::size_t>(d), 0.0);
+  for (const prepared_cloud* c : {&p.x, &p.y})
+    for (std::int64_t i = 0; i < c->count; ++i)
+      for (std::int64_t k = 0; k < d; ++k) mean[k] += 0.5 * c->weights[i] * c->points[i * d + k];
+  for (prepared_cloud* c : {&p.x, &p.y})
+    for (std::int64_t i = 0; i < c->count; ++i)
+      for (std::int64_t k = 0; k < d; ++k) c->points[i * d + k] -= mean[k];
+}
+
+void forward(backend& b, int iterations, double eps) {
+  for (int it = 0; it < iterations; ++it) {
+    b.softmin({side::x, side::y, slot::g, std::nullopt, slot::f, eps, 1, 1, false});
+    b.softmin({side::y, side::x, slot::f, std::nullopt, slot::g, eps, 1, 1, false});
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<size_case> sizes = {{10000, 64}, {50000, 8}, {50000, 64}, {50000, 512}, {200000, 64}};
+  std::vector<std::string> precisions = {"tf32", "bf16", "fp32"};
+  int iterations = 10;
+  int repeats = 7;
+  const double eps = 0.1;
+  for (int a = 1; a + 1 < argc; a += 2) {
+    const std::string flag = argv[a];
+    const std::string value = argv[a + 1];
+    if (flag == "--sizes") {
+      sizes.clear();
+      for (const auto& s : split(value, ',')) {
+        const auto nd = split(s, 'x');
+        sizes.push_back({std::stoll(nd.at(0)), std::stoll(nd.at(1))});
+      }
+    } else if (flag == "--precisions") {
+      precisions = split(value, ',');
+    } else if (flag == "--iters") {
+      iterations = std::stoi(value);
+    } else if (flag == "--repeats") {
+      repeats = std::stoi(value);
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  if (cuda_device_count() == 0) {
+    std::fprintf(stderr, "no CUDA device\n");
+    return 1;
+  }
+  const std::string device = cuda_device_name(0);
+  std::mt19937_64 rng(20261130);
+  for (const size_case& size : sizes) {
+    prepared_problem problem;
+    problem.x = protocol_cloud(size.n, size.d, rng);
+    problem.y = protocol_cloud(size.n, size.d, rng);
+    problem.cost_scale = 1;
+    centre(problem);
+    const double n = static_cast<double>(size.n);
+    const double d = static_cast<double>(size.d);
+    for (const std::string& name : precisions) {
+      const precision mode = parse_precision(name);
+      size_t free_before = 0, total = 0;
+      FS_CUDA_CHECK(cudaDeviceSynchronize());
+      FS_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+      auto b = make_cuda_backend(problem, mode, 0);
+      forward(*b, iterations, eps);  // warm-up (also first-touch of every buffer)
+      FS_CUDA_CHECK(cudaDeviceSynchronize());
+      size_t free_after = 0;
+      FS_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+      cudaEvent_t start, stop;
+      FS_CUDA_CHECK(cudaEventCreate(&start));
+      FS_CUDA_CHECK(cudaEventCreate(&stop));
+      std::vector<double> ms;
+      for (int r = 0; r < repeats; ++r) {
+        FS_CUDA_CHECK(cudaEventRecord(start, nullptr));
+        forward(*b, iterations, eps);
+        FS_CUDA_CHECK(cudaEventRecord(stop, nullptr));
+        FS_CUDA_CHECK(cudaEventSynchronize(stop));
+        float elapsed = 0;
+        FS_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
+        ms.push_back(elapsed);
+      }
+      FS_CUDA_CHECK(cudaEventDestroy(start));
+      FS_CUDA_CHECK(cudaEventDestroy(stop));
+      std::sort(ms.begin(), ms.end());
+      const double median_ms = ms[ms.size() / 2];
+      const double per_iter_ms = median_ms / iterations;
+      const double flop = 4 * n * n * d;  // per iteration, both half-steps
+      const double tensor_peak = mode == precision::bf16 ? 769e12 : 394e12;
+      const double tensor_flop = mode == precision::fp32 ? 3 * flop : flop;
+      const double floor_ms = 1e3 * std::max(tensor_flop / tensor_peak, 2 * n * n / 4.1e12);
+      // sanity: the potentials are finite
+      const std::vector<double> f = b->read_potential(slot::f);
+      bool finite = true;
+      for (double v : f) finite = finite && std::isfinite(v);
+      std::printf(
+          "{\"impl\":\"flashsinkhorn\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,\"precision\":\"%s\","
+          "\"eps\":%g,\"iterations\":%d,\"repeats\":%d,\"ms_per_iteration\":%.5f,\"ms_min_per_iteration\":%.5f,"
+          "\"tflops\":%.2f,\"roofline_floor_ms\":%.5f,\"roofline_fraction\":%.3f,\"device_bytes\":%zu,"
+          "\"finite\":%s}\n",
+          device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
+          static_cast<long long>(size.d), name.c_str(), eps, iterations, repeats, per_iter_ms,
+          ms.front() / iterations, flop / (per_iter_ms * 1e-3) / 1e12, floor_ms, floor_ms / per_iter_ms,
+          free_before - free_after, finite ? "true" : "false");
+      std::fflush(stdout);
+      std::fprintf(stderr, "n=%lld d=%lld %s: %.4f ms/iter (floor %.4f, %.0f%%)\n", static_cast<long long>(size.n),
+                   static_cast<long long>(size.d), name.c_str(), per_iter_ms, floor_ms, 100 * floor_ms / per_iter_ms);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# One command on the GPU machine: configure + build (sm_90a), CPU and GPU tests, compute-sanitizer
+# memcheck and racecheck on the small GPU cases, then the GPU forward benchmark with the
+# flash-sinkhorn peer. Logs and the merged benchmark JSON go to $OUT (default ./out).
+#   FS_COMMIT=$(git rev-parse HEAD) tools/gpu_check.sh
+# Needs: .deps/googletest (cp -r /usr/src/googletest .deps/) and, for the peer, .whl/ with the
+# flash-sinkhorn wheel. STAGES="build gpu bench profile sanitize cpu" selects stages (run in that order:
+# the results that matter most come first when the device time is short).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-$PWD/out}"
+mkdir -p "$out"
+build="${BUILD_DIR:-build-gpu}"
+stages="${STAGES:-build gpu bench profile sanitize cpu}"
+arch="${CUDA_ARCH:-90a}"
+jobs="$(nproc)"
+status=0
+has() { [[ " $stages " == *" $1 "* ]] && echo "== stage $1 at $(date -u +%T)" >&2; }
+
+{
+  echo "== $(date -u +%FT%TZ) commit=${FS_COMMIT:-unknown}"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
+  nvcc --version | tail -1
+} > "$out/build.log" 2>&1
+
+if has build; then
+  cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFLASHSINKHORN_CUDA=ON \
+    -DFLASHSINKHORN_CUDA_ARCHITECTURES="$arch" -DFLASHSINKHORN_GTEST_SOURCE="$PWD/.deps/googletest" \
+    >> "$out/build.log" 2>&1 || { echo "configure failed" | tee -a "$out/build.log"; exit 1; }
+  # Our targets first, so that a broken unrelated target cannot hide the GPU results.
+  cmake --build "$build" -j "$jobs" --target flashsinkhorn_gpu_tests flashsinkhorn_gpu_bench \
+    >> "$out/build.log" 2>&1 || { echo "GPU targets failed to build" | tee -a "$out/build.log"; status=1; }
+  if has cpu; then
+    cmake --build "$build" -j "$jobs" >> "$out/build.log" 2>&1 || { echo "full build failed" | tee -a "$out/build.log"; status=1; }
+  fi
+  tail -5 "$out/build.log"
+fi
+
+gpu_tests="$build/tests/gpu/flashsinkhorn_gpu_tests"
+if has gpu; then
+  echo "== GPU tests" >> "$out/tests.log"
+  timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_brief=0 >> "$out/tests.log" 2>&1 || { echo "GPU tests failed"; status=1; }
+  grep -E "^\[  (PASSED|FAILED) |tests ran|FAILED  \]" "$out/tests.log" | tail -15
+fi
+if has bench; then
+  if ls .whl/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      && export PYTHONPATH=/tmp/site
+  fi
+  mkdir -p /tmp/bench
+  BENCH="$build/bench/flashsinkhorn_gpu_bench" OUT_DIR=/tmp/bench timeout "${BENCH_TIMEOUT:-300}" bench/run_gpu_bench.sh > "$out/bench.log" 2>&1 \
+    || { echo "bench failed"; status=1; }
+  cp /tmp/bench/gpu_forward_*.json "$out/" 2>/dev/null
+  cat "$out/bench.log" | tail -40
+fi
+if has profile; then
+  # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call).
+  for precision in ${PROFILE_PRECISIONS:-tf32 bf16}; do
+    timeout 120 ncu --clock-control none -k regex:softmin_mma_kernel -c 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+      "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions "$precision" \
+      --iters 1 --repeats 1 >> "$out/profile.log" 2>&1 || echo "ncu $precision failed"
+  done
+  grep -E "Duration|Throughput|Pipe|Registers|Achieved Occupancy|Theoretical Occupancy|Warp Cycles|Issue|Stall" "$out/profile.log" | head -60
+fi
+if has sanitize; then
+  small='sizes/cuda_backend_test.*/n7_m97_d3_random:sizes/cuda_backend_test.*/n97_m7_d8_uniform:sizes/cuda_backend_test.*/n129_m65_d512_random:cuda_backend_errors.*'
+  for tool in memcheck racecheck; do
+    echo "== compute-sanitizer --tool $tool" >> "$out/sanitizer.log"
+    timeout "${SANITIZER_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$gpu_tests" --gtest_filter="$small" \
+      --gtest_brief=1 >> "$out/sanitizer.log" 2>&1 || { echo "sanitizer $tool: failures"; status=1; }
+  done
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$out/sanitizer.log" | tail -8
+fi
+if has cpu; then
+  timeout "${CPU_TEST_TIMEOUT:-120}" ctest --test-dir "$build" -LE gpu -j "$jobs" --timeout 200 --output-on-failure > "$out/cpu_tests.log" 2>&1 \
+    || { echo "CPU tests failed"; status=1; }
+  tail -3 "$out/cpu_tests.log"
+fi
+exit $status

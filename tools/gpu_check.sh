@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/out}"
 mkdir -p "$out"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES:-build gpu bench profile sanitize cpu}"
+stages="${STAGES:-build gpu demo study bench profile sanitize cpu}"
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -28,7 +28,8 @@ if has build; then
     -DFLASHSINKHORN_CUDA_ARCHITECTURES="$arch" -DFLASHSINKHORN_GTEST_SOURCE="$PWD/.deps/googletest" \
     >> "$out/build.log" 2>&1 || { echo "configure failed" | tee -a "$out/build.log"; exit 1; }
   # Our targets first, so that a broken unrelated target cannot hide the GPU results.
-  cmake --build "$build" -j "$jobs" --target flashsinkhorn_gpu_tests flashsinkhorn_gpu_bench \
+  cmake --build "$build" -j "$jobs" --target flashsinkhorn_gpu_tests flashsinkhorn_gpu_bench flashsinkhorn_cli \
+    flashsinkhorn_precision_study \
     >> "$out/build.log" 2>&1 || { echo "GPU targets failed to build" | tee -a "$out/build.log"; status=1; }
   if has cpu; then
     cmake --build "$build" -j "$jobs" >> "$out/build.log" 2>&1 || { echo "full build failed" | tee -a "$out/build.log"; status=1; }
@@ -41,6 +42,16 @@ if has gpu; then
   echo "== GPU tests" >> "$out/tests.log"
   timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_brief=0 >> "$out/tests.log" 2>&1 || { echo "GPU tests failed"; status=1; }
   grep -E "^\[  (PASSED|FAILED) |tests ran|FAILED  \]" "$out/tests.log" | tail -15
+fi
+if has demo; then
+  # The README's first command on a GPU machine: the demo picks the GPU by itself.
+  "$build/apps/cli/flashsinkhorn" demo > "$out/demo.json" 2> "$out/demo.log" || { echo "demo failed"; status=1; }
+  cat "$out/demo.json"; echo
+fi
+if has study; then
+  timeout "${STUDY_TIMEOUT:-240}" "$build/bench/flashsinkhorn_precision_study" --n "${STUDY_N:-20000}" \
+    > "$out/precision_study.txt" 2> "$out/precision_study.jsonl" || { echo "precision study failed"; status=1; }
+  cat "$out/precision_study.txt"
 fi
 if has bench; then
   if ls .whl/*.whl > /dev/null 2>&1; then

@@ -16,7 +16,8 @@ done
 if ((${#missing[@]})); then
   if command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
     echo "setup: apt-get install ${missing[*]}" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; } ||
+      echo "setup: apt-get failed (offline?); continuing with what is installed" >&2
   else
     echo "setup: not installing (no apt-get or not root): ${missing[*]}" >&2
   fi

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building and testing need, only what is missing:
 #   apt: a C++20 compiler, CMake, GoogleTest, zlib (for deflated .npz)
-#   pip: numpy, pytest, scipy, POT (the independent oracle); --peers adds torch (CPU) and geomloss
+#   pip: numpy, pytest, scipy, POT (the independent oracle), nanobind (the Python extension);
+#        --peers adds torch and geomloss (parity tests; large downloads)
 # Safe to run repeatedly; on a machine without apt (or not root) it only reports what is missing.
 set -euo pipefail
 
 want_peers=0
 [[ "${1:-}" == "--peers" ]] && want_peers=1
 
-apt_packages=(g++ cmake make libgtest-dev zlib1g-dev python3 python3-pip)
+apt_packages=(g++ cmake make libgtest-dev zlib1g-dev python3 python3-pip python3-dev)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -35,6 +36,7 @@ pip_install numpy numpy
 pip_install pytest pytest
 pip_install scipy scipy
 pip_install ot pot
+pip_install nanobind nanobind
 if ((want_peers)); then
   pip_install torch torch
   pip_install geomloss geomloss

@@ -6,6 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup_deps.sh "$@"
-tools/build.sh -DFLASHSINKHORN_WERROR=ON
+python=${PYTHON:-python3}
+# The Python extension is built with everything else when nanobind and Python.h are present, and
+# imported from build/python (no pip install here; `pip install .` is the user's path).
+python_flags=(-DFLASHSINKHORN_PYTHON=OFF)
+if "$python" -c "import nanobind, os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" 2>/dev/null; then
+  python_flags=(-DFLASHSINKHORN_PYTHON=ON "-DPython_EXECUTABLE=$(command -v "$python")")
+fi
+tools/build.sh -DFLASHSINKHORN_WERROR=ON "${python_flags[@]}"
 (cd build && ctest --output-on-failure -j "$(nproc)")
-FLASHSINKHORN_BIN="$PWD/build/apps/cli/flashsinkhorn" "${PYTHON:-python3}" -m pytest -q tests/python
+PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" \
+FLASHSINKHORN_BIN="$PWD/build/apps/cli/flashsinkhorn" "$python" -m pytest -q tests/python

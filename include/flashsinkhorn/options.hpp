@@ -50,6 +50,8 @@ struct options {
   // ε-scaling (GeomLoss `scaling`, in (0, 1)): ε runs from diam² down to the target ε, the blur
   // √ε shrinking by this ratio each iteration. Unset: every iteration uses the target ε.
   std::optional<double> scaling;
+  // Start of the ε schedule is diameter²; unset: the diagonal of the joint bounding box (GeomLoss).
+  std::optional<double> diameter;
 
   int max_iterations = 1000;  // iterations after the ε schedule (each = one f and one g update)
   double tolerance = 1e-4;    // stop when the L1 marginal error ≤ tolerance; 0 runs max_iterations
@@ -62,7 +64,8 @@ struct options {
   // Return the Sinkhorn divergence S_ε = OT_ε(a,b) − ½OT_ε(a,a) − ½OT_ε(b,b) instead of OT_ε.
   bool debias = false;
 
-  // Divide a and b by their sums before solving (the convention of SPEC §1).
+  // Divide a and b by their sums before solving (the convention of SPEC §1). Off: the masses are
+  // kept (GeomLoss's convention; balanced problems then need Σa = Σb).
   bool normalize_weights = true;
 
   int cpu_threads = 0;  // 0: OpenMP's default

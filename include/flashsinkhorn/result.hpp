@@ -28,6 +28,8 @@ struct result {
 
   std::vector<double> f;  // (n,) potential on X
   std::vector<double> g;  // (m,) potential on Y
+  std::vector<double> f_aa;  // (n,) potential of OT(a, a) when debiased, else empty
+  std::vector<double> g_bb;  // (m,) potential of OT(b, b) when debiased, else empty
 
   timings time;
 };

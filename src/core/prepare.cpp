@@ -57,7 +57,8 @@ double joint_diameter(const std::vector<double>& x, const std::vector<double>& y
   return std::sqrt(sq);
 }
 
-prepared_cloud make_cloud(std::vector<double> points, std::vector<double> weights, std::int64_t dim) {
+// normalise: divide the weights by their sum (options::normalize_weights); else keep the masses.
+prepared_cloud make_cloud(std::vector<double> points, std::vector<double> weights, std::int64_t dim, bool normalise) {
   prepared_cloud cloud;
   cloud.count = static_cast<std::int64_t>(weights.size());
   cloud.dim = dim;
@@ -65,7 +66,7 @@ prepared_cloud make_cloud(std::vector<double> points, std::vector<double> weight
   const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
   cloud.log_weights.resize(weights.size());
   for (std::size_t i = 0; i < weights.size(); ++i) {
-    weights[i] /= total;
+    if (normalise) weights[i] /= total;
     cloud.log_weights[i] = weights[i] > 0 ? std::log(weights[i]) : -std::numeric_limits<double>::infinity();
   }
   cloud.weights = std::move(weights);
@@ -105,10 +106,10 @@ prepared_inputs prepare(const problem& p, const options& o) {
     in.y_norms = normalise_rows(y, dim, "Y");
     s = 0.5;  // 1 − cos(x, y) = ½‖x̂ − ŷ‖²
   }
-  in.diameter = joint_diameter(x, y, dim);
+  in.diameter = o.diameter ? *o.diameter : joint_diameter(x, y, dim);
 
-  in.kernel.x = make_cloud(std::move(x), std::move(a), dim);
-  in.kernel.y = make_cloud(std::move(y), std::move(b), dim);
+  in.kernel.x = make_cloud(std::move(x), std::move(a), dim, o.normalize_weights);
+  in.kernel.y = make_cloud(std::move(y), std::move(b), dim, o.normalize_weights);
   in.kernel.cost_scale = s;
 
   // Centre by the joint weighted mean μ = ½(Σ ã_i x_i + Σ b̃_j y_j): C_ij is unchanged, and the
@@ -116,7 +117,9 @@ prepared_inputs prepare(const problem& p, const options& o) {
   std::vector<double> mean(static_cast<std::size_t>(dim), 0.0);
   for (const prepared_cloud* c : {&in.kernel.x, &in.kernel.y}) {
     for (std::int64_t i = 0; i < c->count; ++i) {
-      for (std::int64_t k = 0; k < dim; ++k) mean[k] += 0.5 * c->weights[i] * c->points[i * dim + k];
+      const double mass = c == &in.kernel.x ? in.mass_a : in.mass_b;
+      const double share = o.normalize_weights ? c->weights[i] : c->weights[i] / mass;
+      for (std::int64_t k = 0; k < dim; ++k) mean[k] += 0.5 * share * c->points[i * dim + k];
     }
   }
   for (prepared_cloud* c : {&in.kernel.x, &in.kernel.y}) {

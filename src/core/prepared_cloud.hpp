@@ -2,8 +2,8 @@
 // converted by each backend to its working type:
 //   points    (count, dim)  centred by the joint weighted mean μ = ½(Σ a_i x_i + Σ b_j y_j)
 //                           (C is translation invariant), row-normalised for the cosine cost;
-//   log_weights (count,)    log of the normalised weights, −∞ where a weight is 0;
-//   weights     (count,)    the normalised weights.
+//   log_weights (count,)    log of the weights, −∞ where a weight is 0;
+//   weights     (count,)    the weights, normalised to sum 1 unless options::normalize_weights is off.
 // Rounding to TF32/BF16 and the squared norms are the backend's job: the norms must come from the
 // same rounded values the dot products see.
 #pragma once

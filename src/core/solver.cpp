@@ -90,7 +90,6 @@ class solver_state {
     r.device = compute_->name();
     r.f = compute_->read_potential(slot::f);
     r.g = compute_->read_potential(slot::g);
-    std::vector<double> f_aa, g_bb;
     dual_value_inputs value;
     value.a = &inputs_.kernel.x.weights;
     value.b = &inputs_.kernel.y.weights;
@@ -100,10 +99,10 @@ class solver_state {
     value.rho_x = config.rho_x;
     value.rho_y = config.rho_y;
     if (options_.debias) {
-      f_aa = compute_->read_potential(slot::f_aa);
-      g_bb = compute_->read_potential(slot::g_bb);
-      value.f_aa = &f_aa;
-      value.g_bb = &g_bb;
+      r.f_aa = compute_->read_potential(slot::f_aa);
+      r.g_bb = compute_->read_potential(slot::g_bb);
+      value.f_aa = &r.f_aa;
+      value.g_bb = &r.g_bb;
     }
     r.cost = dual_value(value);
     r.primal_cost = primal_cost();

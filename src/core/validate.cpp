@@ -62,6 +62,7 @@ void validate_arguments(const problem& p, const options& o) {
   if (!std::isfinite(o.tolerance) || o.tolerance < 0) fail("tolerance must be a finite number ≥ 0, got " + str(o.tolerance));
   if (o.check_every < 1) fail("check_every must be ≥ 1, got " + std::to_string(o.check_every));
   if (o.scaling && !(*o.scaling > 0 && *o.scaling < 1)) fail("scaling must lie in (0, 1), got " + str(*o.scaling));
+  if (o.diameter) require_positive_finite(*o.diameter, "diameter");
   if (o.reach_x) require_positive_finite(*o.reach_x, "reach_x");
   if (o.reach_y) require_positive_finite(*o.reach_y, "reach_y");
   if (o.cpu_threads < 0) fail("cpu_threads must be ≥ 0, got " + std::to_string(o.cpu_threads));

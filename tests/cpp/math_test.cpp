@@ -22,6 +22,15 @@ TEST(FastExp2, WithinTwoUlpOfStdExp2OverTheNonPositiveRange) {
   EXPECT_LT(worst, 2 * 5.97e-8) << "max relative error " << worst;
 }
 
+TEST(FastExp2, DoubleWithinFourUlpOfStdExp2) {
+  double worst = 0;
+  for (double x = -1020.0; x <= 0.0; x += 0.0003731) {
+    const double exact = std::exp2(x);
+    worst = std::max(worst, std::abs(fs::math::fast_exp2_nonpositive(x) - exact) / exact);
+  }
+  EXPECT_LT(worst, 4 * 1.11e-16) << "max relative error " << worst;
+}
+
 TEST(FastExp2, ExactAtIntegersAndNegligibleBelowTheClamp) {
   EXPECT_EQ(fs::math::fast_exp2_nonpositive(0.0f), 1.0f);
   EXPECT_EQ(fs::math::fast_exp2_nonpositive(-3.0f), 0.125f);

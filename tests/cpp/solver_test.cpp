@@ -180,3 +180,41 @@ TEST(SolverFacts, ProgressIsReportedAndFinishes) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SolverVsDense, UnnormalisedMassesAreKept) {
+  reference::cloud x = reference::random_cloud(30, 2, 121);
+  reference::cloud y = reference::random_cloud(25, 2, 122, 1.0, 0.5);
+  for (double& w : x.weights) w *= 2.5;  // Σa = Σb = 2.5: balanced, but not probability measures
+  for (double& w : y.weights) w *= 2.5;
+  fs::options o = fixed_iterations(30, fs::precision::fp64);
+  o.normalize_weights = false;
+  for (std::optional<double> reach : {std::optional<double>{}, std::optional<double>{1.0}}) {
+    o.reach_x = o.reach_y = reach;
+    std::optional<double> rho;
+    if (reach) rho = *reach * *reach;
+    const fs::result r = fs::solver(make_problem(x, y, 0.3, 1.0), o).solve();
+    const reference::solution ref = reference::alternating(x, y, 0.3, 1.0, 30, rho, rho);
+    EXPECT_NEAR(r.cost, ref.value, 1e-11 * std::abs(ref.value)) << "reach " << reach.value_or(0);
+  }
+}
+
+TEST(SolverVsDense, DiameterOptionStartsTheSchedule) {
+  const reference::cloud x = reference::random_cloud(20, 2, 131);
+  const reference::cloud y = reference::random_cloud(20, 2, 132);
+  fs::options o = fixed_iterations(0, fs::precision::fp64);
+  o.solver = fs::solver_kind::symmetric;
+  o.scaling = 0.5;
+  o.diameter = 10.0;
+  o.debias = true;
+  const fs::result r = fs::solver(make_problem(x, y, 0.01, 0.5), o).solve();
+  const auto schedule = fs::detail::epsilon_schedule(10.0, 0.01, 0.5);
+  const reference::solution ref = reference::symmetric(x, y, schedule, 0.5, std::nullopt, true);
+  EXPECT_EQ(r.iterations, static_cast<int>(schedule.size()));
+  EXPECT_NEAR(r.cost, ref.value, 1e-10 * std::max(1.0, std::abs(ref.value)));
+  ASSERT_EQ(r.f_aa.size(), ref.f_aa.size());
+  for (std::size_t i = 0; i < ref.f_aa.size(); ++i) ASSERT_NEAR(r.f_aa[i], ref.f_aa[i], 1e-10);
+}
+
+}  // namespace

@@ -1,0 +1,34 @@
+"""flashsinkhorn: streaming entropic optimal transport.
+
+  OT_ε(a, b) = min_{P ∈ Π(a,b)} ⟨P, C⟩ + ε·KL(P ‖ a⊗b),  C_ij = s·‖x_i − y_j‖²,
+  P_ij = a_i b_j exp((f_i + g_j − C_ij)/ε)  (GeomLoss's convention for the potentials f, g),
+
+solved by Sinkhorn iterations that never form the n×m matrices. Entry points: `sinkhorn()`,
+`Solver` (plan products and gradients after a solve), `apply_plan()`, `barycentric_map()`, and
+`SamplesLoss` (a drop-in for GeomLoss's, differentiable with torch).
+"""
+
+from __future__ import annotations
+
+from . import _core
+from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available
+from ._functional import SinkhornResult, Solver, apply_plan, barycentric_map, sinkhorn
+from ._samples_loss import SamplesLoss
+
+__version__ = "0.1.0"
+__core_version__ = _core.version()
+
+__all__ = [
+    "CudaError",
+    "Error",
+    "InvalidArgument",
+    "OutOfMemory",
+    "SamplesLoss",
+    "SinkhornResult",
+    "Solver",
+    "Unsupported",
+    "apply_plan",
+    "barycentric_map",
+    "cuda_available",
+    "sinkhorn",
+]

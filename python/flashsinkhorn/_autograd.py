@@ -1,0 +1,81 @@
+"""torch.autograd for the Sinkhorn value (first order).
+
+  ∂cost/∂x_i = 2s Σ_j P_ij (x_i − y_j),  ∂cost/∂y_j = 2s Σ_i P_ij (y_j − x_i),  ∂cost/∂a, ∂cost/∂b
+  from the potentials (envelope theorem at convergence; docs/math.md). Backward multiplies the
+  library's streamed gradients by grad_output and computes only those in ctx.needs_input_grad.
+
+Double backward (the streaming HVP) is not available yet: differentiating a gradient raises
+NotImplementedError instead of returning a silently wrong zero.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from ._functional import SinkhornResult, Solver
+
+
+class SinkhornFunction(torch.autograd.Function):
+    """cost(x, y, a, b) = OT_ε (or S_ε, or the unbalanced value); outputs (cost, f, g), f and g
+    non-differentiable."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, y: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None,
+                kwargs: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        solver = Solver(x, y, a, b, **kwargs)
+        result = solver.solve()
+        ctx.solver = solver
+        # Metadata only: keeping the output tensors on ctx would make a reference cycle through grad_fn.
+        ctx.result = dataclasses.replace(result, f=None, g=None, cost=float(result.cost))
+        ctx.mark_non_differentiable(result.f, result.g)
+        ctx.save_for_backward(*(v for v in (x, y, a, b) if v is not None))
+        return result.cost, result.f, result.g
+
+    @staticmethod
+    def backward(ctx: Any, grad_cost: torch.Tensor, grad_f: Any, grad_g: Any):
+        solver: Solver = ctx.solver
+        need = ctx.needs_input_grad[:4]
+        with torch.no_grad():
+            grads = [grad_cost.detach() * method() if wanted else None
+                     for wanted, method in zip(need, (solver.gradient_x, solver.gradient_y, solver.gradient_a,
+                                                      solver.gradient_b))]
+        if torch.is_grad_enabled():  # create_graph=True: the gradients must refuse a second derivative
+            inputs = ctx.saved_tensors
+            grads = [None if g is None else _FirstOrderOnly.apply(g, *inputs) for g in grads]
+        return (*grads, None)
+
+
+class _FirstOrderOnly(torch.autograd.Function):
+    """Identity on a gradient whose backward raises: the gradient depends on the inputs, but its
+    derivative (the Hessian, streamed by the HVP) is not wired yet."""
+
+    @staticmethod
+    def forward(ctx: Any, grad: torch.Tensor, *inputs: torch.Tensor) -> torch.Tensor:
+        return grad.clone()
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any):
+        raise NotImplementedError("double backward through flashsinkhorn (Hessian-vector products) is not available "
+                                  "yet: only first derivatives of the Sinkhorn value are implemented")
+
+
+def differentiable_sinkhorn(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None,
+                            kwargs: dict) -> SinkhornResult:
+    """`sinkhorn()` with a differentiable `cost` (see SinkhornFunction)."""
+    if not torch.is_grad_enabled():
+        return Solver(x, y, a, b, **kwargs).solve()
+    x, y = torch.as_tensor(x), torch.as_tensor(y)
+    a = None if a is None else torch.as_tensor(a)
+    b = None if b is None else torch.as_tensor(b)
+    cost, f, g = SinkhornFunction.apply(x, y, a, b, kwargs)
+    # ctx is not reachable from here; the solved Solver rides on the graph node.
+    node = cost.grad_fn
+    result: SinkhornResult = node.result if node is not None and hasattr(node, "result") else None
+    if result is None:  # no input required grad after all
+        return Solver(x, y, a, b, **kwargs).solve()
+    return SinkhornResult(f=f, g=g, cost=cost, primal_cost=result.primal_cost, iterations=result.iterations,
+                          marginal_error=result.marginal_error, converged=result.converged, eps=result.eps,
+                          device=result.device, seconds=result.seconds, solver=result.solver)

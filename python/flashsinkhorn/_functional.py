@@ -1,0 +1,217 @@
+"""Functional API: `Solver`, `sinkhorn`, `apply_plan`, `barycentric_map`.
+
+Conventions (SPEC §1, docs/math.md): C_ij = s·‖x_i − y_j‖², P_ij = a_i b_j exp((f_i + g_j − C_ij)/ε),
+value OT_ε = ⟨a, f⟩ + ⟨b, g⟩ (S_ε when debiased, the unbalanced dual value with a reach).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._arrays import Array, Frame, host_array, is_tensor
+from ._options import make_options
+
+
+@dataclass
+class SinkhornResult:
+    """OT_ε(a, b) = min_P ⟨P, C⟩ + ε·KL(P ‖ a⊗b) = ⟨a, f⟩ + ⟨b, g⟩ at convergence, with its potentials.
+
+    f, g are in the caller's framework (NumPy in → NumPy out; torch in → torch out on the input's
+    device, in the input's dtype). `cost` is a float for NumPy inputs and a 0-d tensor for torch
+    inputs (differentiable with respect to x, y, a, b when they require grad). `solver` is the
+    solved `Solver`, for plan products and gradients without a second solve.
+    """
+
+    f: Array = field(repr=False)
+    g: Array = field(repr=False)
+    cost: Any
+    primal_cost: float
+    iterations: int
+    marginal_error: float
+    converged: bool
+    eps: float
+    device: str
+    seconds: float
+    solver: "Solver" = field(repr=False, default=None)
+
+
+def default_precision(frame: Frame) -> str:
+    """fp64 for float64 inputs, fp32 otherwise (the arithmetic follows the data, as in GeomLoss)."""
+    return "fp64" if frame.dtype in (np.float64, _torch_float64()) else "fp32"
+
+
+def _torch_float64() -> Any:
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch.float64 if torch is not None else None
+
+
+class Solver:
+    """P_ij = a_i b_j exp((f_i + g_j − C_ij)/ε), C_ij = s‖x_i − y_j‖²: a solve, then streamed products with P.
+
+    Wraps flashsinkhorn::solver. Construction validates and prepares the clouds; `solve()` runs the
+    Sinkhorn loop (a second call continues from the current potentials); the other methods need a
+    solved instance and never form P. Every result is returned in the framework, dtype and device
+    of `x`. Options are those of `sinkhorn()`.
+    """
+
+    def __init__(self, x: Array, y: Array, a: Array | None = None, b: Array | None = None, *, eps: float,
+                 cost_scale: float = 1.0, initial_f: Array | None = None, initial_g: Array | None = None,
+                 cost: str = "sqeuclidean", solver: str = "alternating", scaling: float | None = None,
+                 iters: int = 1000, tol: float = 1e-4, check_every: int = 10, reach: float | None = None,
+                 reach_x: float | None = None, reach_y: float | None = None, debias: bool = False,
+                 precision: str | None = None, device: str = "auto", threads: int = 0,
+                 normalize_weights: bool = True) -> None:
+        self._frame = Frame.of(x, y, a, b)
+        hx, hy = host_array(x, self._frame), host_array(y, self._frame)
+        self._n = int(hx.shape[0]) if getattr(hx, "ndim", 0) == 2 else 0
+        self._m = int(hy.shape[0]) if getattr(hy, "ndim", 0) == 2 else 0
+        self._d = int(hx.shape[1]) if getattr(hx, "ndim", 0) == 2 else 0
+        options = make_options(
+            cost=cost, solver=solver, scaling=scaling, iters=iters, tol=tol, check_every=check_every,
+            reach=reach, reach_x=reach_x, reach_y=reach_y, debias=debias,
+            precision=default_precision(self._frame) if precision is None else precision, device=device,
+            threads=threads, normalize_weights=normalize_weights, input_cuda_index=self._frame.cuda_index)
+        self._core = _core.Solver(hx, hy, host_array(a, self._frame), host_array(b, self._frame), float(eps),
+                                  float(cost_scale), host_array(initial_f, self._frame),
+                                  host_array(initial_g, self._frame), options)
+
+    @property
+    def device_name(self) -> str:
+        return self._core.device_name
+
+    def solve(self) -> SinkhornResult:
+        """f_i ← −ε·LSE_j[(g_j − C_ij)/ε + log b_j], g_j ← −ε·LSE_i[(f_i − C_ij)/ε + log a_i] until the
+        L1 marginal error ≤ tol (or the iteration cap). Returns the potentials and the value."""
+        r = self._core.solve()
+        frame = self._frame
+        return SinkhornResult(f=frame.give_back(r.f), g=frame.give_back(r.g), cost=frame.scalar(r.cost),
+                              primal_cost=r.primal_cost, iterations=r.iterations,
+                              marginal_error=r.marginal_error, converged=r.converged, eps=r.eps,
+                              device=r.device, seconds=r.total_seconds, solver=self)
+
+    def _matrix_product(self, method, values: Array, rows: int, name: str) -> Array:
+        host = host_array(values, self._frame)
+        vector = getattr(host, "ndim", 2) == 1
+        if vector:
+            host = host.reshape(-1, 1)
+        k = int(host.shape[1]) if host.ndim == 2 else 0
+        out = self._frame.empty_host((rows, k))
+        method(host, out)
+        out = self._frame.give_back(out)
+        return out.reshape(-1) if vector else out
+
+    def apply_plan(self, v: Array) -> Array:
+        """(P·V)_i = Σ_j P_ij V_j for V of shape (m, k) or (m,); returns (n, k) or (n,)."""
+        return self._matrix_product(self._core.apply_plan, v, self._n, "V")
+
+    def apply_plan_transpose(self, u: Array) -> Array:
+        """(Pᵀ·U)_j = Σ_i P_ij U_i for U of shape (n, k) or (n,); returns (m, k) or (m,)."""
+        return self._matrix_product(self._core.apply_plan_transpose, u, self._m, "U")
+
+    def barycentric_projection(self) -> Array:
+        """T(x_i) = Σ_j P_ij y_j / Σ_j P_ij, shape (n, d), in the coordinates of the input y."""
+        out = self._frame.empty_host((self._n, self._d))
+        self._core.barycentric_projection(out)
+        return self._frame.give_back(out)
+
+    def gradient_x(self) -> Array:
+        """∇_{x_i} cost = 2s Σ_j P_ij (x_i − y_j) (envelope theorem; debias/cosine handled), shape (n, d)."""
+        out = self._frame.empty_host((self._n, self._d))
+        self._core.gradient_x(out)
+        return self._frame.give_back(out)
+
+    def gradient_y(self) -> Array:
+        """∇_{y_j} cost = 2s Σ_i P_ij (y_j − x_i), shape (m, d)."""
+        out = self._frame.empty_host((self._m, self._d))
+        self._core.gradient_y(out)
+        return self._frame.give_back(out)
+
+    def gradient_a(self) -> Array:
+        """∂cost/∂a_k = (h_k − ⟨ã, h⟩)/Σa with h = T_f(g) (− f_aa when debiased), ã = a/Σa; h itself
+        when normalize_weights=False. Balanced sides only (raises Unsupported with a reach)."""
+        out = self._frame.empty_host((self._n,))
+        self._core.gradient_a(out)
+        return self._frame.give_back(out)
+
+    def gradient_b(self) -> Array:
+        """∂cost/∂b_k = (h_k − ⟨b̃, h⟩)/Σb with h = T_g(f) (− g_bb when debiased); h when not normalising."""
+        out = self._frame.empty_host((self._m,))
+        self._core.gradient_b(out)
+        return self._frame.give_back(out)
+
+
+def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None, *, eps: float,
+             cost_scale: float = 1.0, cost: str = "sqeuclidean", solver: str = "alternating",
+             scaling: float | None = None, iters: int = 1000, tol: float = 1e-4, check_every: int = 10,
+             reach: float | None = None, reach_x: float | None = None, reach_y: float | None = None,
+             debias: bool = False, precision: str | None = None, device: str = "auto", threads: int = 0,
+             normalize_weights: bool = True, initial_f: Array | None = None,
+             initial_g: Array | None = None) -> SinkhornResult:
+    """OT_ε(a, b) = min_{P ∈ Π(a,b)} ⟨P, C⟩ + ε·KL(P ‖ a⊗b),  C_ij = s·‖x_i − y_j‖²  (s = cost_scale).
+
+    Solved in the log domain by streaming Sinkhorn iterations (the n×m matrices are never formed):
+      f_i ← −ε·LSE_j[(g_j − C_ij)/ε + log b_j],   g_j ← −ε·LSE_i[(f_i − C_ij)/ε + log a_i],
+    so that P_ij = a_i b_j exp((f_i + g_j − C_ij)/ε) and the returned value is ⟨a, f⟩ + ⟨b, g⟩.
+
+    Args:
+      x, y: (n, d), (m, d) point clouds — NumPy arrays or torch tensors (CPU or CUDA), float32/float64.
+      a, b: (n,), (m,) nonnegative weights; None is uniform. Divided by their sums unless
+        normalize_weights=False (then balanced OT needs Σa = Σb).
+      eps: the entropic temperature ε > 0 (the final one when ε-scaling is on).
+      cost: 'sqeuclidean' or 'cosine' (1 − cos = ½‖x̂ − ŷ‖² on normalised rows; cost_scale ignored).
+      solver: 'alternating' (f then g) or 'symmetric' (GeomLoss's averaged loop + final extrapolation).
+      scaling: ε-scaling ratio in (0, 1): ε runs from diam² down to eps (GeomLoss's schedule).
+      iters, tol, check_every: at most `iters` iterations after the schedule; stop when the L1 marginal
+        error ≤ tol (tol = 0 runs all of them), checked every `check_every` iterations.
+      reach, reach_x, reach_y: unbalanced OT with KL penalty ρ = reach² (both sides, or one).
+      debias: return the Sinkhorn divergence S_ε = OT_ε(a,b) − ½OT_ε(a,a) − ½OT_ε(b,b).
+      precision: 'fp32', 'fp64', 'tf32', 'bf16'; None follows the input dtype (fp64 for float64).
+      device: 'auto', 'cpu', 'cuda' or 'cuda:k'. CUDA tensors are, for now, copied to the host for
+        the call and results copied back (this copy goes away when the CUDA backend takes device views).
+      threads: CPU threads (0: OpenMP's default).
+      initial_f, initial_g: warm start (both or neither).
+
+    Returns:
+      SinkhornResult; with torch inputs that require grad, `cost` is differentiable (first order:
+      ∇x, ∇y from the streamed envelope gradients, ∇a, ∇b on balanced sides).
+
+    Raises:
+      flashsinkhorn.InvalidArgument (a ValueError) with the library's message for unusable input.
+    """
+    kwargs = dict(eps=eps, cost_scale=cost_scale, cost=cost, solver=solver, scaling=scaling, iters=iters, tol=tol,
+                  check_every=check_every, reach=reach, reach_x=reach_x, reach_y=reach_y, debias=debias,
+                  precision=precision, device=device, threads=threads, normalize_weights=normalize_weights,
+                  initial_f=initial_f, initial_g=initial_g)
+    if any(is_tensor(v) and v.requires_grad for v in (x, y, a, b)):
+        from ._autograd import differentiable_sinkhorn  # torch is present: one of the inputs is a tensor
+        return differentiable_sinkhorn(x, y, a, b, kwargs)
+    return Solver(x, y, a, b, **kwargs).solve()
+
+
+def apply_plan(x: Array, y: Array, v: Array, a: Array | None = None, b: Array | None = None, *,
+               transpose: bool = False, **kwargs: Any) -> Array:
+    """(P·V)_i = Σ_j P_ij V_j  (or (Pᵀ·U)_j = Σ_i P_ij U_i with transpose=True), P the solved plan.
+
+    Solves with `sinkhorn`'s keyword arguments, then streams the product. To apply several V to one
+    plan, keep `sinkhorn(...).solver` and call its `apply_plan` instead.
+    """
+    s = Solver(x, y, a, b, **kwargs)
+    s.solve()
+    return s.apply_plan_transpose(v) if transpose else s.apply_plan(v)
+
+
+def barycentric_map(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
+                    **kwargs: Any) -> Array:
+    """T(x_i) = Σ_j P_ij y_j / Σ_j P_ij — where the solved plan sends x_i, shape (n, d).
+
+    Solves with `sinkhorn`'s keyword arguments, then streams one pass over y.
+    """
+    s = Solver(x, y, a, b, **kwargs)
+    s.solve()
+    return s.barycentric_projection()

@@ -1,0 +1,62 @@
+"""Keyword arguments → flashsinkhorn._core.Options (options.hpp), with errors that name the argument."""
+
+from __future__ import annotations
+
+from . import _core
+
+_COSTS = {"sqeuclidean": _core.CostKind.squared_euclidean, "squared_euclidean": _core.CostKind.squared_euclidean,
+          "cosine": _core.CostKind.cosine}
+_SOLVERS = {"alternating": _core.SolverKind.alternating, "symmetric": _core.SolverKind.symmetric}
+_PRECISIONS = {"fp32": _core.Precision.fp32, "fp64": _core.Precision.fp64, "tf32": _core.Precision.tf32,
+               "bf16": _core.Precision.bf16}
+
+
+def _pick(table: dict, value: str, name: str):
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise _core.InvalidArgument(f"{name} must be one of {sorted(table)}, got {value!r}") from None
+
+
+def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scaling: float | None = None,
+                 iters: int = 1000, tol: float = 1e-4, check_every: int = 10, reach: float | None = None,
+                 reach_x: float | None = None, reach_y: float | None = None, debias: bool = False,
+                 precision: str = "fp32", device: str = "auto", threads: int = 0,
+                 normalize_weights: bool = True, input_cuda_index: int | None = None) -> "_core.Options":
+    """`reach` sets both sides; `reach_x` / `reach_y` override one side. `device`: 'auto', 'cpu',
+    'cuda' or 'cuda:k'; with 'auto' and CUDA tensors, the tensors' GPU is the one preferred."""
+    o = _core.Options()
+    o.cost = _pick(_COSTS, cost, "cost")
+    o.solver = _pick(_SOLVERS, solver, "solver")
+    o.precision = _pick(_PRECISIONS, precision, "precision")
+    o.scaling = None if scaling is None else float(scaling)
+    o.max_iterations = int(iters)
+    o.tolerance = float(tol)
+    o.check_every = int(check_every)
+    side_x = reach if reach_x is None else reach_x
+    side_y = reach if reach_y is None else reach_y
+    o.reach_x = None if side_x is None else float(side_x)
+    o.reach_y = None if side_y is None else float(side_y)
+    o.debias = bool(debias)
+    o.normalize_weights = bool(normalize_weights)
+    o.cpu_threads = int(threads)
+    if not isinstance(device, str):
+        device = str(device)  # torch.device
+    if device == "auto":
+        o.device = _core.DeviceKind.automatic
+        if input_cuda_index is not None:
+            o.cuda_device = input_cuda_index
+    elif device == "cpu":
+        o.device = _core.DeviceKind.cpu
+    elif device == "cuda" or device.startswith("cuda:"):
+        o.device = _core.DeviceKind.cuda
+        index = device.partition(":")[2]
+        if index:
+            if not index.isdigit():
+                raise _core.InvalidArgument(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:<k>', got {device!r}")
+            o.cuda_device = int(index)
+        elif input_cuda_index is not None:
+            o.cuda_device = input_cuda_index
+    else:
+        raise _core.InvalidArgument(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:<k>', got {device!r}")
+    return o

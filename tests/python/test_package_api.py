@@ -1,0 +1,223 @@
+"""The Python package's surface: framework in → framework out, dtypes, shapes, the Solver's
+streamed products against the float64 dense reference, and errors carrying the C++ message."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flashsinkhorn._core")
+import flashsinkhorn as fs  # noqa: E402
+
+import dense_reference as dr  # noqa: E402
+from package_helpers import converged_kwargs, plan_of, random_problem  # noqa: E402
+
+
+
+def test_version_and_exports():
+    assert fs.__version__ == "0.1.0"
+    assert fs.__core_version__ == "0.1.0"
+    for name in ("sinkhorn", "Solver", "SamplesLoss", "apply_plan", "barycentric_map", "SinkhornResult",
+                 "InvalidArgument", "Unsupported", "CudaError", "OutOfMemory", "Error", "cuda_available"):
+        assert hasattr(fs, name), name
+    assert issubclass(fs.InvalidArgument, ValueError) and issubclass(fs.InvalidArgument, fs.Error)
+    assert issubclass(fs.Unsupported, NotImplementedError)
+    assert issubclass(fs.CudaError, RuntimeError)
+    assert issubclass(fs.OutOfMemory, MemoryError)
+
+
+@pytest.mark.parametrize("dtype,precision", [(np.float64, "fp64"), (np.float32, "fp32")])
+def test_numpy_in_numpy_out(dtype, precision):
+    x, y, a, b = random_problem(11, 23, 31, 3)
+    x, y, a, b = (v.astype(dtype) for v in (x, y, a, b))
+    r = fs.sinkhorn(x, y, a, b, eps=0.5)
+    assert isinstance(r, fs.SinkhornResult)
+    assert isinstance(r.f, np.ndarray) and isinstance(r.g, np.ndarray)
+    assert r.f.dtype == dtype and r.g.dtype == dtype
+    assert r.f.shape == (23,) and r.g.shape == (31,)
+    assert isinstance(r.cost, float) and isinstance(r.primal_cost, float)
+    assert isinstance(r.iterations, int) and isinstance(r.converged, bool)
+    assert r.device == "cpu" and r.eps == 0.5 and r.seconds > 0
+    assert r.converged and r.marginal_error <= 1e-4
+
+
+def test_default_precision_follows_dtype():
+    """float64 inputs are solved in fp64 (one point each: the value is C = ‖x − y‖² exactly)."""
+    r = fs.sinkhorn(np.array([[0.0, 1.0]]), np.array([[1.0, 1.0]]), eps=0.1)
+    assert r.cost == pytest.approx(1.0, rel=1e-14)
+
+
+def test_lists_and_integer_arrays_are_accepted():
+    r = fs.sinkhorn([[0, 0], [1, 0]], [[0, 1], [1, 1]], eps=0.5)
+    assert r.f.dtype == np.float64
+
+
+def test_strided_and_readonly_inputs_match_contiguous():
+    x, y, a, b = random_problem(12, 30, 20, 4)
+    want = fs.sinkhorn(x, y, a, b, eps=0.3, **converged_kwargs()).cost
+    wide = np.zeros((30, 9))
+    wide[:, :4] = x  # row stride 9, column stride 1: passed without a copy
+    x_view = wide[:, :4]
+    y_fortran = np.asfortranarray(y)  # column stride ≠ 1: copied by the package
+    y_fortran.setflags(write=False)
+    a_strided = np.repeat(a, 2)[::2]  # stride 2
+    got = fs.sinkhorn(x_view, y_fortran, a_strided, b, eps=0.3, **converged_kwargs()).cost
+    assert got == pytest.approx(want, rel=1e-13)
+
+
+def test_solver_products_match_dense_reference():
+    x, y, a, b = random_problem(13, 37, 29, 3)
+    eps = 0.2
+    solver = fs.Solver(x, y, a, b, eps=eps, **converged_kwargs())
+    r = solver.solve()
+    prob = dr.DenseProblem(x, y, a, b, eps=eps)
+    P = plan_of(prob, r.f, r.g)
+    rng = np.random.default_rng(5)
+    V, U = rng.normal(size=(29, 5)), rng.normal(size=(37, 2))
+    np.testing.assert_allclose(solver.apply_plan(V), P @ V, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(solver.apply_plan(V[:, 0]), P @ V[:, 0], rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(solver.apply_plan_transpose(U), P.T @ U, rtol=1e-9, atol=1e-12)
+    T = (P @ y) / P.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(solver.barycentric_projection(), T, rtol=1e-10, atol=1e-12)
+    grad_x = 2 * (P.sum(axis=1)[:, None] * x - P @ y)  # ∇_x = 2s(a_i x_i − (P·Y)_i), s = 1
+    np.testing.assert_allclose(solver.gradient_x(), grad_x, rtol=1e-8, atol=1e-11)
+    grad_y = 2 * (P.sum(axis=0)[:, None] * y - P.T @ x)
+    np.testing.assert_allclose(solver.gradient_y(), grad_y, rtol=1e-8, atol=1e-11)
+    assert solver.gradient_a().shape == (37,) and solver.gradient_b().shape == (29,)
+    # the functional forms solve again and give the same
+    np.testing.assert_allclose(fs.apply_plan(x, y, V, a, b, eps=eps, **converged_kwargs()), P @ V,
+                               rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(fs.apply_plan(x, y, U, a, b, eps=eps, transpose=True, **converged_kwargs()),
+                               P.T @ U, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fs.barycentric_map(x, y, a, b, eps=eps, **converged_kwargs()), T,
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_result_keeps_its_solver_and_warm_start():
+    x, y, a, b = random_problem(14, 20, 25, 2)
+    r = fs.sinkhorn(x, y, a, b, eps=0.2, **converged_kwargs())
+    assert r.solver is not None and r.solver.gradient_x().shape == (20, 2)
+    warm = fs.sinkhorn(x, y, a, b, eps=0.2, initial_f=r.f, initial_g=r.g, **converged_kwargs())
+    assert warm.iterations <= 2 and warm.cost == pytest.approx(r.cost, rel=1e-12)
+
+
+def test_gradient_before_solve_is_invalid():
+    x, y, _, _ = random_problem(15, 5, 6, 2)
+    with pytest.raises(fs.InvalidArgument, match="call solve\\(\\) first"):
+        fs.Solver(x, y, eps=0.1).gradient_x()
+
+
+@pytest.mark.parametrize("kwargs,x_shape,y_shape,message", [
+    (dict(eps=0.1), (5, 2), (6, 3), "X has dimension d = 2 but Y has d = 3"),
+    (dict(eps=-1.0), (5, 2), (6, 2), "eps must be a positive finite number, got -1"),
+    (dict(eps=0.1, scaling=1.5), (5, 2), (6, 2), "scaling must lie in \\(0, 1\\), got 1.5"),
+    (dict(eps=0.1), (5,), (6, 2), "X must be a 2-d array"),
+    (dict(eps=0.1, solver="sideways"), (5, 2), (6, 2), "solver must be one of"),
+    (dict(eps=0.1, device="tpu"), (5, 2), (6, 2), "device must be"),
+])
+def test_bad_input_raises_invalid_argument(kwargs, x_shape, y_shape, message):
+    rng = np.random.default_rng(0)
+    with pytest.raises(fs.InvalidArgument, match=message):
+        fs.sinkhorn(rng.normal(size=x_shape), rng.normal(size=y_shape), **kwargs)
+
+
+def test_nan_and_weight_errors_carry_the_cpp_message():
+    x, y, a, b = random_problem(16, 5, 6, 2)
+    x[2, 1] = np.nan
+    with pytest.raises(fs.InvalidArgument, match="X contains NaN at row 2, column 1"):
+        fs.sinkhorn(x, y, eps=0.1)
+    x, y, a, b = random_problem(16, 5, 6, 2)
+    with pytest.raises(fs.InvalidArgument, match="a has 4 weights but X has 5 points"):
+        fs.sinkhorn(x, y, a[:4], b, eps=0.1)
+    with pytest.raises(ValueError):  # InvalidArgument is a ValueError
+        fs.sinkhorn(x, y, a, b, eps=0.0)
+
+
+def test_unsupported_cuda_request():
+    if fs.cuda_available():
+        pytest.skip("this build has CUDA and a GPU")
+    x, y, _, _ = random_problem(17, 5, 6, 2)
+    with pytest.raises(fs.Unsupported, match="device cuda was requested"):
+        fs.sinkhorn(x, y, eps=0.1, device="cuda")
+
+
+def test_weight_gradient_with_reach_is_unsupported():
+    x, y, a, b = random_problem(18, 5, 6, 2)
+    s = fs.Solver(x, y, a, b, eps=0.5, reach=1.0)
+    s.solve()
+    with pytest.raises(fs.Unsupported, match="balanced sides only"):
+        s.gradient_a()
+
+
+# ----------------------------------------------------------------------------- torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_in_torch_out(dtype):
+    torch = pytest.importorskip("torch")
+    x, y, a, b = random_problem(21, 23, 31, 3)
+    t = lambda v: torch.tensor(v, dtype=getattr(torch, dtype))
+    r = fs.sinkhorn(t(x), t(y), t(a), t(b), eps=0.5)
+    assert isinstance(r.f, torch.Tensor) and isinstance(r.g, torch.Tensor)
+    assert isinstance(r.cost, torch.Tensor) and r.cost.dim() == 0
+    assert r.f.dtype == getattr(torch, dtype) and r.cost.dtype == getattr(torch, dtype)
+    assert r.f.device.type == "cpu"
+    numpy_r = fs.sinkhorn(x.astype(dtype), y.astype(dtype), a.astype(dtype), b.astype(dtype), eps=0.5)
+    np.testing.assert_allclose(r.f.numpy(), numpy_r.f, rtol=0, atol=0)
+    s = fs.Solver(t(x), t(y), eps=0.5)
+    s.solve()
+    assert isinstance(s.gradient_x(), torch.Tensor) and s.gradient_x().dtype == getattr(torch, dtype)
+    assert isinstance(s.apply_plan(t(np.ones((31, 2)))), torch.Tensor)
+
+
+def test_torch_noncontiguous_and_requires_grad_inputs():
+    torch = pytest.importorskip("torch")
+    x, y, _, _ = random_problem(22, 20, 15, 3)
+    xt = torch.tensor(x.T.copy()).T  # column stride ≠ 1
+    yt = torch.tensor(y, requires_grad=True)
+    with torch.no_grad():
+        r = fs.sinkhorn(xt, yt, eps=0.5, **converged_kwargs())
+    assert r.cost.grad_fn is None
+    want = fs.sinkhorn(x, y, eps=0.5, **converged_kwargs()).cost
+    assert float(r.cost) == pytest.approx(want, rel=1e-13)
+
+
+def test_cuda_tensors_round_trip():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    x, y, _, _ = random_problem(23, 40, 30, 3)
+    xt = torch.tensor(x, device="cuda", requires_grad=True)
+    yt = torch.tensor(y, device="cuda")
+    r = fs.sinkhorn(xt, yt, eps=0.5, **converged_kwargs())
+    assert r.f.device.type == "cuda" and r.cost.device.type == "cuda"
+    r.cost.backward()
+    assert xt.grad.device.type == "cuda"
+    want = fs.sinkhorn(x, y, eps=0.5, device="cpu", **converged_kwargs())
+    assert float(r.cost) == pytest.approx(want.cost, rel=1e-10)
+
+
+def test_solves_release_the_gil():
+    """While a solve runs in another thread, this thread keeps running Python: the longest pause
+    between two of its loop iterations stays far below the solve's duration (it would equal it if
+    the binding held the GIL)."""
+    import threading
+    import time
+
+    x, y, a, b = random_problem(60, 400, 400, 3)
+    done = threading.Event()
+    span = {}
+
+    def solve():
+        start = time.perf_counter()
+        fs.sinkhorn(x, y, a, b, eps=0.01, iters=150, tol=0, threads=1)
+        span["seconds"] = time.perf_counter() - start
+        done.set()
+
+    worker = threading.Thread(target=solve)
+    worker.start()
+    last, longest_pause = time.perf_counter(), 0.0
+    while not done.is_set():
+        now = time.perf_counter()
+        longest_pause, last = max(longest_pause, now - last), now
+    worker.join()
+    assert span["seconds"] > 0.05, "the solve was too short to tell"
+    assert longest_pause < 0.5 * span["seconds"], (longest_pause, span["seconds"])

@@ -78,4 +78,5 @@ def differentiable_sinkhorn(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor | 
         return Solver(x, y, a, b, **kwargs).solve()
     return SinkhornResult(f=f, g=g, cost=cost, primal_cost=result.primal_cost, iterations=result.iterations,
                           marginal_error=result.marginal_error, converged=result.converged, eps=result.eps,
-                          device=result.device, seconds=result.seconds, solver=result.solver)
+                          device=result.device, seconds=result.seconds, solver=result.solver, f_aa=result.f_aa,
+                          g_bb=result.g_bb)

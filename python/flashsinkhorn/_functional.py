@@ -21,7 +21,9 @@ class SinkhornResult:
     """OT_ε(a, b) = min_P ⟨P, C⟩ + ε·KL(P ‖ a⊗b) = ⟨a, f⟩ + ⟨b, g⟩ at convergence, with its potentials.
 
     f, g are in the caller's framework (NumPy in → NumPy out; torch in → torch out on the input's
-    device, in the input's dtype). `cost` is a float for NumPy inputs and a 0-d tensor for torch
+    device, in the input's dtype). With debias=True, f_aa (n,) and g_bb (m,) are the potentials of
+    OT_ε(a, a) and OT_ε(b, b), in the same framework (GeomLoss's debiased potentials are f − f_aa,
+    g − g_bb); None when not debiased. `cost` is a float for NumPy inputs and a 0-d tensor for torch
     inputs (differentiable with respect to x, y, a, b when they require grad). `solver` is the
     solved `Solver`, for plan products and gradients without a second solve.
     """
@@ -37,6 +39,8 @@ class SinkhornResult:
     device: str
     seconds: float
     solver: "Solver" = field(repr=False, default=None)
+    f_aa: Array | None = field(repr=False, default=None)
+    g_bb: Array | None = field(repr=False, default=None)
 
 
 def default_precision(frame: Frame) -> str:
@@ -63,18 +67,19 @@ class Solver:
     def __init__(self, x: Array, y: Array, a: Array | None = None, b: Array | None = None, *, eps: float,
                  cost_scale: float = 1.0, initial_f: Array | None = None, initial_g: Array | None = None,
                  cost: str = "sqeuclidean", solver: str = "alternating", scaling: float | None = None,
-                 iters: int = 1000, tol: float = 1e-4, check_every: int = 10, reach: float | None = None,
-                 reach_x: float | None = None, reach_y: float | None = None, debias: bool = False,
-                 precision: str | None = None, device: str = "auto", threads: int = 0,
+                 diameter: float | None = None, iters: int = 1000, tol: float = 1e-4, check_every: int = 10,
+                 reach: float | None = None, reach_x: float | None = None, reach_y: float | None = None,
+                 debias: bool = False, precision: str | None = None, device: str = "auto", threads: int = 0,
                  normalize_weights: bool = True) -> None:
         self._frame = Frame.of(x, y, a, b)
         hx, hy = host_array(x, self._frame), host_array(y, self._frame)
         self._n = int(hx.shape[0]) if getattr(hx, "ndim", 0) == 2 else 0
         self._m = int(hy.shape[0]) if getattr(hy, "ndim", 0) == 2 else 0
         self._d = int(hx.shape[1]) if getattr(hx, "ndim", 0) == 2 else 0
+        self._debias = bool(debias)
         options = make_options(
-            cost=cost, solver=solver, scaling=scaling, iters=iters, tol=tol, check_every=check_every,
-            reach=reach, reach_x=reach_x, reach_y=reach_y, debias=debias,
+            cost=cost, solver=solver, scaling=scaling, diameter=diameter, iters=iters, tol=tol,
+            check_every=check_every, reach=reach, reach_x=reach_x, reach_y=reach_y, debias=debias,
             precision=default_precision(self._frame) if precision is None else precision, device=device,
             threads=threads, normalize_weights=normalize_weights, input_cuda_index=self._frame.cuda_index)
         self._core = _core.Solver(hx, hy, host_array(a, self._frame), host_array(b, self._frame), float(eps),
@@ -93,7 +98,9 @@ class Solver:
         return SinkhornResult(f=frame.give_back(r.f), g=frame.give_back(r.g), cost=frame.scalar(r.cost),
                               primal_cost=r.primal_cost, iterations=r.iterations,
                               marginal_error=r.marginal_error, converged=r.converged, eps=r.eps,
-                              device=r.device, seconds=r.total_seconds, solver=self)
+                              device=r.device, seconds=r.total_seconds, solver=self,
+                              f_aa=frame.give_back(r.f_aa) if self._debias else None,
+                              g_bb=frame.give_back(r.g_bb) if self._debias else None)
 
     def _matrix_product(self, method, values: Array, rows: int, name: str) -> Array:
         host = host_array(values, self._frame)
@@ -148,8 +155,8 @@ class Solver:
 
 def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None, *, eps: float,
              cost_scale: float = 1.0, cost: str = "sqeuclidean", solver: str = "alternating",
-             scaling: float | None = None, iters: int = 1000, tol: float = 1e-4, check_every: int = 10,
-             reach: float | None = None, reach_x: float | None = None, reach_y: float | None = None,
+             scaling: float | None = None, diameter: float | None = None, iters: int = 1000, tol: float = 1e-4,
+             check_every: int = 10, reach: float | None = None, reach_x: float | None = None, reach_y: float | None = None,
              debias: bool = False, precision: str | None = None, device: str = "auto", threads: int = 0,
              normalize_weights: bool = True, initial_f: Array | None = None,
              initial_g: Array | None = None) -> SinkhornResult:
@@ -167,6 +174,7 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
       cost: 'sqeuclidean' or 'cosine' (1 − cos = ½‖x̂ − ŷ‖² on normalised rows; cost_scale ignored).
       solver: 'alternating' (f then g) or 'symmetric' (GeomLoss's averaged loop + final extrapolation).
       scaling: ε-scaling ratio in (0, 1): ε runs from diam² down to eps (GeomLoss's schedule).
+      diameter: diam of the schedule (> 0); None: the diagonal of the joint bounding box of x and y.
       iters, tol, check_every: at most `iters` iterations after the schedule; stop when the L1 marginal
         error ≤ tol (tol = 0 runs all of them), checked every `check_every` iterations.
       reach, reach_x, reach_y: unbalanced OT with KL penalty ρ = reach² (both sides, or one).
@@ -184,7 +192,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     Raises:
       flashsinkhorn.InvalidArgument (a ValueError) with the library's message for unusable input.
     """
-    kwargs = dict(eps=eps, cost_scale=cost_scale, cost=cost, solver=solver, scaling=scaling, iters=iters, tol=tol,
+    kwargs = dict(eps=eps, cost_scale=cost_scale, cost=cost, solver=solver, scaling=scaling, diameter=diameter,
+                  iters=iters, tol=tol,
                   check_every=check_every, reach=reach, reach_x=reach_x, reach_y=reach_y, debias=debias,
                   precision=precision, device=device, threads=threads, normalize_weights=normalize_weights,
                   initial_f=initial_f, initial_g=initial_g)

@@ -19,17 +19,20 @@ def _pick(table: dict, value: str, name: str):
 
 
 def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scaling: float | None = None,
+                 diameter: float | None = None,
                  iters: int = 1000, tol: float = 1e-4, check_every: int = 10, reach: float | None = None,
                  reach_x: float | None = None, reach_y: float | None = None, debias: bool = False,
                  precision: str = "fp32", device: str = "auto", threads: int = 0,
                  normalize_weights: bool = True, input_cuda_index: int | None = None) -> "_core.Options":
-    """`reach` sets both sides; `reach_x` / `reach_y` override one side. `device`: 'auto', 'cpu',
+    """`reach` sets both sides; `reach_x` / `reach_y` override one side. `diameter`: the ε schedule
+    starts at diameter² (None: the diagonal of the joint bounding box). `device`: 'auto', 'cpu',
     'cuda' or 'cuda:k'; with 'auto' and CUDA tensors, the tensors' GPU is the one preferred."""
     o = _core.Options()
     o.cost = _pick(_COSTS, cost, "cost")
     o.solver = _pick(_SOLVERS, solver, "solver")
     o.precision = _pick(_PRECISIONS, precision, "precision")
     o.scaling = None if scaling is None else float(scaling)
+    o.diameter = None if diameter is None else float(diameter)
     o.max_iterations = int(iters)
     o.tolerance = float(tol)
     o.check_every = int(check_every)

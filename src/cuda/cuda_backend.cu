@@ -233,6 +233,11 @@ class cuda_backend final : public backend {
 
   void write_potential(slot s, const std::vector<double>& values) override {
     const std::int64_t count = cloud(side_of(s)).count;
+    if (values.empty()) {  // the contract: an empty vector writes zeros (0.0 is all-zero bytes)
+      FS_CUDA_CHECK(cudaSetDevice(device_));
+      FS_CUDA_CHECK(cudaMemsetAsync(slot_data(s), 0, static_cast<std::size_t>(count) * sizeof(double), stream_));
+      return;
+    }
     if (static_cast<std::int64_t>(values.size()) != count)
       throw invalid_argument(std::string("write_potential: slot ") + slot_name(s) + " holds " +
                              std::to_string(count) + " values, got " + std::to_string(values.size()));

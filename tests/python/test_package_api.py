@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("flashsinkhorn._core")
 import flashsinkhorn as fs  # noqa: E402
+from flashsinkhorn._options import make_options  # noqa: E402
 
 import dense_reference as dr  # noqa: E402
 from package_helpers import converged_kwargs, plan_of, random_problem  # noqa: E402
@@ -101,6 +102,27 @@ def test_result_keeps_its_solver_and_warm_start():
     assert warm.iterations <= 2 and warm.cost == pytest.approx(r.cost, rel=1e-12)
 
 
+def test_debias_potentials_and_diameter_reach_the_core():
+    x, y, a, b = random_problem(12, 9, 8, 2)
+    r = fs.sinkhorn(x, y, a, b, eps=0.1, threads=1)
+    assert r.f_aa is None and r.g_bb is None
+    r = fs.sinkhorn(x, y, a, b, eps=0.1, debias=True, threads=1)
+    assert isinstance(r.f_aa, np.ndarray) and r.f_aa.shape == (9,) and r.g_bb.shape == (8,)
+    assert r.f_aa.dtype == np.float64
+    r32 = fs.sinkhorn(x.astype(np.float32), y.astype(np.float32), eps=0.1, debias=True, threads=1)
+    assert r32.f_aa.dtype == np.float32 and r32.g_bb.dtype == np.float32
+    # diameter: the schedule starts at diameter² (GeomLoss's ε list, one iteration per ε).
+    eps, scaling = 0.01, 0.5
+    for diameter in (0.3, 100.0):
+        r = fs.sinkhorn(x, y, eps=eps, cost_scale=0.5, solver="symmetric", scaling=scaling, diameter=diameter,
+                        iters=0, tol=0, precision="fp64", threads=1)
+        assert r.iterations == len(dr.epsilon_schedule(diameter, np.sqrt(eps), scaling))
+        s = fs.Solver(x, y, eps=eps, scaling=scaling, diameter=diameter, iters=0, tol=0, threads=1)
+        assert s.solve().iterations == r.iterations
+    o = make_options(diameter=2)
+    assert o.diameter == 2.0 and make_options().diameter is None
+
+
 def test_gradient_before_solve_is_invalid():
     x, y, _, _ = random_problem(15, 5, 6, 2)
     with pytest.raises(fs.InvalidArgument, match="call solve\\(\\) first"):
@@ -111,6 +133,7 @@ def test_gradient_before_solve_is_invalid():
     (dict(eps=0.1), (5, 2), (6, 3), "X has dimension d = 2 but Y has d = 3"),
     (dict(eps=-1.0), (5, 2), (6, 2), "eps must be a positive finite number, got -1"),
     (dict(eps=0.1, scaling=1.5), (5, 2), (6, 2), "scaling must lie in \\(0, 1\\), got 1.5"),
+    (dict(eps=0.1, scaling=0.5, diameter=0.0), (5, 2), (6, 2), "diameter must be a positive finite number"),
     (dict(eps=0.1), (5,), (6, 2), "X must be a 2-d array"),
     (dict(eps=0.1, solver="sideways"), (5, 2), (6, 2), "solver must be one of"),
     (dict(eps=0.1, device="tpu"), (5, 2), (6, 2), "device must be"),
@@ -162,6 +185,8 @@ def test_torch_in_torch_out(dtype):
     assert r.f.device.type == "cpu"
     numpy_r = fs.sinkhorn(x.astype(dtype), y.astype(dtype), a.astype(dtype), b.astype(dtype), eps=0.5)
     np.testing.assert_allclose(r.f.numpy(), numpy_r.f, rtol=0, atol=0)
+    r = fs.sinkhorn(t(x), t(y), t(a), t(b), eps=0.5, debias=True, threads=1)
+    assert isinstance(r.f_aa, torch.Tensor) and r.f_aa.dtype == getattr(torch, dtype) and r.g_bb.shape == (31,)
     s = fs.Solver(t(x), t(y), eps=0.5)
     s.solve()
     assert isinstance(s.gradient_x(), torch.Tensor) and s.gradient_x().dtype == getattr(torch, dtype)

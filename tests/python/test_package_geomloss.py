@@ -141,16 +141,19 @@ def test_potentials_equal_geomloss():
 
 
 def test_batch_dimension():
-    """A (B, N, D) batch is B problems: element k equals GeomLoss on (x[k], y[k]), and, once both
-    loops have converged, GeomLoss's batched call (which shares one ε-schedule across the batch)."""
+    """A (B, N, D) batch is B problems: element k equals GeomLoss on (x[k], y[k]) when the diameter
+    of that element is given (a batch shares the diameter of all its points), and, once both loops
+    have converged, GeomLoss's batched call."""
     x, y, a, b = problem(5, batch=3)
     kw = dict(p=2, blur=0.5, scaling=0.6, debias=True)
     xt, yt, at, bt = as_tensors(x, y, a, b)
     xg = xt.clone().requires_grad_()
     got = fs.SamplesLoss("sinkhorn", threads=1, **kw)(at, xg, bt, yt)
     assert got.shape == (3,)
+    diameter = geomloss_batch_diameter(xt, yt)
     for k in range(3):
-        want = geomloss.SamplesLoss("sinkhorn", backend="tensorized", **kw)(at[k], xt[k], bt[k], yt[k])
+        want = geomloss.SamplesLoss("sinkhorn", backend="tensorized", diameter=diameter, **kw)(at[k], xt[k], bt[k],
+                                                                                                yt[k])
         assert rel(got[k], want) <= VALUE_RTOL, f"batch element {k}"
     got.sum().backward()
     assert xg.grad.shape == x.shape
@@ -164,14 +167,66 @@ def test_batch_dimension():
     assert F.shape == (3, x.shape[1]) and G.shape == (3, y.shape[1])
 
 
-@pytest.mark.xfail(strict=True, reason="needs options.diameter in the C++ API: GeomLoss's batched schedule starts "
-                                       "from the diameter of the whole batch, ours from each problem's own")
+def geomloss_batch_diameter(x, y):
+    from geomloss._legacy.sinkhorn_divergence import max_diameter
+
+    return max_diameter(x.reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1]))
+
+
 def test_batch_schedule_equals_geomloss_before_convergence():
     x, y, a, b = as_tensors(*problem(5, batch=3))
     kw = dict(p=2, blur=0.2, scaling=0.6, debias=True)
     want = geomloss.SamplesLoss("sinkhorn", backend="tensorized", **kw)(a, x, b, y)
     got = fs.SamplesLoss("sinkhorn", threads=1, **kw)(a, x, b, y)
     assert rel(got, want) <= VALUE_RTOL
+    # Problem by problem, each schedule from its own diameter: not GeomLoss's batched values.
+    alone = torch.stack([fs.SamplesLoss("sinkhorn", threads=1, **kw)(a[k], x[k], b[k], y[k]) for k in range(3)])
+    assert rel(alone, want) > 1e-6
+    # NumPy batch: the same diameter, computed in NumPy.
+    got = fs.SamplesLoss("sinkhorn", threads=1, **kw)(*(v.numpy() for v in (a, x, b, y)))
+    assert rel(torch.as_tensor(got), want) <= VALUE_RTOL
+
+
+DIAMETER_GRID = [(diameter, debias, reach) for diameter in (0.5, 3.0, 20.0) for debias in (True, False)
+                 for reach in (None, 1.0)]
+
+
+@pytest.mark.parametrize("diameter,debias,reach", DIAMETER_GRID)
+def test_diameter_equals_geomloss(diameter, debias, reach):
+    x, y, a, b = as_tensors(*problem(8))
+    kw = dict(p=2, blur=0.1, scaling=0.7, debias=debias, reach=reach, diameter=diameter)
+    want = geomloss.SamplesLoss("sinkhorn", backend="tensorized", **kw)(a, x, b, y)
+    got = fs.SamplesLoss("sinkhorn", threads=1, **kw)(a, x, b, y)
+    assert rel(got, want) <= VALUE_RTOL, f"{kw}: {got.item()!r} vs GeomLoss {want.item()!r}"
+    default = fs.SamplesLoss("sinkhorn", threads=1, **dict(kw, diameter=None))(a, x, b, y)
+    assert rel(default, want) > 1e-9, "diameter= did not reach the schedule"
+    # A batch with diameter= given: that diameter for every problem, as in GeomLoss.
+    xb, yb, ab, bb = as_tensors(*problem(9, batch=2))
+    want = geomloss.SamplesLoss("sinkhorn", backend="tensorized", **kw)(ab, xb, bb, yb)
+    got = fs.SamplesLoss("sinkhorn", threads=1, **kw)(ab, xb, bb, yb)
+    assert got.shape == want.shape == (2,) and rel(got, want) <= VALUE_RTOL
+
+
+@pytest.mark.parametrize("blur,scaling,reach", [(0.05, 0.5, None), (0.5, 0.9, None), (0.1, 0.7, 1.0)])
+def test_debiased_potentials_equal_geomloss(blur, scaling, reach):
+    """potentials=True, debias=True: (F, G) = (f_ab − f_aa, g_ab − g_bb), GeomLoss's formula."""
+    x, y, a, b = as_tensors(*problem(10))
+    kw = dict(p=2, blur=blur, scaling=scaling, reach=reach, debias=True, potentials=True)
+    F0, G0 = geomloss.SamplesLoss("sinkhorn", backend="tensorized", **kw)(a, x, b, y)
+    F1, G1 = fs.SamplesLoss("sinkhorn", threads=1, **kw)(a, x, b, y)
+    assert F1.shape == F0.shape == (1, a.shape[0]) and G1.shape == G0.shape == (1, b.shape[0])
+    torch.testing.assert_close(F1, F0, rtol=0, atol=1e-10)
+    torch.testing.assert_close(G1, G0, rtol=0, atol=1e-10)
+    # They are not the raw potentials: debias changes them.
+    F2, _ = fs.SamplesLoss("sinkhorn", threads=1, **dict(kw, debias=False))(a, x, b, y)
+    assert float((F2 - F1).abs().max()) > 1e-6
+    # A batch, with GeomLoss's batched schedule.
+    xb, yb, ab, bb = as_tensors(*problem(11, batch=3))
+    F0, G0 = geomloss.SamplesLoss("sinkhorn", backend="tensorized", **kw)(ab, xb, bb, yb)
+    F1, G1 = fs.SamplesLoss("sinkhorn", threads=1, **kw)(ab, xb, bb, yb)
+    assert F1.shape == F0.shape == ab.shape and G1.shape == G0.shape == bb.shape
+    torch.testing.assert_close(F1, F0, rtol=0, atol=1e-10)
+    torch.testing.assert_close(G1, G0, rtol=0, atol=1e-10)
 
 
 def test_numpy_inputs_and_float32():
@@ -189,8 +244,6 @@ def test_numpy_inputs_and_float32():
 @pytest.mark.parametrize("kwargs,message", [
     (dict(loss="energy"), "loss='sinkhorn' only"),
     (dict(p=1), "p=2"),
-    (dict(potentials=True), "debias=True"),
-    (dict(diameter=3.0), "diameter"),
     (dict(backend="multiscale"), "multiscale"),
     (dict(cost=lambda x, y: x), "custom cost"),
 ])
@@ -199,10 +252,20 @@ def test_unsupported_options_raise(kwargs, message):
         fs.SamplesLoss(**kwargs)
 
 
-def test_unnormalised_weights_raise():
+@pytest.mark.parametrize("reach,mass_a,mass_b", [(None, 2.0, 2.0), (1.0, 2.0, 2.0), (1.0, 0.5, 3.0)])
+def test_unnormalised_weights_equal_geomloss(reach, mass_a, mass_b):
+    """The masses are kept, as in GeomLoss (balanced problems with equal masses, any with a reach)."""
     x, y, a, b = as_tensors(*problem(7))
-    with pytest.raises(NotImplementedError, match="sum to"):
-        fs.SamplesLoss(reach=1.0)(2 * a, x, 2 * b, y)
+    kw = dict(p=2, blur=0.2, scaling=0.6, reach=reach)
+    want = geomloss.SamplesLoss("sinkhorn", backend="tensorized", **kw)(mass_a * a, x, mass_b * b, y)
+    got = fs.SamplesLoss("sinkhorn", threads=1, **kw)(mass_a * a, x, mass_b * b, y)
+    assert rel(got, want) <= VALUE_RTOL, f"{kw}: {got.item()!r} vs GeomLoss {want.item()!r}"
+
+
+def test_unequal_masses_without_reach_raise():
+    x, y, a, b = as_tensors(*problem(7))
+    with pytest.raises(fs.InvalidArgument, match="balanced OT needs equal masses"):
+        fs.SamplesLoss()(2 * a, x, 3 * b, y)
 
 
 def test_is_a_module_and_drop_in():

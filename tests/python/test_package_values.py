@@ -62,6 +62,11 @@ def test_symmetric_schedule_matches_dense(debias, reach):
     assert rel_err(r.cost, ref.cost) <= 1e-10, (r.cost, ref.cost)
     np.testing.assert_allclose(r.f, ref.f, atol=1e-10)  # OT(a, b)'s potentials, also when debiased
     np.testing.assert_allclose(r.g, ref.g, atol=1e-10)
+    if debias:  # OT(a, a)'s and OT(b, b)'s potentials
+        np.testing.assert_allclose(r.f_aa, ref.extra["f_aa"], atol=1e-10)
+        np.testing.assert_allclose(r.g_bb, ref.extra["g_bb"], atol=1e-10)
+    else:
+        assert r.f_aa is None and r.g_bb is None
 
 
 def test_per_side_reach_and_cosine_cost():
@@ -80,8 +85,6 @@ def test_debiased_converged_matches_dense():
     assert rel_err(r.cost, dr.debiased_converged(x, y, a, b, eps=0.5, tol=1e-12)) <= 1e-8
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: prepare.cpp's make_cloud divides the weights by their sum even "
-                   "when options.normalize_weights is false (only the weight gradient honours the flag)")
 def test_unnormalised_weights():
     x, y, a, b = random_problem(35, 13, 17, 2)
     a2, b2 = 3 * a / a.sum(), 3 * b / b.sum()

@@ -61,9 +61,11 @@ void vector_layout(const Array& array, const char* name, std::int64_t& size, std
 
 }  // namespace
 
-matrix_view as_matrix(const input_array& array, const char* name) {
-  matrix_view view;
-  matrix_layout(array, name, view.rows, view.cols, view.row_stride);
+namespace {
+
+// Fills the fields every view has: data, dtype, memory space and device.
+template <class View, class Array>
+View described(View view, const Array& array, const char* name) {
   view.data = array.data();
   view.type = element_type(array.dtype(), name);
   const placement p = where(array.device_type(), array.device_id(), name);
@@ -71,38 +73,33 @@ matrix_view as_matrix(const input_array& array, const char* name) {
   view.device = p.device;
   return view;
 }
+
+template <class View, class Array>
+View matrix_of(const Array& array, const char* name) {
+  View view;
+  matrix_layout(array, name, view.rows, view.cols, view.row_stride);
+  return described(view, array, name);
+}
+
+template <class View, class Array>
+View vector_of(const Array& array, const char* name) {
+  View view;
+  vector_layout(array, name, view.size, view.stride);
+  return described(view, array, name);
+}
+
+}  // namespace
+
+matrix_view as_matrix(const input_array& array, const char* name) { return matrix_of<matrix_view>(array, name); }
 
 mutable_matrix_view as_mutable_matrix(const output_array& array, const char* name) {
-  mutable_matrix_view view;
-  matrix_layout(array, name, view.rows, view.cols, view.row_stride);
-  view.data = array.data();
-  view.type = element_type(array.dtype(), name);
-  const placement p = where(array.device_type(), array.device_id(), name);
-  view.space = p.space;
-  view.device = p.device;
-  return view;
+  return matrix_of<mutable_matrix_view>(array, name);
 }
 
-vector_view as_vector(const input_array& array, const char* name) {
-  vector_view view;
-  vector_layout(array, name, view.size, view.stride);
-  view.data = array.data();
-  view.type = element_type(array.dtype(), name);
-  const placement p = where(array.device_type(), array.device_id(), name);
-  view.space = p.space;
-  view.device = p.device;
-  return view;
-}
+vector_view as_vector(const input_array& array, const char* name) { return vector_of<vector_view>(array, name); }
 
 mutable_vector_view as_mutable_vector(const output_array& array, const char* name) {
-  mutable_vector_view view;
-  vector_layout(array, name, view.size, view.stride);
-  view.data = array.data();
-  view.type = element_type(array.dtype(), name);
-  const placement p = where(array.device_type(), array.device_id(), name);
-  view.space = p.space;
-  view.device = p.device;
-  return view;
+  return vector_of<mutable_vector_view>(array, name);
 }
 
 }  // namespace flashsinkhorn::python

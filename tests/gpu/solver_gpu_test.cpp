@@ -9,32 +9,21 @@
 #include <string>
 
 #include "flashsinkhorn/flashsinkhorn.hpp"
-#include "reference/dense_sinkhorn.hpp"
+#include "cpp/test_problems.hpp"
 
 namespace fs = flashsinkhorn;
+using testing_support::max_abs_diff;
 
 namespace {
+
+fs::problem make_problem(const reference::cloud& x, const reference::cloud& y, double eps) {
+  return testing_support::make_problem(x, y, eps, 1.0);
+}
 
 struct configuration {
   const char* name;
   std::function<void(fs::options&)> apply;
 };
-
-fs::problem make_problem(const reference::cloud& x, const reference::cloud& y, double eps) {
-  fs::problem p;
-  p.x = fs::host_matrix(x.points.data(), x.count, x.dim);
-  p.y = fs::host_matrix(y.points.data(), y.count, y.dim);
-  p.a = fs::host_vector(x.weights.data(), x.count);
-  p.b = fs::host_vector(y.weights.data(), y.count);
-  p.eps = eps;
-  return p;
-}
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
 
 class SolverOnGpu : public ::testing::TestWithParam<std::tuple<int, fs::precision>> {};
 

@@ -19,6 +19,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <utility>
@@ -214,6 +215,12 @@ struct case_params {
   bool random_weights;
   double cost_scale;
 };
+
+// Readable parameters in gtest/ctest listings (instead of the bytes of the struct).
+void PrintTo(const case_params& c, std::ostream* os) {
+  *os << "n=" << c.size.n << " m=" << c.size.m << " d=" << c.size.d << (c.random_weights ? " random" : " uniform")
+      << " weights, s=" << c.cost_scale;
+}
 
 class cuda_backend_test : public ::testing::TestWithParam<case_params> {
  protected:

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <ostream>
 #include <string>
 
 #include "flashsinkhorn/flashsinkhorn.hpp"
@@ -24,6 +25,18 @@ struct configuration {
   const char* name;
   std::function<void(fs::options&)> apply;
 };
+
+}  // namespace
+
+namespace flashsinkhorn {
+// Readable precision modes in gtest/ctest listings.
+inline void PrintTo(precision mode, std::ostream* os) {
+  static const char* names[] = {"fp32", "fp64", "tf32", "bf16"};
+  *os << names[static_cast<int>(mode)];
+}
+}  // namespace flashsinkhorn
+
+namespace {
 
 class SolverOnGpu : public ::testing::TestWithParam<std::tuple<int, fs::precision>> {};
 

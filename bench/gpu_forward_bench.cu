@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/prepare.hpp"
 #include "core/prepared_cloud.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
@@ -73,16 +74,6 @@ prepared_cloud protocol_cloud(std::int64_t n, std::int64_t d, std::mt19937_64& r
   return c;
 }
 
-void centre(prepared_problem& p) {
-  const std::int64_t d = p.x.dim;
-  std::vector<double> mean(static_cast<std::size_t>(d), 0.0);
-  for (const prepared_cloud* c : {&p.x, &p.y})
-    for (std::int64_t i = 0; i < c->count; ++i)
-      for (std::int64_t k = 0; k < d; ++k) mean[k] += 0.5 * c->weights[i] * c->points[i * d + k];
-  for (prepared_cloud* c : {&p.x, &p.y})
-    for (std::int64_t i = 0; i < c->count; ++i)
-      for (std::int64_t k = 0; k < d; ++k) c->points[i * d + k] -= mean[k];
-}
 
 void forward(backend& b, int iterations, double eps) {
   for (int it = 0; it < iterations; ++it) {
@@ -130,7 +121,7 @@ int main(int argc, char** argv) {
     problem.x = protocol_cloud(size.n, size.d, rng);
     problem.y = protocol_cloud(size.n, size.d, rng);
     problem.cost_scale = 1;
-    centre(problem);
+    centre_clouds(problem);
     const double n = static_cast<double>(size.n);
     const double d = static_cast<double>(size.d);
     for (const std::string& name : precisions) {

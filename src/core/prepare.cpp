@@ -75,6 +75,25 @@ prepared_cloud make_cloud(std::vector<double> points, std::vector<double> weight
 
 }  // namespace
 
+// Centre by the joint weighted mean μ = ½(Σ ã_i x_i + Σ b̃_j y_j) (ã, b̃: the weights over their
+// sums): C is unchanged, and the norms entering the attention form ‖p‖² + ‖q‖² − 2p·q stay small,
+// which bounds cancellation.
+void centre_clouds(prepared_problem& problem) {
+  const std::int64_t dim = problem.x.dim;
+  std::vector<double> mean(static_cast<std::size_t>(dim), 0.0);
+  for (const prepared_cloud* c : {&problem.x, &problem.y}) {
+    const double mass = std::accumulate(c->weights.begin(), c->weights.end(), 0.0);
+    for (std::int64_t i = 0; i < c->count; ++i) {
+      for (std::int64_t k = 0; k < dim; ++k) mean[k] += 0.5 * c->weights[i] / mass * c->points[i * dim + k];
+    }
+  }
+  for (prepared_cloud* c : {&problem.x, &problem.y}) {
+    for (std::int64_t i = 0; i < c->count; ++i) {
+      for (std::int64_t k = 0; k < dim; ++k) c->points[i * dim + k] -= mean[k];
+    }
+  }
+}
+
 prepared_inputs prepare(const problem& p, const options& o) {
   validate_arguments(p, o);
   prepared_inputs in;
@@ -112,21 +131,7 @@ prepared_inputs prepare(const problem& p, const options& o) {
   in.kernel.y = make_cloud(std::move(y), std::move(b), dim, o.normalize_weights);
   in.kernel.cost_scale = s;
 
-  // Centre by the joint weighted mean μ = ½(Σ ã_i x_i + Σ b̃_j y_j): C_ij is unchanged, and the
-  // norms entering the attention form ‖p‖² + ‖q‖² − 2p·q stay small, which bounds cancellation.
-  std::vector<double> mean(static_cast<std::size_t>(dim), 0.0);
-  for (const prepared_cloud* c : {&in.kernel.x, &in.kernel.y}) {
-    for (std::int64_t i = 0; i < c->count; ++i) {
-      const double mass = c == &in.kernel.x ? in.mass_a : in.mass_b;
-      const double share = o.normalize_weights ? c->weights[i] : c->weights[i] / mass;
-      for (std::int64_t k = 0; k < dim; ++k) mean[k] += 0.5 * share * c->points[i * dim + k];
-    }
-  }
-  for (prepared_cloud* c : {&in.kernel.x, &in.kernel.y}) {
-    for (std::int64_t i = 0; i < c->count; ++i) {
-      for (std::int64_t k = 0; k < dim; ++k) c->points[i * dim + k] -= mean[k];
-    }
-  }
+  centre_clouds(in.kernel);
   return in;
 }
 

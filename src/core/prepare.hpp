@@ -25,4 +25,8 @@ struct prepared_inputs {
 // Reads and validates every array, then centres, normalises and computes log-weights.
 prepared_inputs prepare(const problem& p, const options& o);
 
+// Subtracts the joint weighted mean ½(Σ ã_i x_i + Σ b̃_j y_j) from both clouds (weights taken over
+// their sums). Part of prepare(); exposed for tests and benchmarks that build a prepared_problem.
+void centre_clouds(prepared_problem& problem);
+
 }  // namespace flashsinkhorn::detail

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/prepare.hpp"
 #include "core/prepared_cloud.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "cuda/cuda_backend.hpp"
@@ -75,17 +76,6 @@ prepared_cloud random_cloud(std::int64_t count, std::int64_t dim, bool random_we
   return c;
 }
 
-// Centres both clouds by the joint weighted mean ½(Σ a_i x_i + Σ b_j y_j) (prepared_cloud.hpp).
-void centre(prepared_problem& p) {
-  const std::int64_t d = p.x.dim;
-  std::vector<double> mean(static_cast<std::size_t>(d), 0.0);
-  for (const prepared_cloud* c : {&p.x, &p.y})
-    for (std::int64_t i = 0; i < c->count; ++i)
-      for (std::int64_t k = 0; k < d; ++k) mean[k] += 0.5 * c->weights[i] * c->points[i * d + k];
-  for (prepared_cloud* c : {&p.x, &p.y})
-    for (std::int64_t i = 0; i < c->count; ++i)
-      for (std::int64_t k = 0; k < d; ++k) c->points[i * d + k] -= mean[k];
-}
 
 double max_norm(const prepared_cloud& c) {
   double best = 0;
@@ -271,7 +261,7 @@ TEST_P(cuda_backend_test, matches_cpu_backend_and_float64_reference) {
   problem.x = random_cloud(c.size.n, c.size.d, c.random_weights, rng, 0.0);
   problem.y = random_cloud(c.size.m, c.size.d, c.random_weights, rng, 0.3);
   problem.cost_scale = c.cost_scale;
-  centre(problem);
+  centre_clouds(problem);
   const double reach = max_norm(problem.x) + max_norm(problem.y);
   const double scale = c.cost_scale * reach * reach;
   const double eps = 0.1 * c.cost_scale * static_cast<double>(c.size.d) + 0.05;  // C/ε = O(10)

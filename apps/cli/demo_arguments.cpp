@@ -7,7 +7,7 @@ namespace {
 
 std::vector<flag_spec> demo_flags(demo_arguments& a) {
   std::vector<flag_spec> specs = {
-      {"--n", "N", "points per cloud (default 4000 on the CPU, 100000 on CUDA)",
+      {"--n", "N", "points per cloud (default 5000 on the CPU, 100000 on CUDA)",
        [&a](std::string_view v) { a.points = parse_int("--n", v, 1); }},
   };
   add_run_flags(specs, a.run);

@@ -12,7 +12,7 @@
 namespace flashsinkhorn::cli {
 namespace {
 
-constexpr std::int64_t kCpuPoints = 2000;
+constexpr std::int64_t kCpuPoints = 5000;
 constexpr std::int64_t kCudaPoints = 100000;
 constexpr std::uint64_t kSourceSeed = 20240601;
 constexpr std::uint64_t kTargetSeed = 20240602;

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/out}"
 mkdir -p "$out"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES:-build gpu demo study bench profile sanitize cpu}"
+stages="${STAGES:-build gpu demo study python bench profile sanitize cpu}"
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -52,6 +52,19 @@ if has study; then
   timeout "${STUDY_TIMEOUT:-240}" "$build/bench/flashsinkhorn_precision_study" --n "${STUDY_N:-20000}" \
     > "$out/precision_study.txt" 2> "$out/precision_study.jsonl" || { echo "precision study failed"; status=1; }
   cat "$out/precision_study.txt"
+fi
+if has python; then
+  # The wheel builds here from the repository alone (no network: --no-build-isolation uses the
+  # machine's scikit-build-core and nanobind), then the package tests run against it, CUDA included.
+  {
+    python3 -m pip wheel . --no-build-isolation --no-deps -w /tmp/wheel \
+      -Ccmake.define.FLASHSINKHORN_CUDA_ARCHITECTURES="$arch" -Ccmake.define.FLASHSINKHORN_NATIVE=OFF &&
+    python3 -m pip install -q --no-deps --no-index --target /tmp/pysite /tmp/wheel/flashsinkhorn-*.whl &&
+    (cd /tmp && PYTHONPATH=/tmp/pysite timeout "${PYTHON_TEST_TIMEOUT:-180}" python3 -m pytest -q -p no:cacheprovider \
+      "$OLDPWD/tests/python" -k package)
+  } > "$out/python.log" 2>&1 || { echo "python stage failed"; status=1; }
+  ls /tmp/wheel >> "$out/python.log" 2>&1
+  tail -4 "$out/python.log"
 fi
 if has bench; then
   if ls .whl/*.whl > /dev/null 2>&1; then

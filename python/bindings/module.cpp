@@ -30,6 +30,26 @@ float64_vector to_numpy(const std::vector<double>& values) {
   return float64_vector(owned->data(), {owned->size()}, deleter);
 }
 
+using float32_vector = nb::ndarray<nb::numpy, float, nb::ndim<1>>;
+
+// A NumPy float32 array holding `values` rounded once (no float64 intermediate on the Python side).
+float32_vector to_numpy_float32(const std::vector<double>& values) {
+  auto* owned = new std::vector<float>(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) (*owned)[i] = static_cast<float>(values[i]);
+  nb::capsule deleter(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+  return float32_vector(owned->data(), {owned->size()}, deleter);
+}
+
+// (f, g, f_aa, g_bb) as NumPy arrays of the caller's working dtype in one call; f_aa, g_bb are None
+// unless `debiased`.
+nb::tuple potentials(const result& r, bool single, bool debiased) {
+  auto convert = [single](const std::vector<double>& v) -> nb::object {
+    return single ? nb::cast(to_numpy_float32(v)) : nb::cast(to_numpy(v));
+  };
+  return nb::make_tuple(convert(r.f), convert(r.g), debiased ? convert(r.f_aa) : nb::none(),
+                        debiased ? convert(r.g_bb) : nb::none());
+}
+
 // The solver plus the caller's arrays it reads from (solver.hpp: the views must outlive it).
 struct bound_solver {
   input_array x, y;
@@ -119,6 +139,9 @@ NB_MODULE(_core, m) {
       .def_prop_ro("g", [](const fs::result& r) { return py::to_numpy(r.g); }, nb::rv_policy::automatic)
       .def_prop_ro("f_aa", [](const fs::result& r) { return py::to_numpy(r.f_aa); }, nb::rv_policy::automatic)
       .def_prop_ro("g_bb", [](const fs::result& r) { return py::to_numpy(r.g_bb); }, nb::rv_policy::automatic)
+      .def("potentials", &py::potentials, "float32"_a, "debias"_a,
+           "(f, g, f_aa, g_bb) as NumPy float32 (float32=True) or float64 arrays in one call; f_aa, g_bb None "
+           "unless debiased.")
       .def_prop_ro("prepare_seconds", [](const fs::result& r) { return r.time.prepare_seconds; })
       .def_prop_ro("solve_seconds", [](const fs::result& r) { return r.time.solve_seconds; })
       .def_prop_ro("total_seconds", [](const fs::result& r) { return r.time.total_seconds; });

@@ -9,11 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from . import _core
 from ._arrays import Array, Frame, host_array, is_tensor
-from ._options import make_options
+from ._options import cached_options
 
 
 @dataclass
@@ -45,14 +43,7 @@ class SinkhornResult:
 
 def default_precision(frame: Frame) -> str:
     """fp64 for float64 inputs, fp32 otherwise (the arithmetic follows the data, as in GeomLoss)."""
-    return "fp64" if frame.dtype in (np.float64, _torch_float64()) else "fp32"
-
-
-def _torch_float64() -> Any:
-    import sys
-
-    torch = sys.modules.get("torch")
-    return torch.float64 if torch is not None else None
+    return "fp32" if frame.single else "fp64"
 
 
 class Solver:
@@ -77,7 +68,7 @@ class Solver:
         self._m = int(hy.shape[0]) if getattr(hy, "ndim", 0) == 2 else 0
         self._d = int(hx.shape[1]) if getattr(hx, "ndim", 0) == 2 else 0
         self._debias = bool(debias)
-        options = make_options(
+        options = cached_options(
             cost=cost, solver=solver, scaling=scaling, diameter=diameter, iters=iters, tol=tol,
             check_every=check_every, reach=reach, reach_x=reach_x, reach_y=reach_y, debias=debias,
             precision=default_precision(self._frame) if precision is None else precision, device=device,
@@ -95,12 +86,16 @@ class Solver:
         L1 marginal error ≤ tol (or the iteration cap). Returns the potentials and the value."""
         r = self._core.solve()
         frame = self._frame
-        return SinkhornResult(f=frame.give_back(r.f), g=frame.give_back(r.g), cost=frame.scalar(r.cost),
+        # The potentials come out of the core already in the working dtype (float32 rounded once in C++,
+        # no float64 intermediate array), and reach torch through the zero-copy torch.from_numpy.
+        f, g, f_aa, g_bb = r.potentials(frame.single, self._debias)
+        give_back = frame.give_back
+        return SinkhornResult(f=give_back(f), g=give_back(g), cost=frame.scalar(r.cost),
                               primal_cost=r.primal_cost, iterations=r.iterations,
                               marginal_error=r.marginal_error, converged=r.converged, eps=r.eps,
                               device=r.device, seconds=r.total_seconds, solver=self,
-                              f_aa=frame.give_back(r.f_aa) if self._debias else None,
-                              g_bb=frame.give_back(r.g_bb) if self._debias else None)
+                              f_aa=None if f_aa is None else give_back(f_aa),
+                              g_bb=None if g_bb is None else give_back(g_bb))
 
     def _matrix_product(self, method, values: Array, rows: int, name: str) -> Array:
         host = host_array(values, self._frame)
@@ -197,10 +192,14 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
                   check_every=check_every, reach=reach, reach_x=reach_x, reach_y=reach_y, debias=debias,
                   precision=precision, device=device, threads=threads, normalize_weights=normalize_weights,
                   initial_f=initial_f, initial_g=initial_g)
-    if any(is_tensor(v) and v.requires_grad for v in (x, y, a, b)):
+    if _requires_grad(x) or _requires_grad(y) or _requires_grad(a) or _requires_grad(b):
         from ._autograd import differentiable_sinkhorn  # torch is present: one of the inputs is a tensor
         return differentiable_sinkhorn(x, y, a, b, kwargs)
     return Solver(x, y, a, b, **kwargs).solve()
+
+
+def _requires_grad(value: Any) -> bool:
+    return value is not None and is_tensor(value) and value.requires_grad
 
 
 def apply_plan(x: Array, y: Array, v: Array, a: Array | None = None, b: Array | None = None, *,

@@ -63,3 +63,24 @@ def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scal
     else:
         raise _core.InvalidArgument(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:<k>', got {device!r}")
     return o
+
+
+_CACHE: dict = {}
+_CACHE_LIMIT = 64
+
+
+def cached_options(**kwargs) -> "_core.Options":
+    """make_options(**kwargs), built once per distinct argument set and reused (the core copies the
+    options into each solver, so sharing one Options object between calls is safe). Callers must not
+    mutate the returned object; arguments that are not hashable skip the cache."""
+    try:
+        key = tuple(kwargs.items())
+        hit = _CACHE.get(key)
+    except TypeError:  # an unhashable argument (e.g. a list): build it, do not cache
+        return make_options(**kwargs)
+    if hit is None:
+        hit = make_options(**kwargs)  # raises for bad arguments: nothing is cached then
+        if len(_CACHE) >= _CACHE_LIMIT:
+            _CACHE.clear()
+        _CACHE[key] = hit
+    return hit

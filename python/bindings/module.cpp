@@ -62,24 +62,25 @@ struct bound_solver {
 void construct(bound_solver* self, input_array x, input_array y, std::optional<input_array> a,
                std::optional<input_array> b, double eps, double cost_scale, std::optional<input_array> initial_f,
                std::optional<input_array> initial_g, const options& opts) {
-  auto* s = new (self) bound_solver{std::move(x), std::move(y), std::move(a), std::move(b),
-                                    std::move(initial_f), std::move(initial_g), std::nullopt};
-  try {
-    problem p;
-    p.x = as_matrix(s->x, "X");
-    p.y = as_matrix(s->y, "Y");
-    if (s->a) p.a = as_vector(*s->a, "a");
-    if (s->b) p.b = as_vector(*s->b, "b");
-    if (s->initial_f) p.initial_f = as_vector(*s->initial_f, "initial_f");
-    if (s->initial_g) p.initial_g = as_vector(*s->initial_g, "initial_g");
-    p.eps = eps;
-    p.cost_scale = cost_scale;
+  // The solver is built before anything is constructed in `self`: if it throws (bad input), there
+  // is no half-built object to destroy, and nanobind sees a plain failed __init__. The views point
+  // into the arrays' buffers, which moving the array handles into `self` does not change.
+  problem p;
+  p.x = as_matrix(x, "X");
+  p.y = as_matrix(y, "Y");
+  if (a) p.a = as_vector(*a, "a");
+  if (b) p.b = as_vector(*b, "b");
+  if (initial_f) p.initial_f = as_vector(*initial_f, "initial_f");
+  if (initial_g) p.initial_g = as_vector(*initial_g, "initial_g");
+  p.eps = eps;
+  p.cost_scale = cost_scale;
+  std::optional<solver> impl;
+  {
     nb::gil_scoped_release unlocked;
-    s->impl.emplace(p, opts);
-  } catch (...) {
-    s->~bound_solver();
-    throw;
+    impl.emplace(p, opts);
   }
+  new (self) bound_solver{std::move(x), std::move(y), std::move(a), std::move(b),
+                          std::move(initial_f), std::move(initial_g), std::move(impl)};
 }
 
 }  // namespace

@@ -29,7 +29,10 @@ pip_install() {  # pip_install <import name> <pip spec>...
   local module=$1; shift
   if ! "$python" -c "import $module" >/dev/null 2>&1; then
     echo "setup: pip install $*" >&2
-    "$python" -m pip install -q "$@" || echo "setup: could not install $* (tests that need it will skip)" >&2
+    # A distribution's own Python refuses plain pip installs (PEP 668): then install for this user.
+    "$python" -m pip install -q "$@" 2>/dev/null ||
+      "$python" -m pip install -q --user --break-system-packages "$@" ||
+      echo "setup: could not install $* (tests that need it will skip)" >&2
   fi
 }
 pip_install numpy numpy

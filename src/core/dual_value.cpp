@@ -4,17 +4,12 @@
 
 namespace flashsinkhorn::detail {
 
+namespace {
+
 double phi(double f, double eps, const std::optional<double>& rho) {
   if (!rho) return f;
   return (*rho + eps / 2) * -std::expm1(-f / *rho);
 }
-
-double dual_weight_derivative(double f, double eps, const std::optional<double>& rho) {
-  if (!rho) return 1;
-  return (1 + eps / (2 * *rho)) * std::exp(-f / *rho);
-}
-
-namespace {
 
 double weighted_phi(const std::vector<double>& w, const std::vector<double>& potential, double eps,
                     const std::optional<double>& rho) {

@@ -24,9 +24,4 @@ struct dual_value_inputs {
 
 double dual_value(const dual_value_inputs& in);
 
-// dφ/df, needed by the chain rule for weight gradients: 1, or (1 + ε/(2ρ))·e^{−f/ρ}.
-double dual_weight_derivative(double f, double eps, const std::optional<double>& rho);
-
-double phi(double f, double eps, const std::optional<double>& rho);
-
 }  // namespace flashsinkhorn::detail

@@ -198,7 +198,7 @@ class cpu_backend final : public backend {
     for (std::int64_t j = 0; j < kKeyTile; ++j) {
       const std::int64_t key = tile * kKeyTile + j;
       if (key >= keys.count) break;
-      const double e = static_cast<double>(exp2_term<T>(scores[j] - shift));
+      const double e = static_cast<double>(math::fast_exp2_nonpositive(scores[j] - shift));
       if (e == 0) continue;
       const T* v = extras.values.data() + key * k;
 #pragma omp simd

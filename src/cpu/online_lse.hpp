@@ -17,12 +17,6 @@
 
 namespace flashsinkhorn::detail {
 
-// 2^x for x ≤ 0 on the FMA pipe (float and double alike).
-template <class T>
-inline T exp2_term(T x) {
-  return math::fast_exp2_nonpositive(x);
-}
-
 // scores_j = scale·dots_j + bias_j, returning max_j scores_j, in one pass. count: a multiple of the
 // SIMD width (whole key panels). Written with vector types because GCC does not vectorise a
 // max-reduction of floats on its own (NaN ordering).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from . import _core
 
 _COSTS = {"sqeuclidean": _core.CostKind.squared_euclidean, "squared_euclidean": _core.CostKind.squared_euclidean,
@@ -65,8 +67,9 @@ def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scal
     return o
 
 
-_CACHE: dict = {}
-_CACHE_LIMIT = 64
+@functools.lru_cache(maxsize=64)
+def _options_for(items: tuple) -> "_core.Options":
+    return make_options(**dict(items))  # raises for bad arguments: lru_cache stores no exceptions
 
 
 def cached_options(**kwargs) -> "_core.Options":
@@ -74,13 +77,6 @@ def cached_options(**kwargs) -> "_core.Options":
     options into each solver, so sharing one Options object between calls is safe). Callers must not
     mutate the returned object; arguments that are not hashable skip the cache."""
     try:
-        key = tuple(kwargs.items())
-        hit = _CACHE.get(key)
+        return _options_for(tuple(kwargs.items()))
     except TypeError:  # an unhashable argument (e.g. a list): build it, do not cache
         return make_options(**kwargs)
-    if hit is None:
-        hit = make_options(**kwargs)  # raises for bad arguments: nothing is cached then
-        if len(_CACHE) >= _CACHE_LIMIT:
-            _CACHE.clear()
-        _CACHE[key] = hit
-    return hit

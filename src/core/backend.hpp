@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,6 +95,17 @@ class backend {
   virtual void swap_potentials(slot a, slot b) = 0;
 
   [[nodiscard]] virtual plan_rows_result plan_rows(const plan_rows_request& request) const = 0;
+
+  // A block of iterations between two reads: runs iteration(0), …, iteration(count − 1) in order,
+  // each once, on the calling thread, before returning. The iterations may only call softmin,
+  // swap_potentials and copy_potential — no read (take_error, read_potential, plan_rows) and no
+  // upload (write_potential) — so that a backend may record the block and replay it without the
+  // host: the CUDA backend launches a recorded block as one CUDA graph (cuda_backend.cu). The work
+  // may still be in flight on return, like that of softmin; the next read waits for it.
+  // This default runs the iterations as they come (the CPU backend).
+  virtual void run_block(int count, const std::function<void(int)>& iteration) {
+    for (int i = 0; i < count; ++i) iteration(i);
+  }
 };
 
 }  // namespace flashsinkhorn::detail

@@ -1,5 +1,6 @@
 #include "core/solver_loop.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -41,11 +42,14 @@ class loop_runner {
       iterate(eps, symmetric, last);
       if (last) outcome_.marginal_error = compute_.take_error();
     }
-    for (int k = 1; k <= config_.max_iterations; ++k) {
-      ++done;
-      const bool check = k % config_.check_every == 0 || k == config_.max_iterations;
-      iterate(config_.eps, symmetric, check);
-      if (!check) continue;
+    // At the target ε: blocks of check_every iterations (the last one shorter), each followed by
+    // the convergence read. A block is the same sequence of steps every time (only its last
+    // iteration accumulates the error), which is what lets the backend replay it (run_block).
+    for (int k = 0; k < config_.max_iterations;) {
+      const int count = std::min(config_.check_every, config_.max_iterations - k);
+      compute_.run_block(count, [&](int i) { iterate(config_.eps, symmetric, i + 1 == count); });
+      k += count;
+      done += count;
       outcome_.marginal_error = compute_.take_error();
       outcome_.converged = config_.tolerance > 0 && outcome_.marginal_error <= config_.tolerance;
       if (outcome_.converged) break;

@@ -1,7 +1,13 @@
 // The CUDA backend: owns the two prepared clouds on one device (in the storage type of the
-// precision mode), the 8 potential slots (float64) and O(n + m) scratch, and runs every operation
-// as kernels on the legacy default stream. The only host synchronisations are the reads the
-// contract asks for (take_error, read_potential, plan_rows).
+// precision mode), the 8 potential slots (float64) and O(n + m) scratch, and orders every
+// operation, copies included, on one stream (its own non-blocking stream, or the caller's). The
+// only host synchronisations are the reads the contract asks for (take_error, read_potential,
+// plan_rows), uploads (write_potential, construction) and destruction.
+//
+// Iteration blocks (backend::run_block) are recorded, not run: each softmin / copy_potential of the
+// block appends a block_op (its steps resolved to buffers and scalars; swap_potentials just moves
+// the slot → buffer map, as always), then graph_cache enqueues the whole sequence — plain the first
+// time, as one CUDA graph launch whenever the same sequence comes again (graph_cache.hpp).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -9,13 +15,16 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_stream.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/graph_cache.hpp"
 #include "cuda/plan_rows_launch.hpp"
 #include "cuda/softmin_launch.hpp"
 #include "cuda/tile_config.hpp"
@@ -56,10 +65,12 @@ std::int64_t padded_dim_for(precision mode, std::int64_t dim) {
 }
 
 template <class T>
-device_buffer<T> upload(const std::vector<T>& host) {
+device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
   device_buffer<T> buffer(host.size());
-  if (!host.empty())
-    FS_CUDA_CHECK(cudaMemcpy(buffer.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  if (!host.empty()) {
+    FS_CUDA_CHECK(cudaMemcpyAsync(buffer.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream));  // `host` may die when we return
+  }
   return buffer;
 }
 
@@ -73,7 +84,7 @@ struct device_cloud {
 
 // Converts a prepared cloud to the working type and uploads it; the squared norms are those of the
 // stored (rounded) values, so that C_ij = s‖p‖² + s‖q‖² − 2s·p·q is exact for the rounded points.
-device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double cost_scale) {
+device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double cost_scale, cudaStream_t stream) {
   device_cloud out;
   const std::int64_t n = cloud.count;
   const std::int64_t d = cloud.dim;
@@ -114,10 +125,10 @@ device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double co
     }
     sq_norm[static_cast<std::size_t>(i)] = cost_scale * norm;
   }
-  out.points = upload(bytes);
-  out.scaled_sq_norm = upload(sq_norm);
-  out.weights = upload(cloud.weights);
-  out.log_weights = upload(cloud.log_weights);
+  out.points = upload(bytes, stream);
+  out.scaled_sq_norm = upload(sq_norm, stream);
+  out.weights = upload(cloud.weights, stream);
+  out.log_weights = upload(cloud.log_weights, stream);
   out.view.points = out.points.data();
   out.view.scaled_sq_norm = out.scaled_sq_norm.data();
   out.view.weights = out.weights.data();
@@ -144,9 +155,32 @@ const char* slot_name(slot s) {
   return kNames[static_cast<int>(s)];
 }
 
+// One device operation of an iteration block, resolved to buffers and scalars: everything a
+// captured graph bakes in, so that equal sequences may share a graph (graph_cache's Op).
+struct block_op {
+  enum class kind { softmin, copy };
+  kind what = kind::softmin;
+  side rows = side::x;
+  side keys = side::y;
+  const double* key_potential = nullptr;  // softmin: h (nullptr: h = 0)
+  const double* source = nullptr;         // softmin: previous (or nullptr); copy: the source
+  double* target = nullptr;               // softmin: out; copy: the destination
+  double eps = 1;
+  double damping = 1;
+  double blend = 1;
+  bool accumulate_error = false;
+  std::size_t bytes = 0;                  // copy
+};
+
+bool operator==(const block_op& a, const block_op& b) {
+  return a.what == b.what && a.rows == b.rows && a.keys == b.keys && a.key_potential == b.key_potential &&
+         a.source == b.source && a.target == b.target && a.eps == b.eps && a.damping == b.damping &&
+         a.blend == b.blend && a.accumulate_error == b.accumulate_error && a.bytes == b.bytes;
+}
+
 class cuda_backend final : public backend {
  public:
-  cuda_backend(const prepared_problem& problem, precision mode, int device)
+  cuda_backend(const prepared_problem& problem, precision mode, int device, cudaStream_t stream)
       : mode_(mode), device_(device), cost_scale_(problem.cost_scale) {
     const int devices = cuda_device_count();
     if (device < 0 || device >= devices)
@@ -161,13 +195,15 @@ class cuda_backend final : public backend {
     FS_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
     FS_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared_bytes_, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
     name_ = "cuda:" + std::to_string(device_) + " (" + cuda_device_name(device_) + ")";
+    stream_ = stream != nullptr ? cuda_stream::borrow(stream) : cuda_stream::create();
+    if (stream_.is_legacy()) graphs_.turn_off("the legacy default stream cannot be captured into a CUDA graph");
 
-    clouds_[0] = upload_cloud(problem.x, mode_, cost_scale_);
-    clouds_[1] = upload_cloud(problem.y, mode_, cost_scale_);
+    clouds_[0] = upload_cloud(problem.x, mode_, cost_scale_, stream_.get());
+    clouds_[1] = upload_cloud(problem.y, mode_, cost_scale_, stream_.get());
     for (int s = 0; s < kSlotCount; ++s) {
       const std::int64_t count = cloud(side_of(static_cast<slot>(s))).count;
       slots_[s] = device_buffer<double>(static_cast<std::size_t>(count));
-      FS_CUDA_CHECK(cudaMemsetAsync(slots_[s].data(), 0, slots_[s].bytes(), stream_));
+      FS_CUDA_CHECK(cudaMemsetAsync(slots_[s].data(), 0, slots_[s].bytes(), stream_.get()));
       slot_buffer_[s] = s;
     }
     const std::int64_t max_padded = std::max(cloud(side::x).padded_count, cloud(side::y).padded_count);
@@ -181,9 +217,18 @@ class cuda_backend final : public backend {
       }
     if (partial_bytes > 0) partial_ = device_buffer<unsigned char>(static_cast<std::size_t>(partial_bytes));
     error_ = device_buffer<double>(1);
-    FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_));
-    FS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_.get()));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
+
+  // The buffers are freed after this body (and the stream, when ours, after them): first let the
+  // work in flight that reads and writes them finish.
+  ~cuda_backend() override {
+    FS_CUDA_CHECK_LOG(cudaSetDevice(device_));
+    FS_CUDA_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
+  }
+  cuda_backend(const cuda_backend&) = delete;
+  cuda_backend& operator=(const cuda_backend&) = delete;
 
   [[nodiscard]] std::string name() const override { return name_; }
 
@@ -200,42 +245,41 @@ class cuda_backend final : public backend {
                              " does not live on the rows' side");
     if (!step.previous && (step.blend != 1 || step.accumulate_error))
       throw invalid_argument("softmin: blend < 1 and accumulate_error need a previous slot");
-    FS_CUDA_CHECK(cudaSetDevice(device_));
 
-    softmin_launch_args args;
-    args.rows = cloud(step.rows);
-    args.keys = cloud(step.keys);
-    args.key_potential = step.key_potential ? slot_data(*step.key_potential) : nullptr;
-    args.previous = step.previous ? slot_data(*step.previous) : nullptr;
-    args.out = slot_data(step.out);
-    args.cost_scale = cost_scale_;
-    args.eps = step.eps;
-    args.damping = step.damping;
-    args.blend = step.blend;
-    args.accumulate_error = step.accumulate_error;
-    args.error = error_.data();
-    args.bias_scratch = bias_.data();
-    args.partial_scratch = partial_.data();
-    args.partial_scratch_capacity = static_cast<std::int64_t>(partial_.bytes());
-    args.sm_count = sm_count_;
-    args.max_shared_bytes = max_shared_bytes_;
-    FS_CUDA_CHECK(launch_softmin(mode_, args, stream_));
+    block_op op;
+    op.rows = step.rows;
+    op.keys = step.keys;
+    op.key_potential = step.key_potential ? slot_data(*step.key_potential) : nullptr;
+    op.source = step.previous ? slot_data(*step.previous) : nullptr;
+    op.target = slot_data(step.out);
+    op.eps = step.eps;
+    op.damping = step.damping;
+    op.blend = step.blend;
+    op.accumulate_error = step.accumulate_error;
+    if (recording_ != nullptr) {
+      recording_->push_back(op);
+      return;
+    }
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    FS_CUDA_CHECK(launch_softmin(mode_, launch_args(op), stream_.get()));
   }
 
   double take_error() override {
+    refuse_inside_block("take_error");
     FS_CUDA_CHECK(cudaSetDevice(device_));
     double value = 0;
-    FS_CUDA_CHECK(cudaMemcpyAsync(&value, error_.data(), sizeof value, cudaMemcpyDeviceToHost, stream_));
-    FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_));
-    FS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    FS_CUDA_CHECK(cudaMemcpyAsync(&value, error_.data(), sizeof value, cudaMemcpyDeviceToHost, stream_.get()));
+    FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_.get()));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     return value;
   }
 
   void write_potential(slot s, const std::vector<double>& values) override {
+    refuse_inside_block("write_potential");
     const std::int64_t count = cloud(side_of(s)).count;
     if (values.empty()) {  // the contract: an empty vector writes zeros (0.0 is all-zero bytes)
       FS_CUDA_CHECK(cudaSetDevice(device_));
-      FS_CUDA_CHECK(cudaMemsetAsync(slot_data(s), 0, static_cast<std::size_t>(count) * sizeof(double), stream_));
+      FS_CUDA_CHECK(cudaMemsetAsync(slot_data(s), 0, static_cast<std::size_t>(count) * sizeof(double), stream_.get()));
       return;
     }
     if (static_cast<std::int64_t>(values.size()) != count)
@@ -243,16 +287,17 @@ class cuda_backend final : public backend {
                              std::to_string(count) + " values, got " + std::to_string(values.size()));
     FS_CUDA_CHECK(cudaSetDevice(device_));
     FS_CUDA_CHECK(cudaMemcpyAsync(slot_data(s), values.data(), values.size() * sizeof(double),
-                                  cudaMemcpyHostToDevice, stream_));
-    FS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `values` may die after we return
+                                  cudaMemcpyHostToDevice, stream_.get()));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));  // `values` may die after we return
   }
 
   [[nodiscard]] std::vector<double> read_potential(slot s) const override {
+    refuse_inside_block("read_potential");
     std::vector<double> values(static_cast<std::size_t>(cloud(side_of(s)).count));
     FS_CUDA_CHECK(cudaSetDevice(device_));
     FS_CUDA_CHECK(cudaMemcpyAsync(values.data(), slot_data(s), values.size() * sizeof(double),
-                                  cudaMemcpyDeviceToHost, stream_));
-    FS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+                                  cudaMemcpyDeviceToHost, stream_.get()));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     return values;
   }
 
@@ -261,9 +306,17 @@ class cuda_backend final : public backend {
       throw invalid_argument(std::string("copy_potential: slots ") + slot_name(dst) + " and " +
                              slot_name(src) + " live on different sides");
     if (dst == src) return;
+    block_op op;
+    op.what = block_op::kind::copy;
+    op.source = slot_data(src);
+    op.target = slot_data(dst);
+    op.bytes = static_cast<std::size_t>(cloud(side_of(dst)).count) * sizeof(double);
+    if (recording_ != nullptr) {
+      recording_->push_back(op);
+      return;
+    }
     FS_CUDA_CHECK(cudaSetDevice(device_));
-    const std::size_t bytes = static_cast<std::size_t>(cloud(side_of(dst)).count) * sizeof(double);
-    FS_CUDA_CHECK(cudaMemcpyAsync(slot_data(dst), slot_data(src), bytes, cudaMemcpyDeviceToDevice, stream_));
+    FS_CUDA_CHECK(cudaMemcpyAsync(op.target, op.source, op.bytes, cudaMemcpyDeviceToDevice, stream_.get()));
   }
 
   void swap_potentials(slot a, slot b) override {
@@ -280,6 +333,7 @@ class cuda_backend final : public backend {
                              " does not live on the keys' side");
     if (request.k < 0 || (request.k > 0 && request.values == nullptr))
       throw invalid_argument("plan_rows: k > 0 needs values");
+    refuse_inside_block("plan_rows");
     FS_CUDA_CHECK(cudaSetDevice(device_));
     const device_cloud_view& rows = cloud(request.rows);
     const device_cloud_view& keys = cloud(request.keys);
@@ -293,7 +347,7 @@ class cuda_backend final : public backend {
     device_buffer<double> values(k > 0 ? m * k : 0);
     if (k > 0)
       FS_CUDA_CHECK(cudaMemcpyAsync(values.data(), request.values, m * k * sizeof(double),
-                                    cudaMemcpyHostToDevice, stream_));
+                                    cudaMemcpyHostToDevice, stream_.get()));
     plan_rows_launch_args args;
     args.rows = rows;
     args.keys = keys;
@@ -305,24 +359,85 @@ class cuda_backend final : public backend {
     args.lse = lse.data();
     args.weighted = weighted.data();
     args.cost = cost.data();
-    FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_));
+    FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
 
     plan_rows_result result;
     result.lse.resize(n);
     result.weighted.resize(n * k);
     if (request.want_cost) result.cost.resize(n);
-    FS_CUDA_CHECK(cudaMemcpyAsync(result.lse.data(), lse.data(), n * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    FS_CUDA_CHECK(cudaMemcpyAsync(result.lse.data(), lse.data(), n * sizeof(double), cudaMemcpyDeviceToHost,
+                                  stream_.get()));
     if (k > 0)
       FS_CUDA_CHECK(cudaMemcpyAsync(result.weighted.data(), weighted.data(), n * k * sizeof(double),
-                                    cudaMemcpyDeviceToHost, stream_));
+                                    cudaMemcpyDeviceToHost, stream_.get()));
     if (request.want_cost)
       FS_CUDA_CHECK(cudaMemcpyAsync(result.cost.data(), cost.data(), n * sizeof(double),
-                                    cudaMemcpyDeviceToHost, stream_));
-    FS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+                                    cudaMemcpyDeviceToHost, stream_.get()));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     return result;
   }
 
+  // Records the block (see the file comment), then hands it to the graph cache. A block that
+  // throws leaves the slots naming the buffers they named before it.
+  void run_block(int count, const std::function<void(int)>& iteration) override {
+    if (count <= 0) return;
+    refuse_inside_block("run_block");
+    const std::array<int, kSlotCount> slots_before = slot_buffer_;
+    std::vector<block_op> ops;
+    try {
+      recording_ = &ops;
+      for (int i = 0; i < count; ++i) iteration(i);
+      recording_ = nullptr;
+      FS_CUDA_CHECK(cudaSetDevice(device_));
+      graphs_.run(ops, stream_.get(), [this](const block_op& op) { return enqueue(op); });
+    } catch (...) {
+      recording_ = nullptr;
+      slot_buffer_ = slots_before;
+      throw;
+    }
+  }
+
+  [[nodiscard]] cuda_block_statistics block_statistics() const {
+    const graph_cache_statistics& s = graphs_.statistics();
+    return {s.plain_blocks, s.captures, s.graph_launches, s.unavailable};
+  }
+
  private:
+  void refuse_inside_block(const char* operation) const {
+    if (recording_ != nullptr)
+      throw error(std::string(operation) +
+                  " inside an iteration block (run_block): a block may only call softmin, swap_potentials "
+                  "and copy_potential");
+  }
+
+  [[nodiscard]] softmin_launch_args launch_args(const block_op& op) const {
+    softmin_launch_args args;
+    args.rows = cloud(op.rows);
+    args.keys = cloud(op.keys);
+    args.key_potential = op.key_potential;
+    args.previous = op.source;
+    args.out = op.target;
+    args.cost_scale = cost_scale_;
+    args.eps = op.eps;
+    args.damping = op.damping;
+    args.blend = op.blend;
+    args.accumulate_error = op.accumulate_error;
+    args.error = error_.data();
+    args.bias_scratch = bias_.data();
+    args.partial_scratch = partial_.data();
+    args.partial_scratch_capacity = static_cast<std::int64_t>(partial_.bytes());
+    args.sm_count = sm_count_;
+    args.max_shared_bytes = max_shared_bytes_;
+    return args;
+  }
+
+  // Enqueues one recorded op on the stream (captured when the stream is capturing).
+  cudaError_t enqueue(const block_op& op) const {
+    if (op.what == block_op::kind::copy)
+      return cudaMemcpyAsync(op.target, op.source, op.bytes, cudaMemcpyDeviceToDevice, stream_.get());
+    return launch_softmin(mode_, launch_args(op), stream_.get());
+  }
+
   [[nodiscard]] const device_cloud_view& cloud(side s) const { return clouds_[static_cast<int>(s)].view; }
   [[nodiscard]] double* slot_data(slot s) const { return slots_[slot_buffer_[static_cast<int>(s)]].data(); }
 
@@ -332,7 +447,9 @@ class cuda_backend final : public backend {
   int sm_count_ = 0;
   int max_shared_bytes_ = 48 * 1024;
   std::string name_;
-  cudaStream_t stream_ = nullptr;  // the legacy default stream: ordered with the caller's work
+  cuda_stream stream_;           // declared before every device resource: destroyed after them
+  graph_cache<block_op> graphs_;
+  std::vector<block_op>* recording_ = nullptr;  // the block being recorded (run_block), else null
   std::array<device_cloud, 2> clouds_;
   std::array<device_buffer<double>, kSlotCount> slots_;
   std::array<int, kSlotCount> slot_buffer_{};  // slot → physical buffer (swap_potentials swaps these)
@@ -343,8 +460,15 @@ class cuda_backend final : public backend {
 
 }  // namespace
 
-std::unique_ptr<backend> make_cuda_backend(const prepared_problem& problem, precision mode, int device) {
-  return std::make_unique<cuda_backend>(problem, mode, device);
+std::unique_ptr<backend> make_cuda_backend(const prepared_problem& problem, precision mode, int device,
+                                           CUstream_st* stream) {
+  return std::make_unique<cuda_backend>(problem, mode, device, stream);
+}
+
+cuda_block_statistics cuda_block_stats(const backend& compute) {
+  const auto* cuda = dynamic_cast<const cuda_backend*>(&compute);
+  if (cuda == nullptr) throw invalid_argument("cuda_block_stats: the backend is not a CUDA backend");
+  return cuda->block_statistics();
 }
 
 int cuda_device_count() noexcept {

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "flashsinkhorn/flashsinkhorn.hpp"
 #include "cpp/test_problems.hpp"
@@ -93,6 +96,114 @@ INSTANTIATE_TEST_SUITE_P(Options, SolverOnGpu,
                                             ::testing::Values(fs::precision::fp32, fs::precision::fp64,
                                                               fs::precision::tf32, fs::precision::bf16)),
                          name_of);
+
+// Iteration blocks through the public API: at the target ε the loop runs blocks of check_every
+// iterations through backend::run_block, which the CUDA backend replays as CUDA graphs from a
+// block's second sighting on (mechanism and statistics: graph_block_test.cpp). Block lengths 1,
+// 3, 5 and 10 with a shorter last block; the symmetric loop with odd blocks (its slot-swap parity
+// alternates from block to block) and with debiasing (more swaps); damped steps; and a second
+// solve() on the same solver, a warm start whose blocks find the graphs of the first solve.
+class BlocksOnGpu : public ::testing::TestWithParam<std::tuple<int, fs::precision>> {};
+
+const std::vector<configuration>& block_configurations() {
+  static const std::vector<configuration> configurations{
+      {"alternating_check5", [](fs::options& o) { o.check_every = 5; o.max_iterations = 37; }},
+      {"alternating_check10", [](fs::options& o) { o.check_every = 10; o.max_iterations = 40; }},
+      {"symmetric_check5", [](fs::options& o) { o.solver = fs::solver_kind::symmetric; o.check_every = 5; o.max_iterations = 37; }},
+      {"symmetric_scaling_debiased_check3",
+       [](fs::options& o) {
+         o.solver = fs::solver_kind::symmetric;
+         o.scaling = 0.7;
+         o.debias = true;
+         o.check_every = 3;
+         o.max_iterations = 20;
+       }},
+      {"unbalanced_debiased_check1",
+       [](fs::options& o) { o.reach_x = 2.0; o.debias = true; o.check_every = 1; o.max_iterations = 12; }},
+  };
+  return configurations;
+}
+
+TEST_P(BlocksOnGpu, MatchesTheCpuBackendAndWarmStarts) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const auto [index, mode] = GetParam();
+  const configuration& c = block_configurations()[static_cast<std::size_t>(index)];
+  const reference::cloud x = reference::random_cloud(1031, 17, 17);
+  const reference::cloud y = reference::random_cloud(777, 17, 18, 1.0, 0.4);
+  fs::options o;
+  o.precision = mode;
+  o.tolerance = 0;
+  c.apply(o);
+  fs::options on_cpu = o, on_gpu = o;
+  on_cpu.device = fs::device_kind::cpu;
+  on_gpu.device = fs::device_kind::cuda;
+  fs::solver cpu(make_problem(x, y, 2.0), on_cpu), gpu(make_problem(x, y, 2.0), on_gpu);
+  const double rel = mode == fs::precision::fp64 ? 1e-10 : 1e-5;  // as in MatchesTheCpuBackend
+  for (const char* solve : {"first solve", "second solve (warm start)"}) {
+    const fs::result rc = cpu.solve(), rg = gpu.solve();
+    EXPECT_NE(rg.device.find("cuda"), std::string::npos) << rg.device;
+    const double scale = std::max(1.0, std::abs(rc.cost));
+    EXPECT_EQ(rg.iterations, rc.iterations) << c.name << ", " << solve;
+    EXPECT_NEAR(rg.cost, rc.cost, rel * scale) << c.name << ", " << solve;
+    // The error read after the last block: only fp64 pins it (elsewhere the potentials' 1e-5 relative
+    // differences move it by as much as itself this close to convergence).
+    if (mode == fs::precision::fp64) {
+      EXPECT_NEAR(rg.marginal_error, rc.marginal_error, 1e-4 * rc.marginal_error + 1e-9) << c.name << ", " << solve;
+    }
+    EXPECT_LT(max_abs_diff(rg.f, rc.f), rel * 100 * scale) << c.name << ", " << solve;
+    EXPECT_LT(max_abs_diff(rg.g, rc.g), rel * 100 * scale) << c.name << ", " << solve;
+    if (o.debias) {
+      EXPECT_LT(max_abs_diff(rg.f_aa, rc.f_aa), rel * 100 * scale) << c.name << ", " << solve;
+    }
+  }
+}
+
+std::string block_name_of(const ::testing::TestParamInfo<std::tuple<int, fs::precision>>& info) {
+  static const char* modes[] = {"fp32", "fp64", "tf32", "bf16"};
+  return std::string(block_configurations()[static_cast<std::size_t>(std::get<0>(info.param))].name) + "_" +
+         modes[static_cast<int>(std::get<1>(info.param))];
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, BlocksOnGpu,
+                         ::testing::Combine(::testing::Range(0, 5),
+                                            ::testing::Values(fs::precision::fp32, fs::precision::fp64,
+                                                              fs::precision::tf32, fs::precision::bf16)),
+                         block_name_of);
+
+// Warm start from given potentials (problem::initial_f/g), then a run that converges: both
+// backends stop at the same check (or one block apart, if the CPU's and the GPU's marginal errors
+// fall on either side of the tolerance at one check).
+TEST(BlocksOnGpu, WarmStartFromGivenPotentialsThenConverge) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const reference::cloud x = reference::random_cloud(900, 9, 27);
+  const reference::cloud y = reference::random_cloud(1100, 9, 28, 1.0, 0.3);
+  const double eps = 1.0;
+  fs::options first;
+  first.device = fs::device_kind::cpu;
+  first.max_iterations = 6;
+  first.tolerance = 0;
+  const fs::result start = fs::solver(make_problem(x, y, eps), first).solve();
+
+  fs::problem p = make_problem(x, y, eps);
+  p.initial_f = fs::host_vector(start.f.data(), static_cast<std::int64_t>(start.f.size()));
+  p.initial_g = fs::host_vector(start.g.data(), static_cast<std::int64_t>(start.g.size()));
+  fs::options o;
+  o.precision = fs::precision::fp64;
+  o.check_every = 7;
+  o.max_iterations = 2000;
+  o.tolerance = 1e-7;
+  fs::options on_cpu = o, on_gpu = o;
+  on_cpu.device = fs::device_kind::cpu;
+  on_gpu.device = fs::device_kind::cuda;
+  const fs::result rc = fs::solver(p, on_cpu).solve(), rg = fs::solver(p, on_gpu).solve();
+  EXPECT_TRUE(rc.converged);
+  EXPECT_TRUE(rg.converged);
+  EXPECT_LE(rg.marginal_error, o.tolerance);
+  EXPECT_LE(std::abs(rg.iterations - rc.iterations), o.check_every);
+  EXPECT_EQ(rg.iterations % o.check_every, 0);
+  const double scale = std::max(1.0, std::abs(rc.cost));
+  EXPECT_NEAR(rg.cost, rc.cost, 1e-5 * scale);  // both within the tolerance of the same fixed point
+}
 
 TEST(SolverOnGpu, AutomaticDevicePicksTheGpu) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";

@@ -1,0 +1,64 @@
+// The stream a CUDA backend orders all of its work on (move-only): either created here,
+// non-blocking (no implicit ordering with the legacy default stream, so other libraries' work on
+// it neither waits for nor delays ours), or borrowed from the caller, who then owns it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "cuda/cuda_check.hpp"
+
+namespace flashsinkhorn::detail {
+
+class cuda_stream {
+ public:
+  cuda_stream() = default;
+
+  // A new non-blocking stream on the current device, destroyed with this object.
+  [[nodiscard]] static cuda_stream create() {
+    cuda_stream s;
+    FS_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream_, cudaStreamNonBlocking));
+    s.owned_ = true;
+    return s;
+  }
+
+  // The caller's stream (cudaStreamLegacy and cudaStreamPerThread included); never destroyed here.
+  [[nodiscard]] static cuda_stream borrow(cudaStream_t stream) {
+    cuda_stream s;
+    s.stream_ = stream;
+    return s;
+  }
+
+  ~cuda_stream() { release(); }
+  cuda_stream(cuda_stream&& other) noexcept
+      : stream_(std::exchange(other.stream_, nullptr)), owned_(std::exchange(other.owned_, false)) {}
+  cuda_stream& operator=(cuda_stream&& other) noexcept {
+    if (this != &other) {
+      release();
+      stream_ = std::exchange(other.stream_, nullptr);
+      owned_ = std::exchange(other.owned_, false);
+    }
+    return *this;
+  }
+  cuda_stream(const cuda_stream&) = delete;
+  cuda_stream& operator=(const cuda_stream&) = delete;
+
+  [[nodiscard]] cudaStream_t get() const noexcept { return stream_; }
+
+  // The legacy default stream (the handle 0 under the default --default-stream legacy, or
+  // cudaStreamLegacy) cannot be captured into a CUDA graph.
+  [[nodiscard]] bool is_legacy() const noexcept { return stream_ == nullptr || stream_ == cudaStreamLegacy; }
+
+ private:
+  void release() noexcept {
+    if (owned_ && stream_ != nullptr) FS_CUDA_CHECK_LOG(cudaStreamDestroy(stream_));
+    stream_ = nullptr;
+    owned_ = false;
+  }
+
+  cudaStream_t stream_ = nullptr;
+  bool owned_ = false;
+};
+
+}  // namespace flashsinkhorn::detail

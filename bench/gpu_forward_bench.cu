@@ -27,6 +27,7 @@
 #include "core/prepared_cloud.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/softmin_launch.hpp"
 
 namespace {
 
@@ -164,18 +165,22 @@ int main(int argc, char** argv) {
       const std::vector<double> f = b->read_potential(slot::f);
       bool finite = true;
       for (double v : f) finite = finite && std::isfinite(v);
+      int max_shared = 0;
+      FS_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+      const std::int64_t padded_dim = softmin_padded_dim(mode, size.d);
+      const char* kernel = softmin_kernel_name(mode, padded_dim, max_shared);
       std::printf(
-          "{\"impl\":\"flashsinkhorn\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,\"precision\":\"%s\","
+          "{\"impl\":\"flashsinkhorn\",\"kernel\":\"%s\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,\"precision\":\"%s\","
           "\"eps\":%g,\"iterations\":%d,\"repeats\":%d,\"ms_per_iteration\":%.5f,\"ms_min_per_iteration\":%.5f,"
           "\"tflops\":%.2f,\"roofline_floor_ms\":%.5f,\"roofline_fraction\":%.3f,\"device_bytes\":%zu,"
           "\"finite\":%s}\n",
-          device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
+          kernel, device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
           static_cast<long long>(size.d), name.c_str(), eps, iterations, repeats, per_iter_ms,
           ms.front() / iterations, flop / (per_iter_ms * 1e-3) / 1e12, floor_ms, floor_ms / per_iter_ms,
           free_before - free_after, finite ? "true" : "false");
       std::fflush(stdout);
-      std::fprintf(stderr, "n=%lld d=%lld %s: %.4f ms/iter (floor %.4f, %.0f%%)\n", static_cast<long long>(size.n),
-                   static_cast<long long>(size.d), name.c_str(), per_iter_ms, floor_ms, 100 * floor_ms / per_iter_ms);
+      std::fprintf(stderr, "n=%lld d=%lld %s [%s]: %.4f ms/iter (floor %.4f, %.0f%%)\n", static_cast<long long>(size.n),
+                   static_cast<long long>(size.d), name.c_str(), kernel, per_iter_ms, floor_ms, 100 * floor_ms / per_iter_ms);
     }
   }
   FS_CUDA_CHECK(cudaStreamDestroy(stream));

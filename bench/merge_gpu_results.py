@@ -68,7 +68,7 @@ def main() -> None:
         json.dump(result, f, indent=1)
     for r in rows:
         if r["impl"] == "flashsinkhorn":
-            print(f"n={r['n']:>6} d={r['d']:>4} {r['precision']}: {r['ms_per_iteration']:.4f} ms/iter, "
+            print(f"n={r['n']:>6} d={r['d']:>4} {r['precision']} [{r.get('kernel', '?')}]: {r['ms_per_iteration']:.4f} ms/iter, "
                   f"{r['roofline_fraction']:.0%} of floor, x{r.get('speedup_vs_flash_sinkhorn', float('nan')):.2f} vs flash-sinkhorn")
 
 

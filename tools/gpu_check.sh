@@ -42,6 +42,11 @@ if has gpu; then
   echo "== GPU tests" >> "$out/tests.log"
   timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_brief=0 >> "$out/tests.log" 2>&1 || { echo "GPU tests failed"; status=1; }
   grep -E "^\[  (PASSED|FAILED) |tests ran|FAILED  \]" "$out/tests.log" | tail -15
+  # The same backend cases on the mma.sync kernel family (sm_90a builds pick wgmma for tf32/bf16).
+  echo "== GPU tests, FLASHSINKHORN_KERNEL=mma" >> "$out/tests.log"
+  FLASHSINKHORN_KERNEL=mma timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
+    >> "$out/tests.log" 2>&1 || { echo "GPU tests (mma.sync) failed"; status=1; }
+  tail -3 "$out/tests.log"
 fi
 if has demo; then
   # The README's first command on a GPU machine: the demo picks the GPU by itself.
@@ -80,7 +85,7 @@ fi
 if has profile; then
   # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call).
   for precision in ${PROFILE_PRECISIONS:-tf32 bf16}; do
-    timeout 120 ncu --clock-control none -k regex:softmin_mma_kernel -c 1 \
+    timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)_kernel" -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
       "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions "$precision" \

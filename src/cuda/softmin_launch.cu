@@ -4,18 +4,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "cuda/softmin_kernel.cuh"
+#include "cuda/softmin_wgmma_kernel.cuh"
 #include "cuda/tile_config.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
 
+enum class kernel_family { fma, mma_sync, wgmma };
+
 struct kernel_shape {
+  kernel_family family = kernel_family::fma;
+  int threads = 0;       // per CTA
   int block_m = 0;       // rows per CTA
   int block_n = 0;       // keys per tile
   int shared_bytes = 0;  // dynamic shared memory per CTA
   int ctas_per_sm = 1;   // occupancy, for the split plan
+  int steps = 0;         // wgmma: 32-byte k-steps per row (selects the kernel instance)
 };
 
 template <class Kernel>
@@ -54,6 +62,8 @@ kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {
   const std::int64_t words = padded_dim * static_cast<std::int64_t>(sizeof(typename Op::storage)) / 4;
   const kernels::mma_geometry geo = kernels::choose_mma_geometry(words, max_shared_bytes);
   kernel_shape shape;
+  shape.family = kernel_family::mma_sync;
+  shape.threads = tile::kThreads;
   shape.block_m = tile::kBlockM;
   shape.block_n = tile::kBlockN;
   shape.shared_bytes = geo.total_bytes;
@@ -61,7 +71,77 @@ kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {
   return shape;
 }
 
+// The wgmma kernel runs where it was compiled (an sm_90a target in FLASHSINKHORN_CUDA_ARCHITECTURES)
+// and the current device is compute capability 9.0. FLASHSINKHORN_KERNEL=mma forces the mma.sync
+// kernel (for A/B measurements; documented in docs/cuda_backend.md).
+bool wgmma_available() {
+#if defined(FLASHSINKHORN_HAS_SM90A)
+  static const bool forced_off = [] {
+    const char* value = std::getenv("FLASHSINKHORN_KERNEL");
+    return value != nullptr && std::strcmp(value, "mma") == 0;
+  }();
+  if (forced_off) return false;
+  thread_local int cached_device = -1;
+  thread_local bool cached_answer = false;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (device != cached_device) {
+    int major = 0, minor = 0;
+    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess;
+    cached_answer = ok && major == 9 && minor == 0;
+    cached_device = device;
+  }
+  return cached_answer;
+#else
+  return false;
+#endif
+}
+
+// The wgmma kernel instance for a row of `steps` 32-byte k-steps (rows are padded to 16 words,
+// so steps is even and ≤ kWgmmaMaxRowWords / 8).
+template <class Op>
+auto wgmma_kernel_for(int steps) -> decltype(&kernels::softmin_wgmma_kernel<Op, 2>) {
+  static_assert(tile::kWgmmaMaxRowWords / 8 == 12, "extend the table below");
+  switch (steps) {
+    case 2: return kernels::softmin_wgmma_kernel<Op, 2>;
+    case 4: return kernels::softmin_wgmma_kernel<Op, 4>;
+    case 6: return kernels::softmin_wgmma_kernel<Op, 6>;
+    case 8: return kernels::softmin_wgmma_kernel<Op, 8>;
+    case 10: return kernels::softmin_wgmma_kernel<Op, 10>;
+    case 12: return kernels::softmin_wgmma_kernel<Op, 12>;
+    default: return nullptr;
+  }
+}
+
+template <class Op>
+kernel_shape wgmma_shape(const kernels::wgmma_geometry& geo) {
+  kernel_shape shape;
+  shape.family = kernel_family::wgmma;
+  shape.threads = tile::kWgmmaThreads;
+  shape.block_m = tile::kWgmmaBlockM;
+  shape.block_n = wgmma::kTileN;
+  shape.shared_bytes = geo.total_bytes;
+  shape.steps = geo.steps;
+  shape.ctas_per_sm = occupancy(wgmma_kernel_for<Op>(geo.steps), tile::kWgmmaThreads, shape.shared_bytes);
+  return shape;
+}
+
+// The wgmma kernel's plan when it applies to this mode and row width, else nothing.
+bool wgmma_geometry_for(precision mode, std::int64_t padded_dim, int max_shared_bytes,
+                        kernels::wgmma_geometry& geo) {
+  if (mode != precision::tf32 && mode != precision::bf16) return false;
+  if (!wgmma_available()) return false;
+  const std::int64_t row_words = mode == precision::bf16 ? padded_dim / 2 : padded_dim;
+  geo = kernels::make_wgmma_geometry(row_words, max_shared_bytes);
+  return geo.fits && geo.steps % 2 == 0 && geo.steps <= tile::kWgmmaMaxRowWords / 8;
+}
+
 kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
+  kernels::wgmma_geometry geo;
+  if (wgmma_geometry_for(mode, padded_dim, max_shared_bytes, geo))
+    return mode == precision::bf16 ? wgmma_shape<kernels::wgmma_bf16_operands>(geo)
+                                   : wgmma_shape<kernels::wgmma_tf32_operands>(geo);
   switch (mode) {
     case precision::bf16: return mma_shape<kernels::bf16_operands>(padded_dim, max_shared_bytes);
     case precision::fp32: return mma_shape<kernels::fp32_split_operands>(padded_dim, max_shared_bytes);
@@ -69,6 +149,8 @@ kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_b
     case precision::fp64: break;
   }
   kernel_shape shape;
+  shape.family = kernel_family::fma;
+  shape.threads = tile::kBlockM64;
   shape.block_m = tile::kBlockM64;
   shape.block_n = tile::kBlockN64;
   shape.ctas_per_sm = occupancy(kernels::softmin_fp64_kernel, tile::kBlockM64, 0);
@@ -119,6 +201,25 @@ int softmin_split_count(precision mode, const device_cloud_view& rows, const dev
                         int sm_count, int max_shared_bytes) {
   const kernel_shape shape = shape_for(mode, rows.padded_dim, max_shared_bytes);
   return plan_splits(shape, rows.count, keys.count, sm_count).splits;
+}
+
+std::int64_t softmin_padded_dim(precision mode, std::int64_t dim) {
+  switch (mode) {
+    case precision::fp64: return dim;
+    case precision::bf16: return tile::round_up(dim, 2 * tile::kRowWordMultiple);
+    case precision::fp32:
+    case precision::tf32: return tile::round_up(dim, tile::kRowWordMultiple);
+  }
+  return dim;
+}
+
+const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
+  switch (shape_for(mode, padded_dim, max_shared_bytes).family) {
+    case kernel_family::wgmma: return "wgmma";
+    case kernel_family::mma_sync: return "mma.sync";
+    case kernel_family::fma: return "fma";
+  }
+  return "fma";
 }
 
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits) {
@@ -183,14 +284,24 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   auto launch_mma = [&](auto kernel) {
     cudaError_t s = allow_shared(kernel, shape.shared_bytes);
     if (s != cudaSuccess) return s;
-    kernel<<<grid, tile::kThreads, shape.shared_bytes, stream>>>(p);
+    kernel<<<grid, shape.threads, shape.shared_bytes, stream>>>(p);
     return cudaGetLastError();
   };
-  switch (mode) {
-    case precision::tf32: status = launch_mma(kernels::softmin_mma_kernel<kernels::tf32_operands>); break;
-    case precision::fp32: status = launch_mma(kernels::softmin_mma_kernel<kernels::fp32_split_operands>); break;
-    case precision::bf16: status = launch_mma(kernels::softmin_mma_kernel<kernels::bf16_operands>); break;
-    case precision::fp64:
+  const bool bf16 = mode == precision::bf16;
+  switch (shape.family) {
+    case kernel_family::wgmma:
+      status = bf16 ? launch_mma(wgmma_kernel_for<kernels::wgmma_bf16_operands>(shape.steps))
+                    : launch_mma(wgmma_kernel_for<kernels::wgmma_tf32_operands>(shape.steps));
+      break;
+    case kernel_family::mma_sync:
+      if (bf16)
+        status = launch_mma(kernels::softmin_mma_kernel<kernels::bf16_operands>);
+      else if (mode == precision::fp32)
+        status = launch_mma(kernels::softmin_mma_kernel<kernels::fp32_split_operands>);
+      else
+        status = launch_mma(kernels::softmin_mma_kernel<kernels::tf32_operands>);
+      break;
+    case kernel_family::fma:
       kernels::softmin_fp64_kernel<<<grid, tile::kBlockM64, 0, stream>>>(p);
       status = cudaGetLastError();
       break;

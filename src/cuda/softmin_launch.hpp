@@ -57,6 +57,15 @@ int softmin_split_count(precision mode, const device_cloud_view& rows, const dev
                         int sm_count, int max_shared_bytes);
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits);
 
+// Feature padding of the stored points: the tensor-core kernels read rows in groups of 16 32-bit
+// words (two mma.sync k-steps, one 128-bit load per lane; four wgmma k-steps of 32 bytes):
+// 16 tf32/fp32 or 32 bf16 values. fp64 reads element-wise.
+std::int64_t softmin_padded_dim(precision mode, std::int64_t dim);
+
+// Which kernel runs this mode and row width on the current device: "wgmma" (sm_90a), "mma.sync"
+// or "fma" (fp64). For benchmarks and logs.
+const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes);
+
 // Enqueues the half-step on `stream`. Returns cudaSuccess or the launch error (never throws).
 cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cudaStream_t stream);
 

@@ -5,7 +5,8 @@
 #include <cstdint>
 
 // Tuning overrides, for the kernel-lab script tools/tune_variants.sh only (the defaults below are
-// the measured choice): FLASHSINKHORN_TUNE_{ROWS_PER_WARP, BLOCK_N, STAGES, K_UNROLL}.
+// the measured choice): FLASHSINKHORN_TUNE_{ROWS_PER_WARP, BLOCK_N, STAGES, K_UNROLL, WGMMA_OVERLAP,
+// WGMMA_WARPGROUPS}.
 #ifndef FLASHSINKHORN_TUNE_ROWS_PER_WARP
 #define FLASHSINKHORN_TUNE_ROWS_PER_WARP 32
 #endif
@@ -14,6 +15,12 @@
 #endif
 #ifndef FLASHSINKHORN_TUNE_STAGES
 #define FLASHSINKHORN_TUNE_STAGES 3
+#endif
+#ifndef FLASHSINKHORN_TUNE_WGMMA_OVERLAP
+#define FLASHSINKHORN_TUNE_WGMMA_OVERLAP 0
+#endif
+#ifndef FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS
+#define FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS 2
 #endif
 #ifndef FLASHSINKHORN_TUNE_K_UNROLL
 #define FLASHSINKHORN_TUNE_K_UNROLL 2
@@ -53,6 +60,27 @@ inline constexpr int kKUnroll = FLASHSINKHORN_TUNE_K_UNROLL;
 // above it the query chunk streams through the ring next to the key chunk.
 inline constexpr int kResidentQueryBytes = 160 * 1024;
 
+// ---- Hopper softmin (sm_90a: wgmma from shared memory, tf32 and bf16) ----------------------------
+// Two variants (FLASHSINKHORN_TUNE_WGMMA_OVERLAP): 1 = each warpgroup overlaps its own MMAs (async)
+// with its exponentials through two 64-register accumulator sets, one CTA per SM; 0 = one
+// accumulator set, two CTAs per SM overlapping each other (≤ 128 registers per thread). Measured on
+// the H200 (tools/tune_variants.sh, 2026-11-30, ms per iteration, tf32/bf16): 0 → 4.15/3.27 at
+// n = 50,000, d = 64 and 2.81/2.78 at d = 8; 1 → 5.96/4.71 and 3.80/3.90. Twice the warps per SM
+// hide more latency than the in-warpgroup overlap gains, so 0 is the default.
+inline constexpr bool kWgmmaOverlap = FLASHSINKHORN_TUNE_WGMMA_OVERLAP != 0;
+inline constexpr int kWgmmaCtasPerSm = kWgmmaOverlap ? 1 : 2;
+// Warpgroups of 64 rows per CTA (they share the key tiles of the ring).
+inline constexpr int kWgmmaWarpgroups = FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS;
+inline constexpr int kWgmmaThreads = kWgmmaWarpgroups * 128;
+inline constexpr int kWgmmaBlockM = kWgmmaWarpgroups * 64;
+// Whole rows per stage: the resident query block plus the ring of 128-key stages fit the shared
+// memory up to 96 words (tf32 d ≤ 96, bf16 d ≤ 192); wider rows use the mma.sync kernel.
+inline constexpr int kWgmmaMaxRowWords = 96;
+// Ring depth: 4 stages while they fit, else fewer. The overlapped variant needs 3 (a stage is
+// refilled only after the MMAs of the tile before the current one completed); the other 2.
+inline constexpr int kWgmmaMaxStages = 4;
+inline constexpr int kWgmmaMinStages = kWgmmaOverlap ? 3 : 2;
+
 // ---- fp64 softmin (plain FMA, correctness first) -----------------------------------------------
 // One row per thread; 32 keys × 32 features of double per shared tile (8 KiB + padding).
 inline constexpr int kBlockM64 = 128;
@@ -65,6 +93,7 @@ inline constexpr int kChunk64 = 32;
 inline constexpr int kRowPadding = 128;
 static_assert(kRowPadding % kBlockM == 0 && kRowPadding % kBlockN == 0);
 static_assert(kRowPadding % kBlockM64 == 0 && kRowPadding % kBlockN64 == 0);
+static_assert(kRowPadding % 128 == 0);  // 128 = wgmma key tile; a partial last row block is fine
 
 // Split-key: at most this many key ranges per row block, each at least kMinTilesPerSplit tiles,
 // so the partial-state traffic stays below 1/kMinTilesPerSplit of the key traffic.

@@ -343,7 +343,12 @@ INSTANTIATE_TEST_SUITE_P(
                       case_params{{1025, 1025, 64, 3}, false, 1.0},
                       case_params{{129, 65, 512, 2}, true, 1.0},
                       case_params{{300, 200, 1, 4}, true, 1.0},
-                      case_params{{50000, 1025, 3, 1}, true, 1.0}),
+                      case_params{{50000, 1025, 3, 1}, true, 1.0},
+                      // Long key runs per CTA (the g-step streams 125 key tiles): the wgmma ring
+                      // wraps many times; bf16 d = 96 is the widest row of the wgmma kernel.
+                      case_params{{16000, 2500, 64, 1}, true, 1.0},
+                      case_params{{2500, 3000, 96, 2}, true, 1.0},
+                      case_params{{2500, 3000, 192, 1}, false, 1.0}),
     [](const ::testing::TestParamInfo<case_params>& param_info) {
       const auto& c = param_info.param;
       return "n" + std::to_string(c.size.n) + "_m" + std::to_string(c.size.m) + "_d" + std::to_string(c.size.d) +

@@ -1,0 +1,308 @@
+// The Hopper (sm_90a) softmin kernel: the same half-step as softmin_mma_kernel (softmin_kernel.cuh),
+// with the scores computed by asynchronous warpgroup MMAs from shared memory, so that the tensor
+// cores work on key tile j + 1 while the same warps run the exponentials of tile j.
+//
+// One CTA = kWgmmaWarpgroups warpgroups × 64 rows of the `rows` cloud, resident in shared memory
+// for the whole key range of its split. Per key tile (128 keys, whole rows: d ≤ kWgmmaMaxRowWords):
+//   cp.async ring (3–4 stages) brings keys + β into 128-byte-swizzled panels (wgmma.cuh);
+//   step j:  wait for tile j + 1, barrier, prefetch tile j + S − 1,
+//            issue S_next = Q·K_{j+1}ᵀ (async, row_words/8 wgmma k-steps), wait for S_cur = Q·K_jᵀ,
+//            t = S_cur·(2s/ε)log2 e + β log2 e, online (max, Σ 2^(t − max)) per row.
+// The two accumulator sets (64 fp32 registers each) alternate by unrolling the tile loop by two.
+// Rows finish exactly as in the mma.sync kernel (finish_row), or leave a partial lse_state.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/softmin_kernel.cuh"
+#include "cuda/tile_config.hpp"
+#include "cuda/wgmma.cuh"
+#include "math/lse_state.hpp"
+
+namespace flashsinkhorn::detail::kernels {
+
+// Shared-memory plan of the wgmma kernel (host and device), in bytes unless named otherwise.
+// Stage: keys (panels, kTileN, 128 B) · β (kTileN floats), rounded up to a panel boundary.
+struct wgmma_geometry {
+  int row_words = 0;    // 32-bit words per row (tf32: d padded; bf16: d/2 padded), multiple of 8
+  int steps = 0;        // 32-byte k-steps per row = row_words / 8
+  int panels = 0;       // 32-word swizzle panels per row
+  int query_bytes = 0;  // (panels, kWgmmaBlockM, 128 B)
+  int key_bytes = 0;    // (panels, kTileN, 128 B)
+  int stage_bytes = 0;
+  int stages = 0;
+  int total_bytes = 0;  // including the slack that aligns the base to 1024 B
+  bool fits = false;
+};
+
+__host__ __device__ inline wgmma_geometry make_wgmma_geometry(std::int64_t row_words, int max_shared_bytes) {
+  wgmma_geometry g;
+  g.row_words = static_cast<int>(row_words);
+  g.steps = g.row_words * 4 / wgmma::kStepBytes;
+  g.panels = (g.row_words + wgmma::kPanelWords - 1) / wgmma::kPanelWords;
+  g.query_bytes = g.panels * tile::kWgmmaBlockM * wgmma::kPanelRowBytes;
+  g.key_bytes = g.panels * wgmma::kTileN * wgmma::kPanelRowBytes;
+  const int bias_bytes = wgmma::kTileN * 4;
+  g.stage_bytes = (g.key_bytes + bias_bytes + wgmma::kPanelAlignment - 1) / wgmma::kPanelAlignment *
+                  wgmma::kPanelAlignment;
+  const bool shape_ok = row_words > 0 && row_words % 8 == 0 && row_words <= tile::kWgmmaMaxRowWords;
+  // With two CTAs per SM each gets half of the SM's shared memory (less the 1 KiB per CTA that
+  // the hardware reserves; the opt-in per-block limit is the SM's capacity less that 1 KiB).
+  const int budget = tile::kWgmmaCtasPerSm == 1 ? max_shared_bytes
+                                                 : (max_shared_bytes + 1024) / tile::kWgmmaCtasPerSm - 1024;
+  for (int stages = tile::kWgmmaMaxStages; stages >= tile::kWgmmaMinStages; --stages) {
+    g.stages = stages;
+    g.total_bytes = wgmma::kPanelAlignment + g.query_bytes + stages * g.stage_bytes;
+    g.fits = shape_ok && g.total_bytes <= budget;
+    if (g.fits) break;
+  }
+  return g;
+}
+
+// Operand policies: storage type and the m64n128 MMA of one 32-byte k-step.
+struct wgmma_tf32_operands {
+  using storage = float;
+#if defined(FLASHSINKHORN_WGMMA_ENABLED)
+  __device__ __forceinline__ static void mma(float (&d)[wgmma::kAccumulators], std::uint64_t a, std::uint64_t b,
+                                             int accumulate) {
+    wgmma::mma_tf32(d, a, b, accumulate);
+  }
+#endif
+};
+struct wgmma_bf16_operands {
+  using storage = __nv_bfloat16;
+#if defined(FLASHSINKHORN_WGMMA_ENABLED)
+  __device__ __forceinline__ static void mma(float (&d)[wgmma::kAccumulators], std::uint64_t a, std::uint64_t b,
+                                             int accumulate) {
+    wgmma::mma_bf16(d, a, b, accumulate);
+  }
+#endif
+};
+
+#if defined(FLASHSINKHORN_WGMMA_ENABLED)
+
+// cp.async.wait_group with a run-time count (the ring depth depends on d).
+__device__ __forceinline__ void cp_async_wait_pending(int pending) {
+  if (pending <= 0)
+    cp_async_wait<0>();
+  else if (pending == 1)
+    cp_async_wait<1>();
+  else
+    cp_async_wait<2>();
+}
+
+// Copies `rows` rows of kRowWords words (global, row-major) into swizzled panels of kPanelRows
+// rows at `dst` (rows ≤ kPanelRows; the rest of each panel is left as it is). The shapes are
+// compile-time, so the piece → (row, chunk) split is shifts and the loop is unrolled.
+template <int kRowWords, int kPanelRows>
+__device__ __forceinline__ void copy_rows_to_panels(unsigned char* dst, const std::uint32_t* src, int rows) {
+  constexpr int kChunksPerRow = kRowWords / 4;  // 16-byte pieces
+  constexpr int kPanelBytes = kPanelRows * wgmma::kPanelRowBytes;
+  constexpr int kPieces = kPanelRows * kChunksPerRow;
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < kPieces; idx += blockDim.x) {
+    const int r = idx / kChunksPerRow;
+    const int c = idx % kChunksPerRow;
+    if (r < rows)
+      cp_async_16(dst + (c / 8) * kPanelBytes + wgmma::panel_offset(r, c % 8), src + r * kRowWords + c * 4);
+  }
+}
+
+// Online LSE of one 64×128 score tile held in `acc` (this thread: rows g and g + 8 of its warp's
+// 16, 32 columns each), t = acc·scale + β (log2 units). `bias` holds the tile's 128 β values.
+// `acc` is only read: an accumulator register written by ordinary instructions would make ptxas
+// serialise the next tile's wgmma behind this one (C7515).
+__device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAccumulators], const float* bias,
+                                                  float scale, float (&row_max)[2], float (&row_sum)[2]) {
+  constexpr int kGroups = wgmma::kTileN / 8;  // n8 column groups
+  const float* bias_lane = bias + 2 * (threadIdx.x % 4);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float t[2 * kGroups];  // this thread's 32 scores of row h
+#pragma unroll
+    for (int i = 0; i < kGroups; ++i) {
+      const float2 beta = *reinterpret_cast<const float2*>(bias_lane + 8 * i);
+      t[2 * i] = fmaf(acc[4 * i + 2 * h], scale, beta.x);
+      t[2 * i + 1] = fmaf(acc[4 * i + 2 * h + 1], scale, beta.y);
+    }
+    // Tile maximum of row h: four independent chains of 8 (short dependency chains; loops with
+    // constant bounds only, so that nothing is indexed at run time and the array stays in registers).
+    float chain[4] = {t[0], t[1], t[2], t[3]};
+#pragma unroll
+    for (int k = 4; k < 2 * kGroups; ++k) chain[k % 4] = fmaxf(chain[k % 4], t[k]);
+    float tile_max = fmaxf(fmaxf(chain[0], chain[1]), fmaxf(chain[2], chain[3]));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    const float new_max = fmaxf(row_max[h], tile_max);
+    // Guard (−∞) − (−∞): a row that has seen only zero-weight/padded keys keeps sum 0.
+    const float reference = new_max == -INFINITY ? 0.f : new_max;
+    float sums[4] = {row_sum[h] * fast_exp2(row_max[h] - reference), 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int k = 0; k < 2 * kGroups; ++k) sums[k % 4] += fast_exp2(t[k] - reference);
+    row_max[h] = new_max;
+    row_sum[h] = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+  }
+}
+
+#endif  // FLASHSINKHORN_WGMMA_ENABLED
+
+// kSteps = row_words / 8 (32-byte k-steps per row) is a template argument so that the k-loop of
+// wgmma instructions is fully unrolled (a run-time loop makes ptxas fence every iteration).
+template <class Op, int kSteps>
+__global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) softmin_wgmma_kernel(const softmin_params p) {
+#if defined(FLASHSINKHORN_WGMMA_ENABLED)
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  __shared__ double error_scratch[tile::kWgmmaThreads / 32];
+  // Panels need 1024-byte alignment; the launcher adds that much slack to the dynamic size.
+  unsigned char* shared =
+      shared_raw + ((wgmma::kPanelAlignment - (smem_address(shared_raw) % wgmma::kPanelAlignment)) %
+                    wgmma::kPanelAlignment);
+
+  const std::int64_t row_words64 = p.padded_dim * static_cast<std::int64_t>(sizeof(typename Op::storage)) / 4;
+  const wgmma_geometry geo = make_wgmma_geometry(row_words64, p.max_shared_bytes);
+  constexpr int kRowWords = kSteps * wgmma::kStepBytes / 4;  // == geo.row_words (the launcher's choice)
+  const int stages = geo.stages;
+  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
+  const int split = blockIdx.y;
+  const int tile_begin = split * p.tiles_per_split;
+  const int tiles = max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin);
+
+  const auto* rows_points = static_cast<const std::uint32_t*>(p.rows_points);
+  const auto* key_points = static_cast<const std::uint32_t*>(p.key_points);
+  const float* key_bias = static_cast<const float*>(p.key_bias);
+
+  unsigned char* query = shared;                  // (panels, kWgmmaBlockM, 128 B)
+  unsigned char* ring = shared + geo.query_bytes;  // stages × [keys (panels, kTileN, 128 B) · β (kTileN)]
+  auto stage_of = [&](int t) { return ring + (t % stages) * geo.stage_bytes; };
+
+  auto issue_tile = [&](int t) {
+    if (t < tiles) {
+      const std::int64_t key0 = static_cast<std::int64_t>(tile_begin + t) * wgmma::kTileN;
+      unsigned char* stage = stage_of(t);
+      copy_rows_to_panels<kRowWords, wgmma::kTileN>(stage, key_points + key0 * kRowWords, wgmma::kTileN);
+      if (threadIdx.x < wgmma::kTileN / 4)
+        cp_async_16(stage + geo.key_bytes + threadIdx.x * 16, key_bias + key0 + threadIdx.x * 4);
+    }
+    cp_async_commit();
+  };
+
+  // The last row block may reach past the padded rows (kWgmmaBlockM need not divide kRowPadding):
+  // those rows are not loaded, and their results are never written.
+  const int block_rows = static_cast<int>(min64(tile::kWgmmaBlockM, p.rows_padded - row_block0));
+  copy_rows_to_panels<kRowWords, tile::kWgmmaBlockM>(query, rows_points + row_block0 * kRowWords, block_rows);
+  for (int t = 0; t < stages - 1; ++t) issue_tile(t);  // the query joins the first group
+
+  const int warpgroup = threadIdx.x / 128;
+  const int warp_in_group = (threadIdx.x % 128) / 32;
+  const int lane = threadIdx.x % 32;
+  const std::uint32_t query_address =
+      smem_address(query) + warpgroup * 64 * wgmma::kPanelRowBytes;  // this warpgroup's 64 rows
+
+  // acc = Q_wg · K_tᵀ, issued asynchronously (returns before the tensor cores finish).
+  auto issue_scores = [&](float (&acc)[wgmma::kAccumulators], int t) {
+    const std::uint32_t key_address = smem_address(stage_of(t));
+    wgmma::pin(acc);
+    wgmma::fence();
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      const int panel = s / 4;
+      const int step_offset = (s % 4) * wgmma::kStepBytes;
+      const std::uint32_t a = query_address + panel * tile::kWgmmaBlockM * wgmma::kPanelRowBytes + step_offset;
+      const std::uint32_t b = key_address + panel * wgmma::kTileN * wgmma::kPanelRowBytes + step_offset;
+      Op::mma(acc, wgmma::make_descriptor(a), wgmma::make_descriptor(b), s > 0 ? 1 : 0);
+    }
+    wgmma::commit_group();
+    wgmma::pin(acc);
+  };
+
+  float row_max[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of this warp's 16
+  float row_sum[2] = {0.f, 0.f};
+  auto reduce = [&](const float (&acc)[wgmma::kAccumulators], int j) {
+    const float* bias = reinterpret_cast<const float*>(stage_of(j) + geo.key_bytes);
+    reduce_score_tile(acc, bias, p.score_scale_log2, row_max, row_sum);
+  };
+  // Tile j + `ahead` has landed in every thread's view, and the stage of tile j − 1 is free (its
+  // MMAs completed before each warpgroup reached this barrier).
+  auto tile_ready = [&](int j, int ahead) {
+    cp_async_wait_pending(stages - 2 - ahead);
+    wgmma::fence_proxy_async();
+    __syncthreads();
+    issue_tile(j + stages - 1);
+  };
+
+  if constexpr (tile::kWgmmaOverlap) {
+    // Step j: the scores of tile j + 1 start, then tile j (already in `current`) is reduced. The
+    // two accumulator sets alternate by unrolling the loop by two; the loop body has no branch
+    // around a wgmma (ptxas serialises the pipeline otherwise, C7514), the last tiles are peeled.
+    auto step = [&](float (&current)[wgmma::kAccumulators], float (&next)[wgmma::kAccumulators], int j) {
+      tile_ready(j, 1);
+      issue_scores(next, j + 1);
+      wgmma::wait_group<1>();  // tile j's MMAs are done
+      wgmma::pin(current);
+      reduce(current, j);
+    };
+    auto last = [&](float (&current)[wgmma::kAccumulators], int j) {
+      wgmma::wait_group<0>();
+      wgmma::pin(current);
+      reduce(current, j);
+    };
+    float acc0[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
+    float acc1[wgmma::kAccumulators];
+    if (tiles > 0) {
+      cp_async_wait_pending(stages - 2);
+      wgmma::fence_proxy_async();
+      __syncthreads();
+      issue_scores(acc0, 0);
+      int j = 0;
+      for (; j + 2 < tiles; j += 2) {
+        step(acc0, acc1, j);
+        step(acc1, acc0, j + 1);
+      }
+      if (j + 1 < tiles) {  // two tiles left
+        step(acc0, acc1, j);
+        last(acc1, j + 1);
+      } else {
+        last(acc0, j);
+      }
+    }
+  } else {
+    // One accumulator set; the other CTA on the SM keeps the tensor cores busy meanwhile.
+    float acc[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
+    for (int j = 0; j < tiles; ++j) {
+      tile_ready(j, 0);
+      issue_scores(acc, j);
+      wgmma::wait_group<0>();
+      wgmma::pin(acc);
+      reduce(acc, j);
+    }
+  }
+  cp_async_wait<0>();
+
+  double error = 0;
+  const int g = lane / 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = row_sum[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const std::int64_t row = row_block0 + warpgroup * 64 + warp_in_group * 16 + h * 8 + g;
+    if (lane % 4 == 0 && row < p.rows) {
+      const math::lse_state<float> state{row_max[h] * kLn2f, sum};  // natural units
+      if (p.splits == 1) {
+        const double lse = static_cast<double>(state.max) + log(static_cast<double>(state.sum));
+        error += finish_row(p, row, lse);
+      } else {
+        static_cast<math::lse_state<float>*>(p.partial)[split * p.rows_padded + row] = state;
+      }
+    }
+  }
+  if (p.splits == 1) add_block_error(p, error, error_scratch);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // the launcher selects this kernel only on sm_90a builds running on sm_90
+#endif
+}
+
+}  // namespace flashsinkhorn::detail::kernels

@@ -52,18 +52,6 @@ std::int64_t storage_bytes(precision mode) {
   return 8;
 }
 
-// Feature padding: the tensor-core kernels read rows in groups of 16 32-bit words (two MMA
-// k-steps, one 128-bit load per lane): 16 tf32/fp32 or 32 bf16 values. fp64 reads element-wise.
-std::int64_t padded_dim_for(precision mode, std::int64_t dim) {
-  switch (mode) {
-    case precision::fp64: return dim;
-    case precision::bf16: return tile::round_up(dim, 2 * tile::kRowWordMultiple);
-    case precision::fp32:
-    case precision::tf32: return tile::round_up(dim, tile::kRowWordMultiple);
-  }
-  return dim;
-}
-
 template <class T>
 device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
   device_buffer<T> buffer(host.size());
@@ -89,7 +77,7 @@ device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double co
   const std::int64_t n = cloud.count;
   const std::int64_t d = cloud.dim;
   const std::int64_t padded_n = tile::round_up(n, tile::kRowPadding);
-  const std::int64_t padded_d = padded_dim_for(mode, d);
+  const std::int64_t padded_d = softmin_padded_dim(mode, d);
   const std::int64_t element = storage_bytes(mode);
   std::vector<unsigned char> bytes(static_cast<std::size_t>(padded_n * padded_d * element), 0);
   std::vector<double> sq_norm(static_cast<std::size_t>(n), 0.0);

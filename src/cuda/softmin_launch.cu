@@ -9,12 +9,13 @@
 
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/softmin_wgmma_kernel.cuh"
+#include "cuda/softmin_wgmma_streamed_kernel.cuh"
 #include "cuda/tile_config.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
 
-enum class kernel_family { fma, mma_sync, wgmma };
+enum class kernel_family { fma, mma_sync, wgmma, wgmma_streamed };
 
 struct kernel_shape {
   kernel_family family = kernel_family::fma;
@@ -127,21 +128,43 @@ kernel_shape wgmma_shape(const kernels::wgmma_geometry& geo) {
   return shape;
 }
 
-// The wgmma kernel's plan when it applies to this mode and row width, else nothing.
-bool wgmma_geometry_for(precision mode, std::int64_t padded_dim, int max_shared_bytes,
-                        kernels::wgmma_geometry& geo) {
-  if (mode != precision::tf32 && mode != precision::bf16) return false;
-  if (!wgmma_available()) return false;
-  const std::int64_t row_words = mode == precision::bf16 ? padded_dim / 2 : padded_dim;
-  geo = kernels::make_wgmma_geometry(row_words, max_shared_bytes);
-  return geo.fits && geo.steps % 2 == 0 && geo.steps <= tile::kWgmmaMaxRowWords / 8;
+template <class Op>
+kernel_shape wgmma_streamed_shape(const kernels::wgmma_streamed_geometry& geo) {
+  kernel_shape shape;
+  shape.family = kernel_family::wgmma_streamed;
+  shape.threads = tile::kWgmmaThreads;
+  shape.block_m = tile::kWgmmaBlockM;
+  shape.block_n = wgmma::kTileN;
+  shape.shared_bytes = geo.total_bytes;
+  shape.ctas_per_sm =
+      occupancy(kernels::softmin_wgmma_streamed_kernel<Op>, tile::kWgmmaThreads, shape.shared_bytes);
+  return shape;
+}
+
+// The wgmma kernel's shape when one applies to this row width (resident query block up to
+// kWgmmaMaxRowWords words, streamed beyond), else nothing.
+template <class Op>
+bool wgmma_shape_for(std::int64_t row_words, int max_shared_bytes, kernel_shape& shape) {
+  if (row_words <= tile::kWgmmaMaxRowWords) {
+    const kernels::wgmma_geometry geo = kernels::make_wgmma_geometry(row_words, max_shared_bytes);
+    if (!geo.fits || geo.steps % 2 != 0) return false;
+    shape = wgmma_shape<Op>(geo);
+    return true;
+  }
+  const kernels::wgmma_streamed_geometry geo = kernels::make_wgmma_streamed_geometry(row_words, max_shared_bytes);
+  if (!geo.fits) return false;
+  shape = wgmma_streamed_shape<Op>(geo);
+  return true;
 }
 
 kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
-  kernels::wgmma_geometry geo;
-  if (wgmma_geometry_for(mode, padded_dim, max_shared_bytes, geo))
-    return mode == precision::bf16 ? wgmma_shape<kernels::wgmma_bf16_operands>(geo)
-                                   : wgmma_shape<kernels::wgmma_tf32_operands>(geo);
+  kernel_shape wgmma;
+  if (mode == precision::tf32 && wgmma_available() &&
+      wgmma_shape_for<kernels::wgmma_tf32_operands>(padded_dim, max_shared_bytes, wgmma))
+    return wgmma;
+  if (mode == precision::bf16 && wgmma_available() &&
+      wgmma_shape_for<kernels::wgmma_bf16_operands>(padded_dim / 2, max_shared_bytes, wgmma))
+    return wgmma;
   switch (mode) {
     case precision::bf16: return mma_shape<kernels::bf16_operands>(padded_dim, max_shared_bytes);
     case precision::fp32: return mma_shape<kernels::fp32_split_operands>(padded_dim, max_shared_bytes);
@@ -204,11 +227,16 @@ int softmin_split_count(precision mode, const device_cloud_view& rows, const dev
 }
 
 std::int64_t softmin_padded_dim(precision mode, std::int64_t dim) {
+  // Rows wider than the resident wgmma kernel's limit are padded to whole 32-word panels for the
+  // streamed wgmma kernel (a multiple of 16 words, so the mma.sync kernel reads them as well).
+  const std::int64_t values_per_word = mode == precision::bf16 ? 2 : 1;
+  const std::int64_t words = (dim + values_per_word - 1) / values_per_word;
+  const std::int64_t multiple = words <= tile::kWgmmaMaxRowWords ? tile::kRowWordMultiple : wgmma::kPanelWords;
   switch (mode) {
     case precision::fp64: return dim;
-    case precision::bf16: return tile::round_up(dim, 2 * tile::kRowWordMultiple);
-    case precision::fp32:
-    case precision::tf32: return tile::round_up(dim, tile::kRowWordMultiple);
+    case precision::bf16:
+    case precision::tf32: return values_per_word * tile::round_up(words, multiple);
+    case precision::fp32: return tile::round_up(dim, tile::kRowWordMultiple);
   }
   return dim;
 }
@@ -216,6 +244,7 @@ std::int64_t softmin_padded_dim(precision mode, std::int64_t dim) {
 const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
   switch (shape_for(mode, padded_dim, max_shared_bytes).family) {
     case kernel_family::wgmma: return "wgmma";
+    case kernel_family::wgmma_streamed: return "wgmma-streamed";
     case kernel_family::mma_sync: return "mma.sync";
     case kernel_family::fma: return "fma";
   }
@@ -292,6 +321,10 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
     case kernel_family::wgmma:
       status = bf16 ? launch_mma(wgmma_kernel_for<kernels::wgmma_bf16_operands>(shape.steps))
                     : launch_mma(wgmma_kernel_for<kernels::wgmma_tf32_operands>(shape.steps));
+      break;
+    case kernel_family::wgmma_streamed:
+      status = bf16 ? launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_bf16_operands>)
+                    : launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_tf32_operands>);
       break;
     case kernel_family::mma_sync:
       if (bf16)

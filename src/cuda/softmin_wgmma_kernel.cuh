@@ -94,45 +94,57 @@ __device__ __forceinline__ void cp_async_wait_pending(int pending) {
     cp_async_wait<2>();
 }
 
-// Copies `rows` rows of kRowWords words (global, row-major) into swizzled panels of kPanelRows
-// rows at `dst` (rows ≤ kPanelRows; the rest of each panel is left as it is). The shapes are
-// compile-time, so the piece → (row, chunk) split is shifts and the loop is unrolled.
-template <int kRowWords, int kPanelRows>
-__device__ __forceinline__ void copy_rows_to_panels(unsigned char* dst, const std::uint32_t* src, int rows) {
-  constexpr int kChunksPerRow = kRowWords / 4;  // 16-byte pieces
+// Copies kWidthWords words of `rows` rows (global, row-major with a stride of `stride_words`) into
+// swizzled panels of kPanelRows rows at `dst` (rows ≤ kPanelRows; the rest of each panel is left as
+// it is). The shapes are compile-time, so the piece → (row, chunk) split is shifts and the loop is
+// unrolled.
+template <int kWidthWords, int kPanelRows, int kUnroll = 4>
+__device__ __forceinline__ void copy_rows_to_panels(unsigned char* dst, const std::uint32_t* src,
+                                                    std::int64_t stride_words, int rows) {
+  constexpr int kChunksPerRow = kWidthWords / 4;  // 16-byte pieces
   constexpr int kPanelBytes = kPanelRows * wgmma::kPanelRowBytes;
   constexpr int kPieces = kPanelRows * kChunksPerRow;
-#pragma unroll 4
-  for (int idx = threadIdx.x; idx < kPieces; idx += blockDim.x) {
+  // A compile-time stride (all kWgmmaThreads threads copy) keeps each thread's chunk column fixed.
+#pragma unroll kUnroll
+  for (int idx = threadIdx.x; idx < kPieces; idx += tile::kWgmmaThreads) {
     const int r = idx / kChunksPerRow;
     const int c = idx % kChunksPerRow;
     if (r < rows)
-      cp_async_16(dst + (c / 8) * kPanelBytes + wgmma::panel_offset(r, c % 8), src + r * kRowWords + c * 4);
+      cp_async_16(dst + (c / 8) * kPanelBytes + wgmma::panel_offset(r, c % 8), src + r * stride_words + c * 4);
   }
 }
 
 // Online LSE of one 64×128 score tile held in `acc` (this thread: rows g and g + 8 of its warp's
 // 16, 32 columns each), t = acc·scale + β (log2 units). `bias` holds the tile's 128 β values.
 // `acc` is only read: an accumulator register written by ordinary instructions would make ptxas
-// serialise the next tile's wgmma behind this one (C7515).
+// serialise the next tile's wgmma behind this one (C7515). kKeepScores = false recomputes t (one
+// FFMA and a shared β load more per score) instead of holding a row's 32 scores in registers, for
+// kernels whose register budget is spent elsewhere.
+template <bool kKeepScores = true>
 __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAccumulators], const float* bias,
                                                   float scale, float (&row_max)[2], float (&row_sum)[2]) {
-  constexpr int kGroups = wgmma::kTileN / 8;  // n8 column groups
+  constexpr int kScores = wgmma::kTileN / 4;  // per thread and row: 16 n8 groups × 2 columns
   const float* bias_lane = bias + 2 * (threadIdx.x % 4);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float t[2 * kGroups];  // this thread's 32 scores of row h
+    // Score k of row h: n8 group k/2, column 2·(lane mod 4) + k mod 2.
+    const auto score = [&](int k) {
+      return fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, bias_lane[8 * (k / 2) + k % 2]);
+    };
+    float t[kKeepScores ? kScores : 1];
+    if constexpr (kKeepScores) {
 #pragma unroll
-    for (int i = 0; i < kGroups; ++i) {
-      const float2 beta = *reinterpret_cast<const float2*>(bias_lane + 8 * i);
-      t[2 * i] = fmaf(acc[4 * i + 2 * h], scale, beta.x);
-      t[2 * i + 1] = fmaf(acc[4 * i + 2 * h + 1], scale, beta.y);
+      for (int k = 0; k < kScores; ++k) t[k] = score(k);
     }
+    const auto scored = [&](int k) {
+      if constexpr (kKeepScores) return t[k];
+      else return score(k);
+    };
     // Tile maximum of row h: four independent chains of 8 (short dependency chains; loops with
     // constant bounds only, so that nothing is indexed at run time and the array stays in registers).
-    float chain[4] = {t[0], t[1], t[2], t[3]};
+    float chain[4] = {scored(0), scored(1), scored(2), scored(3)};
 #pragma unroll
-    for (int k = 4; k < 2 * kGroups; ++k) chain[k % 4] = fmaxf(chain[k % 4], t[k]);
+    for (int k = 4; k < kScores; ++k) chain[k % 4] = fmaxf(chain[k % 4], scored(k));
     float tile_max = fmaxf(fmaxf(chain[0], chain[1]), fmaxf(chain[2], chain[3]));
     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
@@ -141,10 +153,45 @@ __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAcc
     const float reference = new_max == -INFINITY ? 0.f : new_max;
     float sums[4] = {row_sum[h] * fast_exp2(row_max[h] - reference), 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int k = 0; k < 2 * kGroups; ++k) sums[k % 4] += fast_exp2(t[k] - reference);
+    for (int k = 0; k < kScores; ++k) sums[k % 4] += fast_exp2(scored(k) - reference);
     row_max[h] = new_max;
     row_sum[h] = (sums[0] + sums[1]) + (sums[2] + sums[3]);
   }
+}
+
+// Leaves the kernel: row i's state (max, Σ) of this thread (rows g and g + 8 of its warp's 16 in
+// its warpgroup's 64) is reduced over the quad, then the row is finished (one split) or its
+// partial state is written.
+__device__ __forceinline__ void finish_warpgroup_rows(const softmin_params& p, std::int64_t row_block0, int split,
+                                                      const float (&row_max)[2], const float (&row_sum)[2],
+                                                      double* error_scratch) {
+  const int warpgroup = threadIdx.x / 128;
+  const int warp_in_group = (threadIdx.x % 128) / 32;
+  const int lane = threadIdx.x % 32;
+  double error = 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = row_sum[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const std::int64_t row = row_block0 + warpgroup * 64 + warp_in_group * 16 + h * 8 + lane / 4;
+    if (lane % 4 == 0 && row < p.rows) {
+      const math::lse_state<float> state{row_max[h] * kLn2f, sum};  // natural units
+      if (p.splits == 1) {
+        const double lse = static_cast<double>(state.max) + log(static_cast<double>(state.sum));
+        error += finish_row(p, row, lse);
+      } else {
+        static_cast<math::lse_state<float>*>(p.partial)[split * p.rows_padded + row] = state;
+      }
+    }
+  }
+  if (p.splits == 1) add_block_error(p, error, error_scratch);
+}
+
+// Shared memory of a kernel, aligned up to a panel boundary (the launchers add that much slack).
+__device__ __forceinline__ unsigned char* panel_aligned(unsigned char* shared_raw) {
+  return shared_raw +
+         ((wgmma::kPanelAlignment - (smem_address(shared_raw) % wgmma::kPanelAlignment)) % wgmma::kPanelAlignment);
 }
 
 #endif  // FLASHSINKHORN_WGMMA_ENABLED
@@ -156,10 +203,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
 #if defined(FLASHSINKHORN_WGMMA_ENABLED)
   extern __shared__ __align__(16) unsigned char shared_raw[];
   __shared__ double error_scratch[tile::kWgmmaThreads / 32];
-  // Panels need 1024-byte alignment; the launcher adds that much slack to the dynamic size.
-  unsigned char* shared =
-      shared_raw + ((wgmma::kPanelAlignment - (smem_address(shared_raw) % wgmma::kPanelAlignment)) %
-                    wgmma::kPanelAlignment);
+  unsigned char* shared = panel_aligned(shared_raw);
 
   const std::int64_t row_words64 = p.padded_dim * static_cast<std::int64_t>(sizeof(typename Op::storage)) / 4;
   const wgmma_geometry geo = make_wgmma_geometry(row_words64, p.max_shared_bytes);
@@ -182,7 +226,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
     if (t < tiles) {
       const std::int64_t key0 = static_cast<std::int64_t>(tile_begin + t) * wgmma::kTileN;
       unsigned char* stage = stage_of(t);
-      copy_rows_to_panels<kRowWords, wgmma::kTileN>(stage, key_points + key0 * kRowWords, wgmma::kTileN);
+      copy_rows_to_panels<kRowWords, wgmma::kTileN>(stage, key_points + key0 * kRowWords, kRowWords, wgmma::kTileN);
       if (threadIdx.x < wgmma::kTileN / 4)
         cp_async_16(stage + geo.key_bytes + threadIdx.x * 16, key_bias + key0 + threadIdx.x * 4);
     }
@@ -192,12 +236,11 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
   // The last row block may reach past the padded rows (kWgmmaBlockM need not divide kRowPadding):
   // those rows are not loaded, and their results are never written.
   const int block_rows = static_cast<int>(min64(tile::kWgmmaBlockM, p.rows_padded - row_block0));
-  copy_rows_to_panels<kRowWords, tile::kWgmmaBlockM>(query, rows_points + row_block0 * kRowWords, block_rows);
+  copy_rows_to_panels<kRowWords, tile::kWgmmaBlockM>(query, rows_points + row_block0 * kRowWords, kRowWords,
+                                                     block_rows);
   for (int t = 0; t < stages - 1; ++t) issue_tile(t);  // the query joins the first group
 
   const int warpgroup = threadIdx.x / 128;
-  const int warp_in_group = (threadIdx.x % 128) / 32;
-  const int lane = threadIdx.x % 32;
   const std::uint32_t query_address =
       smem_address(query) + warpgroup * 64 * wgmma::kPanelRowBytes;  // this warpgroup's 64 rows
 
@@ -281,25 +324,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
   }
   cp_async_wait<0>();
 
-  double error = 0;
-  const int g = lane / 4;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float sum = row_sum[h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const std::int64_t row = row_block0 + warpgroup * 64 + warp_in_group * 16 + h * 8 + g;
-    if (lane % 4 == 0 && row < p.rows) {
-      const math::lse_state<float> state{row_max[h] * kLn2f, sum};  // natural units
-      if (p.splits == 1) {
-        const double lse = static_cast<double>(state.max) + log(static_cast<double>(state.sum));
-        error += finish_row(p, row, lse);
-      } else {
-        static_cast<math::lse_state<float>*>(p.partial)[split * p.rows_padded + row] = state;
-      }
-    }
-  }
-  if (p.splits == 1) add_block_error(p, error, error_scratch);
+  finish_warpgroup_rows(p, row_block0, split, row_max, row_sum, error_scratch);
 #elif defined(__CUDA_ARCH__)
   __trap();  // the launcher selects this kernel only on sm_90a builds running on sm_90
 #endif

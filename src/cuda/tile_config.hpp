@@ -76,6 +76,9 @@ inline constexpr int kWgmmaBlockM = kWgmmaWarpgroups * 64;
 // Whole rows per stage: the resident query block plus the ring of 128-key stages fit the shared
 // memory up to 96 words (tf32 d ≤ 96, bf16 d ≤ 192); wider rows use the mma.sync kernel.
 inline constexpr int kWgmmaMaxRowWords = 96;
+// Wider rows stream the query block through the ring next to the keys, one 32-word panel per
+// stage (softmin_wgmma_streamed_kernel.cuh), rows padded to whole panels; always two CTAs per SM.
+inline constexpr int kWgmmaStreamedCtasPerSm = 2;
 // Ring depth: 4 stages while they fit, else fewer. The overlapped variant needs 3 (a stage is
 // refilled only after the MMAs of the tile before the current one completed); the other 2.
 inline constexpr int kWgmmaMaxStages = 4;

@@ -1,9 +1,24 @@
-// DLPack arrays (NumPy, PyTorch, anything nanobind accepts) → flashsinkhorn views, without copying.
-// Every check here raises flashsinkhorn::invalid_argument with the argument's name, so Python sees
+// Arrays in and out of the binding: Python objects → flashsinkhorn views (zero-copy whenever the
+// core can read the memory in place), and result vectors → NumPy arrays.
+//
+// Inputs, in order of preference:
+//   NumPy float32/float64 arrays      read in place through the NumPy C API (no DLPack capsule, no
+//                                     buffer request): any row stride ≥ cols with unit column
+//                                     stride, any positive vector stride.
+//   DLPack (a capsule from torch.utils.dlpack.to_dlpack, or any object with __dlpack__)
+//                                     imported by nanobind, read in place on the host or a CUDA GPU.
+//   anything else NumPy accepts       (lists, integer or float16 arrays, ...) converted by NumPy.
+// A layout the core cannot read (column stride ≠ 1, overlapping rows, negative strides) is copied
+// once, C-contiguous, on the host; other dtypes become float64 (float16 → float32). Every check
+// raises flashsinkhorn::invalid_argument naming the argument, so Python sees
 // flashsinkhorn.InvalidArgument exactly as for errors found by the library itself.
 #pragma once
 
+#include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <vector>
 
 #include "flashsinkhorn/array_view.hpp"
 
@@ -11,15 +26,40 @@ namespace flashsinkhorn::python {
 
 namespace nb = nanobind;
 
-using input_array = nb::ndarray<nb::ro>;  // any dtype, shape, strides, device: checked below
-using output_array = nb::ndarray<>;
+// An argument as the core will read it, and the references that keep that memory alive.
+struct array_argument {
+  nb::object owner;                   // the NumPy array read (the caller's, or the copy made here)
+  nb::ndarray<nb::ro> dlpack_input;   // or the DLPack import of an input
+  nb::ndarray<> dlpack_output;        // or the DLPack import of an output
+  void* data = nullptr;
+  dtype type = dtype::float64;
+  memory_space space = memory_space::host;
+  int device = 0;
+  int ndim = 0;
+  std::int64_t shape[2] = {0, 0};
+  std::int64_t stride[2] = {0, 0};  // in elements
+};
+
+// Loads the NumPy C API; called once when the module is imported.
+void init_numpy();
+
+// `object` as an input the core reads (copied only where it must be, see above).
+array_argument input_argument(nb::handle object, const char* name);
+// `object` as an output the core writes in place (never copied: a layout or dtype the core cannot
+// write raises).
+array_argument output_argument(nb::handle object, const char* name);
 
 // (rows, cols) float32/float64, unit column stride, any row stride ≥ cols.
-matrix_view as_matrix(const input_array& array, const char* name);
-mutable_matrix_view as_mutable_matrix(const output_array& array, const char* name);
+matrix_view as_matrix(const array_argument& array, const char* name);
+mutable_matrix_view as_mutable_matrix(const array_argument& array, const char* name);
 
-// (size,) float32/float64, any stride.
-vector_view as_vector(const input_array& array, const char* name);
-mutable_vector_view as_mutable_vector(const output_array& array, const char* name);
+// (size,) float32/float64, any positive stride.
+vector_view as_vector(const array_argument& array, const char* name);
+mutable_vector_view as_mutable_vector(const array_argument& array, const char* name);
+
+// A NumPy array of `values`, float32 (rounded once) or float64, that owns the vector's buffer.
+nb::object numpy_vector(std::vector<double>&& values, bool float32);
+// A 0-d NumPy array holding `value`, float32 or float64.
+nb::object numpy_scalar(double value, bool float32);
 
 }  // namespace flashsinkhorn::python

@@ -3,17 +3,17 @@
 // module binds options, result and solver one to one, and releases the GIL around every solve
 // and streamed pass.
 #include <nanobind/nanobind.h>
-#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <cstdint>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "arrays.hpp"
 #include "errors.hpp"
 #include "flashsinkhorn/flashsinkhorn.hpp"
-#include "views.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -21,57 +21,61 @@ using namespace nb::literals;
 namespace flashsinkhorn::python {
 namespace {
 
-using float64_vector = nb::ndarray<nb::numpy, double, nb::ndim<1>>;
-
-// A NumPy float64 array that owns a copy of `values`.
-float64_vector to_numpy(const std::vector<double>& values) {
-  auto* owned = new std::vector<double>(values);
-  nb::capsule deleter(owned, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
-  return float64_vector(owned->data(), {owned->size()}, deleter);
+// (f, g, f_aa, g_bb) as NumPy arrays of the caller's working dtype; f_aa, g_bb are None unless
+// `debiased`.
+nb::tuple potentials(const result& r, bool float32, bool debiased) {
+  return nb::make_tuple(numpy_vector(std::vector<double>(r.f), float32), numpy_vector(std::vector<double>(r.g), float32),
+                        debiased ? numpy_vector(std::vector<double>(r.f_aa), float32) : nb::none(),
+                        debiased ? numpy_vector(std::vector<double>(r.g_bb), float32) : nb::none());
 }
 
-using float32_vector = nb::ndarray<nb::numpy, float, nb::ndim<1>>;
-
-// A NumPy float32 array holding `values` rounded once (no float64 intermediate on the Python side).
-float32_vector to_numpy_float32(const std::vector<double>& values) {
-  auto* owned = new std::vector<float>(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) (*owned)[i] = static_cast<float>(values[i]);
-  nb::capsule deleter(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
-  return float32_vector(owned->data(), {owned->size()}, deleter);
+// The solve and everything the Python result needs, in one call: (cost, primal_cost, iterations,
+// marginal_error, converged, eps, device, total_seconds, f, g, f_aa, g_bb), the potentials as in
+// `potentials`; the cost a 0-d NumPy array of the working dtype when `cost_array` (what
+// torch.from_numpy wraps for torch callers), else a float.
+nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool cost_array) {
+  result r;
+  {
+    nb::gil_scoped_release unlocked;
+    r = s.solve();
+  }
+  // The potentials move into the arrays (no copy of n + m values after the solve).
+  const nb::object cost = cost_array ? numpy_scalar(r.cost, float32) : nb::cast(r.cost);
+  const nb::object f = numpy_vector(std::move(r.f), float32), g = numpy_vector(std::move(r.g), float32);
+  const nb::object f_aa = debiased ? numpy_vector(std::move(r.f_aa), float32) : nb::none();
+  const nb::object g_bb = debiased ? numpy_vector(std::move(r.g_bb), float32) : nb::none();
+  return nb::make_tuple(cost, r.primal_cost, r.iterations, r.marginal_error, r.converged, r.eps, r.device,
+                        r.time.total_seconds, f, g, f_aa, g_bb);
 }
 
-// (f, g, f_aa, g_bb) as NumPy arrays of the caller's working dtype in one call; f_aa, g_bb are None
-// unless `debiased`.
-nb::tuple potentials(const result& r, bool single, bool debiased) {
-  auto convert = [single](const std::vector<double>& v) -> nb::object {
-    return single ? nb::cast(to_numpy_float32(v)) : nb::cast(to_numpy(v));
-  };
-  return nb::make_tuple(convert(r.f), convert(r.g), debiased ? convert(r.f_aa) : nb::none(),
-                        debiased ? convert(r.g_bb) : nb::none());
-}
-
-// The solver plus the caller's arrays it reads from (solver.hpp: the views must outlive it).
+// The solver plus the arguments it reads from (solver.hpp: the views must outlive it).
 struct bound_solver {
-  input_array x, y;
-  std::optional<input_array> a, b, initial_f, initial_g;
+  array_argument x, y, a, b, initial_f, initial_g;
   std::optional<solver> impl;
 
   solver& get() { return *impl; }
 };
 
-void construct(bound_solver* self, input_array x, input_array y, std::optional<input_array> a,
-               std::optional<input_array> b, double eps, double cost_scale, std::optional<input_array> initial_f,
-               std::optional<input_array> initial_g, const options& opts) {
+// None stays an empty argument (no view); anything else is read in place or converted once.
+array_argument optional_input(nb::handle object, const char* name) {
+  return object.is_none() ? array_argument{} : input_argument(object, name);
+}
+
+void construct(bound_solver* self, nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps,
+               double cost_scale, nb::handle initial_f, nb::handle initial_g, const options& opts) {
   // The solver is built before anything is constructed in `self`: if it throws (bad input), there
   // is no half-built object to destroy, and nanobind sees a plain failed __init__. The views point
-  // into the arrays' buffers, which moving the array handles into `self` does not change.
+  // into memory that moving the arguments into `self` does not move.
+  array_argument xs = input_argument(x, "X"), ys = input_argument(y, "Y");
+  array_argument as = optional_input(a, "a"), bs = optional_input(b, "b");
+  array_argument fs = optional_input(initial_f, "initial_f"), gs = optional_input(initial_g, "initial_g");
   problem p;
-  p.x = as_matrix(x, "X");
-  p.y = as_matrix(y, "Y");
-  if (a) p.a = as_vector(*a, "a");
-  if (b) p.b = as_vector(*b, "b");
-  if (initial_f) p.initial_f = as_vector(*initial_f, "initial_f");
-  if (initial_g) p.initial_g = as_vector(*initial_g, "initial_g");
+  p.x = as_matrix(xs, "X");
+  p.y = as_matrix(ys, "Y");
+  if (!a.is_none()) p.a = as_vector(as, "a");
+  if (!b.is_none()) p.b = as_vector(bs, "b");
+  if (!initial_f.is_none()) p.initial_f = as_vector(fs, "initial_f");
+  if (!initial_g.is_none()) p.initial_g = as_vector(gs, "initial_g");
   p.eps = eps;
   p.cost_scale = cost_scale;
   std::optional<solver> impl;
@@ -79,8 +83,8 @@ void construct(bound_solver* self, input_array x, input_array y, std::optional<i
     nb::gil_scoped_release unlocked;
     impl.emplace(p, opts);
   }
-  new (self) bound_solver{std::move(x), std::move(y), std::move(a), std::move(b),
-                          std::move(initial_f), std::move(initial_g), std::move(impl)};
+  new (self) bound_solver{std::move(xs), std::move(ys), std::move(as), std::move(bs),
+                          std::move(fs), std::move(gs), std::move(impl)};
 }
 
 }  // namespace
@@ -93,6 +97,7 @@ NB_MODULE(_core, m) {
   // Solvers held by autograd graphs that are alive at interpreter exit are not leaks of ours.
   nb::set_leak_warnings(false);
   py::register_errors(m);
+  py::init_numpy();
 
   nb::enum_<fs::cost_kind>(m, "CostKind")
       .value("squared_euclidean", fs::cost_kind::squared_euclidean)
@@ -136,10 +141,10 @@ NB_MODULE(_core, m) {
       .def_ro("converged", &fs::result::converged)
       .def_ro("eps", &fs::result::eps)
       .def_ro("device", &fs::result::device)
-      .def_prop_ro("f", [](const fs::result& r) { return py::to_numpy(r.f); }, nb::rv_policy::automatic)
-      .def_prop_ro("g", [](const fs::result& r) { return py::to_numpy(r.g); }, nb::rv_policy::automatic)
-      .def_prop_ro("f_aa", [](const fs::result& r) { return py::to_numpy(r.f_aa); }, nb::rv_policy::automatic)
-      .def_prop_ro("g_bb", [](const fs::result& r) { return py::to_numpy(r.g_bb); }, nb::rv_policy::automatic)
+      .def_prop_ro("f", [](const fs::result& r) { return py::numpy_vector(std::vector<double>(r.f), false); })
+      .def_prop_ro("g", [](const fs::result& r) { return py::numpy_vector(std::vector<double>(r.g), false); })
+      .def_prop_ro("f_aa", [](const fs::result& r) { return py::numpy_vector(std::vector<double>(r.f_aa), false); })
+      .def_prop_ro("g_bb", [](const fs::result& r) { return py::numpy_vector(std::vector<double>(r.g_bb), false); })
       .def("potentials", &py::potentials, "float32"_a, "debias"_a,
            "(f, g, f_aa, g_bb) as NumPy float32 (float32=True) or float64 arrays in one call; f_aa, g_bb None "
            "unless debiased.")
@@ -149,7 +154,9 @@ NB_MODULE(_core, m) {
 
   nb::class_<py::bound_solver>(m, "Solver", "flashsinkhorn::solver (solver.hpp). Outputs are written into `out`.")
       .def("__init__", &py::construct, "x"_a, "y"_a, "a"_a.none(), "b"_a.none(), "eps"_a, "cost_scale"_a,
-           "initial_f"_a.none(), "initial_g"_a.none(), "options"_a)
+           "initial_f"_a.none(), "initial_g"_a.none(), "options"_a,
+           "x, y, a, b, initial_f, initial_g: NumPy arrays or DLPack tensors/capsules (read in place when "
+           "float32/float64 with a readable layout, else converted once), None for the optional ones.")
       .def(
           "solve",
           [](py::bound_solver& s) {
@@ -157,64 +164,94 @@ NB_MODULE(_core, m) {
             return s.get().solve();
           })
       .def(
+          "solve_fields",
+          [](py::bound_solver& s, bool float32, bool debias, bool cost_array) {
+            return py::solve_fields(s.get(), float32, debias, cost_array);
+          },
+          "float32"_a, "debias"_a, "cost_array"_a,
+          "solve() and the result unpacked in one call: (cost, primal_cost, iterations, marginal_error, converged, "
+          "eps, device, total_seconds, f, g, f_aa, g_bb), potentials as in Result.potentials(), cost a 0-d NumPy "
+          "array when cost_array else a float.")
+      .def(
           "apply_plan",
-          [](py::bound_solver& s, const py::input_array& v, const py::output_array& out) {
-            const fs::matrix_view vv = py::as_matrix(v, "V");
-            const fs::mutable_matrix_view ov = py::as_mutable_matrix(out, "out");
+          [](py::bound_solver& s, nb::handle v, nb::handle out) {
+            const py::array_argument va = py::input_argument(v, "V"), oa = py::output_argument(out, "out");
+            const fs::matrix_view vv = py::as_matrix(va, "V");
+            const fs::mutable_matrix_view ov = py::as_mutable_matrix(oa, "out");
             nb::gil_scoped_release unlocked;
             s.get().apply_plan(vv, ov);
           },
           "v"_a, "out"_a)
       .def(
           "apply_plan_transpose",
-          [](py::bound_solver& s, const py::input_array& u, const py::output_array& out) {
-            const fs::matrix_view uv = py::as_matrix(u, "U");
-            const fs::mutable_matrix_view ov = py::as_mutable_matrix(out, "out");
+          [](py::bound_solver& s, nb::handle u, nb::handle out) {
+            const py::array_argument ua = py::input_argument(u, "U"), oa = py::output_argument(out, "out");
+            const fs::matrix_view uv = py::as_matrix(ua, "U");
+            const fs::mutable_matrix_view ov = py::as_mutable_matrix(oa, "out");
             nb::gil_scoped_release unlocked;
             s.get().apply_plan_transpose(uv, ov);
           },
           "u"_a, "out"_a)
       .def(
           "barycentric_projection",
-          [](py::bound_solver& s, const py::output_array& out) {
-            const fs::mutable_matrix_view ov = py::as_mutable_matrix(out, "out");
+          [](py::bound_solver& s, nb::handle out) {
+            const py::array_argument oa = py::output_argument(out, "out");
+            const fs::mutable_matrix_view ov = py::as_mutable_matrix(oa, "out");
             nb::gil_scoped_release unlocked;
             s.get().barycentric_projection(ov);
           },
           "out"_a)
       .def(
           "gradient_x",
-          [](py::bound_solver& s, const py::output_array& out) {
-            const fs::mutable_matrix_view ov = py::as_mutable_matrix(out, "out");
+          [](py::bound_solver& s, nb::handle out) {
+            const py::array_argument oa = py::output_argument(out, "out");
+            const fs::mutable_matrix_view ov = py::as_mutable_matrix(oa, "out");
             nb::gil_scoped_release unlocked;
             s.get().gradient_x(ov);
           },
           "out"_a)
       .def(
           "gradient_y",
-          [](py::bound_solver& s, const py::output_array& out) {
-            const fs::mutable_matrix_view ov = py::as_mutable_matrix(out, "out");
+          [](py::bound_solver& s, nb::handle out) {
+            const py::array_argument oa = py::output_argument(out, "out");
+            const fs::mutable_matrix_view ov = py::as_mutable_matrix(oa, "out");
             nb::gil_scoped_release unlocked;
             s.get().gradient_y(ov);
           },
           "out"_a)
       .def(
           "gradient_a",
-          [](py::bound_solver& s, const py::output_array& out) {
-            const fs::mutable_vector_view ov = py::as_mutable_vector(out, "out");
+          [](py::bound_solver& s, nb::handle out) {
+            const py::array_argument oa = py::output_argument(out, "out");
+            const fs::mutable_vector_view ov = py::as_mutable_vector(oa, "out");
             nb::gil_scoped_release unlocked;
             s.get().gradient_a(ov);
           },
           "out"_a)
       .def(
           "gradient_b",
-          [](py::bound_solver& s, const py::output_array& out) {
-            const fs::mutable_vector_view ov = py::as_mutable_vector(out, "out");
+          [](py::bound_solver& s, nb::handle out) {
+            const py::array_argument oa = py::output_argument(out, "out");
+            const fs::mutable_vector_view ov = py::as_mutable_vector(oa, "out");
             nb::gil_scoped_release unlocked;
             s.get().gradient_b(ov);
           },
           "out"_a)
-      .def_prop_ro("device_name", [](py::bound_solver& s) { return s.get().device_name(); });
+      .def_prop_ro("device_name", [](py::bound_solver& s) { return s.get().device_name(); })
+      .def_prop_ro(
+          "input_addresses",
+          [](const py::bound_solver& s) {
+            auto address = [](const py::array_argument& a) -> nb::object {
+              return a.data == nullptr ? nb::none() : nb::cast(reinterpret_cast<std::uintptr_t>(a.data));
+            };
+            return nb::make_tuple(address(s.x), address(s.y), address(s.a), address(s.b), address(s.initial_f),
+                                  address(s.initial_g));
+          },
+          "(x, y, a, b, initial_f, initial_g): the address of the memory the core reads for each argument (None "
+          "when absent); equal to the caller's buffer when no copy was made. For tests.")
+      .def_prop_ro(
+          "sizes", [](const py::bound_solver& s) { return nb::make_tuple(s.x.shape[0], s.y.shape[0], s.x.shape[1]); },
+          "(n, m, d) of the clouds this solver was built on.");
 
   m.def("version", &fs::version, "The C++ library's version, \"major.minor.patch\".");
   m.def("cuda_available", &fs::cuda_available, "True when this build has CUDA and a CUDA device is visible.");

@@ -1,11 +1,16 @@
 """Arrays in and out: hand the C++ core what it can read without copying, give results back in the
 caller's framework, dtype and device.
 
-Zero-copy: NumPy arrays and CPU torch tensors that are float32/float64 with unit column stride go
-to the core as they are (DLPack; a CPU tensor as its NumPy view `tensor.numpy()`, the same memory, which
-the binding reads faster than through `tensor.__dlpack__`). Copies happen only for other dtypes (→ float64, float16/bfloat16
-→ float32), non-unit column strides, and — until the CUDA backend accepts device views — CUDA
-tensors, which are copied to the host before the call; results are moved back to the tensor's device.
+Zero-copy: NumPy arrays (float32/float64, unit column stride) go to the binding as they are; it reads
+them through the NumPy C API, and converts anything else NumPy accepts (lists, integer or float16
+arrays, unreadable layouts) once, in C++. CPU torch tensors of float32/float64 go as DLPack capsules
+(`torch.utils.dlpack.to_dlpack`: the same memory, no Python-level `__dlpack__` protocol on the call
+path). Torch copies happen only for other dtypes (→ float64, float16/bfloat16 → float32), tensors with
+the negative bit set, and — until the CUDA backend accepts device views — CUDA tensors, which are
+copied to the host before the call; results are moved back to the tensor's device.
+
+Results come out of the core as NumPy arrays in the working dtype; torch callers get them through the
+zero-copy `torch.from_numpy`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 
 try:
     import torch
+    from torch.utils.dlpack import to_dlpack as _to_dlpack
 except ImportError:  # torch is optional
     torch = None
 
@@ -30,9 +36,11 @@ class Frame:
     """Where results go back to: NumPy, or torch with a dtype and a device.
 
     `numpy_dtype` is the working dtype as a NumPy type (what the core reads and writes on the host),
-    `single` is True for float32: both precomputed once per call."""
+    `single` is True for float32, `on_host` is False for tensors on a GPU (results are moved there),
+    `cuda_index` is the GPU of CUDA tensors (None otherwise). Frames are immutable; `Frame.of` hands
+    out shared instances for NumPy and CPU tensors."""
 
-    __slots__ = ("torch", "dtype", "device", "numpy_dtype", "single")
+    __slots__ = ("torch", "dtype", "device", "numpy_dtype", "single", "on_host", "cuda_index")
 
     def __init__(self, torch: bool, dtype: Any, device: Any = None) -> None:
         self.torch = torch
@@ -40,6 +48,10 @@ class Frame:
         self.device = device  # torch.device when torch
         self.numpy_dtype = _NUMPY_OF[dtype] if torch else dtype
         self.single = self.numpy_dtype is np.float32
+        self.on_host = not torch or device.type == "cpu"
+        self.cuda_index = None
+        if torch and device.type == "cuda":
+            self.cuda_index = device.index if device.index is not None else _current_cuda_device()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Frame) and (self.torch, self.dtype, self.device) == (other.torch, other.dtype,
@@ -55,42 +67,52 @@ class Frame:
     def of(*arrays: Array) -> "Frame":
         """The frame of the first point cloud; torch as soon as any argument is a tensor."""
         first = arrays[0]
+        for value in arrays:  # NumPy arrays (and None) only: no torch type check at all
+            if value is not None and type(value) is not np.ndarray:
+                break
+        else:
+            dtype = first.dtype  # identity with NumPy's built-in descriptors, then a dictionary
+            frame = _FLOAT64_FRAME if dtype is _FLOAT64 else _FLOAT32_FRAME if dtype is _FLOAT32 else None
+            return frame if frame is not None else _numpy_frame(dtype)
         if torch is not None:
             tensor = torch.Tensor
             ref = first if isinstance(first, tensor) else next((v for v in arrays if isinstance(v, tensor)), None)
             if ref is not None:
+                if ref.is_cpu:
+                    frame = _CPU_TENSOR_FRAMES.get(ref.dtype)
+                    if frame is not None:
+                        return frame
                 return Frame(True, _working_torch_dtype(ref.dtype), ref.device)
-        dtype = first.dtype if isinstance(first, np.ndarray) else np.asarray(first).dtype
-        return Frame(False, _working_numpy_dtype(dtype))
+        return _numpy_frame(first.dtype if isinstance(first, np.ndarray) else np.asarray(first).dtype)
 
-    @property
-    def cuda_index(self) -> int | None:
-        if self.torch and self.device.type == "cuda":
-            return self.device.index if self.device.index is not None else torch.cuda.current_device()
-        return None
-
-    def empty_host(self, shape: tuple[int, ...]) -> Array:
+    def empty_host(self, shape: tuple[int, ...]) -> np.ndarray:
         """An output buffer the core can write: always NumPy (a torch frame gets it back through the
         zero-copy `torch.from_numpy` in give_back)."""
         return np.empty(shape, dtype=self.numpy_dtype)
 
-    def give_back(self, host: Array) -> Array:
-        """A host result (NumPy or CPU tensor) in the caller's framework, dtype and device."""
-        if self.torch:
-            if not isinstance(host, torch.Tensor):  # NumPy from the core: cast there (cheaper than in torch)
-                host = torch.from_numpy(host if host.dtype == self.numpy_dtype else host.astype(self.numpy_dtype))
-            if self.device.type != "cpu":
-                host = host.to(self.device)
+    def give_back(self, host: np.ndarray) -> Array:
+        """A NumPy result of the core (already in the working dtype) in the caller's framework and
+        device."""
+        if not self.torch:
             return host
-        return host if host.dtype == self.dtype else host.astype(self.dtype)
+        tensor = torch.from_numpy(host)
+        return tensor if self.on_host else tensor.to(self.device)
 
-    def scalar(self, value: float) -> Any:
-        if self.torch:
-            return torch.scalar_tensor(value, dtype=self.dtype, device=self.device)
-        return float(value)
+
+def _current_cuda_device() -> int:
+    return torch.cuda.current_device()
 
 
 _NUMPY_OF = {} if torch is None else {torch.float32: np.float32, torch.float64: np.float64}
+_FLOAT32, _FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
+_FLOAT32_FRAME, _FLOAT64_FRAME = Frame(False, np.float32), Frame(False, np.float64)
+_NUMPY_FRAMES = {_FLOAT32: _FLOAT32_FRAME, _FLOAT64: _FLOAT64_FRAME}
+_CPU_TENSOR_FRAMES = {} if torch is None else {t: Frame(True, t, torch.device("cpu")) for t in _NUMPY_OF}
+
+
+def _numpy_frame(dtype: np.dtype) -> Frame:
+    frame = _NUMPY_FRAMES.get(dtype)
+    return frame if frame is not None else Frame(False, _working_numpy_dtype(dtype))
 
 
 def _working_numpy_dtype(dtype: np.dtype) -> Any:
@@ -105,30 +127,19 @@ def _working_torch_dtype(dtype: Any) -> Any:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else torch.float64
 
 
-def host_array(value: Array | None, frame: Frame) -> Array | None:
-    """`value` as a NumPy array or CPU tensor the core reads in place (copied only when it must be)."""
-    if value is None:
-        return None
-    if torch is not None and isinstance(value, torch.Tensor):
-        tensor = value.detach()
-        if tensor.device.type != "cpu":
-            tensor = tensor.cpu()  # the host copy that goes away once the CUDA backend takes device views
-        if tensor.dtype not in (torch.float32, torch.float64):
-            tensor = tensor.to(_working_torch_dtype(tensor.dtype))
-        if tensor.dim() == 2 and tensor.shape[1] > 1 and tensor.stride(1) != 1:
-            tensor = tensor.contiguous()
-        elif tensor.dim() == 2 and tensor.shape[0] > 1 and tensor.stride(0) < tensor.shape[1]:
-            tensor = tensor.contiguous()
-        # A CPU tensor's NumPy view: zero-copy and far cheaper for the binding than tensor.__dlpack__.
-        return tensor.numpy() if not (tensor.is_conj() or tensor.is_neg()) else tensor
-    array = np.asarray(value)
-    if array.dtype not in (np.float32, np.float64):
-        array = array.astype(_working_numpy_dtype(array.dtype))
-    if array.ndim == 2 and not array.flags.c_contiguous:
-        rows_ok = array.shape[0] <= 1 or (array.strides[0] >= array.strides[1] * array.shape[1]
-                                          and array.strides[0] % array.itemsize == 0)
-        if (array.shape[1] > 1 and array.strides[1] != array.itemsize) or not rows_ok:
-            array = np.ascontiguousarray(array)
-    elif array.ndim == 1 and array.strides and array.strides[0] % array.itemsize != 0:
-        array = np.ascontiguousarray(array)
-    return array
+def host_array(value: Array | None, frame: Frame) -> Any:
+    """`value` as the binding takes it: NumPy arrays and array-likes unchanged (the binding reads
+    NumPy in place, converts the rest once), tensors as a DLPack capsule of host memory in
+    float32/float64 (zero-copy for CPU float tensors; layouts the core cannot read are copied by
+    the binding)."""
+    if value is None or torch is None or not isinstance(value, torch.Tensor):
+        return value
+    dtype = value.dtype
+    if value.is_cpu and (dtype is torch.float64 or dtype is torch.float32) and not value.is_neg():
+        return _to_dlpack(value)  # the tensor's own memory (requires_grad or not: nothing is recorded)
+    tensor = value.detach()
+    if not tensor.is_cpu:
+        tensor = tensor.cpu()  # the host copy that goes away once the CUDA backend takes device views
+    if tensor.dtype not in (torch.float32, torch.float64):
+        tensor = tensor.to(_working_torch_dtype(tensor.dtype))
+    return _to_dlpack(tensor.resolve_neg())

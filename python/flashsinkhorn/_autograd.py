@@ -10,7 +10,6 @@ NotImplementedError instead of returning a silently wrong zero.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch
@@ -29,11 +28,9 @@ class SinkhornFunction(torch.autograd.Function):
         result = solver.solve()
         ctx.solver = solver
         # Metadata only: keeping the output tensors on ctx would make a reference cycle through grad_fn.
-        # (a shallow copy with three fields changed: what dataclasses.replace does, without its per-call
-        # field introspection)
-        meta = copy.copy(result)
-        meta.f, meta.g, meta.cost = None, None, float(result.cost)
-        ctx.result = meta
+        ctx.result = SinkhornResult(None, None, float(result.cost), result.primal_cost, result.iterations,
+                                    result.marginal_error, result.converged, result.eps, result.device, result.seconds,
+                                    solver, result.f_aa, result.g_bb)
         ctx.mark_non_differentiable(result.f, result.g)
         ctx.save_for_backward(*(v for v in (x, y, a, b) if v is not None))
         return result.cost, result.f, result.g
@@ -71,16 +68,17 @@ def differentiable_sinkhorn(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor | 
     """`sinkhorn()` with a differentiable `cost` (see SinkhornFunction)."""
     if not torch.is_grad_enabled():
         return Solver(x, y, a, b, **kwargs).solve()
-    x, y = torch.as_tensor(x), torch.as_tensor(y)
-    a = None if a is None else torch.as_tensor(a)
-    b = None if b is None else torch.as_tensor(b)
+    x, y, a, b = _tensor(x), _tensor(y), _tensor(a), _tensor(b)
     cost, f, g = SinkhornFunction.apply(x, y, a, b, kwargs)
     # ctx is not reachable from here; the solved Solver rides on the graph node.
     node = cost.grad_fn
     result: SinkhornResult = node.result if node is not None and hasattr(node, "result") else None
     if result is None:  # no input required grad after all
         return Solver(x, y, a, b, **kwargs).solve()
-    return SinkhornResult(f=f, g=g, cost=cost, primal_cost=result.primal_cost, iterations=result.iterations,
-                          marginal_error=result.marginal_error, converged=result.converged, eps=result.eps,
-                          device=result.device, seconds=result.seconds, solver=result.solver, f_aa=result.f_aa,
-                          g_bb=result.g_bb)
+    return SinkhornResult(f, g, cost, result.primal_cost, result.iterations, result.marginal_error, result.converged,
+                          result.eps, result.device, result.seconds, result.solver, result.f_aa, result.g_bb)
+
+
+def _tensor(value: Any) -> torch.Tensor | None:
+    """A tensor for SinkhornFunction.apply (NumPy arrays and lists mixed with tensors become tensors)."""
+    return value if value is None or isinstance(value, torch.Tensor) else torch.as_tensor(value)

@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from . import _core
 from ._arrays import Array, Frame, host_array, is_tensor
-from ._options import cached_options
+from ._options import options_for
 
 
-@dataclass
+@dataclass(slots=True)
 class SinkhornResult:
     """OT_ε(a, b) = min_P ⟨P, C⟩ + ε·KL(P ‖ a⊗b) = ⟨a, f⟩ + ⟨b, g⟩ at convergence, with its potentials.
 
@@ -41,11 +43,6 @@ class SinkhornResult:
     g_bb: Array | None = field(repr=False, default=None)
 
 
-def default_precision(frame: Frame) -> str:
-    """fp64 for float64 inputs, fp32 otherwise (the arithmetic follows the data, as in GeomLoss)."""
-    return "fp32" if frame.single else "fp64"
-
-
 class Solver:
     """P_ij = a_i b_j exp((f_i + g_j − C_ij)/ε), C_ij = s‖x_i − y_j‖²: a solve, then streamed products with P.
 
@@ -62,20 +59,11 @@ class Solver:
                  reach: float | None = None, reach_x: float | None = None, reach_y: float | None = None,
                  debias: bool = False, precision: str | None = None, device: str = "auto", threads: int = 0,
                  normalize_weights: bool = True) -> None:
-        self._frame = Frame.of(x, y, a, b)
-        hx, hy = host_array(x, self._frame), host_array(y, self._frame)
-        self._n = int(hx.shape[0]) if getattr(hx, "ndim", 0) == 2 else 0
-        self._m = int(hy.shape[0]) if getattr(hy, "ndim", 0) == 2 else 0
-        self._d = int(hx.shape[1]) if getattr(hx, "ndim", 0) == 2 else 0
-        self._debias = bool(debias)
-        options = cached_options(
-            cost=cost, solver=solver, scaling=scaling, diameter=diameter, iters=iters, tol=tol,
-            check_every=check_every, reach=reach, reach_x=reach_x, reach_y=reach_y, debias=debias,
-            precision=default_precision(self._frame) if precision is None else precision, device=device,
-            threads=threads, normalize_weights=normalize_weights, input_cuda_index=self._frame.cuda_index)
-        self._core = _core.Solver(hx, hy, host_array(a, self._frame), host_array(b, self._frame), float(eps),
-                                  float(cost_scale), host_array(initial_f, self._frame),
-                                  host_array(initial_g, self._frame), options)
+        frame = Frame.of(x, y, a, b)
+        self._frame, self._debias = frame, bool(debias)
+        self._core = _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
+                               iters, tol, check_every, reach, reach_x, reach_y, debias, precision, device, threads,
+                               normalize_weights)
 
     @property
     def device_name(self) -> str:
@@ -84,37 +72,54 @@ class Solver:
     def solve(self) -> SinkhornResult:
         """f_i ← −ε·LSE_j[(g_j − C_ij)/ε + log b_j], g_j ← −ε·LSE_i[(f_i − C_ij)/ε + log a_i] until the
         L1 marginal error ≤ tol (or the iteration cap). Returns the potentials and the value."""
-        r = self._core.solve()
         frame = self._frame
-        # The potentials come out of the core already in the working dtype (float32 rounded once in C++,
-        # no float64 intermediate array), and reach torch through the zero-copy torch.from_numpy.
-        f, g, f_aa, g_bb = r.potentials(frame.single, self._debias)
-        give_back = frame.give_back
-        return SinkhornResult(f=give_back(f), g=give_back(g), cost=frame.scalar(r.cost),
-                              primal_cost=r.primal_cost, iterations=r.iterations,
-                              marginal_error=r.marginal_error, converged=r.converged, eps=r.eps,
-                              device=r.device, seconds=r.total_seconds, solver=self,
-                              f_aa=None if f_aa is None else give_back(f_aa),
-                              g_bb=None if g_bb is None else give_back(g_bb))
+        return self._result(*self._core.solve_fields(frame.single, self._debias, frame.torch))
 
-    def _matrix_product(self, method, values: Array, rows: int, name: str) -> Array:
-        host = host_array(values, self._frame)
-        vector = getattr(host, "ndim", 2) == 1
+    def _result(self, cost, primal_cost, iterations, marginal_error, converged, eps, device, seconds, f, g, f_aa,
+                g_bb) -> SinkhornResult:
+        """The fields of the core's solve_fields: the potentials come as NumPy arrays already in the working
+        dtype (float32 rounded once in C++, no float64 intermediate array) and the cost, for torch, as a 0-d
+        array; torch callers get them through the zero-copy torch.from_numpy."""
+        frame = self._frame
+        if frame.torch:
+            give_back = frame.give_back
+            cost, f, g = give_back(cost), give_back(f), give_back(g)
+            if f_aa is not None:
+                f_aa, g_bb = give_back(f_aa), give_back(g_bb)
+        return SinkhornResult(f, g, cost, primal_cost, iterations, marginal_error, converged, eps, device, seconds, self,
+                              f_aa, g_bb)
+
+    def _matrix_product(self, method, values: Array, rows: int) -> Array:
+        if not (isinstance(values, np.ndarray) or is_tensor(values)):
+            values = np.asarray(values)
+        vector = values.ndim == 1
         if vector:
-            host = host.reshape(-1, 1)
-        k = int(host.shape[1]) if host.ndim == 2 else 0
+            values = values.reshape(-1, 1)
+        k = int(values.shape[1]) if values.ndim == 2 else 0
         out = self._frame.empty_host((rows, k))
-        method(host, out)
+        method(host_array(values, self._frame), out)
         out = self._frame.give_back(out)
         return out.reshape(-1) if vector else out
 
+    @property
+    def _n(self) -> int:
+        return self._core.sizes[0]
+
+    @property
+    def _m(self) -> int:
+        return self._core.sizes[1]
+
+    @property
+    def _d(self) -> int:
+        return self._core.sizes[2]
+
     def apply_plan(self, v: Array) -> Array:
         """(P·V)_i = Σ_j P_ij V_j for V of shape (m, k) or (m,); returns (n, k) or (n,)."""
-        return self._matrix_product(self._core.apply_plan, v, self._n, "V")
+        return self._matrix_product(self._core.apply_plan, v, self._n)
 
     def apply_plan_transpose(self, u: Array) -> Array:
         """(Pᵀ·U)_j = Σ_i P_ij U_i for U of shape (n, k) or (n,); returns (m, k) or (m,)."""
-        return self._matrix_product(self._core.apply_plan_transpose, u, self._m, "U")
+        return self._matrix_product(self._core.apply_plan_transpose, u, self._m)
 
     def barycentric_projection(self) -> Array:
         """T(x_i) = Σ_j P_ij y_j / Σ_j P_ij, shape (n, d), in the coordinates of the input y."""
@@ -187,15 +192,36 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     Raises:
       flashsinkhorn.InvalidArgument (a ValueError) with the library's message for unusable input.
     """
-    kwargs = dict(eps=eps, cost_scale=cost_scale, cost=cost, solver=solver, scaling=scaling, diameter=diameter,
-                  iters=iters, tol=tol,
-                  check_every=check_every, reach=reach, reach_x=reach_x, reach_y=reach_y, debias=debias,
-                  precision=precision, device=device, threads=threads, normalize_weights=normalize_weights,
-                  initial_f=initial_f, initial_g=initial_g)
-    if _requires_grad(x) or _requires_grad(y) or _requires_grad(a) or _requires_grad(b):
-        from ._autograd import differentiable_sinkhorn  # torch is present: one of the inputs is a tensor
+    frame = Frame.of(x, y, a, b)
+    if frame.torch and (_requires_grad(x) or _requires_grad(y) or _requires_grad(a) or _requires_grad(b)):
+        from ._autograd import differentiable_sinkhorn
+        kwargs = dict(eps=eps, cost_scale=cost_scale, cost=cost, solver=solver, scaling=scaling, diameter=diameter,
+                      iters=iters, tol=tol, check_every=check_every, reach=reach, reach_x=reach_x, reach_y=reach_y,
+                      debias=debias, precision=precision, device=device, threads=threads,
+                      normalize_weights=normalize_weights, initial_f=initial_f, initial_g=initial_g)
         return differentiable_sinkhorn(x, y, a, b, kwargs)
-    return Solver(x, y, a, b, **kwargs).solve()
+    # Solver(...).solve(), without binding the keyword arguments a second time (every Python-level call
+    # on this path costs microseconds when the interpreter's caches are cold after a long solve).
+    s = Solver.__new__(Solver)
+    s._frame, s._debias = frame, bool(debias)
+    core = s._core = _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
+                               iters, tol, check_every, reach, reach_x, reach_y, debias, precision, device, threads,
+                               normalize_weights)
+    return s._result(*core.solve_fields(frame.single, s._debias, frame.torch))
+
+
+def _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter, iters, tol,
+              check_every, reach, reach_x, reach_y, debias, precision, device, threads, normalize_weights) -> "_core.Solver":
+    """The core solver: NumPy arrays and array-likes go as they are (the binding reads NumPy in place and
+    converts the rest), tensors as host DLPack capsules, the options from the cache."""
+    if precision is None:  # the arithmetic follows the data, as in GeomLoss
+        precision = "fp32" if frame.single else "fp64"
+    options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, reach, reach_x, reach_y, debias,
+                          precision, device, threads, normalize_weights, frame.cuda_index)
+    if frame.torch:
+        x, y, a, b = host_array(x, frame), host_array(y, frame), host_array(a, frame), host_array(b, frame)
+        initial_f, initial_g = host_array(initial_f, frame), host_array(initial_g, frame)
+    return _core.Solver(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options)
 
 
 def _requires_grad(value: Any) -> bool:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 from . import _core
 
 _COSTS = {"sqeuclidean": _core.CostKind.squared_euclidean, "squared_euclidean": _core.CostKind.squared_euclidean,
@@ -67,16 +65,29 @@ def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scal
     return o
 
 
-@functools.lru_cache(maxsize=64)
-def _options_for(items: tuple) -> "_core.Options":
-    return make_options(**dict(items))  # raises for bad arguments: lru_cache stores no exceptions
+_OPTION_NAMES = ("cost", "solver", "scaling", "diameter", "iters", "tol", "check_every", "reach", "reach_x", "reach_y",
+                 "debias", "precision", "device", "threads", "normalize_weights", "input_cuda_index")
 
 
-def cached_options(**kwargs) -> "_core.Options":
-    """make_options(**kwargs), built once per distinct argument set and reused (the core copies the
-    options into each solver, so sharing one Options object between calls is safe). Callers must not
-    mutate the returned object; arguments that are not hashable skip the cache."""
+_OPTIONS: dict = {}  # argument tuple → Options, at most _OPTIONS_KEPT entries
+_OPTIONS_KEPT = 64
+
+
+def options_for(cost, solver, scaling, diameter, iters, tol, check_every, reach, reach_x, reach_y, debias, precision,
+                device, threads, normalize_weights, input_cuda_index) -> "_core.Options":
+    """make_options(...) with every argument given positionally (in _OPTION_NAMES order), built once
+    per distinct argument tuple and reused: the call path hashes one tuple instead of building
+    options. The core copies the options into each solver, so sharing one Options object between
+    calls is safe; callers must not mutate it. Unhashable arguments (a list) skip the cache."""
+    key = (cost, solver, scaling, diameter, iters, tol, check_every, reach, reach_x, reach_y, debias, precision, device,
+           threads, normalize_weights, input_cuda_index)
     try:
-        return _options_for(tuple(kwargs.items()))
-    except TypeError:  # an unhashable argument (e.g. a list): build it, do not cache
-        return make_options(**kwargs)
+        options = _OPTIONS.get(key)
+    except TypeError:  # an unhashable argument: build it, do not cache
+        return make_options(**dict(zip(_OPTION_NAMES, key)))
+    if options is None:
+        options = make_options(**dict(zip(_OPTION_NAMES, key)))  # raises for bad arguments: nothing is cached then
+        if len(_OPTIONS) >= _OPTIONS_KEPT:
+            _OPTIONS.clear()
+        _OPTIONS[key] = options
+    return options

@@ -59,7 +59,7 @@ def test_strided_and_readonly_inputs_match_contiguous():
     wide = np.zeros((30, 9))
     wide[:, :4] = x  # row stride 9, column stride 1: passed without a copy
     x_view = wide[:, :4]
-    y_fortran = np.asfortranarray(y)  # column stride ≠ 1: copied by the package
+    y_fortran = np.asfortranarray(y)  # column stride ≠ 1: copied once by the binding
     y_fortran.setflags(write=False)
     a_strided = np.repeat(a, 2)[::2]  # stride 2
     got = fs.sinkhorn(x_view, y_fortran, a_strided, b, eps=0.3, **converged_kwargs()).cost

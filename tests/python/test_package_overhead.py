@@ -1,7 +1,9 @@
 """The call-overhead mechanisms of the package (issue 6), checked as mechanisms — no timings here
-(bench/python_call_overhead.py measures them): float32 potentials come out of the core already in
-float32 (no float64 intermediate), CPU tensors reach the core as zero-copy NumPy views, torch results
-share the buffer the core wrote, and option objects are built once per argument set."""
+(bench/python_call_overhead.py measures them): the core reads contiguous float32/float64 NumPy arrays
+and CPU tensors in place (checked by address through the binding's `input_addresses`), copies only
+layouts and dtypes it cannot read, hands the potentials back without a float64 intermediate or a
+copy, torch results share the buffer the core wrote, and option objects are built once per argument
+set."""
 
 from __future__ import annotations
 
@@ -11,22 +13,90 @@ import pytest
 pytest.importorskip("flashsinkhorn._core")
 import flashsinkhorn as fs  # noqa: E402
 from flashsinkhorn import _core  # noqa: E402
-from flashsinkhorn._arrays import Frame, host_array  # noqa: E402
-from flashsinkhorn._options import cached_options, make_options  # noqa: E402
+from flashsinkhorn._arrays import Frame  # noqa: E402
+from flashsinkhorn._options import make_options, options_for  # noqa: E402
 
 from package_helpers import random_problem  # noqa: E402
 
+_OPTION_DEFAULTS = dict(cost="sqeuclidean", solver="alternating", scaling=None, diameter=None, iters=1000, tol=1e-4,
+                        check_every=10, reach=None, reach_x=None, reach_y=None, debias=False, precision="fp32",
+                        device="auto", threads=0, normalize_weights=True, input_cuda_index=None)
 
-def _points(dtype):
-    x, y, _, _ = random_problem(5, 17, 13, 3)
-    return x.astype(dtype), y.astype(dtype)
+
+def _points(dtype, seed=5):
+    x, y, a, b = random_problem(seed, 17, 13, 3)
+    return x.astype(dtype), y.astype(dtype), a.astype(dtype), b.astype(dtype)
+
+
+def _addresses(solver):
+    """(x, y, a, b, initial_f, initial_g): where the core reads each argument."""
+    return solver._core.input_addresses
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_contiguous_numpy_inputs_are_read_in_place(dtype):
+    """The core's views point into the caller's buffers: no copy on the way in, weights and warm start
+    included. Fails if any layer (package or binding) copies or converts a readable array."""
+    x, y, a, b = _points(dtype)
+    f0, g0 = np.zeros(17, dtype), np.zeros(13, dtype)
+    s = fs.Solver(x, y, a, b, eps=0.5, initial_f=f0, initial_g=g0, threads=1)
+    assert _addresses(s) == tuple(v.ctypes.data for v in (x, y, a, b, f0, g0))
+    # Row-strided views (a column slice of a wider array) and strided weights are readable too.
+    wide = np.zeros((17, 9), dtype)
+    wide[:, :3] = x
+    strided_a = np.repeat(a, 2)[::2]
+    s = fs.Solver(wide[:, :3], y, strided_a, b, eps=0.5, threads=1)
+    assert _addresses(s)[:3] == (wide.ctypes.data, y.ctypes.data, strided_a.ctypes.data)
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_cpu_tensors_are_read_in_place(dtype_name):
+    torch = pytest.importorskip("torch")
+    dtype = getattr(torch, dtype_name)
+    x, y, a, b = (torch.from_numpy(v) for v in _points(getattr(np, dtype_name)))
+    s = fs.Solver(x, y, a, b, eps=0.5, threads=1)
+    assert _addresses(s)[:4] == tuple(v.data_ptr() for v in (x, y, a, b))
+    xg = x.clone().requires_grad_(True)  # read in place too: nothing is recorded for the graph here
+    assert _addresses(fs.Solver(xg, y, eps=0.5, threads=1))[0] == xg.data_ptr()
+    assert x.dtype == dtype
+
+
+def test_unreadable_inputs_are_copied_once_and_give_the_same_value():
+    """Column stride ≠ 1, integer dtypes and lists are converted (so the address differs) — and the
+    value is that of the contiguous float64 problem."""
+    x, y, a, b = _points(np.float64)
+    ref = fs.sinkhorn(x, y, a, b, eps=0.5, precision="fp64", threads=1).cost
+    y_fortran = np.asfortranarray(y)
+    s = fs.Solver(x, y_fortran, a, b, eps=0.5, precision="fp64", threads=1)
+    assert _addresses(s)[1] != y_fortran.ctypes.data
+    assert s.solve().cost == pytest.approx(ref, rel=1e-12)
+    xi = np.round(x * 4).astype(np.int64)
+    s = fs.Solver(xi, y, a.tolist(), b, eps=0.5, precision="fp64", threads=1)
+    assert _addresses(s)[0] != xi.ctypes.data
+    ref_int = fs.sinkhorn(xi.astype(np.float64), y, a, b, eps=0.5, precision="fp64", threads=1).cost
+    assert s.solve().cost == pytest.approx(ref_int, rel=1e-12)
+
+
+def test_tensor_with_the_negative_bit_is_resolved():
+    """A real view with the negative bit set (the imaginary part of a conjugated complex tensor) is read
+    as its values, not as the memory under it (DLPack cannot carry the bit)."""
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator().manual_seed(3)
+    z = torch.complex(torch.randn(9, 1, generator=gen, dtype=torch.float64),
+                      torch.randn(9, 1, generator=gen, dtype=torch.float64))
+    x = z.conj().imag  # shape (9, 1), row stride 2: a readable layout, but the negative bit is set
+    assert x.is_neg()
+    y = torch.randn(7, 1, generator=gen, dtype=torch.float64)
+    got = fs.sinkhorn(x, y, eps=0.5, threads=1).cost
+    want = fs.sinkhorn(x.resolve_neg().clone(), y, eps=0.5, threads=1).cost
+    assert float(got) == pytest.approx(float(want), rel=1e-12)
 
 
 @pytest.mark.parametrize("debias", [False, True])
 def test_core_hands_float32_potentials_directly(debias):
     """Result.potentials(float32=True) rounds the float64 potentials once in C++: equal to the float64
     copy rounded, already float32, and owned by the core's capsule (not an astype of a NumPy array)."""
-    x, y = _points(np.float32)
+    x, y, _, _ = _points(np.float32)
     s = fs.Solver(x, y, eps=0.5, debias=debias)
     r = s._core.solve()
     f, g, f_aa, g_bb = r.potentials(True, debias)
@@ -42,22 +112,15 @@ def test_core_hands_float32_potentials_directly(debias):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_numpy_result_keeps_the_core_buffer(dtype):
-    """The returned potentials are the arrays the core produced (no further astype copy)."""
-    x, y = _points(dtype)
-    r = fs.sinkhorn(x, y, eps=0.5, debias=True)
+    """The returned potentials are the arrays the core produced (no further astype copy), equal to a
+    second solve's Result.potentials."""
+    x, y, _, _ = _points(dtype)
+    r = fs.sinkhorn(x, y, eps=0.5, debias=True, threads=1)
     for v in (r.f, r.g, r.f_aa, r.g_bb):
-        assert v.dtype == dtype and not isinstance(v.base, np.ndarray)
-
-
-def test_cpu_tensor_reaches_the_core_as_a_numpy_view():
-    torch = pytest.importorskip("torch")
-    x = torch.randn(7, 3, dtype=torch.float32)
-    frame = Frame.of(x)
-    host = host_array(x, frame)
-    assert isinstance(host, np.ndarray) and host.dtype == np.float32
-    assert host.ctypes.data == x.data_ptr()  # the same memory: no copy
-    g = x.clone().requires_grad_(True)
-    assert host_array(g, frame).ctypes.data == g.data_ptr()  # detached view, still no copy
+        assert v.dtype == dtype and not isinstance(v.base, np.ndarray) and v.flags.writeable
+    ref = fs.Solver(x, y, eps=0.5, debias=True, threads=1)._core.solve().potentials(dtype == np.float32, True)
+    for got, want in zip((r.f, r.g, r.f_aa, r.g_bb), ref):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("dtype_name", ["float32", "float64"])
@@ -69,17 +132,33 @@ def test_torch_outputs_share_the_buffer_the_core_wrote(dtype_name):
     assert isinstance(out, np.ndarray) and out.dtype == np.dtype(dtype_name)
     t = frame.give_back(out)
     assert isinstance(t, torch.Tensor) and t.dtype == getattr(torch, dtype_name) and t.data_ptr() == out.ctypes.data
-    x, y = _points(getattr(np, dtype_name))
+    x, y, _, _ = _points(getattr(np, dtype_name))
     r = fs.sinkhorn(torch.from_numpy(x), torch.from_numpy(y), eps=0.5)
     assert r.f.dtype == getattr(torch, dtype_name) and r.g.dtype == getattr(torch, dtype_name)
+    assert r.cost.dtype == getattr(torch, dtype_name) and r.cost.shape == ()
     gx = r.solver.gradient_x()
     assert isinstance(gx, torch.Tensor) and gx.dtype == getattr(torch, dtype_name) and gx.shape == x.shape
 
 
+def test_frames_are_shared():
+    """NumPy and CPU-tensor frames are looked up, not built, per call."""
+    x, y, _, _ = _points(np.float64)
+    assert Frame.of(x, y, None, None) is Frame.of(x.copy(), y)
+    assert Frame.of(x.astype(np.float32)).single and not Frame.of(x).single
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(x)
+    assert Frame.of(t, y) is Frame.of(t.clone()) and Frame.of(x, t).torch  # torch as soon as one tensor is given
+
+
+def _options(**overrides):
+    values = dict(_OPTION_DEFAULTS, **overrides)
+    return options_for(*values.values())
+
+
 def test_options_are_built_once_per_argument_set():
-    a = cached_options(iters=7, tol=0.0, precision="fp32", device="cpu")
-    b = cached_options(iters=7, tol=0.0, precision="fp32", device="cpu")
-    c = cached_options(iters=8, tol=0.0, precision="fp32", device="cpu")
+    a = _options(iters=7, tol=0.0, device="cpu")
+    b = _options(iters=7, tol=0.0, device="cpu")
+    c = _options(iters=8, tol=0.0, device="cpu")
     assert a is b and a is not c
     assert isinstance(a, _core.Options) and a.max_iterations == 7 and c.max_iterations == 8
     ref = make_options(iters=7, tol=0.0, precision="fp32", device="cpu")
@@ -87,6 +166,6 @@ def test_options_are_built_once_per_argument_set():
                  "scaling", "diameter", "reach_x", "reach_y", "debias", "normalize_weights", "cpu_threads"):
         assert getattr(a, name) == getattr(ref, name), name
     with pytest.raises(fs.InvalidArgument, match="cost"):
-        cached_options(cost="nope")
+        _options(cost="nope")
     with pytest.raises(fs.InvalidArgument, match="cost"):  # errors are not cached away
-        cached_options(cost="nope")
+        _options(cost="nope")

@@ -29,7 +29,7 @@ if has build; then
     >> "$out/build.log" 2>&1 || { echo "configure failed" | tee -a "$out/build.log"; exit 1; }
   # Our targets first, so that a broken unrelated target cannot hide the GPU results.
   cmake --build "$build" -j "$jobs" --target flashsinkhorn_gpu_tests flashsinkhorn_gpu_bench flashsinkhorn_cli \
-    flashsinkhorn_precision_study \
+    flashsinkhorn_precision_study flashsinkhorn_block_bench \
     >> "$out/build.log" 2>&1 || { echo "GPU targets failed to build" | tee -a "$out/build.log"; status=1; }
   if has cpu; then
     cmake --build "$build" -j "$jobs" >> "$out/build.log" 2>&1 || { echo "full build failed" | tee -a "$out/build.log"; status=1; }
@@ -81,6 +81,10 @@ if has bench; then
     || { echo "bench failed"; status=1; }
   cp /tmp/bench/gpu_forward_*.json "$out/" 2>/dev/null
   cat "$out/bench.log" | tail -40
+  # Launch overhead of the solver's iteration blocks: half-steps vs plain blocks vs CUDA graphs.
+  timeout 120 "$build/bench/flashsinkhorn_block_bench" > "$out/block_bench.jsonl" 2>> "$out/bench.log" \
+    || echo "block bench failed"
+  cat "$out/block_bench.jsonl"
 fi
 if has profile; then
   # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call).

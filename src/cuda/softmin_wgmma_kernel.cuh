@@ -32,7 +32,8 @@ struct wgmma_geometry {
   int panels = 0;       // 32-word swizzle panels per row
   int query_bytes = 0;  // (panels, kWgmmaBlockM, 128 B)
   int key_bytes = 0;    // (panels, kTileN, 128 B)
-  int stage_bytes = 0;
+  int stage_bytes = 0;  // = key_bytes
+  int bias_bytes = 0;   // β ring: one slot of kTileN floats per stage
   int stages = 0;
   int total_bytes = 0;  // including the slack that aligns the base to 1024 B
   bool fits = false;
@@ -45,9 +46,7 @@ __host__ __device__ inline wgmma_geometry make_wgmma_geometry(std::int64_t row_w
   g.panels = (g.row_words + wgmma::kPanelWords - 1) / wgmma::kPanelWords;
   g.query_bytes = g.panels * tile::kWgmmaBlockM * wgmma::kPanelRowBytes;
   g.key_bytes = g.panels * wgmma::kTileN * wgmma::kPanelRowBytes;
-  const int bias_bytes = wgmma::kTileN * 4;
-  g.stage_bytes = (g.key_bytes + bias_bytes + wgmma::kPanelAlignment - 1) / wgmma::kPanelAlignment *
-                  wgmma::kPanelAlignment;
+  g.stage_bytes = g.key_bytes;
   const bool shape_ok = row_words > 0 && row_words % 8 == 0 && row_words <= tile::kWgmmaMaxRowWords;
   // With two CTAs per SM each gets half of the SM's shared memory (less the 1 KiB per CTA that
   // the hardware reserves; the opt-in per-block limit is the SM's capacity less that 1 KiB).
@@ -55,7 +54,8 @@ __host__ __device__ inline wgmma_geometry make_wgmma_geometry(std::int64_t row_w
                                                  : (max_shared_bytes + 1024) / tile::kWgmmaCtasPerSm - 1024;
   for (int stages = tile::kWgmmaMaxStages; stages >= tile::kWgmmaMinStages; --stages) {
     g.stages = stages;
-    g.total_bytes = wgmma::kPanelAlignment + g.query_bytes + stages * g.stage_bytes;
+    g.bias_bytes = stages * wgmma::kTileN * 4;
+    g.total_bytes = wgmma::kPanelAlignment + g.query_bytes + stages * g.stage_bytes + g.bias_bytes;
     g.fits = shape_ok && g.total_bytes <= budget;
     if (g.fits) break;
   }
@@ -117,34 +117,22 @@ __device__ __forceinline__ void copy_rows_to_panels(unsigned char* dst, const st
 // Online LSE of one 64×128 score tile held in `acc` (this thread: rows g and g + 8 of its warp's
 // 16, 32 columns each), t = acc·scale + β (log2 units). `bias` holds the tile's 128 β values.
 // `acc` is only read: an accumulator register written by ordinary instructions would make ptxas
-// serialise the next tile's wgmma behind this one (C7515). kKeepScores = false recomputes t (one
-// FFMA and a shared β load more per score) instead of holding a row's 32 scores in registers, for
-// kernels whose register budget is spent elsewhere.
-template <bool kKeepScores = true>
+// serialise the next tile's wgmma behind this one (C7515).
 __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAccumulators], const float* bias,
                                                   float scale, float (&row_max)[2], float (&row_sum)[2]) {
   constexpr int kScores = wgmma::kTileN / 4;  // per thread and row: 16 n8 groups × 2 columns
   const float* bias_lane = bias + 2 * (threadIdx.x % 4);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    // Score k of row h: n8 group k/2, column 2·(lane mod 4) + k mod 2.
-    const auto score = [&](int k) {
-      return fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, bias_lane[8 * (k / 2) + k % 2]);
-    };
-    float t[kKeepScores ? kScores : 1];
-    if constexpr (kKeepScores) {
+    float t[kScores];  // score k of row h: n8 group k/2, column 2·(lane mod 4) + k mod 2
 #pragma unroll
-      for (int k = 0; k < kScores; ++k) t[k] = score(k);
-    }
-    const auto scored = [&](int k) {
-      if constexpr (kKeepScores) return t[k];
-      else return score(k);
-    };
+    for (int k = 0; k < kScores; ++k)
+      t[k] = fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, bias_lane[8 * (k / 2) + k % 2]);
     // Tile maximum of row h: four independent chains of 8 (short dependency chains; loops with
     // constant bounds only, so that nothing is indexed at run time and the array stays in registers).
-    float chain[4] = {scored(0), scored(1), scored(2), scored(3)};
+    float chain[4] = {t[0], t[1], t[2], t[3]};
 #pragma unroll
-    for (int k = 4; k < kScores; ++k) chain[k % 4] = fmaxf(chain[k % 4], scored(k));
+    for (int k = 4; k < kScores; ++k) chain[k % 4] = fmaxf(chain[k % 4], t[k]);
     float tile_max = fmaxf(fmaxf(chain[0], chain[1]), fmaxf(chain[2], chain[3]));
     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
@@ -153,7 +141,7 @@ __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAcc
     const float reference = new_max == -INFINITY ? 0.f : new_max;
     float sums[4] = {row_sum[h] * fast_exp2(row_max[h] - reference), 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int k = 0; k < kScores; ++k) sums[k % 4] += fast_exp2(scored(k) - reference);
+    for (int k = 0; k < kScores; ++k) sums[k % 4] += fast_exp2(t[k] - reference);
     row_max[h] = new_max;
     row_sum[h] = (sums[0] + sums[1]) + (sums[2] + sums[3]);
   }
@@ -221,6 +209,9 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
   unsigned char* query = shared;                  // (panels, kWgmmaBlockM, 128 B)
   unsigned char* ring = shared + geo.query_bytes;  // stages × [keys (panels, kTileN, 128 B) · β (kTileN)]
   auto stage_of = [&](int t) { return ring + (t % stages) * geo.stage_bytes; };
+  // β of the tiles in flight, apart from the keys so that every stage is whole panels.
+  float* bias_ring = reinterpret_cast<float*>(ring + stages * geo.stage_bytes);  // (stages, kTileN)
+  auto bias_of = [&](int t) { return bias_ring + (t % stages) * wgmma::kTileN; };
 
   auto issue_tile = [&](int t) {
     if (t < tiles) {
@@ -228,7 +219,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
       unsigned char* stage = stage_of(t);
       copy_rows_to_panels<kRowWords, wgmma::kTileN>(stage, key_points + key0 * kRowWords, kRowWords, wgmma::kTileN);
       if (threadIdx.x < wgmma::kTileN / 4)
-        cp_async_16(stage + geo.key_bytes + threadIdx.x * 16, key_bias + key0 + threadIdx.x * 4);
+        cp_async_16(bias_of(t) + threadIdx.x * 4, key_bias + key0 + threadIdx.x * 4);
     }
     cp_async_commit();
   };
@@ -264,8 +255,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
   float row_max[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of this warp's 16
   float row_sum[2] = {0.f, 0.f};
   auto reduce = [&](const float (&acc)[wgmma::kAccumulators], int j) {
-    const float* bias = reinterpret_cast<const float*>(stage_of(j) + geo.key_bytes);
-    reduce_score_tile(acc, bias, p.score_scale_log2, row_max, row_sum);
+    reduce_score_tile(acc, bias_of(j), p.score_scale_log2, row_max, row_sum);
   };
   // Tile j + `ahead` has landed in every thread's view, and the stage of tile j − 1 is free (its
   // MMAs completed before each warpgroup reached this barrier).

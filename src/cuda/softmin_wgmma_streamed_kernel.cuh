@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaStreamedCtasP
     wgmma::pin(acc);
     if (c == panels - 1) {
       const float* bias = reinterpret_cast<const float*>(stage_of(l) + geo.key_bytes + geo.query_bytes);
-      reduce_score_tile</*kKeepScores=*/false>(acc, bias, p.score_scale_log2, row_max, row_sum);
+      reduce_score_tile(acc, bias, p.score_scale_log2, row_max, row_sum);
     }
   }
   cp_async_wait<0>();

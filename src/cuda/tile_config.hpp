@@ -66,7 +66,9 @@ inline constexpr int kResidentQueryBytes = 160 * 1024;
 // accumulator set, two CTAs per SM overlapping each other (≤ 128 registers per thread). Measured on
 // the H200 (tools/tune_variants.sh, 2026-11-30, ms per iteration, tf32/bf16): 0 → 4.15/3.27 at
 // n = 50,000, d = 64 and 2.81/2.78 at d = 8; 1 → 5.96/4.71 and 3.80/3.90. Twice the warps per SM
-// hide more latency than the in-warpgroup overlap gains, so 0 is the default.
+// hide more latency than the in-warpgroup overlap gains, so 0 is the default. A skewed schedule
+// (the second warpgroup half a tile behind the first, so that one's exponentials overlap the
+// other's MMAs inside a CTA) measured 20% slower (its scores live across the barrier: spills).
 inline constexpr bool kWgmmaOverlap = FLASHSINKHORN_TUNE_WGMMA_OVERLAP != 0;
 inline constexpr int kWgmmaCtasPerSm = kWgmmaOverlap ? 1 : 2;
 // Warpgroups of 64 rows per CTA (they share the key tiles of the ring).

@@ -5,7 +5,7 @@
 # (default ./out).
 #   FS_COMMIT=$(git rev-parse HEAD) tools/gpu_check.sh
 # Needs: .deps/googletest (cp -r /usr/src/googletest .deps/) and, for the peer, .whl/ with the
-# flash-sinkhorn wheel. STAGES="build gpu bench sanitize python" selects stages; they run in the order
+# flash-sinkhorn wheel (and the nanobind wheel the Python stage builds with). STAGES="build gpu bench sanitize python" selects stages; they run in the order
 # of the default list, the results that matter most first when the device time is short.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -85,6 +85,11 @@ if has profile; then
       "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions "$precision" \
       --iters 1 --repeats 1 >> "$out/profile.log" 2>&1 || echo "ncu $precision failed"
   done
+  # Where the warps wait: the stall reasons of the same launch, as raw per-warp cycle counters.
+  timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)_kernel" -c 1 \
+    --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
+    "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions tf32 --iters 1 --repeats 1 \
+    2>&1 | grep -E "stalled" | sort -k3 -n -r | head -12 | tee -a "$out/profile.log" || echo "ncu stall metrics failed"
   grep -E "Duration|Throughput|Pipe|Registers|Achieved Occupancy|Theoretical Occupancy|Warp Cycles|Issue|Stall" "$out/profile.log" | head -60
 fi
 if has sanitize; then
@@ -99,11 +104,18 @@ fi
 if has python; then
   # The wheel builds here from the repository alone (no network: --no-build-isolation uses the
   # machine's scikit-build-core and nanobind), then the package tests run against it, CUDA included.
+  # A nanobind wheel in .whl/ (the version the development machine builds with) takes precedence
+  # over the machine's own.
+  if ls .whl/nanobind-*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/nbsite .whl/nanobind-*.whl &&
+      export PYTHONPATH="/tmp/nbsite${PYTHONPATH:+:$PYTHONPATH}"
+  fi
   {
+    python3 -c "import nanobind, sys; print('nanobind', nanobind.__version__, 'python', sys.version.split()[0])"
     python3 -m pip wheel . --no-build-isolation --no-deps -w /tmp/wheel \
       -Ccmake.define.FLASHSINKHORN_CUDA_ARCHITECTURES="$arch" -Ccmake.define.FLASHSINKHORN_NATIVE=OFF &&
     python3 -m pip install -q --no-deps --no-index --target /tmp/pysite /tmp/wheel/flashsinkhorn-*.whl &&
-    (cd /tmp && PYTHONPATH=/tmp/pysite timeout "${PYTHON_TEST_TIMEOUT:-180}" python3 -m pytest -q -p no:cacheprovider \
+    (cd /tmp && PYTHONPATH=/tmp/pysite timeout "${PYTHON_TEST_TIMEOUT:-180}" python3 -X faulthandler -m pytest -q -p no:cacheprovider \
       "$OLDPWD/tests/python" -k package)
   } > "$out/python.log" 2>&1 || { echo "python stage failed"; status=1; }
   ls /tmp/wheel >> "$out/python.log" 2>&1

@@ -50,6 +50,13 @@ if has gpu; then
       >> "$out/tests.log" 2>&1 || { echo "GPU tests (mma.sync) failed"; status=1; }
     tail -3 "$out/tests.log"
   fi
+  # And on the copy-engine variant of the resident wgmma kernel (experimental, off by default).
+  if [[ "${GPU_TEST_TMA:-1}" != 0 ]]; then
+    echo "== GPU tests, FLASHSINKHORN_KERNEL=tma" >> "$out/tests.log"
+    FLASHSINKHORN_KERNEL=tma timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
+      >> "$out/tests.log" 2>&1 || { echo "GPU tests (wgmma-tma) failed"; status=1; }
+    tail -3 "$out/tests.log"
+  fi
 fi
 if has demo; then
   # The README's first command on a GPU machine: the demo picks the GPU by itself.

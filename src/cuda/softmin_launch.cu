@@ -10,6 +10,8 @@
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/softmin_wgmma_kernel.cuh"
 #include "cuda/softmin_wgmma_streamed_kernel.cuh"
+#include "cuda/softmin_wgmma_tma_kernel.cuh"
+#include "cuda/tensor_map.hpp"
 #include "cuda/tile_config.hpp"
 
 namespace flashsinkhorn::detail {
@@ -73,15 +75,19 @@ kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {
 }
 
 // The wgmma kernel runs where it was compiled (an sm_90a target in FLASHSINKHORN_CUDA_ARCHITECTURES)
-// and the current device is compute capability 9.0. FLASHSINKHORN_KERNEL=mma forces the mma.sync
-// kernel (for A/B measurements; documented in docs/cuda_backend.md).
+// and the current device is compute capability 9.0. For A/B runs (docs/cuda_backend.md), the
+// environment variable FLASHSINKHORN_KERNEL=mma forces the mma.sync kernels and
+// FLASHSINKHORN_KERNEL=tma selects the copy-engine variant of the resident wgmma kernel.
+const char* kernel_override() {
+  static const char* const value = std::getenv("FLASHSINKHORN_KERNEL");
+  return value != nullptr ? value : "";
+}
+
+bool wgmma_tma_selected() { return tile::kWgmmaTma || std::strcmp(kernel_override(), "tma") == 0; }
+
 bool wgmma_available() {
 #if defined(FLASHSINKHORN_HAS_SM90A)
-  static const bool forced_off = [] {
-    const char* value = std::getenv("FLASHSINKHORN_KERNEL");
-    return value != nullptr && std::strcmp(value, "mma") == 0;
-  }();
-  if (forced_off) return false;
+  if (std::strcmp(kernel_override(), "mma") == 0) return false;
   thread_local int cached_device = -1;
   thread_local bool cached_answer = false;
   int device = 0;
@@ -113,6 +119,39 @@ auto wgmma_kernel_for(int steps) -> decltype(&kernels::softmin_wgmma_kernel<Op, 
     case 12: return kernels::softmin_wgmma_kernel<Op, 12>;
     default: return nullptr;
   }
+}
+
+// The copy-engine variant of the same instance (tile::kWgmmaTma).
+template <class Op>
+auto wgmma_tma_kernel_for(int steps) -> decltype(&kernels::softmin_wgmma_tma_kernel<Op, 2>) {
+  switch (steps) {
+    case 2: return kernels::softmin_wgmma_tma_kernel<Op, 2>;
+    case 4: return kernels::softmin_wgmma_tma_kernel<Op, 4>;
+    case 6: return kernels::softmin_wgmma_tma_kernel<Op, 6>;
+    case 8: return kernels::softmin_wgmma_tma_kernel<Op, 8>;
+    case 10: return kernels::softmin_wgmma_tma_kernel<Op, 10>;
+    case 12: return kernels::softmin_wgmma_tma_kernel<Op, 12>;
+    default: return nullptr;
+  }
+}
+
+// Launches the copy-engine variant; false when the tensor maps cannot be made (the caller then
+// launches the cp.async kernel).
+template <class Op>
+bool launch_wgmma_tma(const softmin_launch_args& args, const kernels::softmin_params& p, const dim3& grid,
+                      int steps, int shared_bytes, cudaStream_t stream, cudaError_t& status) {
+  const std::int64_t row_words = steps * wgmma::kStepBytes / 4;
+  CUtensorMap rows_map, keys_map;
+  if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count, tile::kWgmmaBlockM) ||
+      !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count, wgmma::kTileN))
+    return false;
+  const auto kernel = wgmma_tma_kernel_for<Op>(steps);
+  status = allow_shared(kernel, shared_bytes);
+  if (status == cudaSuccess) {
+    kernel<<<grid, tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);
+    status = cudaGetLastError();
+  }
+  return true;
 }
 
 template <class Op>
@@ -243,7 +282,7 @@ std::int64_t softmin_padded_dim(precision mode, std::int64_t dim) {
 
 const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
   switch (shape_for(mode, padded_dim, max_shared_bytes).family) {
-    case kernel_family::wgmma: return "wgmma";
+    case kernel_family::wgmma: return wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
     case kernel_family::wgmma_streamed: return "wgmma-streamed";
     case kernel_family::mma_sync: return "mma.sync";
     case kernel_family::fma: return "fma";
@@ -318,10 +357,18 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   };
   const bool bf16 = mode == precision::bf16;
   switch (shape.family) {
-    case kernel_family::wgmma:
-      status = bf16 ? launch_mma(wgmma_kernel_for<kernels::wgmma_bf16_operands>(shape.steps))
-                    : launch_mma(wgmma_kernel_for<kernels::wgmma_tf32_operands>(shape.steps));
+    case kernel_family::wgmma: {
+      const bool launched =
+          wgmma_tma_selected() &&
+          (bf16 ? launch_wgmma_tma<kernels::wgmma_bf16_operands>(args, p, grid, shape.steps, shape.shared_bytes, stream,
+                                                                 status)
+                : launch_wgmma_tma<kernels::wgmma_tf32_operands>(args, p, grid, shape.steps, shape.shared_bytes, stream,
+                                                                 status));
+      if (!launched)
+        status = bf16 ? launch_mma(wgmma_kernel_for<kernels::wgmma_bf16_operands>(shape.steps))
+                      : launch_mma(wgmma_kernel_for<kernels::wgmma_tf32_operands>(shape.steps));
       break;
+    }
     case kernel_family::wgmma_streamed:
       status = bf16 ? launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_bf16_operands>)
                     : launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_tf32_operands>);

@@ -6,7 +6,7 @@
 
 // Tuning overrides, for the kernel-lab script tools/tune_variants.sh only (the defaults below are
 // the measured choice): FLASHSINKHORN_TUNE_{ROWS_PER_WARP, BLOCK_N, STAGES, K_UNROLL, WGMMA_OVERLAP,
-// WGMMA_WARPGROUPS}.
+// WGMMA_TMA, WGMMA_WARPGROUPS}.
 #ifndef FLASHSINKHORN_TUNE_ROWS_PER_WARP
 #define FLASHSINKHORN_TUNE_ROWS_PER_WARP 32
 #endif
@@ -18,6 +18,9 @@
 #endif
 #ifndef FLASHSINKHORN_TUNE_WGMMA_OVERLAP
 #define FLASHSINKHORN_TUNE_WGMMA_OVERLAP 0
+#endif
+#ifndef FLASHSINKHORN_TUNE_WGMMA_TMA
+#define FLASHSINKHORN_TUNE_WGMMA_TMA 0
 #endif
 #ifndef FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS
 #define FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS 2
@@ -71,6 +74,11 @@ inline constexpr int kResidentQueryBytes = 160 * 1024;
 // other's MMAs inside a CTA) measured 20% slower (its scores live across the barrier: spills).
 inline constexpr bool kWgmmaOverlap = FLASHSINKHORN_TUNE_WGMMA_OVERLAP != 0;
 inline constexpr int kWgmmaCtasPerSm = kWgmmaOverlap ? 1 : 2;
+// 1 = the resident kernel's loads go through the copy engine with per-stage barriers, so the two
+// warpgroups are not re-synchronised every tile (softmin_wgmma_tma_kernel.cuh; also selected at run
+// time by FLASHSINKHORN_KERNEL=tma). Written in session 2 with no device time left: off until the
+// GPU tests have passed with it and the benchmark has measured it.
+inline constexpr bool kWgmmaTma = FLASHSINKHORN_TUNE_WGMMA_TMA != 0;
 // Warpgroups of 64 rows per CTA (they share the key tiles of the ring).
 inline constexpr int kWgmmaWarpgroups = FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS;
 inline constexpr int kWgmmaThreads = kWgmmaWarpgroups * 128;

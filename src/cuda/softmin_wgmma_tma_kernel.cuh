@@ -1,0 +1,131 @@
+// The resident Hopper softmin kernel with the copy engine and per-stage barriers instead of
+// cp.async and a CTA barrier per tile (tile_config.hpp, kWgmmaTma; experimental until measured).
+//
+// Same tiles, layout and reduction as softmin_wgmma_kernel.cuh. What changes is the coupling of
+// the two warpgroups: there, every tile ends in a CTA barrier, so both warpgroups run their MMAs
+// and their exponentials at the same time; here each waits only for its own data:
+//   full[s]   one arrival (the producer's expect_tx) + the bytes of the stage's TMA copies;
+//   empty[s]  kWgmmaThreads arrivals, one per thread after its MMAs of that stage completed and
+//             its reduce read the stage's β.
+// The producer is thread 0. At step j (after its own reduce of tile j) it refills the stage of
+// tile j − 1 with tile j + S − 1, waiting on that stage's empty barrier: the other warpgroup may
+// run up to a tile behind without stalling it. Keys and β of a tile land on the same barrier.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/softmin_kernel.cuh"
+#include "cuda/softmin_wgmma_kernel.cuh"
+#include "cuda/tile_config.hpp"
+#include "cuda/tma.cuh"
+#include "cuda/wgmma.cuh"
+
+namespace flashsinkhorn::detail::kernels {
+
+template <class Op, int kSteps>
+__global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
+    softmin_wgmma_tma_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
+                             const __grid_constant__ CUtensorMap keys_map) {
+#if defined(FLASHSINKHORN_WGMMA_ENABLED)
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  __shared__ double error_scratch[tile::kWgmmaThreads / 32];
+  __shared__ __align__(8) std::uint64_t full[tile::kWgmmaMaxStages];
+  __shared__ __align__(8) std::uint64_t empty[tile::kWgmmaMaxStages];
+  __shared__ __align__(8) std::uint64_t query_full;
+  unsigned char* shared = panel_aligned(shared_raw);
+
+  const std::int64_t row_words64 = p.padded_dim * static_cast<std::int64_t>(sizeof(typename Op::storage)) / 4;
+  const wgmma_geometry geo = make_wgmma_geometry(row_words64, p.max_shared_bytes);
+  constexpr int kRowWords = kSteps * wgmma::kStepBytes / 4;  // == geo.row_words (the launcher's choice)
+  constexpr int kPanels = (kRowWords + wgmma::kPanelWords - 1) / wgmma::kPanelWords;
+  const int stages = geo.stages;
+  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
+  const int split = blockIdx.y;
+  const int tile_begin = split * p.tiles_per_split;
+  const int tiles = max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin);
+  const float* key_bias = static_cast<const float*>(p.key_bias);
+
+  unsigned char* query = shared;                  // (panels, kWgmmaBlockM, 128 B)
+  unsigned char* ring = shared + geo.query_bytes;  // stages × keys (panels, kTileN, 128 B)
+  float* bias_ring = reinterpret_cast<float*>(ring + stages * geo.stage_bytes);  // (stages, kTileN)
+  auto stage_of = [&](int t) { return ring + (t % stages) * geo.stage_bytes; };
+  auto bias_of = [&](int t) { return bias_ring + (t % stages) * wgmma::kTileN; };
+  const bool producer = threadIdx.x == 0;
+
+  if (producer) {
+    for (int s = 0; s < stages; ++s) {
+      tma::barrier_init(&full[s], 1);
+      tma::barrier_init(&empty[s], tile::kWgmmaThreads);
+    }
+    tma::barrier_init(&query_full, 1);
+    tma::barrier_init_fence();
+  }
+  __syncthreads();
+
+  // A partial last panel (row words not a multiple of 32) still counts a whole 32-word box per
+  // row: the copy engine fills the columns past the row's end with zeros (never read by the MMAs).
+  constexpr std::uint32_t kKeyBytes = kPanels * wgmma::kTileN * wgmma::kPanelRowBytes;
+  constexpr std::uint32_t kBiasBytes = wgmma::kTileN * 4;
+  auto issue_tile = [&](int t) {  // producer only
+    const int key0 = (tile_begin + t) * wgmma::kTileN;
+    std::uint64_t* barrier = &full[t % stages];
+    tma::arrive_expect_bytes(barrier, kKeyBytes + kBiasBytes);
+#pragma unroll
+    for (int c = 0; c < kPanels; ++c)
+      tma::load_2d(stage_of(t) + c * wgmma::kTileN * wgmma::kPanelRowBytes, &keys_map, c * wgmma::kPanelWords, key0,
+                   barrier);
+    tma::load_1d(bias_of(t), key_bias + key0, kBiasBytes, barrier);
+  };
+  if (producer) {
+    tma::arrive_expect_bytes(&query_full, kPanels * tile::kWgmmaBlockM * wgmma::kPanelRowBytes);
+#pragma unroll
+    for (int c = 0; c < kPanels; ++c)
+      tma::load_2d(query + c * tile::kWgmmaBlockM * wgmma::kPanelRowBytes, &rows_map, c * wgmma::kPanelWords,
+                   static_cast<int>(row_block0), &query_full);
+    for (int t = 0; t < stages && t < tiles; ++t) issue_tile(t);
+  }
+
+  const int warpgroup = threadIdx.x / 128;
+  const std::uint32_t query_address = smem_address(query) + warpgroup * 64 * wgmma::kPanelRowBytes;
+  float row_max[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of this warp's 16
+  float row_sum[2] = {0.f, 0.f};
+  float acc[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
+
+  tma::wait(&query_full, 0);
+  for (int j = 0; j < tiles; ++j) {
+    tma::wait(&full[j % stages], (j / stages) & 1);
+    const std::uint32_t key_address = smem_address(stage_of(j));
+    wgmma::pin(acc);
+    wgmma::fence();
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      const int panel = s / 4;
+      const int step_offset = (s % 4) * wgmma::kStepBytes;
+      const std::uint32_t a = query_address + panel * tile::kWgmmaBlockM * wgmma::kPanelRowBytes + step_offset;
+      const std::uint32_t b = key_address + panel * wgmma::kTileN * wgmma::kPanelRowBytes + step_offset;
+      Op::mma(acc, wgmma::make_descriptor(a), wgmma::make_descriptor(b), s > 0 ? 1 : 0);
+    }
+    wgmma::commit_group();
+    wgmma::wait_group<0>();
+    wgmma::pin(acc);
+    reduce_score_tile(acc, bias_of(j), p.score_scale_log2, row_max, row_sum);
+    tma::arrive(&empty[j % stages]);
+    // Refill the stage of tile j − 1 (its empty phase completes once the other warpgroup is done
+    // with tile j − 1, i.e. it may lag by a tile without stalling this one).
+    const int refill = j - 1 + stages;
+    if (producer && j >= 1 && refill < tiles) {
+      tma::wait(&empty[(j - 1) % stages], ((j - 1) / stages) & 1);
+      issue_tile(refill);
+    }
+  }
+  // Tiles 0 … stages − 1 were issued up front; a split shorter than the ring left no copy pending.
+  finish_warpgroup_rows(p, row_block0, split, row_max, row_sum, error_scratch);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // the launcher selects this kernel only on sm_90a builds running on sm_90
+#endif
+}
+
+}  // namespace flashsinkhorn::detail::kernels

@@ -1,0 +1,73 @@
+// Hopper bulk copies and shared-memory barriers (sm_90; PTX ISA "mbarrier" and "cp.async.bulk"):
+// the tensor-memory-accelerator loads that fill the wgmma kernels' panels, and the mbarriers that
+// tell a consumer a stage has landed (full) and the producer that a stage may be refilled (empty).
+//
+// Phases: an mbarrier completes a phase when its pending arrivals (and, for expect_tx, its pending
+// transaction bytes) reach zero; waiters name the phase by its parity. A stage used for the k-th
+// time is waited on with parity k mod 2.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (a by-value kernel parameter)
+
+#include <cstdint>
+
+#include "cuda/softmin_kernel.cuh"  // smem_address
+
+namespace flashsinkhorn::detail::tma {
+
+using kernels::smem_address;
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+__device__ __forceinline__ void barrier_init(std::uint64_t* barrier, int arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(barrier)), "r"(arrivals) : "memory");
+}
+
+// Makes the initialised barriers visible to the other threads and to the copy engine (followed by
+// a CTA barrier).
+__device__ __forceinline__ void barrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void arrive(std::uint64_t* barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(barrier)) : "memory");
+}
+
+// One arrival that also announces `bytes` of copies that will complete on this barrier.
+__device__ __forceinline__ void arrive_expect_bytes(std::uint64_t* barrier, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(barrier)), "r"(bytes)
+               : "memory");
+}
+
+// Blocks until the phase of parity `parity` has completed.
+__device__ __forceinline__ void wait(std::uint64_t* barrier, int parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n}\n" ::"r"(smem_address(barrier)),
+      "r"(parity)
+      : "memory");
+}
+
+// Copies the box at (column `col`, row `row`) of the 2-d tensor `map` into shared memory at `dst`
+// (laid out as the map's swizzle says); completes `bytes` of the barrier's transaction count.
+__device__ __forceinline__ void load_2d(void* dst, const CUtensorMap* map, int col, int row, std::uint64_t* barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(row), "r"(smem_address(barrier))
+      : "memory");
+}
+
+// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared memory.
+__device__ __forceinline__ void load_1d(void* dst, const void* src, std::uint32_t bytes, std::uint64_t* barrier) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_address(dst)),
+               "l"(src), "r"(bytes), "r"(smem_address(barrier))
+               : "memory");
+}
+
+#endif  // __CUDA_ARCH__ >= 900
+
+}  // namespace flashsinkhorn::detail::tma

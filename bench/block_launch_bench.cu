@@ -32,33 +32,16 @@
 #include "core/prepared_cloud.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "bench_args.hpp"
 
 namespace {
 
 using flashsinkhorn::precision;
 using namespace flashsinkhorn::detail;
-
-struct size_case {
-  std::int64_t n, d;
-};
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  std::string part;
-  while (std::getline(stream, part, sep))
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
-
-precision parse_precision(const std::string& name) {
-  if (name == "fp32") return precision::fp32;
-  if (name == "fp64") return precision::fp64;
-  if (name == "tf32") return precision::tf32;
-  if (name == "bf16") return precision::bf16;
-  std::fprintf(stderr, "unknown precision %s\n", name.c_str());
-  std::exit(2);
-}
+using flashsinkhorn::bench::parse_precision;
+using flashsinkhorn::bench::parse_sizes;
+using flashsinkhorn::bench::size_case;
+using flashsinkhorn::bench::split;
 
 prepared_cloud gaussian_cloud(std::int64_t n, std::int64_t d, std::mt19937_64& rng) {
   prepared_cloud c;
@@ -115,11 +98,7 @@ int main(int argc, char** argv) {
     const std::string flag = argv[a];
     const std::string value = argv[a + 1];
     if (flag == "--sizes") {
-      sizes.clear();
-      for (const auto& s : split(value, ',')) {
-        const auto nd = split(s, 'x');
-        sizes.push_back({std::stoll(nd.at(0)), std::stoll(nd.at(1))});
-      }
+      sizes = parse_sizes(value);
     } else if (flag == "--precisions") {
       precisions = split(value, ',');
     } else if (flag == "--iters") {

@@ -102,6 +102,15 @@ __device__ __forceinline__ double finish_row(const softmin_params& p, std::int64
   return weight * fabs(exp((previous - updated) / p.eps) - 1.0);
 }
 
+// Row i leaves the kernel with its LSE state over this CTA's keys (natural units): finished when
+// the key range is not split, else stored as split `split`'s partial state. Returns the error term.
+__device__ __forceinline__ double leave_row(const softmin_params& p, std::int64_t i, int split,
+                                            const math::lse_state<float>& state) {
+  if (p.splits == 1) return finish_row(p, i, static_cast<double>(state.max) + log(static_cast<double>(state.sum)));
+  static_cast<math::lse_state<float>*>(p.partial)[split * p.rows_padded + i] = state;
+  return 0;
+}
+
 __device__ __forceinline__ void add_block_error(const softmin_params& p, double error,
                                                 double* scratch) {
   if (!p.accumulate_error) return;  // uniform over the grid
@@ -463,15 +472,7 @@ __global__ void __launch_bounds__(tile::kThreads)
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const std::int64_t row = row_block0 + warp * tile::kRowsPerWarp + mt * 16 + h * 8 + g;
-      if (t == 0 && row < p.rows) {
-        const math::lse_state<float> state{row_max[mt][h] * kLn2f, sum};  // natural units
-        if (p.splits == 1) {
-          const double lse = static_cast<double>(state.max) + log(static_cast<double>(state.sum));
-          error += finish_row(p, row, lse);
-        } else {
-          static_cast<math::lse_state<float>*>(p.partial)[split * p.rows_padded + row] = state;
-        }
-      }
+      if (t == 0 && row < p.rows) error += leave_row(p, row, split, {row_max[mt][h] * kLn2f, sum});
     }
   if (p.splits == 1) add_block_error(p, error, error_scratch);
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/softmin_wgmma_kernel.cuh"
@@ -105,34 +106,31 @@ bool wgmma_available() {
 #endif
 }
 
-// The wgmma kernel instance for a row of `steps` 32-byte k-steps (rows are padded to 16 words,
-// so steps is even and ≤ kWgmmaMaxRowWords / 8).
-template <class Op>
-auto wgmma_kernel_for(int steps) -> decltype(&kernels::softmin_wgmma_kernel<Op, 2>) {
+// Calls make(std::integral_constant<int, steps>) for a row of `steps` 32-byte k-steps (rows are
+// padded to 16 words, so steps is even and ≤ kWgmmaMaxRowWords / 8): the kernel instances.
+template <class Make>
+auto for_steps(int steps, Make make) -> decltype(make(std::integral_constant<int, 2>{})) {
   static_assert(tile::kWgmmaMaxRowWords / 8 == 12, "extend the table below");
   switch (steps) {
-    case 2: return kernels::softmin_wgmma_kernel<Op, 2>;
-    case 4: return kernels::softmin_wgmma_kernel<Op, 4>;
-    case 6: return kernels::softmin_wgmma_kernel<Op, 6>;
-    case 8: return kernels::softmin_wgmma_kernel<Op, 8>;
-    case 10: return kernels::softmin_wgmma_kernel<Op, 10>;
-    case 12: return kernels::softmin_wgmma_kernel<Op, 12>;
+    case 2: return make(std::integral_constant<int, 2>{});
+    case 4: return make(std::integral_constant<int, 4>{});
+    case 6: return make(std::integral_constant<int, 6>{});
+    case 8: return make(std::integral_constant<int, 8>{});
+    case 10: return make(std::integral_constant<int, 10>{});
+    case 12: return make(std::integral_constant<int, 12>{});
     default: return nullptr;
   }
 }
 
-// The copy-engine variant of the same instance (tile::kWgmmaTma).
 template <class Op>
-auto wgmma_tma_kernel_for(int steps) -> decltype(&kernels::softmin_wgmma_tma_kernel<Op, 2>) {
-  switch (steps) {
-    case 2: return kernels::softmin_wgmma_tma_kernel<Op, 2>;
-    case 4: return kernels::softmin_wgmma_tma_kernel<Op, 4>;
-    case 6: return kernels::softmin_wgmma_tma_kernel<Op, 6>;
-    case 8: return kernels::softmin_wgmma_tma_kernel<Op, 8>;
-    case 10: return kernels::softmin_wgmma_tma_kernel<Op, 10>;
-    case 12: return kernels::softmin_wgmma_tma_kernel<Op, 12>;
-    default: return nullptr;
-  }
+auto wgmma_kernel_for(int steps) {
+  return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_kernel<Op, decltype(k)::value>; });
+}
+
+// The copy-engine variant of the same instance (FLASHSINKHORN_KERNEL=tma).
+template <class Op>
+auto wgmma_tma_kernel_for(int steps) {
+  return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value>; });
 }
 
 // Launches the copy-engine variant; false when the tensor maps cannot be made (the caller then

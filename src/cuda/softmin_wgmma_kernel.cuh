@@ -147,6 +147,27 @@ __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAcc
   }
 }
 
+// acc = Q_wg · K_tᵀ for a resident query block (panels of kWgmmaBlockM rows; this warpgroup's 64
+// start at `query_address`) and a key stage (panels of kTileN rows at `key_address`): kSteps
+// 32-byte k-steps, issued asynchronously and committed as one group (returns before the tensor
+// cores finish; wgmma::wait_group retires it).
+template <class Op, int kSteps>
+__device__ __forceinline__ void issue_tile_scores(float (&acc)[wgmma::kAccumulators], std::uint32_t query_address,
+                                                  std::uint32_t key_address) {
+  wgmma::pin(acc);
+  wgmma::fence();
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    const int panel = s / 4;
+    const int step_offset = (s % 4) * wgmma::kStepBytes;
+    const std::uint32_t a = query_address + panel * tile::kWgmmaBlockM * wgmma::kPanelRowBytes + step_offset;
+    const std::uint32_t b = key_address + panel * wgmma::kTileN * wgmma::kPanelRowBytes + step_offset;
+    Op::mma(acc, wgmma::make_descriptor(a), wgmma::make_descriptor(b), s > 0 ? 1 : 0);
+  }
+  wgmma::commit_group();
+  wgmma::pin(acc);
+}
+
 // Leaves the kernel: row i's state (max, Σ) of this thread (rows g and g + 8 of its warp's 16 in
 // its warpgroup's 64) is reduced over the quad, then the row is finished (one split) or its
 // partial state is written.
@@ -163,15 +184,7 @@ __device__ __forceinline__ void finish_warpgroup_rows(const softmin_params& p, s
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const std::int64_t row = row_block0 + warpgroup * 64 + warp_in_group * 16 + h * 8 + lane / 4;
-    if (lane % 4 == 0 && row < p.rows) {
-      const math::lse_state<float> state{row_max[h] * kLn2f, sum};  // natural units
-      if (p.splits == 1) {
-        const double lse = static_cast<double>(state.max) + log(static_cast<double>(state.sum));
-        error += finish_row(p, row, lse);
-      } else {
-        static_cast<math::lse_state<float>*>(p.partial)[split * p.rows_padded + row] = state;
-      }
-    }
+    if (lane % 4 == 0 && row < p.rows) error += leave_row(p, row, split, {row_max[h] * kLn2f, sum});
   }
   if (p.splits == 1) add_block_error(p, error, error_scratch);
 }
@@ -235,21 +248,9 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
   const std::uint32_t query_address =
       smem_address(query) + warpgroup * 64 * wgmma::kPanelRowBytes;  // this warpgroup's 64 rows
 
-  // acc = Q_wg · K_tᵀ, issued asynchronously (returns before the tensor cores finish).
+  // acc = Q_wg · K_tᵀ, issued asynchronously.
   auto issue_scores = [&](float (&acc)[wgmma::kAccumulators], int t) {
-    const std::uint32_t key_address = smem_address(stage_of(t));
-    wgmma::pin(acc);
-    wgmma::fence();
-#pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
-      const int panel = s / 4;
-      const int step_offset = (s % 4) * wgmma::kStepBytes;
-      const std::uint32_t a = query_address + panel * tile::kWgmmaBlockM * wgmma::kPanelRowBytes + step_offset;
-      const std::uint32_t b = key_address + panel * wgmma::kTileN * wgmma::kPanelRowBytes + step_offset;
-      Op::mma(acc, wgmma::make_descriptor(a), wgmma::make_descriptor(b), s > 0 ? 1 : 0);
-    }
-    wgmma::commit_group();
-    wgmma::pin(acc);
+    issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_of(t)));
   };
 
   float row_max[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of this warp's 16

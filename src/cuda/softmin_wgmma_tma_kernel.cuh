@@ -97,18 +97,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
   tma::wait(&query_full, 0);
   for (int j = 0; j < tiles; ++j) {
     tma::wait(&full[j % stages], (j / stages) & 1);
-    const std::uint32_t key_address = smem_address(stage_of(j));
-    wgmma::pin(acc);
-    wgmma::fence();
-#pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
-      const int panel = s / 4;
-      const int step_offset = (s % 4) * wgmma::kStepBytes;
-      const std::uint32_t a = query_address + panel * tile::kWgmmaBlockM * wgmma::kPanelRowBytes + step_offset;
-      const std::uint32_t b = key_address + panel * wgmma::kTileN * wgmma::kPanelRowBytes + step_offset;
-      Op::mma(acc, wgmma::make_descriptor(a), wgmma::make_descriptor(b), s > 0 ? 1 : 0);
-    }
-    wgmma::commit_group();
+    issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_of(j)));
     wgmma::wait_group<0>();
     wgmma::pin(acc);
     reduce_score_tile(acc, bias_of(j), p.score_scale_log2, row_max, row_sum);

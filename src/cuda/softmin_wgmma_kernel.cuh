@@ -3,7 +3,7 @@
 // cores work on key tile j + 1 while the same warps run the exponentials of tile j.
 //
 // One CTA = kWgmmaWarpgroups warpgroups × 64 rows of the `rows` cloud, resident in shared memory
-// for the whole key range of its split. Per key tile (128 keys, whole rows: d ≤ kWgmmaMaxRowWords):
+// for the whole key range of its split. Per key tile (128 keys, whole rows of ≤ kWgmmaMaxRowWords words):
 //   cp.async ring (3–4 stages) brings keys + β into 128-byte-swizzled panels (wgmma.cuh);
 //   step j:  wait for tile j + 1, barrier, prefetch tile j + S − 1,
 //            issue S_next = Q·K_{j+1}ᵀ (async, row_words/8 wgmma k-steps), wait for S_cur = Q·K_jᵀ,

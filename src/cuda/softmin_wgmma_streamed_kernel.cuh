@@ -1,5 +1,5 @@
-// The Hopper softmin kernel for wide rows (more than kWgmmaMaxRowWords words: tf32 d > 96,
-// bf16 d > 192): the query block no longer fits next to the key ring, so both stream through it
+// The Hopper softmin kernel for wide rows (more than kWgmmaMaxRowWords words: tf32 d > 64,
+// bf16 d > 128): the query block no longer fits next to the key ring, so both stream through it
 // one 32-word panel at a time and the scores accumulate over the panels in the wgmma registers.
 //
 // One CTA = kWgmmaWarpgroups × 64 rows, two CTAs per SM. Loads are (key tile t, panel c) pairs in

@@ -83,9 +83,11 @@ inline constexpr bool kWgmmaTma = FLASHSINKHORN_TUNE_WGMMA_TMA != 0;
 inline constexpr int kWgmmaWarpgroups = FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS;
 inline constexpr int kWgmmaThreads = kWgmmaWarpgroups * 128;
 inline constexpr int kWgmmaBlockM = kWgmmaWarpgroups * 64;
-// Whole rows per stage: the resident query block plus the ring of 128-key stages fit the shared
-// memory up to 96 words (tf32 d ≤ 96, bf16 d ≤ 192); wider rows use the mma.sync kernel.
-inline constexpr int kWgmmaMaxRowWords = 96;
+// Whole rows per stage: at two CTAs per SM (113 KiB each) the resident query block plus two
+// 128-key stages fit up to 64 words (tf32 d ≤ 64, bf16 d ≤ 128: 32 + 2·32 KiB + β); wider rows
+// use the streamed kernel. (96 words, the limit before session 2's end, needed 146 KiB: such rows
+// fell back to the mma.sync kernel.)
+inline constexpr int kWgmmaMaxRowWords = 64;
 // Wider rows stream the query block through the ring next to the keys, one 32-word panel per
 // stage (softmin_wgmma_streamed_kernel.cuh), rows padded to whole panels; always two CTAs per SM.
 inline constexpr int kWgmmaStreamedCtasPerSm = 2;

@@ -345,7 +345,8 @@ INSTANTIATE_TEST_SUITE_P(
                       case_params{{300, 200, 1, 4}, true, 1.0},
                       case_params{{50000, 1025, 3, 1}, true, 1.0},
                       // Long key runs per CTA (the g-step streams 125 key tiles): the wgmma ring
-                      // wraps many times; bf16 d = 96 is the widest row of the wgmma kernel.
+                      // wraps many times. d = 96: streamed wgmma kernel in tf32 (3 panels),
+                      // resident in bf16 (48 words); d = 192: streamed in both.
                       case_params{{16000, 2500, 64, 1}, true, 1.0},
                       case_params{{2500, 3000, 96, 2}, true, 1.0},
                       case_params{{2500, 3000, 192, 1}, false, 1.0}),

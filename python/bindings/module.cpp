@@ -61,11 +61,13 @@ array_argument optional_input(nb::handle object, const char* name) {
   return object.is_none() ? array_argument{} : input_argument(object, name);
 }
 
-void construct(bound_solver* self, nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps,
-               double cost_scale, nb::handle initial_f, nb::handle initial_g, const options& opts) {
-  // The solver is built before anything is constructed in `self`: if it throws (bad input), there
-  // is no half-built object to destroy, and nanobind sees a plain failed __init__. The views point
-  // into memory that moving the arguments into `self` does not move.
+// A new bound solver, or the library's exception (bad input) before any Python object exists: the
+// binding exposes this factory rather than a throwing __init__ (on the H200 machine, Python 3.12,
+// an exception leaving Solver.__init__ crashed the interpreter; a plain function's exceptions take
+// nanobind's ordinary translation path). The views point into memory that moving the arguments
+// into the new object does not move.
+bound_solver* new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
+                         nb::handle initial_f, nb::handle initial_g, const options& opts) {
   array_argument xs = input_argument(x, "X"), ys = input_argument(y, "Y");
   array_argument as = optional_input(a, "a"), bs = optional_input(b, "b");
   array_argument fs = optional_input(initial_f, "initial_f"), gs = optional_input(initial_g, "initial_g");
@@ -83,7 +85,7 @@ void construct(bound_solver* self, nb::handle x, nb::handle y, nb::handle a, nb:
     nb::gil_scoped_release unlocked;
     impl.emplace(p, opts);
   }
-  new (self) bound_solver{std::move(xs), std::move(ys), std::move(as), std::move(bs),
+  return new bound_solver{std::move(xs), std::move(ys), std::move(as), std::move(bs),
                           std::move(fs), std::move(gs), std::move(impl)};
 }
 
@@ -153,10 +155,6 @@ NB_MODULE(_core, m) {
       .def_prop_ro("total_seconds", [](const fs::result& r) { return r.time.total_seconds; });
 
   nb::class_<py::bound_solver>(m, "Solver", "flashsinkhorn::solver (solver.hpp). Outputs are written into `out`.")
-      .def("__init__", &py::construct, "x"_a, "y"_a, "a"_a.none(), "b"_a.none(), "eps"_a, "cost_scale"_a,
-           "initial_f"_a.none(), "initial_g"_a.none(), "options"_a,
-           "x, y, a, b, initial_f, initial_g: NumPy arrays or DLPack tensors/capsules (read in place when "
-           "float32/float64 with a readable layout, else converted once), None for the optional ones.")
       .def(
           "solve",
           [](py::bound_solver& s) {
@@ -252,6 +250,11 @@ NB_MODULE(_core, m) {
       .def_prop_ro(
           "sizes", [](const py::bound_solver& s) { return nb::make_tuple(s.x.shape[0], s.y.shape[0], s.x.shape[1]); },
           "(n, m, d) of the clouds this solver was built on.");
+
+  m.def("new_solver", &py::new_solver, "x"_a, "y"_a, "a"_a.none(), "b"_a.none(), "eps"_a, "cost_scale"_a,
+        "initial_f"_a.none(), "initial_g"_a.none(), "options"_a, nb::rv_policy::take_ownership,
+        "A Solver for x, y, a, b, initial_f, initial_g: NumPy arrays or DLPack tensors/capsules (read in place "
+        "when float32/float64 with a readable layout, else converted once), None for the optional ones.");
 
   m.def("version", &fs::version, "The C++ library's version, \"major.minor.patch\".");
   m.def("cuda_available", &fs::cuda_available, "True when this build has CUDA and a CUDA device is visible.");

@@ -221,7 +221,7 @@ def _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, so
     if frame.torch:
         x, y, a, b = host_array(x, frame), host_array(y, frame), host_array(a, frame), host_array(b, frame)
         initial_f, initial_g = host_array(initial_f, frame), host_array(initial_g, frame)
-    return _core.Solver(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options)
+    return _core.new_solver(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options)
 
 
 def _requires_grad(value: Any) -> bool:

@@ -1,15 +1,15 @@
 // The Hopper (sm_90a) softmin kernel: the same half-step as softmin_mma_kernel (softmin_kernel.cuh),
-// with the scores computed by asynchronous warpgroup MMAs from shared memory, so that the tensor
-// cores work on key tile j + 1 while the same warps run the exponentials of tile j.
+// with the scores computed by warpgroup MMAs (wgmma) straight from shared memory.
 //
 // One CTA = kWgmmaWarpgroups warpgroups × 64 rows of the `rows` cloud, resident in shared memory
-// for the whole key range of its split. Per key tile (128 keys, whole rows of ≤ kWgmmaMaxRowWords words):
-//   cp.async ring (3–4 stages) brings keys + β into 128-byte-swizzled panels (wgmma.cuh);
-//   step j:  wait for tile j + 1, barrier, prefetch tile j + S − 1,
-//            issue S_next = Q·K_{j+1}ᵀ (async, row_words/8 wgmma k-steps), wait for S_cur = Q·K_jᵀ,
-//            t = S_cur·(2s/ε)log2 e + β log2 e, online (max, Σ 2^(t − max)) per row.
-// The two accumulator sets (64 fp32 registers each) alternate by unrolling the tile loop by two.
-// Rows finish exactly as in the mma.sync kernel (finish_row), or leave a partial lse_state.
+// for the whole key range of its split. Per key tile (128 keys, whole rows of ≤ kWgmmaMaxRowWords
+// words), with S ring stages of 128-byte-swizzled key panels (wgmma.cuh) and β in a ring beside:
+//   step j:  wait for tile j, barrier (the stage of tile j − 1 is free), prefetch tile j + S − 1,
+//            S_j = Q·K_jᵀ (row_words/8 wgmma k-steps), wait,
+//            t = S_j·(2s/ε)log2 e + β log2 e, online (max, Σ 2^(t − max)) per row.
+// Two CTAs per SM overlap one another's MMAs and exponentials. The variant kWgmmaOverlap instead
+// issues S_{j+1} before reducing S_j, with two accumulator sets at one CTA per SM (measured slower;
+// tile_config.hpp). Rows finish as in the mma.sync kernel (leave_row).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
   const float* key_bias = static_cast<const float*>(p.key_bias);
 
   unsigned char* query = shared;                  // (panels, kWgmmaBlockM, 128 B)
-  unsigned char* ring = shared + geo.query_bytes;  // stages × [keys (panels, kTileN, 128 B) · β (kTileN)]
+  unsigned char* ring = shared + geo.query_bytes;  // stages × keys (panels, kTileN, 128 B)
   auto stage_of = [&](int t) { return ring + (t % stages) * geo.stage_bytes; };
   // β of the tiles in flight, apart from the keys so that every stage is whole panels.
   float* bias_ring = reinterpret_cast<float*>(ring + stages * geo.stage_bytes);  // (stages, kTileN)

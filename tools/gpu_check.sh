@@ -10,7 +10,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/out}"
-mkdir -p "$out"
+# At most 8 files come back from the device: results (JSON) stay in $out, logs go to $out/logs and
+# are packed into $out/logs.tgz at the end (a run cut short still returns the folder).
+logs="$out/logs"
+mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
 stages="${STAGES:-build gpu demo study bench profile sanitize python cpu}"
 arch="${CUDA_ARCH:-90a}"
@@ -22,66 +25,69 @@ has() { [[ " $stages " == *" $1 "* ]] && echo "== stage $1 at $(date -u +%T)" >&
   echo "== $(date -u +%FT%TZ) commit=${FS_COMMIT:-unknown}"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
   nvcc --version | tail -1
-} > "$out/build.log" 2>&1
+} > "$logs/build.log" 2>&1
 
 if has build; then
   cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFLASHSINKHORN_CUDA=ON \
     -DFLASHSINKHORN_CUDA_ARCHITECTURES="$arch" -DFLASHSINKHORN_GTEST_SOURCE="$PWD/.deps/googletest" \
-    >> "$out/build.log" 2>&1 || { echo "configure failed" | tee -a "$out/build.log"; exit 1; }
+    >> "$logs/build.log" 2>&1 || { echo "configure failed" | tee -a "$logs/build.log"; exit 1; }
   # Our targets first, so that a broken unrelated target cannot hide the GPU results.
   cmake --build "$build" -j "$jobs" --target flashsinkhorn_gpu_tests flashsinkhorn_gpu_bench flashsinkhorn_cli \
     flashsinkhorn_precision_study flashsinkhorn_block_bench \
-    >> "$out/build.log" 2>&1 || { echo "GPU targets failed to build" | tee -a "$out/build.log"; status=1; }
+    >> "$logs/build.log" 2>&1 || { echo "GPU targets failed to build" | tee -a "$logs/build.log"; status=1; }
   if has cpu; then
-    cmake --build "$build" -j "$jobs" >> "$out/build.log" 2>&1 || { echo "full build failed" | tee -a "$out/build.log"; status=1; }
+    cmake --build "$build" -j "$jobs" >> "$logs/build.log" 2>&1 || { echo "full build failed" | tee -a "$logs/build.log"; status=1; }
   fi
-  tail -5 "$out/build.log"
+  tail -5 "$logs/build.log"
 fi
 
 gpu_tests="$build/tests/gpu/flashsinkhorn_gpu_tests"
 if has gpu; then
-  echo "== GPU tests" >> "$out/tests.log"
-  timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_brief=0 >> "$out/tests.log" 2>&1 || { echo "GPU tests failed"; status=1; }
-  grep -E "^\[  (PASSED|FAILED) |tests ran|FAILED  \]" "$out/tests.log" | tail -15
+  echo "== GPU tests" >> "$logs/tests.log"
+  timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_brief=0 >> "$logs/tests.log" 2>&1 || { echo "GPU tests failed"; status=1; }
+  grep -E "^\[  (PASSED|FAILED) |tests ran|FAILED  \]" "$logs/tests.log" | tail -15
   # The same backend cases on the mma.sync kernel family (sm_90a builds pick wgmma for tf32/bf16).
   if [[ "${GPU_TEST_MMA:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_KERNEL=mma" >> "$out/tests.log"
+    echo "== GPU tests, FLASHSINKHORN_KERNEL=mma" >> "$logs/tests.log"
     FLASHSINKHORN_KERNEL=mma timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
-      >> "$out/tests.log" 2>&1 || { echo "GPU tests (mma.sync) failed"; status=1; }
-    tail -3 "$out/tests.log"
+      >> "$logs/tests.log" 2>&1 || { echo "GPU tests (mma.sync) failed"; status=1; }
+    tail -3 "$logs/tests.log"
   fi
   # And on the copy-engine variant of the resident wgmma kernel (experimental, off by default).
   if [[ "${GPU_TEST_TMA:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_KERNEL=tma" >> "$out/tests.log"
+    echo "== GPU tests, FLASHSINKHORN_KERNEL=tma" >> "$logs/tests.log"
     FLASHSINKHORN_KERNEL=tma timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
-      >> "$out/tests.log" 2>&1 || { echo "GPU tests (wgmma-tma) failed"; status=1; }
-    tail -3 "$out/tests.log"
+      >> "$logs/tests.log" 2>&1 || { echo "GPU tests (wgmma-tma) failed"; status=1; }
+    tail -3 "$logs/tests.log"
   fi
 fi
 if has demo; then
   # The README's first command on a GPU machine: the demo picks the GPU by itself.
-  "$build/apps/cli/flashsinkhorn" demo > "$out/demo.json" 2> "$out/demo.log" || { echo "demo failed"; status=1; }
+  "$build/apps/cli/flashsinkhorn" demo > "$out/demo.json" 2> "$logs/demo.log" || { echo "demo failed"; status=1; }
   cat "$out/demo.json"; echo
 fi
 if has study; then
   timeout "${STUDY_TIMEOUT:-240}" "$build/bench/flashsinkhorn_precision_study" --n "${STUDY_N:-20000}" \
-    > "$out/precision_study.txt" 2> "$out/precision_study.jsonl" || { echo "precision study failed"; status=1; }
-  cat "$out/precision_study.txt"
+    > "$logs/precision_study.txt" 2> "$logs/precision_study.jsonl" || { echo "precision study failed"; status=1; }
+  cat "$logs/precision_study.txt"
 fi
 if has bench; then
   if ls .whl/*.whl > /dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
       && export PYTHONPATH=/tmp/site
   fi
-  mkdir -p /tmp/bench
-  BENCH="$build/bench/flashsinkhorn_gpu_bench" OUT_DIR=/tmp/bench timeout "${BENCH_TIMEOUT:-300}" bench/run_gpu_bench.sh > "$out/bench.log" 2>&1 \
+  # The raw JSON lines land in $logs as they are written, so a stage cut short keeps what it measured.
+  # The peer in tf32 only (the issue's protocol; its fp32 runs take minutes), no mma.sync A/B rows
+  # unless asked for; the copy-engine wgmma variant's rows are on (TMA_PRECISIONS).
+  PEER_PRECISIONS="${PEER_PRECISIONS:-tf32}" MMA_SYNC_PRECISIONS="${MMA_SYNC_PRECISIONS-}" \
+  BENCH="$build/bench/flashsinkhorn_gpu_bench" OUT_DIR="$logs" timeout "${BENCH_TIMEOUT:-300}" bench/run_gpu_bench.sh > "$logs/bench.log" 2>&1 \
     || { echo "bench failed"; status=1; }
-  cp /tmp/bench/gpu_forward_*.json "$out/" 2>/dev/null
-  cat "$out/bench.log" | tail -40
+  mv "$logs"/gpu_forward_*.json "$out/" 2>/dev/null
+  cat "$logs/bench.log" | tail -40
   # Launch overhead of the solver's iteration blocks: half-steps vs plain blocks vs CUDA graphs.
-  timeout 120 "$build/bench/flashsinkhorn_block_bench" > "$out/block_bench.jsonl" 2>> "$out/bench.log" \
+  timeout 120 "$build/bench/flashsinkhorn_block_bench" > "$logs/block_bench.jsonl" 2>> "$logs/bench.log" \
     || echo "block bench failed"
-  cat "$out/block_bench.jsonl"
+  cat "$logs/block_bench.jsonl"
 fi
 if has profile; then
   # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call).
@@ -90,23 +96,23 @@ if has profile; then
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
       "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions "$precision" \
-      --iters 1 --repeats 1 >> "$out/profile.log" 2>&1 || echo "ncu $precision failed"
+      --iters 1 --repeats 1 >> "$logs/profile.log" 2>&1 || echo "ncu $precision failed"
   done
   # Where the warps wait: the stall reasons of the same launch, as raw per-warp cycle counters.
   timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)_kernel" -c 1 \
     --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
     "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions tf32 --iters 1 --repeats 1 \
-    2>&1 | grep -E "stalled" | sort -k3 -n -r | head -12 | tee -a "$out/profile.log" || echo "ncu stall metrics failed"
-  grep -E "Duration|Throughput|Pipe|Registers|Achieved Occupancy|Theoretical Occupancy|Warp Cycles|Issue|Stall" "$out/profile.log" | head -60
+    2>&1 | grep -E "stalled" | sort -k3 -n -r | head -12 | tee -a "$logs/profile.log" || echo "ncu stall metrics failed"
+  grep -E "Duration|Throughput|Pipe|Registers|Achieved Occupancy|Theoretical Occupancy|Warp Cycles|Issue|Stall" "$logs/profile.log" | head -60
 fi
 if has sanitize; then
   small='sizes/cuda_backend_test.*/n7_m97_d3_random:sizes/cuda_backend_test.*/n97_m7_d8_uniform:sizes/cuda_backend_test.*/n129_m65_d512_random:cuda_backend_errors.*'
   for tool in memcheck racecheck; do
-    echo "== compute-sanitizer --tool $tool" >> "$out/sanitizer.log"
+    echo "== compute-sanitizer --tool $tool" >> "$logs/sanitizer.log"
     timeout "${SANITIZER_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$gpu_tests" --gtest_filter="$small" \
-      --gtest_brief=1 >> "$out/sanitizer.log" 2>&1 || { echo "sanitizer $tool: failures"; status=1; }
+      --gtest_brief=1 >> "$logs/sanitizer.log" 2>&1 || { echo "sanitizer $tool: failures"; status=1; }
   done
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$out/sanitizer.log" | tail -8
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$logs/sanitizer.log" | tail -8
 fi
 if has python; then
   # The wheel builds here from the repository alone (no network: --no-build-isolation uses the
@@ -124,13 +130,14 @@ if has python; then
     python3 -m pip install -q --no-deps --no-index --target /tmp/pysite /tmp/wheel/flashsinkhorn-*.whl &&
     (cd /tmp && PYTHONPATH=/tmp/pysite timeout "${PYTHON_TEST_TIMEOUT:-180}" python3 -X faulthandler -m pytest -q -p no:cacheprovider \
       "$OLDPWD/tests/python" -k package)
-  } > "$out/python.log" 2>&1 || { echo "python stage failed"; status=1; }
-  ls /tmp/wheel >> "$out/python.log" 2>&1
-  tail -4 "$out/python.log"
+  } > "$logs/python.log" 2>&1 || { echo "python stage failed"; status=1; }
+  ls /tmp/wheel >> "$logs/python.log" 2>&1
+  tail -4 "$logs/python.log"
 fi
 if has cpu; then
-  timeout "${CPU_TEST_TIMEOUT:-120}" ctest --test-dir "$build" -LE gpu -j "$jobs" --timeout 200 --output-on-failure > "$out/cpu_tests.log" 2>&1 \
+  timeout "${CPU_TEST_TIMEOUT:-120}" ctest --test-dir "$build" -LE gpu -j "$jobs" --timeout 200 --output-on-failure > "$logs/cpu_tests.log" 2>&1 \
     || { echo "CPU tests failed"; status=1; }
-  tail -3 "$out/cpu_tests.log"
+  tail -3 "$logs/cpu_tests.log"
 fi
+tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$logs"
 exit $status

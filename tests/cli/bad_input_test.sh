@@ -77,6 +77,9 @@ expect_bad_input unwritable_out '/dev/null/x'        "${solve[@]}" --x x.npy --y
 expect_bad_input unknown_flag   '--frobnicate'       "${solve[@]}" --x x.npy --y y.npy --eps 0.1 --frobnicate
 expect_bad_input missing_x      '--x'                "${solve[@]}" --y y.npy --eps 0.1
 expect_bad_input bad_precision  'precision'          "${solve[@]}" --x x.npy --y y.npy --eps 0.1 --precision fp8
+expect_bad_input bad_device     'device'             "${solve[@]}" --x x.npy --y y.npy --eps 0.1 --device tpu
+# A GPU index no machine has: "no CUDA device is visible" without a GPU, "does not exist" with one.
+expect_bad_input absent_gpu     'cuda'               "${solve[@]}" --x x.npy --y y.npy --eps 0.1 --device cuda:99
 expect_bad_input unknown_command 'frobnicate'        frobnicate
 expect_bad_input no_command     'command'
 

@@ -30,6 +30,7 @@
 #include "core/prepared_cloud.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/device_buffer.hpp"
 #include "flashsinkhorn/error.hpp"
 
 namespace {
@@ -369,6 +370,20 @@ TEST(cuda_backend_errors, reports_bad_arguments) {
                flashsinkhorn::invalid_argument);
   EXPECT_THROW(gpu->write_potential(slot::f, std::vector<double>(6)), flashsinkhorn::invalid_argument);
   EXPECT_NE(gpu->name().find("cuda:0"), std::string::npos);
+}
+
+// Device memory exhaustion is an out_of_memory exception naming the request, and the device stays
+// usable: 2^47 doubles (1 PiB) is more than any GPU holds.
+TEST(cuda_backend_errors, out_of_memory_is_an_exception) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  try {
+    const device_buffer<double> huge(std::size_t{1} << 47);
+    FAIL() << "a 1 PiB cudaMalloc succeeded";
+  } catch (const flashsinkhorn::out_of_memory& e) {
+    EXPECT_NE(std::string(e.what()).find("1125899906842624 bytes"), std::string::npos) << e.what();
+  }
+  const device_buffer<double> small(1024);  // the failed call left no sticky error behind
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ if has build; then
     >> "$logs/build.log" 2>&1 || { echo "configure failed" | tee -a "$logs/build.log"; exit 1; }
   # Our targets first, so that a broken unrelated target cannot hide the GPU results.
   cmake --build "$build" -j "$jobs" --target flashsinkhorn_gpu_tests flashsinkhorn_gpu_bench flashsinkhorn_cli \
-    flashsinkhorn_precision_study flashsinkhorn_block_bench \
+    flashsinkhorn_precision_study flashsinkhorn_block_bench flashsinkhorn_call_overhead \
     >> "$logs/build.log" 2>&1 || { echo "GPU targets failed to build" | tee -a "$logs/build.log"; status=1; }
   if has cpu; then
     cmake --build "$build" -j "$jobs" >> "$logs/build.log" 2>&1 || { echo "full build failed" | tee -a "$logs/build.log"; status=1; }
@@ -133,6 +133,13 @@ if has python; then
   } > "$logs/python.log" 2>&1 || { echo "python stage failed"; status=1; }
   ls /tmp/wheel >> "$logs/python.log" 2>&1
   tail -4 "$logs/python.log"
+  # Issue 6's call overhead on this machine's (unshared) CPU, with the wheel just built.
+  if [[ -x "$build/bench/flashsinkhorn_call_overhead" ]] && ls /tmp/pysite/flashsinkhorn > /dev/null 2>&1; then
+    PYTHONPATH=/tmp/pysite timeout "${OVERHEAD_TIMEOUT:-150}" python3 bench/python_call_overhead.py \
+      --bin "$build/bench/flashsinkhorn_call_overhead" --rounds 3 --label h200 \
+      --out "$out/python_call_overhead_h200.json" --note "wheel built on the GPU machine by tools/gpu_check.sh" \
+      >> "$logs/python.log" 2>&1 || echo "call-overhead bench failed"
+  fi
 fi
 if has cpu; then
   timeout "${CPU_TEST_TIMEOUT:-120}" ctest --test-dir "$build" -LE gpu -j "$jobs" --timeout 200 --output-on-failure > "$logs/cpu_tests.log" 2>&1 \

@@ -87,6 +87,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
                    static_cast<int>(row_block0), &query_full);
     for (int t = 0; t < stages && t < tiles; ++t) issue_tile(t);
   }
+  __syncwarp();
 
   const int warpgroup = threadIdx.x / 128;
   const std::uint32_t query_address = smem_address(query) + warpgroup * 64 * wgmma::kPanelRowBytes;
@@ -109,6 +110,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
       tma::wait(&empty[(j - 1) % stages], ((j - 1) / stages) & 1);
       issue_tile(refill);
     }
+    __syncwarp();  // warp 0 whole again before the next wgmma (.sync.aligned)
   }
   // Tiles 0 … stages − 1 were issued up front; a split shorter than the ring left no copy pending.
   finish_warpgroup_rows(p, row_block0, split, row_max, row_sum, error_scratch);

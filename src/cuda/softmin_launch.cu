@@ -288,6 +288,20 @@ const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max
   return "fma";
 }
 
+wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
+  wgmma_plan plan;
+  if (mode != precision::tf32 && mode != precision::bf16) return plan;
+  const std::int64_t row_words = mode == precision::bf16 ? padded_dim / 2 : padded_dim;
+  if (row_words <= tile::kWgmmaMaxRowWords) {
+    const kernels::wgmma_geometry geo = kernels::make_wgmma_geometry(row_words, max_shared_bytes);
+    if (geo.fits && geo.steps % 2 == 0) plan = {"wgmma", geo.stages, geo.total_bytes};
+    return plan;
+  }
+  const kernels::wgmma_streamed_geometry geo = kernels::make_wgmma_streamed_geometry(row_words, max_shared_bytes);
+  if (geo.fits) plan = {"wgmma-streamed", geo.stages, geo.total_bytes};
+  return plan;
+}
+
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits) {
   if (splits <= 1) return 0;
   const std::int64_t state_bytes = mode == precision::fp64 ? 16 : 8;

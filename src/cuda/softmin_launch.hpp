@@ -66,6 +66,18 @@ std::int64_t softmin_padded_dim(precision mode, std::int64_t dim);
 // or "fma" (fp64). For benchmarks and logs.
 const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes);
 
+// The Hopper kernels' shared-memory plan for a mode and padded row width on a device offering
+// `max_shared_bytes` per block, whatever device is present: which one would run ("wgmma" with a
+// resident query block, "wgmma-streamed", or "" when neither fits or the mode has none), its ring
+// depth and dynamic shared memory per CTA (at tile::kWgmmaCtasPerSm / kWgmmaStreamedCtasPerSm
+// CTAs per SM). For tests and logs.
+struct wgmma_plan {
+  const char* kernel = "";
+  int stages = 0;
+  int shared_bytes = 0;
+};
+wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_shared_bytes);
+
 // Enqueues the half-step on `stream`. Returns cudaSuccess or the launch error (never throws).
 cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cudaStream_t stream);
 

@@ -41,10 +41,7 @@ inline std::vector<size_case> parse_sizes(const std::string& text) {
 }
 
 inline precision parse_precision(const std::string& name) {
-  if (name == "fp32") return precision::fp32;
-  if (name == "fp64") return precision::fp64;
-  if (name == "tf32") return precision::tf32;
-  if (name == "bf16") return precision::bf16;
+  if (const auto mode = precision_from_string(name)) return *mode;
   std::fprintf(stderr, "unknown precision %s\n", name.c_str());
   std::exit(2);
 }

@@ -44,15 +44,7 @@ double mean_squared_distance(const std::vector<float>& x, const std::vector<floa
   return total;
 }
 
-const char* name_of(fs::precision mode) {
-  switch (mode) {
-    case fs::precision::fp32: return "fp32";
-    case fs::precision::fp64: return "fp64";
-    case fs::precision::tf32: return "tf32";
-    case fs::precision::bf16: return "bf16";
-  }
-  return "?";
-}
+std::string name_of(fs::precision mode) { return std::string(fs::to_string(mode)); }
 
 }  // namespace
 
@@ -88,12 +80,12 @@ int main(int argc, char** argv) {
         double f_err = 0;
         for (std::int64_t i = 0; i < n; ++i) f_err = std::max(f_err, std::abs(r.f[i] - shift - exact.f[i]));
         const double cost_err = std::abs(r.cost - exact.cost) / std::abs(exact.cost);
-        std::printf("%6ld %5.0e %9.3g %6s %14.3e %14.3e %s\n", static_cast<long>(d), ratio, p.eps, name_of(mode),
+        std::printf("%6ld %5.0e %9.3g %6s %14.3e %14.3e %s\n", static_cast<long>(d), ratio, p.eps, name_of(mode).c_str(),
                     cost_err, f_err / msd, r.device.c_str());
         std::fprintf(stderr,
                      "{\"study\": \"precision\", \"n\": %ld, \"d\": %ld, \"eps_ratio\": %g, \"eps\": %.6g, \"mode\": \"%s\", "
                      "\"relative_cost_error\": %.6e, \"max_potential_error_over_msd\": %.6e, \"device\": \"%s\"}\n",
-                     static_cast<long>(n), static_cast<long>(d), ratio, p.eps, name_of(mode), cost_err, f_err / msd,
+                     static_cast<long>(n), static_cast<long>(d), ratio, p.eps, name_of(mode).c_str(), cost_err, f_err / msd,
                      r.device.c_str());
       }
     }

@@ -1,6 +1,7 @@
 #include "option_names.hpp"
 
 #include <charconv>
+#include <optional>
 
 #include "bad_input.hpp"
 
@@ -26,10 +27,7 @@ solver_kind parse_solver_kind(std::string_view text) {
 }
 
 precision parse_precision(std::string_view text) {
-  if (text == "fp32") return precision::fp32;
-  if (text == "fp64") return precision::fp64;
-  if (text == "tf32") return precision::tf32;
-  if (text == "bf16") return precision::bf16;
+  if (const std::optional<precision> mode = precision_from_string(text)) return *mode;
   reject("--precision", text, "fp32, fp64, tf32, bf16");
 }
 
@@ -57,15 +55,7 @@ std::string name_of(solver_kind kind) {
   return kind == solver_kind::symmetric ? "symmetric" : "alternating";
 }
 
-std::string name_of(precision mode) {
-  switch (mode) {
-    case precision::fp64: return "fp64";
-    case precision::tf32: return "tf32";
-    case precision::bf16: return "bf16";
-    case precision::fp32: break;
-  }
-  return "fp32";
-}
+std::string name_of(precision mode) { return std::string(to_string(mode)); }
 
 dtype output_dtype(precision mode) noexcept {
   return mode == precision::fp64 ? dtype::float64 : dtype::float32;

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <optional>
+#include <string_view>
 
 namespace flashsinkhorn {
 
@@ -23,6 +24,11 @@ enum class precision {
   tf32,  // dot products on TF32-rounded operands, float32 accumulation and float32 LSE
   bf16,  // dot products on BF16-rounded operands, float32 accumulation and float32 LSE
 };
+
+// The canonical names of the precision modes, "fp32", "fp64", "tf32", "bf16", both ways (the CLI's
+// --precision words and the benchmarks' labels); nothing for any other name.
+[[nodiscard]] std::string_view to_string(precision mode) noexcept;
+[[nodiscard]] std::optional<precision> precision_from_string(std::string_view name) noexcept;
 
 enum class device_kind {
   automatic,  // CUDA when this build has it and a GPU is present, else CPU

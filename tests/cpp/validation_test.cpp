@@ -121,3 +121,13 @@ TEST(Validation, CudaRequestedWithoutCudaIsUnsupported) {
   EXPECT_THROW(fs::solver(p, o), fs::unsupported);
 }
 #endif
+
+// The precision modes' names, both ways: every mode round-trips, anything else is rejected.
+TEST(PrecisionNames, RoundTripAndRejects) {
+  for (const fs::precision mode : {fs::precision::fp32, fs::precision::fp64, fs::precision::tf32, fs::precision::bf16})
+    EXPECT_EQ(fs::precision_from_string(fs::to_string(mode)), mode) << fs::to_string(mode);
+  EXPECT_EQ(fs::to_string(fs::precision::bf16), "bf16");
+  EXPECT_FALSE(fs::precision_from_string("fp16").has_value());
+  EXPECT_FALSE(fs::precision_from_string("FP32").has_value());
+  EXPECT_FALSE(fs::precision_from_string("").has_value());
+}

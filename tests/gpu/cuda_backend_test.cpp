@@ -45,15 +45,7 @@ struct shape {
   int alternating_iterations;
 };
 
-std::string mode_name(precision mode) {
-  switch (mode) {
-    case precision::fp32: return "fp32";
-    case precision::fp64: return "fp64";
-    case precision::tf32: return "tf32";
-    case precision::bf16: return "bf16";
-  }
-  return "?";
-}
+std::string mode_name(precision mode) { return std::string(flashsinkhorn::to_string(mode)); }
 
 prepared_cloud random_cloud(std::int64_t count, std::int64_t dim, bool random_weights, std::mt19937_64& rng,
                             double shift) {

@@ -41,15 +41,7 @@ using namespace flashsinkhorn::detail;
 constexpr slot kAllSlots[] = {slot::f, slot::g, slot::f_next, slot::g_next,
                               slot::f_aa, slot::g_bb, slot::f_aa_next, slot::g_bb_next};
 
-const char* mode_name(precision mode) {
-  switch (mode) {
-    case precision::fp32: return "fp32";
-    case precision::fp64: return "fp64";
-    case precision::tf32: return "tf32";
-    case precision::bf16: return "bf16";
-  }
-  return "?";
-}
+std::string mode_name(precision mode) { return std::string(flashsinkhorn::to_string(mode)); }
 
 prepared_cloud random_cloud(std::int64_t count, std::int64_t dim, std::mt19937_64& rng, double shift) {
   prepared_cloud c;

@@ -34,8 +34,7 @@ struct configuration {
 namespace flashsinkhorn {
 // Readable precision modes in gtest/ctest listings.
 inline void PrintTo(precision mode, std::ostream* os) {
-  static const char* names[] = {"fp32", "fp64", "tf32", "bf16"};
-  *os << names[static_cast<int>(mode)];
+  *os << to_string(mode);
 }
 }  // namespace flashsinkhorn
 
@@ -87,8 +86,7 @@ TEST_P(SolverOnGpu, MatchesTheCpuBackend) {
 
 std::string name_of(const ::testing::TestParamInfo<std::tuple<int, fs::precision>>& info) {
   static const char* configs[] = {"alternating", "symmetric_scaling", "debiased", "unbalanced", "cosine"};
-  static const char* modes[] = {"fp32", "fp64", "tf32", "bf16"};
-  return std::string(configs[std::get<0>(info.param)]) + "_" + modes[static_cast<int>(std::get<1>(info.param))];
+  return std::string(configs[std::get<0>(info.param)]) + "_" + std::string(to_string(std::get<1>(info.param)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Options, SolverOnGpu,
@@ -159,9 +157,8 @@ TEST_P(BlocksOnGpu, MatchesTheCpuBackendAndWarmStarts) {
 }
 
 std::string block_name_of(const ::testing::TestParamInfo<std::tuple<int, fs::precision>>& info) {
-  static const char* modes[] = {"fp32", "fp64", "tf32", "bf16"};
   return std::string(block_configurations()[static_cast<std::size_t>(std::get<0>(info.param))].name) + "_" +
-         modes[static_cast<int>(std::get<1>(info.param))];
+         std::string(to_string(std::get<1>(info.param)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Blocks, BlocksOnGpu,

@@ -169,6 +169,28 @@ int total(const std::vector<int>& blocks) {
   return sum;
 }
 
+// A block pattern and the half-steps one of its iterations runs (for the tolerance).
+struct block_pattern {
+  void (*body)(backend&, double, int, int);
+  int half_steps_per_iteration;
+};
+constexpr block_pattern kAlternating{alternating, 2};
+constexpr block_pattern kSymmetricDebiased{symmetric_debiased, 3};
+
+// The blocks through run_block on `under_test`, and the same iterations called one by one on a
+// fresh backend: the same potentials and error reads (expect_same_run). Returns `under_test`'s
+// block statistics.
+cuda_block_statistics expect_blocks_match_plain_steps(backend& under_test, const test_problem& t, precision mode,
+                                                      const block_pattern& how, const std::vector<int>& blocks,
+                                                      const std::vector<double>& eps) {
+  auto plain = make_cuda_backend(t.problem, mode, 0);
+  const run_record a = drive(under_test, how.body, blocks, eps, true);
+  const run_record b = drive(*plain, how.body, blocks, eps, false);
+  expect_same_run(a, b, mode, t.scale, how.half_steps_per_iteration * total(blocks) + 2);
+  EXPECT_EQ(cuda_block_stats(*plain).plain_blocks, 0);
+  return cuda_block_stats(under_test);
+}
+
 struct block_case {
   std::int64_t n, m, d;
 };
@@ -200,16 +222,12 @@ TEST_P(graph_blocks, alternating_blocks_replay_the_plain_steps) {
   for (precision mode : {precision::fp64, precision::fp32, precision::tf32, precision::bf16}) {
     SCOPED_TRACE(mode_name(mode));
     auto graphs = make_cuda_backend(t.problem, mode, 0);
-    auto plain = make_cuda_backend(t.problem, mode, 0);
-    const run_record a = drive(*graphs, alternating, blocks, eps, true);
-    const run_record b = drive(*plain, alternating, blocks, eps, false);
-    expect_same_run(a, b, mode, t.scale, 2 * total(blocks) + 2);
-    const cuda_block_statistics stats = cuda_block_stats(*graphs);
+    const cuda_block_statistics stats =
+        expect_blocks_match_plain_steps(*graphs, t, mode, kAlternating, blocks, eps);
     EXPECT_EQ(stats.graphs_unavailable, "");
     EXPECT_EQ(stats.plain_blocks, 2);    // the first 5-block and the 2-block
     EXPECT_EQ(stats.captures, 1);        // the second 5-block
     EXPECT_EQ(stats.graph_launches, 3);  // 5-blocks two to four
-    EXPECT_EQ(cuda_block_stats(*plain).plain_blocks, 0);
   }
 }
 
@@ -223,11 +241,8 @@ TEST_P(graph_blocks, odd_symmetric_blocks_alternate_two_graphs) {
   for (precision mode : {precision::fp64, precision::fp32, precision::tf32, precision::bf16}) {
     SCOPED_TRACE(mode_name(mode));
     auto graphs = make_cuda_backend(t.problem, mode, 0);
-    auto plain = make_cuda_backend(t.problem, mode, 0);
-    const run_record a = drive(*graphs, symmetric_debiased, blocks, eps, true);
-    const run_record b = drive(*plain, symmetric_debiased, blocks, eps, false);
-    expect_same_run(a, b, mode, t.scale, 3 * total(blocks) + 2);
-    const cuda_block_statistics stats = cuda_block_stats(*graphs);
+    const cuda_block_statistics stats =
+        expect_blocks_match_plain_steps(*graphs, t, mode, kSymmetricDebiased, blocks, eps);
     EXPECT_EQ(stats.graphs_unavailable, "");
     EXPECT_EQ(stats.plain_blocks, 2);    // first sightings of parity A and B
     EXPECT_EQ(stats.captures, 2);        // their second sightings
@@ -247,11 +262,8 @@ TEST_P(graph_blocks, changed_scalars_are_recaptured_and_old_graphs_evicted) {
   for (precision mode : {precision::fp64, precision::tf32}) {
     SCOPED_TRACE(mode_name(mode));
     auto graphs = make_cuda_backend(t.problem, mode, 0);
-    auto plain = make_cuda_backend(t.problem, mode, 0);
-    const run_record a = drive(*graphs, alternating, blocks, eps, true);
-    const run_record b = drive(*plain, alternating, blocks, eps, false);
-    expect_same_run(a, b, mode, t.scale, 2 * total(blocks) + 2);
-    const cuda_block_statistics stats = cuda_block_stats(*graphs);
+    const cuda_block_statistics stats =
+        expect_blocks_match_plain_steps(*graphs, t, mode, kAlternating, blocks, eps);
     EXPECT_EQ(stats.graphs_unavailable, "");
     // plain: e1, e2, e3, e4, e5, e6 and e1 again (evicted by e5/e6); graphs: e1, e2, e1 again.
     EXPECT_EQ(stats.plain_blocks, 7);
@@ -268,11 +280,8 @@ TEST_P(graph_blocks, legacy_stream_runs_blocks_plain) {
   const std::vector<double> eps(blocks.size(), t.eps);
   const precision mode = precision::tf32;
   auto legacy = make_cuda_backend(t.problem, mode, 0, cudaStreamLegacy);
-  auto plain = make_cuda_backend(t.problem, mode, 0);
-  const run_record a = drive(*legacy, symmetric_debiased, blocks, eps, true);
-  const run_record b = drive(*plain, symmetric_debiased, blocks, eps, false);
-  expect_same_run(a, b, mode, t.scale, 3 * total(blocks) + 2);
-  const cuda_block_statistics stats = cuda_block_stats(*legacy);
+  const cuda_block_statistics stats =
+      expect_blocks_match_plain_steps(*legacy, t, mode, kSymmetricDebiased, blocks, eps);
   EXPECT_NE(stats.graphs_unavailable, "");
   EXPECT_EQ(stats.plain_blocks, 4);
   EXPECT_EQ(stats.captures, 0);
@@ -290,11 +299,8 @@ TEST_P(graph_blocks, caller_stream) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   {
     auto mine = make_cuda_backend(t.problem, mode, 0, stream);
-    auto plain = make_cuda_backend(t.problem, mode, 0);
-    const run_record a = drive(*mine, alternating, blocks, eps, true);
-    const run_record b = drive(*plain, alternating, blocks, eps, false);
-    expect_same_run(a, b, mode, t.scale, 2 * total(blocks) + 2);
-    const cuda_block_statistics stats = cuda_block_stats(*mine);
+    const cuda_block_statistics stats =
+        expect_blocks_match_plain_steps(*mine, t, mode, kAlternating, blocks, eps);
     EXPECT_EQ(stats.graphs_unavailable, "");
     EXPECT_EQ(stats.plain_blocks, 1);
     EXPECT_EQ(stats.captures, 1);

@@ -342,7 +342,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // resident in bf16 (48 words); d = 192: streamed in both.
                       case_params{{16000, 2500, 64, 1}, true, 1.0},
                       case_params{{2500, 3000, 96, 2}, true, 1.0},
-                      case_params{{2500, 3000, 192, 1}, false, 1.0}),
+                      case_params{{2500, 3000, 192, 1}, false, 1.0},
+                      // The widest rows the issue names (d up to 4,096): 128 panels per key tile.
+                      case_params{{129, 65, 4096, 1}, true, 1.0}),
     [](const ::testing::TestParamInfo<case_params>& param_info) {
       const auto& c = param_info.param;
       return "n" + std::to_string(c.size.n) + "_m" + std::to_string(c.size.m) + "_d" + std::to_string(c.size.d) +

@@ -147,11 +147,13 @@ def main() -> int:
 
                 cases = {"numpy": (numpy_call, False), "torch": (torch_call, False),
                          "samplesloss": (samplesloss_call, True)}
-                # sanity: the same problem everywhere
+                # sanity: the same problem everywhere. In float32 the two programs may be built with
+                # other vector instructions (the wheel without -march=native): float32 rounding apart.
                 ref = cpp_run(args.bin, data, n, dtype, False, 3)["cost"]
                 got = fs.sinkhorn(x, y, **kw).cost
-                assert abs(got - ref) <= 1e-9 * max(1.0, abs(ref)), (got, ref)
-                assert abs(float(loss(xt, yt)) - ref) <= (1e-5 if dtype == "float32" else 1e-9) * max(1.0, abs(ref))
+                tol = (1e-5 if dtype == "float32" else 1e-9) * max(1.0, abs(ref))
+                assert abs(got - ref) <= tol, (got, ref)
+                assert abs(float(loss(xt, yt)) - ref) <= tol, (float(loss(xt, yt)), ref)
 
                 samples = {name: {"wall": [], "slack": [], "release": [], "round_medians": []} for name in cases}
                 cpp = {g: {"medians": [], "q1": [], "q3": [], "slack": []} for g in (False, True)}

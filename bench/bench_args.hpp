@@ -40,6 +40,37 @@ inline std::vector<size_case> parse_sizes(const std::string& text) {
   return sizes;
 }
 
+// The flags every GPU benchmark takes: --sizes, --precisions, --iters, --repeats (defaults: the
+// values `args` holds on entry). `extra(flag, value)` handles a program's own flags and returns
+// false for one it does not know. Returns false (after a message) on an unknown flag.
+struct run_args {
+  std::vector<size_case> sizes;
+  std::vector<std::string> precisions;
+  int iterations = 10;
+  int repeats = 7;
+};
+
+template <class Extra>
+bool parse_run_args(int argc, char** argv, run_args& args, Extra extra) {
+  for (int a = 1; a + 1 < argc; a += 2) {
+    const std::string flag = argv[a];
+    const std::string value = argv[a + 1];
+    if (flag == "--sizes") {
+      args.sizes = parse_sizes(value);
+    } else if (flag == "--precisions") {
+      args.precisions = split(value, ',');
+    } else if (flag == "--iters") {
+      args.iterations = std::stoi(value);
+    } else if (flag == "--repeats") {
+      args.repeats = std::stoi(value);
+    } else if (!extra(flag, value)) {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 inline precision parse_precision(const std::string& name) {
   if (const auto mode = precision_from_string(name)) return *mode;
   std::fprintf(stderr, "unknown precision %s\n", name.c_str());

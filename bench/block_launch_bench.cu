@@ -39,9 +39,9 @@ namespace {
 using flashsinkhorn::precision;
 using namespace flashsinkhorn::detail;
 using flashsinkhorn::bench::parse_precision;
-using flashsinkhorn::bench::parse_sizes;
+using flashsinkhorn::bench::parse_run_args;
+using flashsinkhorn::bench::run_args;
 using flashsinkhorn::bench::size_case;
-using flashsinkhorn::bench::split;
 
 prepared_cloud gaussian_cloud(std::int64_t n, std::int64_t d, std::mt19937_64& rng) {
   prepared_cloud c;
@@ -89,29 +89,18 @@ double median_ms_per_iteration(backend& b, way how, int iterations, int block, i
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<size_case> sizes = {{1000, 3}, {5000, 3}, {10000, 64}, {50000, 8}};
-  std::vector<std::string> precisions = {"tf32"};
-  int iterations = 100;
+  run_args args{{{1000, 3}, {5000, 3}, {10000, 64}, {50000, 8}}, {"tf32"}, 100, 7};
   int block = 10;
-  int repeats = 7;
-  for (int a = 1; a + 1 < argc; a += 2) {
-    const std::string flag = argv[a];
-    const std::string value = argv[a + 1];
-    if (flag == "--sizes") {
-      sizes = parse_sizes(value);
-    } else if (flag == "--precisions") {
-      precisions = split(value, ',');
-    } else if (flag == "--iters") {
-      iterations = std::stoi(value);
-    } else if (flag == "--block") {
-      block = std::stoi(value);
-    } else if (flag == "--repeats") {
-      repeats = std::stoi(value);
-    } else {
-      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
+  const auto block_flag = [&](const std::string& flag, const std::string& value) {
+    if (flag != "--block") return false;
+    block = std::stoi(value);
+    return true;
+  };
+  if (!parse_run_args(argc, argv, args, block_flag)) return 2;
+  const std::vector<size_case>& sizes = args.sizes;
+  const std::vector<std::string>& precisions = args.precisions;
+  const int iterations = args.iterations;
+  const int repeats = args.repeats;
   if (iterations < 1 || block < 1 || repeats < 1) {
     std::fprintf(stderr, "--iters, --block and --repeats must be >= 1\n");
     return 2;

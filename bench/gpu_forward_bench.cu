@@ -35,9 +35,9 @@ namespace {
 using flashsinkhorn::precision;
 using namespace flashsinkhorn::detail;
 using flashsinkhorn::bench::parse_precision;
-using flashsinkhorn::bench::parse_sizes;
+using flashsinkhorn::bench::parse_run_args;
+using flashsinkhorn::bench::run_args;
 using flashsinkhorn::bench::size_case;
-using flashsinkhorn::bench::split;
 
 prepared_cloud protocol_cloud(std::int64_t n, std::int64_t d, std::mt19937_64& rng) {
   prepared_cloud c;
@@ -69,27 +69,13 @@ void forward(backend& b, int iterations, double eps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<size_case> sizes = {{10000, 64}, {50000, 8}, {50000, 64}, {50000, 512}, {200000, 64}};
-  std::vector<std::string> precisions = {"tf32", "bf16", "fp32"};
-  int iterations = 10;
-  int repeats = 7;
+  run_args args{{{10000, 64}, {50000, 8}, {50000, 64}, {50000, 512}, {200000, 64}}, {"tf32", "bf16", "fp32"}, 10, 7};
+  if (!parse_run_args(argc, argv, args, [](const std::string&, const std::string&) { return false; })) return 2;
+  const std::vector<size_case>& sizes = args.sizes;
+  const std::vector<std::string>& precisions = args.precisions;
+  const int iterations = args.iterations;
+  const int repeats = args.repeats;
   const double eps = 0.1;
-  for (int a = 1; a + 1 < argc; a += 2) {
-    const std::string flag = argv[a];
-    const std::string value = argv[a + 1];
-    if (flag == "--sizes") {
-      sizes = parse_sizes(value);
-    } else if (flag == "--precisions") {
-      precisions = split(value, ',');
-    } else if (flag == "--iters") {
-      iterations = std::stoi(value);
-    } else if (flag == "--repeats") {
-      repeats = std::stoi(value);
-    } else {
-      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
   if (cuda_device_count() == 0) {
     std::fprintf(stderr, "no CUDA device\n");
     return 1;

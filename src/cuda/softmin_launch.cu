@@ -152,56 +152,55 @@ bool launch_wgmma_tma(const softmin_launch_args& args, const kernels::softmin_pa
   return true;
 }
 
-template <class Op>
-kernel_shape wgmma_shape(const kernels::wgmma_geometry& geo) {
-  kernel_shape shape;
-  shape.family = kernel_family::wgmma;
-  shape.threads = tile::kWgmmaThreads;
-  shape.block_m = tile::kWgmmaBlockM;
-  shape.block_n = wgmma::kTileN;
-  shape.shared_bytes = geo.total_bytes;
-  shape.steps = geo.steps;
-  shape.ctas_per_sm = occupancy(wgmma_kernel_for<Op>(geo.steps), tile::kWgmmaThreads, shape.shared_bytes);
-  return shape;
+// The Hopper kernel a row width gets, whatever the device (shape_for launches it, softmin_wgmma_plan
+// reports it): the resident kernel up to kWgmmaMaxRowWords words, the streamed one beyond; none
+// when its ring does not fit (family fma then).
+struct wgmma_choice {
+  kernel_family family = kernel_family::fma;
+  int steps = 0;  // resident kernel: 32-byte k-steps per row (its instance)
+  int stages = 0;
+  int shared_bytes = 0;
+};
+
+// 32-bit words per stored row: a tf32 value or two bf16 values per word.
+std::int64_t row_words_of(precision mode, std::int64_t padded_dim) {
+  return mode == precision::bf16 ? padded_dim / 2 : padded_dim;
 }
 
-template <class Op>
-kernel_shape wgmma_streamed_shape(const kernels::wgmma_streamed_geometry& geo) {
-  kernel_shape shape;
-  shape.family = kernel_family::wgmma_streamed;
-  shape.threads = tile::kWgmmaThreads;
-  shape.block_m = tile::kWgmmaBlockM;
-  shape.block_n = wgmma::kTileN;
-  shape.shared_bytes = geo.total_bytes;
-  shape.ctas_per_sm =
-      occupancy(kernels::softmin_wgmma_streamed_kernel<Op>, tile::kWgmmaThreads, shape.shared_bytes);
-  return shape;
-}
-
-// The wgmma kernel's shape when one applies to this row width (resident query block up to
-// kWgmmaMaxRowWords words, streamed beyond), else nothing.
-template <class Op>
-bool wgmma_shape_for(std::int64_t row_words, int max_shared_bytes, kernel_shape& shape) {
+wgmma_choice choose_wgmma(std::int64_t row_words, int max_shared_bytes) {
+  wgmma_choice choice;
   if (row_words <= tile::kWgmmaMaxRowWords) {
     const kernels::wgmma_geometry geo = kernels::make_wgmma_geometry(row_words, max_shared_bytes);
-    if (!geo.fits || geo.steps % 2 != 0) return false;
-    shape = wgmma_shape<Op>(geo);
-    return true;
+    if (geo.fits && geo.steps % 2 == 0) choice = {kernel_family::wgmma, geo.steps, geo.stages, geo.total_bytes};
+    return choice;
   }
   const kernels::wgmma_streamed_geometry geo = kernels::make_wgmma_streamed_geometry(row_words, max_shared_bytes);
-  if (!geo.fits) return false;
-  shape = wgmma_streamed_shape<Op>(geo);
-  return true;
+  if (geo.fits) choice = {kernel_family::wgmma_streamed, 0, geo.stages, geo.total_bytes};
+  return choice;
+}
+
+template <class Op>
+kernel_shape wgmma_shape(const wgmma_choice& choice) {
+  kernel_shape shape;
+  shape.family = choice.family;
+  shape.threads = tile::kWgmmaThreads;
+  shape.block_m = tile::kWgmmaBlockM;
+  shape.block_n = wgmma::kTileN;
+  shape.shared_bytes = choice.shared_bytes;
+  shape.steps = choice.steps;
+  const auto kernel = choice.family == kernel_family::wgmma ? wgmma_kernel_for<Op>(choice.steps)
+                                                            : &kernels::softmin_wgmma_streamed_kernel<Op>;
+  shape.ctas_per_sm = occupancy(kernel, tile::kWgmmaThreads, shape.shared_bytes);
+  return shape;
 }
 
 kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
-  kernel_shape wgmma;
-  if (mode == precision::tf32 && wgmma_available() &&
-      wgmma_shape_for<kernels::wgmma_tf32_operands>(padded_dim, max_shared_bytes, wgmma))
-    return wgmma;
-  if (mode == precision::bf16 && wgmma_available() &&
-      wgmma_shape_for<kernels::wgmma_bf16_operands>(padded_dim / 2, max_shared_bytes, wgmma))
-    return wgmma;
+  if ((mode == precision::tf32 || mode == precision::bf16) && wgmma_available()) {
+    const wgmma_choice choice = choose_wgmma(row_words_of(mode, padded_dim), max_shared_bytes);
+    if (choice.family != kernel_family::fma)
+      return mode == precision::bf16 ? wgmma_shape<kernels::wgmma_bf16_operands>(choice)
+                                     : wgmma_shape<kernels::wgmma_tf32_operands>(choice);
+  }
   switch (mode) {
     case precision::bf16: return mma_shape<kernels::bf16_operands>(padded_dim, max_shared_bytes);
     case precision::fp32: return mma_shape<kernels::fp32_split_operands>(padded_dim, max_shared_bytes);
@@ -289,17 +288,10 @@ const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max
 }
 
 wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
-  wgmma_plan plan;
-  if (mode != precision::tf32 && mode != precision::bf16) return plan;
-  const std::int64_t row_words = mode == precision::bf16 ? padded_dim / 2 : padded_dim;
-  if (row_words <= tile::kWgmmaMaxRowWords) {
-    const kernels::wgmma_geometry geo = kernels::make_wgmma_geometry(row_words, max_shared_bytes);
-    if (geo.fits && geo.steps % 2 == 0) plan = {"wgmma", geo.stages, geo.total_bytes};
-    return plan;
-  }
-  const kernels::wgmma_streamed_geometry geo = kernels::make_wgmma_streamed_geometry(row_words, max_shared_bytes);
-  if (geo.fits) plan = {"wgmma-streamed", geo.stages, geo.total_bytes};
-  return plan;
+  if (mode != precision::tf32 && mode != precision::bf16) return {};
+  const wgmma_choice choice = choose_wgmma(row_words_of(mode, padded_dim), max_shared_bytes);
+  if (choice.family == kernel_family::fma) return {};
+  return {choice.family == kernel_family::wgmma ? "wgmma" : "wgmma-streamed", choice.stages, choice.shared_bytes};
 }
 
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits) {

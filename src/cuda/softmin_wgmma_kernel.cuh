@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/tile_config.hpp"
@@ -62,25 +63,23 @@ __host__ __device__ inline wgmma_geometry make_wgmma_geometry(std::int64_t row_w
   return g;
 }
 
-// Operand policies: storage type and the m64n128 MMA of one 32-byte k-step.
-struct wgmma_tf32_operands {
-  using storage = float;
+// Operand policies: storage type (tf32 values as float, or bf16) and the m64n128 MMA of one 32-byte
+// k-step.
+template <class Storage>
+struct wgmma_operands {
+  using storage = Storage;
 #if defined(FLASHSINKHORN_WGMMA_ENABLED)
   __device__ __forceinline__ static void mma(float (&d)[wgmma::kAccumulators], std::uint64_t a, std::uint64_t b,
                                              int accumulate) {
-    wgmma::mma_tf32(d, a, b, accumulate);
+    if constexpr (std::is_same_v<Storage, float>)
+      wgmma::mma_tf32(d, a, b, accumulate);
+    else
+      wgmma::mma_bf16(d, a, b, accumulate);
   }
 #endif
 };
-struct wgmma_bf16_operands {
-  using storage = __nv_bfloat16;
-#if defined(FLASHSINKHORN_WGMMA_ENABLED)
-  __device__ __forceinline__ static void mma(float (&d)[wgmma::kAccumulators], std::uint64_t a, std::uint64_t b,
-                                             int accumulate) {
-    wgmma::mma_bf16(d, a, b, accumulate);
-  }
-#endif
-};
+using wgmma_tf32_operands = wgmma_operands<float>;
+using wgmma_bf16_operands = wgmma_operands<__nv_bfloat16>;
 
 #if defined(FLASHSINKHORN_WGMMA_ENABLED)
 

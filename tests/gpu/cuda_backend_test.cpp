@@ -32,6 +32,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_buffer.hpp"
 #include "flashsinkhorn/error.hpp"
+#include "gpu/gpu_test_support.hpp"
 
 namespace {
 
@@ -69,16 +70,6 @@ prepared_cloud random_cloud(std::int64_t count, std::int64_t dim, bool random_we
   return c;
 }
 
-
-double max_norm(const prepared_cloud& c) {
-  double best = 0;
-  for (std::int64_t i = 0; i < c.count; ++i) {
-    double s = 0;
-    for (std::int64_t k = 0; k < c.dim; ++k) s += c.points[i * c.dim + k] * c.points[i * c.dim + k];
-    best = std::max(best, std::sqrt(s));
-  }
-  return best;
-}
 
 // ---- float64 dense reference: the backend contract (backend.hpp) written the obvious way -------
 class reference_backend {
@@ -255,8 +246,7 @@ TEST_P(cuda_backend_test, matches_cpu_backend_and_float64_reference) {
   problem.y = random_cloud(c.size.m, c.size.d, c.random_weights, rng, 0.3);
   problem.cost_scale = c.cost_scale;
   centre_clouds(problem);
-  const double reach = max_norm(problem.x) + max_norm(problem.y);
-  const double scale = c.cost_scale * reach * reach;
+  const double scale = gpu_tests::largest_cost(problem);
   const double eps = 0.1 * c.cost_scale * static_cast<double>(c.size.d) + 0.05;  // C/ε = O(10)
   const int half_steps = 2 * c.size.alternating_iterations + kHalfStepsBesidesLoop;
   const bool debias_x = c.size.n <= 5000;

@@ -32,6 +32,7 @@
 #include "core/prepared_cloud.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "flashsinkhorn/error.hpp"
+#include "gpu/gpu_test_support.hpp"
 
 namespace {
 
@@ -75,17 +76,7 @@ test_problem make_test_problem(std::int64_t n, std::int64_t m, std::int64_t d, s
   t.problem.y = random_cloud(m, d, rng, 0.5);
   t.problem.cost_scale = 1;
   centre_clouds(t.problem);
-  auto max_norm = [](const prepared_cloud& c) {
-    double best = 0;
-    for (std::int64_t i = 0; i < c.count; ++i) {
-      double s = 0;
-      for (std::int64_t k = 0; k < c.dim; ++k) s += c.points[i * c.dim + k] * c.points[i * c.dim + k];
-      best = std::max(best, std::sqrt(s));
-    }
-    return best;
-  };
-  const double reach = max_norm(t.problem.x) + max_norm(t.problem.y);
-  t.scale = reach * reach;
+  t.scale = gpu_tests::largest_cost(t.problem);
   t.eps = 2.0 * static_cast<double>(d) / 100;  // mean cost ≈ 2d: C/ε ≈ 100
   return t;
 }

@@ -4,8 +4,8 @@
 #   BENCH=build/bench/flashsinkhorn_gpu_bench bench/run_gpu_bench.sh
 # Environment: BENCH (our binary), OUT_DIR (logs, default bench/results), FS_COMMIT, SIZES, PEER=0 to skip,
 # MMA_SYNC_PRECISIONS (default tf32,bf16; empty to skip): the same sizes again on the mma.sync kernel
-# (FLASHSINKHORN_KERNEL=mma), so the JSON holds both kernel families of one run; TMA_PRECISIONS
-# likewise for the copy-engine variant of the wgmma kernel (FLASHSINKHORN_KERNEL=tma).
+# (FLASHSINKHORN_KERNEL=mma), so the JSON holds both kernel families of one run; CPASYNC_PRECISIONS
+# (default empty) likewise for the cp.async variant of the wgmma kernel (FLASHSINKHORN_KERNEL=cpasync).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bench="${BENCH:-$here/../build/bench/flashsinkhorn_gpu_bench}"
@@ -14,9 +14,9 @@ sizes="${SIZES:-10000x64,50000x8,50000x64,50000x512,200000x64}"
 mkdir -p "$out_dir"
 date_tag="$(date -u +%Y-%m-%d)"
 "$bench" --sizes "$sizes" --precisions "${PRECISIONS:-tf32,bf16,fp32}" > "$out_dir/ours.jsonl"
-tma_precisions="${TMA_PRECISIONS-tf32,bf16}"  # the copy-engine wgmma variant (FLASHSINKHORN_KERNEL=tma)
-if [[ -n "$tma_precisions" ]]; then
-  FLASHSINKHORN_KERNEL=tma "$bench" --sizes "$sizes" --precisions "$tma_precisions" --repeats 3 >> "$out_dir/ours.jsonl"
+cpasync_precisions="${CPASYNC_PRECISIONS-}"  # the cp.async wgmma variant (FLASHSINKHORN_KERNEL=cpasync)
+if [[ -n "$cpasync_precisions" ]]; then
+  FLASHSINKHORN_KERNEL=cpasync "$bench" --sizes "$sizes" --precisions "$cpasync_precisions" --repeats 3 >> "$out_dir/ours.jsonl"
 fi
 mma_precisions="${MMA_SYNC_PRECISIONS-tf32,bf16}"
 if [[ -n "$mma_precisions" ]]; then

@@ -10,16 +10,30 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/out}"
-# At most 8 files come back from the device: results (JSON) stay in $out, logs go to $out/logs and
-# are packed into $out/logs.tgz at the end (a run cut short still returns the folder).
-logs="$out/logs"
+# At most 8 files come back from the device: results (JSON) stay in $out; logs are written outside it
+# and packed into $out/logs.tgz after every stage, so a run cut short by the device's time limit
+# still returns the logs of the stages it finished.
+logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
+rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
 stages="${STAGES:-build gpu demo study bench profile sanitize python cpu}"
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
-has() { [[ " $stages " == *" $1 "* ]] && echo "== stage $1 at $(date -u +%T)" >&2; }
+# A stage runs when listed and when the run is still inside its time budget (DEADLINE seconds, 540
+# by default: the device stops a command at 600 s).
+deadline="${DEADLINE:-540}"
+pack() { tar czf "$out/logs.tgz" -C "$(dirname "$logs")" logs 2> /dev/null; }
+has() {
+  pack
+  [[ " $stages " == *" $1 "* ]] || return 1
+  if (( SECONDS > deadline )); then
+    echo "== stage $1 skipped: ${SECONDS}s used of the ${deadline}s budget" | tee -a "$logs/stages.log" >&2
+    return 1
+  fi
+  echo "== stage $1 at ${SECONDS}s ($(date -u +%T))" | tee -a "$logs/stages.log" >&2
+}
 
 {
   echo "== $(date -u +%FT%TZ) commit=${FS_COMMIT:-unknown}"
@@ -53,11 +67,11 @@ if has gpu; then
       >> "$logs/tests.log" 2>&1 || { echo "GPU tests (mma.sync) failed"; status=1; }
     tail -3 "$logs/tests.log"
   fi
-  # And on the copy-engine variant of the resident wgmma kernel (experimental, off by default).
-  if [[ "${GPU_TEST_TMA:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_KERNEL=tma" >> "$logs/tests.log"
-    FLASHSINKHORN_KERNEL=tma timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
-      >> "$logs/tests.log" 2>&1 || { echo "GPU tests (wgmma-tma) failed"; status=1; }
+  # And on the cp.async variant of the resident wgmma kernel (the copy-engine one is the default).
+  if [[ "${GPU_TEST_CPASYNC:-1}" != 0 ]]; then
+    echo "== GPU tests, FLASHSINKHORN_KERNEL=cpasync" >> "$logs/tests.log"
+    FLASHSINKHORN_KERNEL=cpasync timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
+      >> "$logs/tests.log" 2>&1 || { echo "GPU tests (wgmma cp.async) failed"; status=1; }
     tail -3 "$logs/tests.log"
   fi
 fi
@@ -78,7 +92,7 @@ if has bench; then
   fi
   # The raw JSON lines land in $logs as they are written, so a stage cut short keeps what it measured.
   # The peer in tf32 only (the issue's protocol; its fp32 runs take minutes), no mma.sync A/B rows
-  # unless asked for; the copy-engine wgmma variant's rows are on (TMA_PRECISIONS).
+  # unless asked for (MMA_SYNC_PRECISIONS, CPASYNC_PRECISIONS).
   PEER_PRECISIONS="${PEER_PRECISIONS:-tf32}" MMA_SYNC_PRECISIONS="${MMA_SYNC_PRECISIONS-}" \
   BENCH="$build/bench/flashsinkhorn_gpu_bench" OUT_DIR="$logs" timeout "${BENCH_TIMEOUT:-300}" bench/run_gpu_bench.sh > "$logs/bench.log" 2>&1 \
     || { echo "bench failed"; status=1; }
@@ -92,14 +106,14 @@ fi
 if has profile; then
   # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call).
   for precision in ${PROFILE_PRECISIONS:-tf32 bf16}; do
-    timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)_kernel" -c 1 \
+    timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)" -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
       "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions "$precision" \
       --iters 1 --repeats 1 >> "$logs/profile.log" 2>&1 || echo "ncu $precision failed"
   done
   # Where the warps wait: the stall reasons of the same launch, as raw per-warp cycle counters.
-  timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)_kernel" -c 1 \
+  timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)" -c 1 \
     --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
     "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions tf32 --iters 1 --repeats 1 \
     2>&1 | grep -E "stalled" | sort -k3 -n -r | head -12 | tee -a "$logs/profile.log" || echo "ncu stall metrics failed"
@@ -146,5 +160,6 @@ if has cpu; then
     || { echo "CPU tests failed"; status=1; }
   tail -3 "$logs/cpu_tests.log"
 fi
-tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$logs"
+echo "== done at ${SECONDS}s, status $status" >> "$logs/stages.log"
+pack
 exit $status

@@ -78,13 +78,14 @@ kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {
 // The wgmma kernel runs where it was compiled (an sm_90a target in FLASHSINKHORN_CUDA_ARCHITECTURES)
 // and the current device is compute capability 9.0. For A/B runs (docs/cuda_backend.md), the
 // environment variable FLASHSINKHORN_KERNEL=mma forces the mma.sync kernels and
-// FLASHSINKHORN_KERNEL=tma selects the copy-engine variant of the resident wgmma kernel.
+// FLASHSINKHORN_KERNEL=cpasync the cp.async variant of the resident wgmma kernel (the copy-engine
+// variant is the default: tile_config.hpp, kWgmmaTma).
 const char* kernel_override() {
   static const char* const value = std::getenv("FLASHSINKHORN_KERNEL");
   return value != nullptr ? value : "";
 }
 
-bool wgmma_tma_selected() { return tile::kWgmmaTma || std::strcmp(kernel_override(), "tma") == 0; }
+bool wgmma_tma_selected() { return tile::kWgmmaTma && std::strcmp(kernel_override(), "cpasync") != 0; }
 
 bool wgmma_available() {
 #if defined(FLASHSINKHORN_HAS_SM90A)
@@ -127,7 +128,7 @@ auto wgmma_kernel_for(int steps) {
   return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_kernel<Op, decltype(k)::value>; });
 }
 
-// The copy-engine variant of the same instance (FLASHSINKHORN_KERNEL=tma).
+// The copy-engine variant of the same instance (the default; FLASHSINKHORN_KERNEL=cpasync opts out).
 template <class Op>
 auto wgmma_tma_kernel_for(int steps) {
   return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value>; });

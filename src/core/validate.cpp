@@ -1,7 +1,7 @@
 #include "core/validate.hpp"
 
+#include <charconv>
 #include <cmath>
-#include <sstream>
 #include <string>
 
 #include "flashsinkhorn/error.hpp"
@@ -11,10 +11,13 @@ namespace {
 
 [[noreturn]] void fail(const std::string& message) { throw invalid_argument(message); }
 
+// The shortest text that reads back as v. std::to_chars, not an ostringstream: no locale, and no
+// iostream static state (the Python extension built on the device crashed, under Python 3.12, in the
+// first test whose message went through an ostringstream; the messages before it all worked).
 std::string str(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
+  char text[32];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, v);
+  return error == std::errc{} ? std::string(text, end) : std::string("?");
 }
 
 void require_positive_finite(double value, const char* name) {

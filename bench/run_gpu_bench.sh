@@ -4,8 +4,8 @@
 #   BENCH=build/bench/flashsinkhorn_gpu_bench bench/run_gpu_bench.sh
 # Environment: BENCH (our binary), OUT_DIR (logs, default bench/results), FS_COMMIT, SIZES, PEER=0 to skip,
 # MMA_SYNC_PRECISIONS (default tf32,bf16; empty to skip): the same sizes again on the mma.sync kernel
-# (FLASHSINKHORN_KERNEL=mma), so the JSON holds both kernel families of one run; CPASYNC_PRECISIONS
-# (default empty) likewise for the cp.async variant of the wgmma kernel (FLASHSINKHORN_KERNEL=cpasync).
+# (FLASHSINKHORN_KERNEL=mma), so the JSON holds both kernel families of one run; VARIANTS (default
+# empty), e.g. "halves:tf32,bf16 cpasync:tf32", likewise for other FLASHSINKHORN_KERNEL choices.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bench="${BENCH:-$here/../build/bench/flashsinkhorn_gpu_bench}"
@@ -14,10 +14,9 @@ sizes="${SIZES:-10000x64,50000x8,50000x64,50000x512,200000x64}"
 mkdir -p "$out_dir"
 date_tag="$(date -u +%Y-%m-%d)"
 "$bench" --sizes "$sizes" --precisions "${PRECISIONS:-tf32,bf16,fp32}" > "$out_dir/ours.jsonl"
-cpasync_precisions="${CPASYNC_PRECISIONS-}"  # the cp.async wgmma variant (FLASHSINKHORN_KERNEL=cpasync)
-if [[ -n "$cpasync_precisions" ]]; then
-  FLASHSINKHORN_KERNEL=cpasync "$bench" --sizes "$sizes" --precisions "$cpasync_precisions" --repeats 3 >> "$out_dir/ours.jsonl"
-fi
+for variant in ${VARIANTS-}; do  # kernel:precisions
+  FLASHSINKHORN_KERNEL="${variant%%:*}" "$bench" --sizes "$sizes" --precisions "${variant#*:}" --repeats 3 >> "$out_dir/ours.jsonl"
+done
 mma_precisions="${MMA_SYNC_PRECISIONS-tf32,bf16}"
 if [[ -n "$mma_precisions" ]]; then
   FLASHSINKHORN_KERNEL=mma "$bench" --sizes "$sizes" --precisions "$mma_precisions" --repeats 3 >> "$out_dir/ours.jsonl"

@@ -67,13 +67,13 @@ if has gpu; then
       >> "$logs/tests.log" 2>&1 || { echo "GPU tests (mma.sync) failed"; status=1; }
     tail -3 "$logs/tests.log"
   fi
-  # And on the cp.async variant of the resident wgmma kernel (the copy-engine one is the default).
-  if [[ "${GPU_TEST_CPASYNC:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_KERNEL=cpasync" >> "$logs/tests.log"
-    FLASHSINKHORN_KERNEL=cpasync timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
-      >> "$logs/tests.log" 2>&1 || { echo "GPU tests (wgmma cp.async) failed"; status=1; }
+  # And on the other variants of the resident wgmma kernel (the copy-engine one is the default).
+  for variant in ${GPU_TEST_VARIANTS-cpasync halves}; do
+    echo "== GPU tests, FLASHSINKHORN_KERNEL=$variant" >> "$logs/tests.log"
+    FLASHSINKHORN_KERNEL="$variant" timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
+      >> "$logs/tests.log" 2>&1 || { echo "GPU tests ($variant) failed"; status=1; }
     tail -3 "$logs/tests.log"
-  fi
+  done
 fi
 if has demo; then
   # The README's first command on a GPU machine: the demo picks the GPU by itself.
@@ -92,8 +92,8 @@ if has bench; then
   fi
   # The raw JSON lines land in $logs as they are written, so a stage cut short keeps what it measured.
   # The peer in tf32 only (the issue's protocol; its fp32 runs take minutes), no mma.sync A/B rows
-  # unless asked for (MMA_SYNC_PRECISIONS, CPASYNC_PRECISIONS).
-  PEER_PRECISIONS="${PEER_PRECISIONS:-tf32}" MMA_SYNC_PRECISIONS="${MMA_SYNC_PRECISIONS-}" \
+  # unless asked for (MMA_SYNC_PRECISIONS); the half-tile variant's rows (VARIANTS).
+  PEER_PRECISIONS="${PEER_PRECISIONS:-tf32}" MMA_SYNC_PRECISIONS="${MMA_SYNC_PRECISIONS-}" VARIANTS="${VARIANTS-halves:tf32,bf16}" \
   BENCH="$build/bench/flashsinkhorn_gpu_bench" OUT_DIR="$logs" timeout "${BENCH_TIMEOUT:-300}" bench/run_gpu_bench.sh > "$logs/bench.log" 2>&1 \
     || { echo "bench failed"; status=1; }
   mv "$logs"/gpu_forward_*.json "$out/" 2>/dev/null
@@ -149,7 +149,7 @@ if has python; then
   ls /tmp/wheel >> "$logs/python.log" 2>&1
   tail -4 "$logs/python.log"
   # Issue 6's call overhead on this machine's (unshared) CPU, with the wheel just built.
-  if [[ -x "$build/bench/flashsinkhorn_call_overhead" ]] && ls /tmp/pysite/flashsinkhorn > /dev/null 2>&1; then
+  if [[ "${OVERHEAD:-1}" != 0 && -x "$build/bench/flashsinkhorn_call_overhead" ]] && ls /tmp/pysite/flashsinkhorn > /dev/null 2>&1; then
     PYTHONPATH=/tmp/pysite timeout "${OVERHEAD_TIMEOUT:-150}" python3 bench/python_call_overhead.py \
       --bin "$build/bench/flashsinkhorn_call_overhead" --rounds 3 --label h200 \
       --out "$out/python_call_overhead_h200.json" --note "wheel built on the GPU machine by tools/gpu_check.sh" \

@@ -77,15 +77,24 @@ kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {
 
 // The wgmma kernel runs where it was compiled (an sm_90a target in FLASHSINKHORN_CUDA_ARCHITECTURES)
 // and the current device is compute capability 9.0. For A/B runs (docs/cuda_backend.md), the
-// environment variable FLASHSINKHORN_KERNEL=mma forces the mma.sync kernels and
+// environment variable FLASHSINKHORN_KERNEL=mma forces the mma.sync kernels,
 // FLASHSINKHORN_KERNEL=cpasync the cp.async variant of the resident wgmma kernel (the copy-engine
-// variant is the default: tile_config.hpp, kWgmmaTma).
+// variant is the default: tile_config.hpp, kWgmmaTma) and FLASHSINKHORN_KERNEL=halves the
+// copy-engine kernel's half-tile pipeline.
 const char* kernel_override() {
   static const char* const value = std::getenv("FLASHSINKHORN_KERNEL");
   return value != nullptr ? value : "";
 }
 
-bool wgmma_tma_selected() { return tile::kWgmmaTma && std::strcmp(kernel_override(), "cpasync") != 0; }
+bool wgmma_tma_selected() {
+  return (tile::kWgmmaTma && std::strcmp(kernel_override(), "cpasync") != 0) ||
+         std::strcmp(kernel_override(), "halves") == 0;
+}
+// The half-tile software pipeline of the copy-engine kernel (tile_config.hpp, kWgmmaHalfTiles), or
+// FLASHSINKHORN_KERNEL=halves.
+bool wgmma_halves_selected() {
+  return wgmma_tma_selected() && (tile::kWgmmaHalfTiles || std::strcmp(kernel_override(), "halves") == 0);
+}
 
 bool wgmma_available() {
 #if defined(FLASHSINKHORN_HAS_SM90A)
@@ -130,8 +139,9 @@ auto wgmma_kernel_for(int steps) {
 
 // The copy-engine variant of the same instance (the default; FLASHSINKHORN_KERNEL=cpasync opts out).
 template <class Op>
-auto wgmma_tma_kernel_for(int steps) {
-  return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value>; });
+auto wgmma_tma_kernel_for(int steps, bool halves) {
+  return halves ? for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value, true>; })
+                : for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value, false>; });
 }
 
 // Launches the copy-engine variant; false when the tensor maps cannot be made (the caller then
@@ -144,7 +154,7 @@ bool launch_wgmma_tma(const softmin_launch_args& args, const kernels::softmin_pa
   if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count, tile::kWgmmaBlockM) ||
       !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count, wgmma::kTileN))
     return false;
-  const auto kernel = wgmma_tma_kernel_for<Op>(steps);
+  const auto kernel = wgmma_tma_kernel_for<Op>(steps, wgmma_halves_selected());
   status = allow_shared(kernel, shared_bytes);
   if (status == cudaSuccess) {
     kernel<<<grid, tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);
@@ -280,7 +290,8 @@ std::int64_t softmin_padded_dim(precision mode, std::int64_t dim) {
 
 const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
   switch (shape_for(mode, padded_dim, max_shared_bytes).family) {
-    case kernel_family::wgmma: return wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
+    case kernel_family::wgmma:
+      return wgmma_halves_selected() ? "wgmma-tma-halves" : wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
     case kernel_family::wgmma_streamed: return "wgmma-streamed";
     case kernel_family::mma_sync: return "mma.sync";
     case kernel_family::fma: return "fma";

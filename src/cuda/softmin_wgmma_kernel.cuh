@@ -63,14 +63,14 @@ __host__ __device__ inline wgmma_geometry make_wgmma_geometry(std::int64_t row_w
   return g;
 }
 
-// Operand policies: storage type (tf32 values as float, or bf16) and the m64n128 MMA of one 32-byte
-// k-step.
+// Operand policies: storage type (tf32 values as float, or bf16) and the m64n128 or m64n64 MMA
+// (by the accumulator count) of one 32-byte k-step.
 template <class Storage>
 struct wgmma_operands {
   using storage = Storage;
 #if defined(FLASHSINKHORN_WGMMA_ENABLED)
-  __device__ __forceinline__ static void mma(float (&d)[wgmma::kAccumulators], std::uint64_t a, std::uint64_t b,
-                                             int accumulate) {
+  template <int kCount>
+  __device__ __forceinline__ static void mma(float (&d)[kCount], std::uint64_t a, std::uint64_t b, int accumulate) {
     if constexpr (std::is_same_v<Storage, float>)
       wgmma::mma_tf32(d, a, b, accumulate);
     else
@@ -113,28 +113,36 @@ __device__ __forceinline__ void copy_rows_to_panels(unsigned char* dst, const st
   }
 }
 
-// Online LSE of one 64×128 score tile held in `acc` (this thread: rows g and g + 8 of its warp's
-// 16, 32 columns each), t = acc·scale + β (log2 units). `bias` holds the tile's 128 β values.
-// `acc` is only read: an accumulator register written by ordinary instructions would make ptxas
-// serialise the next tile's wgmma behind this one (C7515).
-__device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAccumulators], const float* bias,
-                                                  float scale, float (&row_max)[2], float (&row_sum)[2]) {
-  constexpr int kScores = wgmma::kTileN / 4;  // per thread and row: 16 n8 groups × 2 columns
-  const float* bias_lane = bias + 2 * (threadIdx.x % 4);
+// Online LSE of one 64×N score tile held in `acc` (N = 2·kCount keys; this thread: rows g and
+// g + 8 of its warp's 16, N/4 columns each), t = acc·scale + β (log2 units). `bias` holds the
+// tile's N β values. kQuadMax: the four threads of a row share one running maximum (two shuffles
+// per row and tile); otherwise each thread keeps its own (max, Σ) and merge_quad_states combines
+// them once, at the end. `acc` is only read: an accumulator register written by ordinary
+// instructions would make ptxas serialise the next tile's wgmma behind this one (C7515).
+template <bool kQuadMax = true, int kCount>
+__device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], const float* bias, float scale,
+                                                  float (&row_max)[2], float (&row_sum)[2]) {
+  constexpr int kScores = kCount / 2;  // per thread and row: N/8 n8 groups × 2 columns
+  const float2* bias_lane = reinterpret_cast<const float2*>(bias + 2 * (threadIdx.x % 4));
+  float2 beta[kScores / 2];  // columns 8g + 2·(lane mod 4) + {0, 1}, one 8-byte load each
+#pragma unroll
+  for (int g = 0; g < kScores / 2; ++g) beta[g] = bias_lane[4 * g];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float t[kScores];  // score k of row h: n8 group k/2, column 2·(lane mod 4) + k mod 2
 #pragma unroll
     for (int k = 0; k < kScores; ++k)
-      t[k] = fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, bias_lane[8 * (k / 2) + k % 2]);
-    // Tile maximum of row h: four independent chains of 8 (short dependency chains; loops with
+      t[k] = fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, k % 2 == 0 ? beta[k / 2].x : beta[k / 2].y);
+    // Tile maximum of row h: four independent chains (short dependency chains; loops with
     // constant bounds only, so that nothing is indexed at run time and the array stays in registers).
     float chain[4] = {t[0], t[1], t[2], t[3]};
 #pragma unroll
     for (int k = 4; k < kScores; ++k) chain[k % 4] = fmaxf(chain[k % 4], t[k]);
     float tile_max = fmaxf(fmaxf(chain[0], chain[1]), fmaxf(chain[2], chain[3]));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    if constexpr (kQuadMax) {
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    }
     const float new_max = fmaxf(row_max[h], tile_max);
     // Guard (−∞) − (−∞): a row that has seen only zero-weight/padded keys keeps sum 0.
     const float reference = new_max == -INFINITY ? 0.f : new_max;
@@ -150,21 +158,38 @@ __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAcc
 // start at `query_address`) and a key stage (panels of kTileN rows at `key_address`): kSteps
 // 32-byte k-steps, issued asynchronously and committed as one group (returns before the tensor
 // cores finish; wgmma::wait_group retires it).
-template <class Op, int kSteps>
-__device__ __forceinline__ void issue_tile_scores(float (&acc)[wgmma::kAccumulators], std::uint32_t query_address,
+// With kCount = kHalfAccumulators the keys are the 64 rows of each panel at `key_address` (a
+// stage's half: the panels keep their kTileN-row stride).
+template <class Op, int kSteps, int kCount>
+__device__ __forceinline__ void issue_tile_scores(float (&acc)[kCount], std::uint32_t query_address,
                                                   std::uint32_t key_address) {
   wgmma::pin(acc);
   wgmma::fence();
+  // Descriptors of the first k-step; a later step adds its byte offset / 16 to the start field
+  // (shared addresses stay below 2^18, so the 14-bit field never carries).
+  const std::uint64_t a0 = wgmma::make_descriptor(query_address);
+  const std::uint64_t b0 = wgmma::make_descriptor(key_address);
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
-    const int panel = s / 4;
     const int step_offset = (s % 4) * wgmma::kStepBytes;
-    const std::uint32_t a = query_address + panel * tile::kWgmmaBlockM * wgmma::kPanelRowBytes + step_offset;
-    const std::uint32_t b = key_address + panel * wgmma::kTileN * wgmma::kPanelRowBytes + step_offset;
-    Op::mma(acc, wgmma::make_descriptor(a), wgmma::make_descriptor(b), s > 0 ? 1 : 0);
+    const int a = (s / 4) * tile::kWgmmaBlockM * wgmma::kPanelRowBytes + step_offset;
+    const int b = (s / 4) * wgmma::kTileN * wgmma::kPanelRowBytes + step_offset;
+    Op::mma(acc, a0 + (a >> 4), b0 + (b >> 4), s > 0 ? 1 : 0);
   }
   wgmma::commit_group();
   wgmma::pin(acc);
+}
+
+// Per-thread row states (reduce_score_tile<false>) → the quad's common state, in every thread of
+// the quad: max over the four, each Σ rescaled to it (a thread that saw only −∞ keeps Σ = 0).
+__device__ __forceinline__ void merge_quad_states(float (&row_max)[2], float (&row_sum)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float quad_max = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 1));
+    quad_max = fmaxf(quad_max, __shfl_xor_sync(0xffffffffu, quad_max, 2));
+    if (quad_max != -INFINITY && row_max[h] != -INFINITY) row_sum[h] *= fast_exp2(row_max[h] - quad_max);
+    row_max[h] = quad_max;
+  }
 }
 
 // Leaves the kernel: row i's state (max, Σ) of this thread (rows g and g + 8 of its warp's 16 in

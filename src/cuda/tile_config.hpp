@@ -19,6 +19,9 @@
 #ifndef FLASHSINKHORN_TUNE_WGMMA_OVERLAP
 #define FLASHSINKHORN_TUNE_WGMMA_OVERLAP 0
 #endif
+#ifndef FLASHSINKHORN_TUNE_WGMMA_HALVES
+#define FLASHSINKHORN_TUNE_WGMMA_HALVES 0
+#endif
 #ifndef FLASHSINKHORN_TUNE_WGMMA_TMA
 #define FLASHSINKHORN_TUNE_WGMMA_TMA 1
 #endif
@@ -81,6 +84,10 @@ inline constexpr int kWgmmaCtasPerSm = kWgmmaOverlap ? 1 : 2;
 // tf32/bf16): n = 50,000, d = 64: 3.81/2.83 → 2.94/2.52; d = 8: 2.45/2.44 → 2.31/2.32;
 // n = 10,000, d = 64: 0.188/0.146 → 0.147/0.117; n = 200,000, d = 64: 59.8/44.3 → 54.3/39.3.
 inline constexpr bool kWgmmaTma = FLASHSINKHORN_TUNE_WGMMA_TMA != 0;
+// 1 = the copy-engine kernel splits each tile into two 64-key halves and reduces one while the
+// other's MMAs run (softmin_wgmma_tma_kernel.cuh; also FLASHSINKHORN_KERNEL=halves). Written in
+// session 3; off until the GPU tests and the benchmark have run it.
+inline constexpr bool kWgmmaHalfTiles = FLASHSINKHORN_TUNE_WGMMA_HALVES != 0;
 // Warpgroups of 64 rows per CTA (they share the key tiles of the ring).
 inline constexpr int kWgmmaWarpgroups = FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS;
 inline constexpr int kWgmmaThreads = kWgmmaWarpgroups * 128;

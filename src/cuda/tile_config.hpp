@@ -85,8 +85,12 @@ inline constexpr int kWgmmaCtasPerSm = kWgmmaOverlap ? 1 : 2;
 // n = 10,000, d = 64: 0.188/0.146 → 0.147/0.117; n = 200,000, d = 64: 59.8/44.3 → 54.3/39.3.
 inline constexpr bool kWgmmaTma = FLASHSINKHORN_TUNE_WGMMA_TMA != 0;
 // 1 = the copy-engine kernel splits each tile into two 64-key halves and reduces one while the
-// other's MMAs run (softmin_wgmma_tma_kernel.cuh; also FLASHSINKHORN_KERNEL=halves). Written in
-// session 3; off until the GPU tests and the benchmark have run it.
+// other's MMAs run (softmin_wgmma_tma_kernel.cuh; also FLASHSINKHORN_KERNEL=halves). Passes the
+// GPU tests; measured slower on the H200 (gpu_check at ddd5f4c, 2026-11-30, ms per iteration,
+// tf32/bf16, default → halves): n = 50,000, d = 64: 3.13/2.55 → 3.36/2.60; d = 8: 2.34/2.34 →
+// 2.40/2.39; n = 10,000: 0.149/0.121 → 0.162/0.123. Half-width MMAs re-read the query panel from
+// shared memory twice as often, and only half of the exponentials overlap (ptxas serialises the
+// schedule that would overlap all of them: C7514). Kept as an A/B switch, off.
 inline constexpr bool kWgmmaHalfTiles = FLASHSINKHORN_TUNE_WGMMA_HALVES != 0;
 // Warpgroups of 64 rows per CTA (they share the key tiles of the ring).
 inline constexpr int kWgmmaWarpgroups = FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS;

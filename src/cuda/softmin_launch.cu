@@ -12,6 +12,7 @@
 #include "cuda/softmin_wgmma_kernel.cuh"
 #include "cuda/softmin_wgmma_streamed_kernel.cuh"
 #include "cuda/softmin_wgmma_tma_kernel.cuh"
+#include "cuda/softmin_wgmma_ws_kernel.cuh"
 #include "cuda/tensor_map.hpp"
 #include "cuda/tile_config.hpp"
 
@@ -80,7 +81,7 @@ kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {
 // environment variable FLASHSINKHORN_KERNEL=mma forces the mma.sync kernels,
 // FLASHSINKHORN_KERNEL=cpasync the cp.async variant of the resident wgmma kernel (the copy-engine
 // variant is the default: tile_config.hpp, kWgmmaTma) and FLASHSINKHORN_KERNEL=halves the
-// copy-engine kernel's half-tile pipeline.
+// copy-engine kernel's half-tile pipeline, FLASHSINKHORN_KERNEL=ws the warp-specialised one.
 const char* kernel_override() {
   static const char* const value = std::getenv("FLASHSINKHORN_KERNEL");
   return value != nullptr ? value : "";
@@ -90,6 +91,9 @@ bool wgmma_tma_selected() {
   return (tile::kWgmmaTma && std::strcmp(kernel_override(), "cpasync") != 0) ||
          std::strcmp(kernel_override(), "halves") == 0;
 }
+// The warp-specialised resident kernel (tile_config.hpp, kWgmmaWs), or FLASHSINKHORN_KERNEL=ws.
+bool wgmma_ws_selected() { return tile::kWgmmaWs || std::strcmp(kernel_override(), "ws") == 0; }
+
 // The half-tile software pipeline of the copy-engine kernel (tile_config.hpp, kWgmmaHalfTiles), or
 // FLASHSINKHORN_KERNEL=halves.
 bool wgmma_halves_selected() {
@@ -144,8 +148,13 @@ auto wgmma_tma_kernel_for(int steps, bool halves) {
                 : for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value, false>; });
 }
 
-// Launches the copy-engine variant; false when the tensor maps cannot be made (the caller then
-// launches the cp.async kernel).
+template <class Op>
+auto wgmma_ws_kernel_for(int steps) {
+  return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value>; });
+}
+
+// Launches the copy-engine variant (or the warp-specialised one); false when the tensor maps cannot
+// be made (the caller then launches the cp.async kernel).
 template <class Op>
 bool launch_wgmma_tma(const softmin_launch_args& args, const kernels::softmin_params& p, const dim3& grid,
                       int steps, int shared_bytes, cudaStream_t stream, cudaError_t& status) {
@@ -154,10 +163,11 @@ bool launch_wgmma_tma(const softmin_launch_args& args, const kernels::softmin_pa
   if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count, tile::kWgmmaBlockM) ||
       !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count, wgmma::kTileN))
     return false;
-  const auto kernel = wgmma_tma_kernel_for<Op>(steps, wgmma_halves_selected());
+  const bool ws = wgmma_ws_selected();
+  const auto kernel = ws ? wgmma_ws_kernel_for<Op>(steps) : wgmma_tma_kernel_for<Op>(steps, wgmma_halves_selected());
   status = allow_shared(kernel, shared_bytes);
   if (status == cudaSuccess) {
-    kernel<<<grid, tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);
+    kernel<<<grid, ws ? tile::kWgmmaWsThreads : tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);
     status = cudaGetLastError();
   }
   return true;
@@ -181,7 +191,8 @@ std::int64_t row_words_of(precision mode, std::int64_t padded_dim) {
 wgmma_choice choose_wgmma(std::int64_t row_words, int max_shared_bytes) {
   wgmma_choice choice;
   if (row_words <= tile::kWgmmaMaxRowWords) {
-    const kernels::wgmma_geometry geo = kernels::make_wgmma_geometry(row_words, max_shared_bytes);
+    const kernels::wgmma_geometry geo =
+        kernels::make_wgmma_geometry(row_words, max_shared_bytes, wgmma_ws_selected() ? 1 : tile::kWgmmaCtasPerSm);
     if (geo.fits && geo.steps % 2 == 0) choice = {kernel_family::wgmma, geo.steps, geo.stages, geo.total_bytes};
     return choice;
   }
@@ -195,6 +206,15 @@ kernel_shape wgmma_shape(const wgmma_choice& choice) {
   kernel_shape shape;
   shape.family = choice.family;
   shape.threads = tile::kWgmmaThreads;
+  if (choice.family == kernel_family::wgmma && wgmma_ws_selected()) {
+    shape.threads = tile::kWgmmaWsThreads;
+    shape.block_m = tile::kWgmmaBlockM;
+    shape.block_n = wgmma::kTileN;
+    shape.shared_bytes = choice.shared_bytes;
+    shape.steps = choice.steps;
+    shape.ctas_per_sm = occupancy(wgmma_ws_kernel_for<Op>(choice.steps), tile::kWgmmaWsThreads, shape.shared_bytes);
+    return shape;
+  }
   shape.block_m = tile::kWgmmaBlockM;
   shape.block_n = wgmma::kTileN;
   shape.shared_bytes = choice.shared_bytes;
@@ -291,6 +311,7 @@ std::int64_t softmin_padded_dim(precision mode, std::int64_t dim) {
 const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
   switch (shape_for(mode, padded_dim, max_shared_bytes).family) {
     case kernel_family::wgmma:
+      if (wgmma_ws_selected()) return "wgmma-ws";
       return wgmma_halves_selected() ? "wgmma-tma-halves" : wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
     case kernel_family::wgmma_streamed: return "wgmma-streamed";
     case kernel_family::mma_sync: return "mma.sync";
@@ -303,7 +324,8 @@ wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_s
   if (mode != precision::tf32 && mode != precision::bf16) return {};
   const wgmma_choice choice = choose_wgmma(row_words_of(mode, padded_dim), max_shared_bytes);
   if (choice.family == kernel_family::fma) return {};
-  return {choice.family == kernel_family::wgmma ? "wgmma" : "wgmma-streamed", choice.stages, choice.shared_bytes};
+  const char* resident = wgmma_ws_selected() ? "wgmma-ws" : "wgmma";
+  return {choice.family == kernel_family::wgmma ? resident : "wgmma-streamed", choice.stages, choice.shared_bytes};
 }
 
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits) {
@@ -375,7 +397,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   switch (shape.family) {
     case kernel_family::wgmma: {
       const bool launched =
-          wgmma_tma_selected() &&
+          (wgmma_tma_selected() || wgmma_ws_selected()) &&
           (bf16 ? launch_wgmma_tma<kernels::wgmma_bf16_operands>(args, p, grid, shape.steps, shape.shared_bytes, stream,
                                                                  status)
                 : launch_wgmma_tma<kernels::wgmma_tf32_operands>(args, p, grid, shape.steps, shape.shared_bytes, stream,

@@ -40,7 +40,8 @@ struct wgmma_geometry {
   bool fits = false;
 };
 
-__host__ __device__ inline wgmma_geometry make_wgmma_geometry(std::int64_t row_words, int max_shared_bytes) {
+__host__ __device__ inline wgmma_geometry make_wgmma_geometry(std::int64_t row_words, int max_shared_bytes,
+                                                              int ctas_per_sm = tile::kWgmmaCtasPerSm) {
   wgmma_geometry g;
   g.row_words = static_cast<int>(row_words);
   g.steps = g.row_words * 4 / wgmma::kStepBytes;
@@ -51,8 +52,7 @@ __host__ __device__ inline wgmma_geometry make_wgmma_geometry(std::int64_t row_w
   const bool shape_ok = row_words > 0 && row_words % 8 == 0 && row_words <= tile::kWgmmaMaxRowWords;
   // With two CTAs per SM each gets half of the SM's shared memory (less the 1 KiB per CTA that
   // the hardware reserves; the opt-in per-block limit is the SM's capacity less that 1 KiB).
-  const int budget = tile::kWgmmaCtasPerSm == 1 ? max_shared_bytes
-                                                 : (max_shared_bytes + 1024) / tile::kWgmmaCtasPerSm - 1024;
+  const int budget = ctas_per_sm == 1 ? max_shared_bytes : (max_shared_bytes + 1024) / ctas_per_sm - 1024;
   for (int stages = tile::kWgmmaMaxStages; stages >= tile::kWgmmaMinStages; --stages) {
     g.stages = stages;
     g.bias_bytes = stages * wgmma::kTileN * 4;
@@ -192,12 +192,11 @@ __device__ __forceinline__ void merge_quad_states(float (&row_max)[2], float (&r
   }
 }
 
-// Leaves the kernel: row i's state (max, Σ) of this thread (rows g and g + 8 of its warp's 16 in
-// its warpgroup's 64) is reduced over the quad, then the row is finished (one split) or its
-// partial state is written.
-__device__ __forceinline__ void finish_warpgroup_rows(const softmin_params& p, std::int64_t row_block0, int split,
-                                                      const float (&row_max)[2], const float (&row_sum)[2],
-                                                      double* error_scratch) {
+// Row i's state (max, Σ) of this thread (rows g and g + 8 of its warp's 16 in its warpgroup's 64)
+// is reduced over the quad, then the row is finished (one split) or its partial state is written.
+// Returns this thread's share of the block's marginal-error term.
+__device__ __forceinline__ double leave_warpgroup_rows(const softmin_params& p, std::int64_t row_block0, int split,
+                                                       const float (&row_max)[2], const float (&row_sum)[2]) {
   const int warpgroup = threadIdx.x / 128;
   const int warp_in_group = (threadIdx.x % 128) / 32;
   const int lane = threadIdx.x % 32;
@@ -210,6 +209,14 @@ __device__ __forceinline__ void finish_warpgroup_rows(const softmin_params& p, s
     const std::int64_t row = row_block0 + warpgroup * 64 + warp_in_group * 16 + h * 8 + lane / 4;
     if (lane % 4 == 0 && row < p.rows) error += leave_row(p, row, split, {row_max[h] * kLn2f, sum});
   }
+  return error;
+}
+
+// Leaves the kernel: leave_warpgroup_rows, then the block's error term (one split).
+__device__ __forceinline__ void finish_warpgroup_rows(const softmin_params& p, std::int64_t row_block0, int split,
+                                                      const float (&row_max)[2], const float (&row_sum)[2],
+                                                      double* error_scratch) {
+  const double error = leave_warpgroup_rows(p, row_block0, split, row_max, row_sum);
   if (p.splits == 1) add_block_error(p, error, error_scratch);
 }
 

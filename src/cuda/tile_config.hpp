@@ -22,6 +22,9 @@
 #ifndef FLASHSINKHORN_TUNE_WGMMA_HALVES
 #define FLASHSINKHORN_TUNE_WGMMA_HALVES 0
 #endif
+#ifndef FLASHSINKHORN_TUNE_WGMMA_WS
+#define FLASHSINKHORN_TUNE_WGMMA_WS 0
+#endif
 #ifndef FLASHSINKHORN_TUNE_WGMMA_TMA
 #define FLASHSINKHORN_TUNE_WGMMA_TMA 1
 #endif
@@ -92,10 +95,21 @@ inline constexpr bool kWgmmaTma = FLASHSINKHORN_TUNE_WGMMA_TMA != 0;
 // shared memory twice as often, and only half of the exponentials overlap (ptxas serialises the
 // schedule that would overlap all of them: C7514). Kept as an A/B switch, off.
 inline constexpr bool kWgmmaHalfTiles = FLASHSINKHORN_TUNE_WGMMA_HALVES != 0;
+// 1 = the warp-specialised copy-engine kernel for resident rows (softmin_wgmma_ws_kernel.cuh; also
+// FLASHSINKHORN_KERNEL=ws): one CTA per SM, a producer warp beside the two consumer warpgroups,
+// two accumulator sets per consumer. Written in session 3 without device time: compiled, not run;
+// off until the GPU tests and the benchmark have run it.
+inline constexpr bool kWgmmaWs = FLASHSINKHORN_TUNE_WGMMA_WS != 0;
 // Warpgroups of 64 rows per CTA (they share the key tiles of the ring).
 inline constexpr int kWgmmaWarpgroups = FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS;
 inline constexpr int kWgmmaThreads = kWgmmaWarpgroups * 128;
 inline constexpr int kWgmmaBlockM = kWgmmaWarpgroups * 64;
+// + the producer warpgroup: a whole one, because registers are reallocated per warpgroup
+// (setmaxnreg) and ptxas budgets a CTA in warpgroups (288 threads would get 168 registers each).
+inline constexpr int kWgmmaWsThreads = kWgmmaThreads + 128;
+inline constexpr int kWgmmaWsProducerRegisters = 40;
+inline constexpr int kWgmmaWsConsumerRegisters = 232;  // 2·128·232 + 128·40 ≤ 65,536
+static_assert(kWgmmaWarpgroups * 128 * kWgmmaWsConsumerRegisters + 128 * kWgmmaWsProducerRegisters <= 65536);
 // Whole rows per stage: at two CTAs per SM (113 KiB each) the resident query block plus two
 // 128-key stages fit up to 64 words (tf32 d ≤ 64, bf16 d ≤ 128: 32 + 2·32 KiB + β); wider rows
 // use the streamed kernel. (96 words, the limit before session 2's end, needed 146 KiB: such rows

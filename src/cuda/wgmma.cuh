@@ -61,6 +61,17 @@ __device__ __forceinline__ void wait_group() {
 // async proxy (wgmma operand reads) after this fence in the writing thread and a barrier.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// Register reallocation between the warpgroups of a CTA (PTX setmaxnreg; every thread of the
+// warpgroup executes it): the producer gives registers back, the consumers take them.
+template <int kRegisters>
+__device__ __forceinline__ void release_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+template <int kRegisters>
+__device__ __forceinline__ void claim_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
 // Keeps the compiler from moving accesses of `d` across an async MMA boundary.
 template <int kCount>
 __device__ __forceinline__ void pin(float (&d)[kCount]) {

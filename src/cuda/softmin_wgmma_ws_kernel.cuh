@@ -1,0 +1,149 @@
+// The warp-specialised resident Hopper softmin kernel (FLASHSINKHORN_KERNEL=ws; tile_config.hpp,
+// kWgmmaWs): the copy-engine kernel's tiles, layout and reduction (softmin_wgmma_tma_kernel.cuh)
+// with the roles split the FlashAttention-3 way.
+//
+// One CTA per SM: two consumer warpgroups (threads 0–255, 64 rows each) and a producer warpgroup
+// (threads 256–383) that hands most of its registers to them (setmaxnreg: 40 vs 232 per thread),
+// so each consumer keeps two 64×128 accumulator sets and starts the next tile's MMAs before
+// reducing this one:
+//   issue S(0) into A; step j: issue S(j + 1) into the other set, wait for S(j)
+//   (wgmma.wait_group 1), reduce S(j), release stage j
+// so a warpgroup's exponentials run while its own tensor-core work for the next tile does. The
+// producer's first thread alone moves data: the query block once, then tile t into stage t mod S as soon
+// as both consumers released tile t − S (empty[s]: kWgmmaThreads arrivals). With the whole shared
+// memory for one CTA the ring is up to kWgmmaMaxStages deep.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/softmin_kernel.cuh"
+#include "cuda/softmin_wgmma_kernel.cuh"
+#include "cuda/tile_config.hpp"
+#include "cuda/tma.cuh"
+#include "cuda/wgmma.cuh"
+
+namespace flashsinkhorn::detail::kernels {
+
+template <class Op, int kSteps>
+__global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
+    softmin_wgmma_ws_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
+                            const __grid_constant__ CUtensorMap keys_map) {
+#if defined(FLASHSINKHORN_WGMMA_ENABLED)
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  __shared__ double error_scratch[tile::kWgmmaWsThreads / 32];
+  __shared__ __align__(8) std::uint64_t full[tile::kWgmmaMaxStages];
+  __shared__ __align__(8) std::uint64_t empty[tile::kWgmmaMaxStages];
+  __shared__ __align__(8) std::uint64_t query_full;
+  unsigned char* shared = panel_aligned(shared_raw);
+
+  const std::int64_t row_words64 = p.padded_dim * static_cast<std::int64_t>(sizeof(typename Op::storage)) / 4;
+  const wgmma_geometry geo = make_wgmma_geometry(row_words64, p.max_shared_bytes, 1);
+  constexpr int kRowWords = kSteps * wgmma::kStepBytes / 4;  // == geo.row_words (the launcher's choice)
+  constexpr int kPanels = (kRowWords + wgmma::kPanelWords - 1) / wgmma::kPanelWords;
+  const int stages = geo.stages;
+  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
+  const int split = blockIdx.y;
+  const int tile_begin = split * p.tiles_per_split;
+  const int tiles = max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin);
+  const float* key_bias = static_cast<const float*>(p.key_bias);
+
+  unsigned char* query = shared;                  // (panels, kWgmmaBlockM, 128 B)
+  unsigned char* ring = shared + geo.query_bytes;  // stages × keys (panels, kTileN, 128 B)
+  float* bias_ring = reinterpret_cast<float*>(ring + stages * geo.stage_bytes);  // (stages, kTileN)
+  auto stage_of = [&](int t) { return ring + (t % stages) * geo.stage_bytes; };
+  auto bias_of = [&](int t) { return bias_ring + (t % stages) * wgmma::kTileN; };
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      tma::barrier_init(&full[s], 1);
+      tma::barrier_init(&empty[s], tile::kWgmmaThreads);
+    }
+    tma::barrier_init(&query_full, 1);
+    tma::barrier_init_fence();
+  }
+  __syncthreads();
+
+  double error = 0;
+  if (threadIdx.x >= tile::kWgmmaThreads) {
+    wgmma::release_registers<tile::kWgmmaWsProducerRegisters>();
+    // The producer warpgroup. A partial last panel still counts a whole 32-word box per row (the copy
+    // engine fills the columns past the row's end with zeros, never read by the MMAs).
+    if (threadIdx.x == tile::kWgmmaThreads) {
+      tma::arrive_expect_bytes(&query_full, kPanels * tile::kWgmmaBlockM * wgmma::kPanelRowBytes);
+#pragma unroll
+      for (int c = 0; c < kPanels; ++c)
+        tma::load_2d(query + c * tile::kWgmmaBlockM * wgmma::kPanelRowBytes, &rows_map, c * wgmma::kPanelWords,
+                     static_cast<int>(row_block0), &query_full);
+      constexpr std::uint32_t kKeyBytes = kPanels * wgmma::kTileN * wgmma::kPanelRowBytes;
+      constexpr std::uint32_t kBiasBytes = wgmma::kTileN * 4;
+      for (int t = 0; t < tiles; ++t) {
+        // Stage t mod S last held tile t − S: its (t/S − 1)-th release, parity (t/S − 1) mod 2.
+        if (t >= stages) tma::wait(&empty[t % stages], (t / stages - 1) & 1);
+        const int key0 = (tile_begin + t) * wgmma::kTileN;
+        std::uint64_t* barrier = &full[t % stages];
+        tma::arrive_expect_bytes(barrier, kKeyBytes + kBiasBytes);
+#pragma unroll
+        for (int c = 0; c < kPanels; ++c)
+          tma::load_2d(stage_of(t) + c * wgmma::kTileN * wgmma::kPanelRowBytes, &keys_map, c * wgmma::kPanelWords,
+                       key0, barrier);
+        tma::load_1d(bias_of(t), key_bias + key0, kBiasBytes, barrier);
+      }
+    }
+    __syncwarp();
+  } else {
+    wgmma::claim_registers<tile::kWgmmaWsConsumerRegisters>();
+    const int warpgroup = threadIdx.x / 128;
+    const std::uint32_t query_address = smem_address(query) + warpgroup * 64 * wgmma::kPanelRowBytes;
+    float row_max[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of this warp's 16
+    float row_sum[2] = {0.f, 0.f};
+    float acc0[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
+    float acc1[wgmma::kAccumulators];
+    auto issue = [&](float (&acc)[wgmma::kAccumulators], int t) {
+      tma::wait(&full[t % stages], (t / stages) & 1);
+      issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_of(t)));
+    };
+    auto reduce = [&](float (&acc)[wgmma::kAccumulators], int t) {
+      wgmma::pin(acc);
+      reduce_score_tile(acc, bias_of(t), p.score_scale_log2, row_max, row_sum);
+      tma::arrive(&empty[t % stages]);
+    };
+    // Step j: tile j + 1's MMAs start in `next`, then tile j (in `current`) is reduced. The two
+    // sets alternate by unrolling by two; no branch surrounds a wgmma (ptxas would serialise the
+    // pipeline, C7514), so the last tiles are peeled.
+    auto step = [&](float (&current)[wgmma::kAccumulators], float (&next)[wgmma::kAccumulators], int j) {
+      issue(next, j + 1);
+      wgmma::wait_group<1>();  // tile j's MMAs are done
+      reduce(current, j);
+    };
+    auto last = [&](float (&current)[wgmma::kAccumulators], int j) {
+      wgmma::wait_group<0>();
+      reduce(current, j);
+    };
+    tma::wait(&query_full, 0);
+    if (tiles > 0) {
+      issue(acc0, 0);
+      int j = 0;
+      for (; j + 2 < tiles; j += 2) {
+        step(acc0, acc1, j);
+        step(acc1, acc0, j + 1);
+      }
+      if (j + 1 < tiles) {  // two tiles left
+        step(acc0, acc1, j);
+        last(acc1, j + 1);
+      } else {
+        last(acc0, j);
+      }
+    }
+    error = leave_warpgroup_rows(p, row_block0, split, row_max, row_sum);
+  }
+  // Every thread, the producer warpgroup included (its share is 0): one block-wide sum.
+  if (p.splits == 1) add_block_error(p, error, error_scratch);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // the launcher selects this kernel only on sm_90a builds running on sm_90
+#endif
+}
+
+}  // namespace flashsinkhorn::detail::kernels

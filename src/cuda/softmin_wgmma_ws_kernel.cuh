@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   unsigned char* query = shared;                  // (panels, kWgmmaBlockM, 128 B)
   unsigned char* ring = shared + geo.query_bytes;  // stages × keys (panels, kTileN, 128 B)
   float* bias_ring = reinterpret_cast<float*>(ring + stages * geo.stage_bytes);  // (stages, kTileN)
-  auto stage_of = [&](int t) { return ring + (t % stages) * geo.stage_bytes; };
-  auto bias_of = [&](int t) { return bias_ring + (t % stages) * wgmma::kTileN; };
+  auto stage_at = [&](const tma::ring_position& at) { return ring + at.stage * geo.stage_bytes; };
+  auto bias_at = [&](const tma::ring_position& at) { return bias_ring + at.stage * wgmma::kTileN; };
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) {
@@ -79,17 +79,18 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
                      static_cast<int>(row_block0), &query_full);
       constexpr std::uint32_t kKeyBytes = kPanels * wgmma::kTileN * wgmma::kPanelRowBytes;
       constexpr std::uint32_t kBiasBytes = wgmma::kTileN * 4;
-      for (int t = 0; t < tiles; ++t) {
-        // Stage t mod S last held tile t − S: its (t/S − 1)-th release, parity (t/S − 1) mod 2.
-        if (t >= stages) tma::wait(&empty[t % stages], (t / stages - 1) & 1);
+      tma::ring_position at;
+      for (int t = 0; t < tiles; ++t, at.advance(stages)) {
+        // The stage last held tile t − S: wait for that use's release (the previous parity).
+        if (t >= stages) tma::wait(&empty[at.stage], at.parity ^ 1);
         const int key0 = (tile_begin + t) * wgmma::kTileN;
-        std::uint64_t* barrier = &full[t % stages];
+        std::uint64_t* barrier = &full[at.stage];
         tma::arrive_expect_bytes(barrier, kKeyBytes + kBiasBytes);
 #pragma unroll
         for (int c = 0; c < kPanels; ++c)
-          tma::load_2d(stage_of(t) + c * wgmma::kTileN * wgmma::kPanelRowBytes, &keys_map, c * wgmma::kPanelWords,
+          tma::load_2d(stage_at(at) + c * wgmma::kTileN * wgmma::kPanelRowBytes, &keys_map, c * wgmma::kPanelWords,
                        key0, barrier);
-        tma::load_1d(bias_of(t), key_bias + key0, kBiasBytes, barrier);
+        tma::load_1d(bias_at(at), key_bias + key0, kBiasBytes, barrier);
       }
     }
     __syncwarp();
@@ -101,40 +102,43 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     float row_sum[2] = {0.f, 0.f};
     float acc0[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
     float acc1[wgmma::kAccumulators];
-    auto issue = [&](float (&acc)[wgmma::kAccumulators], int t) {
-      tma::wait(&full[t % stages], (t / stages) & 1);
-      issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_of(t)));
+    tma::ring_position ahead, behind;  // the next tile to issue, the next to reduce
+    auto issue = [&](float (&acc)[wgmma::kAccumulators]) {
+      tma::wait(&full[ahead.stage], ahead.parity);
+      issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_at(ahead)));
+      ahead.advance(stages);
     };
-    auto reduce = [&](float (&acc)[wgmma::kAccumulators], int t) {
+    auto reduce = [&](float (&acc)[wgmma::kAccumulators]) {
       wgmma::pin(acc);
-      reduce_score_tile(acc, bias_of(t), p.score_scale_log2, row_max, row_sum);
-      tma::arrive(&empty[t % stages]);
+      reduce_score_tile(acc, bias_at(behind), p.score_scale_log2, row_max, row_sum);
+      tma::arrive(&empty[behind.stage]);
+      behind.advance(stages);
     };
     // Step j: tile j + 1's MMAs start in `next`, then tile j (in `current`) is reduced. The two
     // sets alternate by unrolling by two; no branch surrounds a wgmma (ptxas would serialise the
     // pipeline, C7514), so the last tiles are peeled.
-    auto step = [&](float (&current)[wgmma::kAccumulators], float (&next)[wgmma::kAccumulators], int j) {
-      issue(next, j + 1);
+    auto step = [&](float (&current)[wgmma::kAccumulators], float (&next)[wgmma::kAccumulators]) {
+      issue(next);             // tile j + 1
       wgmma::wait_group<1>();  // tile j's MMAs are done
-      reduce(current, j);
+      reduce(current);         // tile j
     };
-    auto last = [&](float (&current)[wgmma::kAccumulators], int j) {
+    auto last = [&](float (&current)[wgmma::kAccumulators]) {
       wgmma::wait_group<0>();
-      reduce(current, j);
+      reduce(current);
     };
     tma::wait(&query_full, 0);
     if (tiles > 0) {
-      issue(acc0, 0);
+      issue(acc0);
       int j = 0;
       for (; j + 2 < tiles; j += 2) {
-        step(acc0, acc1, j);
-        step(acc1, acc0, j + 1);
+        step(acc0, acc1);
+        step(acc1, acc0);
       }
       if (j + 1 < tiles) {  // two tiles left
-        step(acc0, acc1, j);
-        last(acc1, j + 1);
+        step(acc0, acc1);
+        last(acc1);
       } else {
-        last(acc0, j);
+        last(acc0);
       }
     }
     error = leave_warpgroup_rows(p, row_block0, split, row_max, row_sum);

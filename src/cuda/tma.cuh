@@ -17,6 +17,20 @@ namespace flashsinkhorn::detail::tma {
 
 using kernels::smem_address;
 
+// Position in a ring of `stages` stages: the stage of the current tile and the parity of its use
+// (the k-th use of a stage waits on parity k mod 2). Advancing by one tile replaces t mod S and
+// t / S, integer divisions by a run-time S, with a compare.
+struct ring_position {
+  int stage = 0;
+  int parity = 0;
+  __host__ __device__ void advance(int stages) {
+    if (++stage == stages) {
+      stage = 0;
+      parity ^= 1;
+    }
+  }
+};
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
 __device__ __forceinline__ void barrier_init(std::uint64_t* barrier, int arrivals) {

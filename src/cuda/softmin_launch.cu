@@ -91,8 +91,12 @@ bool wgmma_tma_selected() {
   return (tile::kWgmmaTma && std::strcmp(kernel_override(), "cpasync") != 0) ||
          std::strcmp(kernel_override(), "halves") == 0;
 }
-// The warp-specialised resident kernel (tile_config.hpp, kWgmmaWs), or FLASHSINKHORN_KERNEL=ws.
-bool wgmma_ws_selected() { return tile::kWgmmaWs || std::strcmp(kernel_override(), "ws") == 0; }
+// The warp-specialised resident kernel (tile_config.hpp, kWgmmaWs), or FLASHSINKHORN_KERNEL=ws; =wsrs
+// the same with the query block in registers.
+bool wgmma_ws_rs_selected() { return std::strcmp(kernel_override(), "wsrs") == 0; }
+bool wgmma_ws_selected() {
+  return tile::kWgmmaWs || std::strcmp(kernel_override(), "ws") == 0 || wgmma_ws_rs_selected();
+}
 
 // The half-tile software pipeline of the copy-engine kernel (tile_config.hpp, kWgmmaHalfTiles), or
 // FLASHSINKHORN_KERNEL=halves.
@@ -150,7 +154,9 @@ auto wgmma_tma_kernel_for(int steps, bool halves) {
 
 template <class Op>
 auto wgmma_ws_kernel_for(int steps) {
-  return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value>; });
+  return wgmma_ws_rs_selected()
+             ? for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value, true>; })
+             : for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value, false>; });
 }
 
 // Launches the copy-engine variant (or the warp-specialised one); false when the tensor maps cannot
@@ -311,7 +317,7 @@ std::int64_t softmin_padded_dim(precision mode, std::int64_t dim) {
 const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
   switch (shape_for(mode, padded_dim, max_shared_bytes).family) {
     case kernel_family::wgmma:
-      if (wgmma_ws_selected()) return "wgmma-ws";
+      if (wgmma_ws_selected()) return wgmma_ws_rs_selected() ? "wgmma-ws-rs" : "wgmma-ws";
       return wgmma_halves_selected() ? "wgmma-tma-halves" : wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
     case kernel_family::wgmma_streamed: return "wgmma-streamed";
     case kernel_family::mma_sync: return "mma.sync";

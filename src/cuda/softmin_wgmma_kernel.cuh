@@ -69,6 +69,14 @@ template <class Storage>
 struct wgmma_operands {
   using storage = Storage;
 #if defined(FLASHSINKHORN_WGMMA_ENABLED)
+  // A from registers (wgmma.cuh's RS form), m64n128 only.
+  __device__ __forceinline__ static void mma(float (&d)[wgmma::kAccumulators], const std::uint32_t (&a)[4],
+                                             std::uint64_t b, int accumulate) {
+    if constexpr (std::is_same_v<Storage, float>)
+      wgmma::mma_tf32(d, a, b, accumulate);
+    else
+      wgmma::mma_bf16(d, a, b, accumulate);
+  }
   template <int kCount>
   __device__ __forceinline__ static void mma(float (&d)[kCount], std::uint64_t a, std::uint64_t b, int accumulate) {
     if constexpr (std::is_same_v<Storage, float>)

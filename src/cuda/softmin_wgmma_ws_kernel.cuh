@@ -12,6 +12,10 @@
 // producer's first thread alone moves data: the query block once, then tile t into stage t mod S as soon
 // as both consumers released tile t − S (empty[s]: kWgmmaThreads arrivals). With the whole shared
 // memory for one CTA the ring is up to kWgmmaMaxStages deep.
+//
+// kQueryInRegisters (FLASHSINKHORN_KERNEL=wsrs): each consumer reads its query rows from the panels
+// once, into wgmma A fragments (kSteps × 4 registers), and every MMA takes A from registers: per
+// m64n128 k-step the tensor cores then read 4 KiB of shared memory (the keys) instead of 6 KiB.
 #pragma once
 
 #include <cuda.h>
@@ -27,7 +31,50 @@
 
 namespace flashsinkhorn::detail::kernels {
 
+#if defined(FLASHSINKHORN_WGMMA_ENABLED)
+
+// This warpgroup's A fragments of the resident query block, for every 32-byte k-step (the RS
+// layout of wgmma.cuh): rows 16w + g and 16w + g + 8 of the warpgroup's 64, words t and t + 4 of
+// the k-step, read once from the swizzled panels (landed through the query barrier).
+template <int kSteps>
+__device__ __forceinline__ void load_query_fragments(std::uint32_t (&a)[kSteps][4], const unsigned char* query) {
+  const int warpgroup = threadIdx.x / 128;
+  const int warp = (threadIdx.x % 128) / 32;
+  const int lane = threadIdx.x % 32;
+  const int row0 = warpgroup * 64 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int row = row0 + (q % 2) * 8;
+      const int word = 8 * s + lane % 4 + (q / 2) * 4;
+      const int panel = word / wgmma::kPanelWords;
+      const int in_panel = word % wgmma::kPanelWords;
+      a[s][q] = *reinterpret_cast<const std::uint32_t*>(query + panel * tile::kWgmmaBlockM * wgmma::kPanelRowBytes +
+                                                        wgmma::panel_offset(row, in_panel / 4) + (in_panel % 4) * 4);
+    }
+  }
+}
+
+// issue_tile_scores (softmin_wgmma_kernel.cuh) with A from registers.
 template <class Op, int kSteps>
+__device__ __forceinline__ void issue_tile_scores(float (&acc)[wgmma::kAccumulators],
+                                                  const std::uint32_t (&a)[kSteps][4], std::uint32_t key_address) {
+  wgmma::pin(acc);
+  wgmma::fence();
+  const std::uint64_t b0 = wgmma::make_descriptor(key_address);
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    const int b = (s / 4) * wgmma::kTileN * wgmma::kPanelRowBytes + (s % 4) * wgmma::kStepBytes;
+    Op::mma(acc, a[s], b0 + (b >> 4), s > 0 ? 1 : 0);
+  }
+  wgmma::commit_group();
+  wgmma::pin(acc);
+}
+
+#endif  // FLASHSINKHORN_WGMMA_ENABLED
+
+template <class Op, int kSteps, bool kQueryInRegisters>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     softmin_wgmma_ws_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
                             const __grid_constant__ CUtensorMap keys_map) {
@@ -102,10 +149,14 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     float row_sum[2] = {0.f, 0.f};
     float acc0[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
     float acc1[wgmma::kAccumulators];
+    std::uint32_t query_fragments[kQueryInRegisters ? kSteps : 1][4];
     tma::ring_position ahead, behind;  // the next tile to issue, the next to reduce
     auto issue = [&](float (&acc)[wgmma::kAccumulators]) {
       tma::wait(&full[ahead.stage], ahead.parity);
-      issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_at(ahead)));
+      if constexpr (kQueryInRegisters)
+        issue_tile_scores<Op, kSteps>(acc, query_fragments, smem_address(stage_at(ahead)));
+      else
+        issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_at(ahead)));
       ahead.advance(stages);
     };
     auto reduce = [&](float (&acc)[wgmma::kAccumulators]) {
@@ -127,6 +178,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
       reduce(current);
     };
     tma::wait(&query_full, 0);
+    if constexpr (kQueryInRegisters) load_query_fragments<kSteps>(query_fragments, query);
     if (tiles > 0) {
       issue(acc0);
       int j = 0;

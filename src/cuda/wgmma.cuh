@@ -111,6 +111,30 @@ __device__ __forceinline__ void mma_bf16(float (&d)[kAccumulators], std::uint64_
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
+// The same with A from registers (wgmma's RS form): a[0..3] = this thread's words of the 64×k
+// A slab, layout of mma.m16n8k8 (tf32) / m16n8k16 (bf16) per warp w of the warpgroup (rows 16w …
+// 16w + 15): a0 (row g, word t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4) of the k-step's
+// 8 words, g = lane/4, t = lane mod 4. Only B is read from shared memory.
+__device__ __forceinline__ void mma_tf32(float (&d)[kAccumulators], const std::uint32_t (&a)[4],
+                                         std::uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " FS_WGMMA_D_LIST
+      ", {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+      : FS_WGMMA_D_OPERANDS
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+}
+
+__device__ __forceinline__ void mma_bf16(float (&d)[kAccumulators], const std::uint32_t (&a)[4],
+                                         std::uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FS_WGMMA_D_LIST
+      ", {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : FS_WGMMA_D_OPERANDS
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+}
+
 #define FS_WGMMA_D32_LIST                                                                           \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"

@@ -13,6 +13,7 @@
 #include "cuda/softmin_wgmma_streamed_kernel.cuh"
 #include "cuda/softmin_wgmma_tma_kernel.cuh"
 #include "cuda/softmin_wgmma_ws_kernel.cuh"
+#include "cuda/softmin_wgmma_ws_streamed_kernel.cuh"
 #include "cuda/tensor_map.hpp"
 #include "cuda/tile_config.hpp"
 
@@ -159,18 +160,22 @@ auto wgmma_ws_kernel_for(int steps) {
              : for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value, false>; });
 }
 
-// Launches the copy-engine variant (or the warp-specialised one); false when the tensor maps cannot
-// be made (the caller then launches the cp.async kernel).
+// Launches a copy-engine kernel of `family` (resident: the default or a variant; streamed: the
+// warp-specialised one) on rows of `row_words` words; false when the tensor maps cannot be made
+// (the caller then launches the cp.async kernel).
 template <class Op>
-bool launch_wgmma_tma(const softmin_launch_args& args, const kernels::softmin_params& p, const dim3& grid,
-                      int steps, int shared_bytes, cudaStream_t stream, cudaError_t& status) {
-  const std::int64_t row_words = steps * wgmma::kStepBytes / 4;
+bool launch_wgmma_tma(kernel_family family, const softmin_launch_args& args, const kernels::softmin_params& p,
+                      const dim3& grid, std::int64_t row_words, int shared_bytes, cudaStream_t stream,
+                      cudaError_t& status) {
   CUtensorMap rows_map, keys_map;
   if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count, tile::kWgmmaBlockM) ||
       !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count, wgmma::kTileN))
     return false;
   const bool ws = wgmma_ws_selected();
-  const auto kernel = ws ? wgmma_ws_kernel_for<Op>(steps) : wgmma_tma_kernel_for<Op>(steps, wgmma_halves_selected());
+  const int steps = static_cast<int>(row_words * 4 / wgmma::kStepBytes);
+  const auto kernel = family == kernel_family::wgmma_streamed ? &kernels::softmin_wgmma_ws_streamed_kernel<Op>
+                      : ws ? wgmma_ws_kernel_for<Op>(steps)
+                           : wgmma_tma_kernel_for<Op>(steps, wgmma_halves_selected());
   status = allow_shared(kernel, shared_bytes);
   if (status == cudaSuccess) {
     kernel<<<grid, ws ? tile::kWgmmaWsThreads : tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);
@@ -202,6 +207,11 @@ wgmma_choice choose_wgmma(std::int64_t row_words, int max_shared_bytes) {
     if (geo.fits && geo.steps % 2 == 0) choice = {kernel_family::wgmma, geo.steps, geo.stages, geo.total_bytes};
     return choice;
   }
+  if (wgmma_ws_selected()) {
+    const kernels::wgmma_ws_streamed_geometry geo = kernels::make_wgmma_ws_streamed_geometry(row_words, max_shared_bytes);
+    if (geo.fits) choice = {kernel_family::wgmma_streamed, 0, geo.stages, geo.total_bytes};
+    return choice;
+  }
   const kernels::wgmma_streamed_geometry geo = kernels::make_wgmma_streamed_geometry(row_words, max_shared_bytes);
   if (geo.fits) choice = {kernel_family::wgmma_streamed, 0, geo.stages, geo.total_bytes};
   return choice;
@@ -212,13 +222,15 @@ kernel_shape wgmma_shape(const wgmma_choice& choice) {
   kernel_shape shape;
   shape.family = choice.family;
   shape.threads = tile::kWgmmaThreads;
-  if (choice.family == kernel_family::wgmma && wgmma_ws_selected()) {
+  if (wgmma_ws_selected()) {
     shape.threads = tile::kWgmmaWsThreads;
     shape.block_m = tile::kWgmmaBlockM;
     shape.block_n = wgmma::kTileN;
     shape.shared_bytes = choice.shared_bytes;
     shape.steps = choice.steps;
-    shape.ctas_per_sm = occupancy(wgmma_ws_kernel_for<Op>(choice.steps), tile::kWgmmaWsThreads, shape.shared_bytes);
+    const auto kernel = choice.family == kernel_family::wgmma ? wgmma_ws_kernel_for<Op>(choice.steps)
+                                                              : &kernels::softmin_wgmma_ws_streamed_kernel<Op>;
+    shape.ctas_per_sm = occupancy(kernel, tile::kWgmmaWsThreads, shape.shared_bytes);
     return shape;
   }
   shape.block_m = tile::kWgmmaBlockM;
@@ -319,7 +331,7 @@ const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max
     case kernel_family::wgmma:
       if (wgmma_ws_selected()) return wgmma_ws_rs_selected() ? "wgmma-ws-rs" : "wgmma-ws";
       return wgmma_halves_selected() ? "wgmma-tma-halves" : wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
-    case kernel_family::wgmma_streamed: return "wgmma-streamed";
+    case kernel_family::wgmma_streamed: return wgmma_ws_selected() ? "wgmma-ws-streamed" : "wgmma-streamed";
     case kernel_family::mma_sync: return "mma.sync";
     case kernel_family::fma: return "fma";
   }
@@ -330,8 +342,10 @@ wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_s
   if (mode != precision::tf32 && mode != precision::bf16) return {};
   const wgmma_choice choice = choose_wgmma(row_words_of(mode, padded_dim), max_shared_bytes);
   if (choice.family == kernel_family::fma) return {};
-  const char* resident = wgmma_ws_selected() ? "wgmma-ws" : "wgmma";
-  return {choice.family == kernel_family::wgmma ? resident : "wgmma-streamed", choice.stages, choice.shared_bytes};
+  const bool ws = wgmma_ws_selected();
+  const char* resident = ws ? "wgmma-ws" : "wgmma";
+  const char* streamed = ws ? "wgmma-ws-streamed" : "wgmma-streamed";
+  return {choice.family == kernel_family::wgmma ? resident : streamed, choice.stages, choice.shared_bytes};
 }
 
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits) {
@@ -400,23 +414,32 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
     return cudaGetLastError();
   };
   const bool bf16 = mode == precision::bf16;
+  const std::int64_t row_words = row_words_of(mode, p.padded_dim);
   switch (shape.family) {
     case kernel_family::wgmma: {
       const bool launched =
           (wgmma_tma_selected() || wgmma_ws_selected()) &&
-          (bf16 ? launch_wgmma_tma<kernels::wgmma_bf16_operands>(args, p, grid, shape.steps, shape.shared_bytes, stream,
-                                                                 status)
-                : launch_wgmma_tma<kernels::wgmma_tf32_operands>(args, p, grid, shape.steps, shape.shared_bytes, stream,
-                                                                 status));
+          (bf16 ? launch_wgmma_tma<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,
+                                                                 shape.shared_bytes, stream, status)
+                : launch_wgmma_tma<kernels::wgmma_tf32_operands>(shape.family, args, p, grid, row_words,
+                                                                 shape.shared_bytes, stream, status));
       if (!launched)
         status = bf16 ? launch_mma(wgmma_kernel_for<kernels::wgmma_bf16_operands>(shape.steps))
                       : launch_mma(wgmma_kernel_for<kernels::wgmma_tf32_operands>(shape.steps));
       break;
     }
-    case kernel_family::wgmma_streamed:
-      status = bf16 ? launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_bf16_operands>)
-                    : launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_tf32_operands>);
+    case kernel_family::wgmma_streamed: {
+      const bool launched =
+          wgmma_ws_selected() &&
+          (bf16 ? launch_wgmma_tma<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,
+                                                                 shape.shared_bytes, stream, status)
+                : launch_wgmma_tma<kernels::wgmma_tf32_operands>(shape.family, args, p, grid, row_words,
+                                                                 shape.shared_bytes, stream, status));
+      if (!launched)
+        status = bf16 ? launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_bf16_operands>)
+                      : launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_tf32_operands>);
       break;
+    }
     case kernel_family::mma_sync:
       if (bf16)
         status = launch_mma(kernels::softmin_mma_kernel<kernels::bf16_operands>);

@@ -121,6 +121,15 @@ __device__ __forceinline__ void copy_rows_to_panels(unsigned char* dst, const st
   }
 }
 
+// This thread's β of a 64×N tile (N = 2·kCount keys): columns 8g + 2·(lane mod 4) + {0, 1}, one
+// 8-byte load per n8 group g, from shared or global memory.
+template <int kCount>
+__device__ __forceinline__ void load_tile_bias(float2 (&beta)[kCount / 4], const float* bias) {
+  const float2* bias_lane = reinterpret_cast<const float2*>(bias + 2 * (threadIdx.x % 4));
+#pragma unroll
+  for (int g = 0; g < kCount / 4; ++g) beta[g] = bias_lane[4 * g];
+}
+
 // Online LSE of one 64×N score tile held in `acc` (N = 2·kCount keys; this thread: rows g and
 // g + 8 of its warp's 16, N/4 columns each), t = acc·scale + β (log2 units). `bias` holds the
 // tile's N β values. kQuadMax: the four threads of a row share one running maximum (two shuffles
@@ -128,13 +137,22 @@ __device__ __forceinline__ void copy_rows_to_panels(unsigned char* dst, const st
 // them once, at the end. `acc` is only read: an accumulator register written by ordinary
 // instructions would make ptxas serialise the next tile's wgmma behind this one (C7515).
 template <bool kQuadMax = true, int kCount>
+__device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], const float2 (&beta)[kCount / 4],
+                                                  float scale, float (&row_max)[2], float (&row_sum)[2]);
+
+template <bool kQuadMax = true, int kCount>
 __device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], const float* bias, float scale,
                                                   float (&row_max)[2], float (&row_sum)[2]) {
+  float2 beta[kCount / 4];
+  load_tile_bias<kCount>(beta, bias);
+  reduce_score_tile<kQuadMax>(acc, beta, scale, row_max, row_sum);
+}
+
+// The same with the tile's β already in registers (load_tile_bias).
+template <bool kQuadMax, int kCount>
+__device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], const float2 (&beta)[kCount / 4],
+                                                  float scale, float (&row_max)[2], float (&row_sum)[2]) {
   constexpr int kScores = kCount / 2;  // per thread and row: N/8 n8 groups × 2 columns
-  const float2* bias_lane = reinterpret_cast<const float2*>(bias + 2 * (threadIdx.x % 4));
-  float2 beta[kScores / 2];  // columns 8g + 2·(lane mod 4) + {0, 1}, one 8-byte load each
-#pragma unroll
-  for (int g = 0; g < kScores / 2; ++g) beta[g] = bias_lane[4 * g];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float t[kScores];  // score k of row h: n8 group k/2, column 2·(lane mod 4) + k mod 2

@@ -110,6 +110,10 @@ inline constexpr int kWgmmaWsThreads = kWgmmaThreads + 128;
 inline constexpr int kWgmmaWsProducerRegisters = 40;
 inline constexpr int kWgmmaWsConsumerRegisters = 232;  // 2·128·232 + 128·40 ≤ 65,536
 static_assert(kWgmmaWarpgroups * 128 * kWgmmaWsConsumerRegisters + 128 * kWgmmaWsProducerRegisters <= 65536);
+// The warp-specialised streamed kernel (wide rows): stages of one key and one query panel (32 KiB),
+// kWgmmaWsStreamedLead panels in flight per consumer.
+inline constexpr int kWgmmaWsStreamedMaxStages = 7;
+inline constexpr int kWgmmaWsStreamedLead = 2;
 // Whole rows per stage: at two CTAs per SM (113 KiB each) the resident query block plus two
 // 128-key stages fit up to 64 words (tf32 d ≤ 64, bf16 d ≤ 128: 32 + 2·32 KiB + β); wider rows
 // use the streamed kernel. (96 words, the limit before session 2's end, needed 146 KiB: such rows

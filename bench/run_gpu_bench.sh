@@ -15,7 +15,8 @@ mkdir -p "$out_dir"
 date_tag="$(date -u +%Y-%m-%d)"
 "$bench" --sizes "$sizes" --precisions "${PRECISIONS:-tf32,bf16,fp32}" > "$out_dir/ours.jsonl"
 for variant in ${VARIANTS-}; do  # kernel:precisions
-  FLASHSINKHORN_KERNEL="${variant%%:*}" "$bench" --sizes "$sizes" --precisions "${variant#*:}" --repeats 3 >> "$out_dir/ours.jsonl"
+  FLASHSINKHORN_KERNEL="${variant%%:*}" timeout "${VARIANT_TIMEOUT:-150}" "$bench" --sizes "$sizes" \
+    --precisions "${variant#*:}" --repeats 3 >> "$out_dir/ours.jsonl" || echo "variant $variant failed or timed out" >&2
 done
 mma_precisions="${MMA_SYNC_PRECISIONS-tf32,bf16}"
 if [[ -n "$mma_precisions" ]]; then

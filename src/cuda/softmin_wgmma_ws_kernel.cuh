@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
       tma::ring_position at;
       for (int t = 0; t < tiles; ++t, at.advance(stages)) {
         // The stage last held tile t − S: wait for that use's release (the previous parity).
-        if (t >= stages) tma::wait(&empty[at.stage], at.parity ^ 1);
+        if (t >= stages) tma::wait_or_trap(&empty[at.stage], at.parity ^ 1);
         const int key0 = (tile_begin + t) * wgmma::kTileN;
         std::uint64_t* barrier = &full[at.stage];
         tma::arrive_expect_bytes(barrier, kKeyBytes + kBiasBytes);

@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
       tma::ring_position at;
       const int loads = tiles * panels;
       for (int l = 0, t = 0, c = 0; l < loads; ++l, at.advance(stages)) {
-        if (l >= stages) tma::wait(&empty[at.stage], at.parity ^ 1);  // its previous use released
+        if (l >= stages) tma::wait_or_trap(&empty[at.stage], at.parity ^ 1);  // its previous use released
         std::uint64_t* barrier = &full[at.stage];
         tma::arrive_expect_bytes(barrier, kStageBytes);
         unsigned char* stage = stage_at(at);

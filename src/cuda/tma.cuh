@@ -53,6 +53,19 @@ __device__ __forceinline__ void arrive_expect_bytes(std::uint64_t* barrier, std:
                : "memory");
 }
 
+// True once the phase of parity `parity` has completed (may also return false before that).
+__device__ __forceinline__ bool try_wait(std::uint64_t* barrier, int parity) {
+  std::uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_address(barrier)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
 // Blocks until the phase of parity `parity` has completed.
 __device__ __forceinline__ void wait(std::uint64_t* barrier, int parity) {
   asm volatile(
@@ -62,6 +75,20 @@ __device__ __forceinline__ void wait(std::uint64_t* barrier, int parity) {
       "@!done bra wait_%=;\n}\n" ::"r"(smem_address(barrier)),
       "r"(parity)
       : "memory");
+}
+
+// wait(), for a thread with registers to spare (a producer): a wait longer than kWaitTrapCycles
+// (~10 s at 2 GHz; no legitimate stage takes that long) traps, so that a pipeline bug surfaces as
+// a launch failure (a CUDA error, a failed test) instead of a hung device. (In the consumers the
+// clock's registers would cost spills: there the producer's trap ends the grid.)
+inline constexpr long long kWaitTrapCycles = 20'000'000'000LL;
+
+__device__ __forceinline__ void wait_or_trap(std::uint64_t* barrier, int parity) {
+  if (try_wait(barrier, parity)) return;
+  const long long start = clock64();
+  while (!try_wait(barrier, parity)) {
+    if (clock64() - start > kWaitTrapCycles) __trap();
+  }
 }
 
 // Copies the box at (column `col`, row `row`) of the 2-d tensor `map` into shared memory at `dst`

@@ -221,25 +221,22 @@ template <class Op>
 kernel_shape wgmma_shape(const wgmma_choice& choice) {
   kernel_shape shape;
   shape.family = choice.family;
-  shape.threads = tile::kWgmmaThreads;
-  if (wgmma_ws_selected()) {
-    shape.threads = tile::kWgmmaWsThreads;
-    shape.block_m = tile::kWgmmaBlockM;
-    shape.block_n = wgmma::kTileN;
-    shape.shared_bytes = choice.shared_bytes;
-    shape.steps = choice.steps;
-    const auto kernel = choice.family == kernel_family::wgmma ? wgmma_ws_kernel_for<Op>(choice.steps)
-                                                              : &kernels::softmin_wgmma_ws_streamed_kernel<Op>;
-    shape.ctas_per_sm = occupancy(kernel, tile::kWgmmaWsThreads, shape.shared_bytes);
-    return shape;
-  }
   shape.block_m = tile::kWgmmaBlockM;
   shape.block_n = wgmma::kTileN;
   shape.shared_bytes = choice.shared_bytes;
   shape.steps = choice.steps;
-  const auto kernel = choice.family == kernel_family::wgmma ? wgmma_kernel_for<Op>(choice.steps)
-                                                            : &kernels::softmin_wgmma_streamed_kernel<Op>;
-  shape.ctas_per_sm = occupancy(kernel, tile::kWgmmaThreads, shape.shared_bytes);
+  const bool resident = choice.family == kernel_family::wgmma;
+  if (wgmma_ws_selected()) {
+    shape.threads = tile::kWgmmaWsThreads;
+    shape.ctas_per_sm =
+        occupancy(resident ? wgmma_ws_kernel_for<Op>(choice.steps) : &kernels::softmin_wgmma_ws_streamed_kernel<Op>,
+                  shape.threads, shape.shared_bytes);
+  } else {
+    shape.threads = tile::kWgmmaThreads;
+    shape.ctas_per_sm =
+        occupancy(resident ? wgmma_kernel_for<Op>(choice.steps) : &kernels::softmin_wgmma_streamed_kernel<Op>,
+                  shape.threads, shape.shared_bytes);
+  }
   return shape;
 }
 

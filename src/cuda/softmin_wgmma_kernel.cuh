@@ -206,6 +206,22 @@ __device__ __forceinline__ void issue_tile_scores(float (&acc)[kCount], std::uin
   wgmma::pin(acc);
 }
 
+// The work of a CTA of the wgmma kernels: its block of kWgmmaBlockM rows (blockIdx.x) and the key
+// tiles of its split (blockIdx.y); a split past the end has no tiles.
+struct cta_work {
+  std::int64_t row_block0;  // first row of the block
+  int split;
+  int tile_begin;  // first key tile of the split
+  int tiles;       // key tiles of the split
+};
+
+__device__ __forceinline__ cta_work cta_work_of(const softmin_params& p) {
+  const int split = blockIdx.y;
+  const int tile_begin = split * p.tiles_per_split;
+  return {static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM, split, tile_begin,
+          max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin)};
+}
+
 // Per-thread row states (reduce_score_tile<false>) → the quad's common state, in every thread of
 // the quad: max over the four, each Σ rescaled to it (a thread that saw only −∞ keeps Σ = 0).
 __device__ __forceinline__ void merge_quad_states(float (&row_max)[2], float (&row_sum)[2]) {
@@ -267,10 +283,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
   const wgmma_geometry geo = make_wgmma_geometry(row_words64, p.max_shared_bytes);
   constexpr int kRowWords = kSteps * wgmma::kStepBytes / 4;  // == geo.row_words (the launcher's choice)
   const int stages = geo.stages;
-  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
-  const int split = blockIdx.y;
-  const int tile_begin = split * p.tiles_per_split;
-  const int tiles = max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin);
+  const auto [row_block0, split, tile_begin, tiles] = cta_work_of(p);
 
   const auto* rows_points = static_cast<const std::uint32_t*>(p.rows_points);
   const auto* key_points = static_cast<const std::uint32_t*>(p.key_points);

@@ -63,10 +63,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaStreamedCtasP
   const wgmma_streamed_geometry geo = make_wgmma_streamed_geometry(row_words, p.max_shared_bytes);
   const int panels = geo.panels;
   const int stages = geo.stages;
-  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
-  const int split = blockIdx.y;
-  const int tile_begin = split * p.tiles_per_split;
-  const int tiles = max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin);
+  const auto [row_block0, split, tile_begin, tiles] = cta_work_of(p);
   const int loads = tiles * panels;
   const int block_rows = static_cast<int>(min64(tile::kWgmmaBlockM, p.rows_padded - row_block0));
 

@@ -28,6 +28,7 @@
 #include "cuda/softmin_wgmma_kernel.cuh"
 #include "cuda/tile_config.hpp"
 #include "cuda/tma.cuh"
+#include "cuda/tma_tile_copies.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace flashsinkhorn::detail::kernels {
@@ -49,10 +50,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
   constexpr int kRowWords = kSteps * wgmma::kStepBytes / 4;  // == geo.row_words (the launcher's choice)
   constexpr int kPanels = (kRowWords + wgmma::kPanelWords - 1) / wgmma::kPanelWords;
   const int stages = geo.stages;
-  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
-  const int split = blockIdx.y;
-  const int tile_begin = split * p.tiles_per_split;
-  const int tiles = max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin);
+  const auto [row_block0, split, tile_begin, tiles] = cta_work_of(p);
   const float* key_bias = static_cast<const float*>(p.key_bias);
 
   unsigned char* query = shared;                  // (panels, kWgmmaBlockM, 128 B)
@@ -62,36 +60,15 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
   auto bias_of = [&](int t) { return bias_ring + (t % stages) * wgmma::kTileN; };
   const bool producer = threadIdx.x == 0;
 
-  if (producer) {
-    for (int s = 0; s < stages; ++s) {
-      tma::barrier_init(&full[s], 1);
-      tma::barrier_init(&empty[s], tile::kWgmmaThreads);
-    }
-    tma::barrier_init(&query_full, 1);
-    tma::barrier_init_fence();
-  }
+  if (producer) tma::init_ring_barriers(full, empty, stages, tile::kWgmmaThreads, &query_full);
   __syncthreads();
 
-  // A partial last panel (row words not a multiple of 32) still counts a whole 32-word box per
-  // row: the copy engine fills the columns past the row's end with zeros (never read by the MMAs).
-  constexpr std::uint32_t kKeyBytes = kPanels * wgmma::kTileN * wgmma::kPanelRowBytes;
-  constexpr std::uint32_t kBiasBytes = wgmma::kTileN * 4;
   auto issue_tile = [&](int t) {  // producer only
-    const int key0 = (tile_begin + t) * wgmma::kTileN;
-    std::uint64_t* barrier = &full[t % stages];
-    tma::arrive_expect_bytes(barrier, kKeyBytes + kBiasBytes);
-#pragma unroll
-    for (int c = 0; c < kPanels; ++c)
-      tma::load_2d(stage_of(t) + c * wgmma::kTileN * wgmma::kPanelRowBytes, &keys_map, c * wgmma::kPanelWords, key0,
-                   barrier);
-    tma::load_1d(bias_of(t), key_bias + key0, kBiasBytes, barrier);
+    load_key_tile<kPanels>(stage_of(t), bias_of(t), &keys_map, key_bias, (tile_begin + t) * wgmma::kTileN,
+                           &full[t % stages]);
   };
   if (producer) {
-    tma::arrive_expect_bytes(&query_full, kPanels * tile::kWgmmaBlockM * wgmma::kPanelRowBytes);
-#pragma unroll
-    for (int c = 0; c < kPanels; ++c)
-      tma::load_2d(query + c * tile::kWgmmaBlockM * wgmma::kPanelRowBytes, &rows_map, c * wgmma::kPanelWords,
-                   static_cast<int>(row_block0), &query_full);
+    load_query_block<kPanels>(query, &rows_map, row_block0, &query_full);
     for (int t = 0; t < stages && t < tiles; ++t) issue_tile(t);
   }
   __syncwarp();

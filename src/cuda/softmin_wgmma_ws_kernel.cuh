@@ -27,6 +27,7 @@
 #include "cuda/softmin_wgmma_kernel.cuh"
 #include "cuda/tile_config.hpp"
 #include "cuda/tma.cuh"
+#include "cuda/tma_tile_copies.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace flashsinkhorn::detail::kernels {
@@ -91,10 +92,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   constexpr int kRowWords = kSteps * wgmma::kStepBytes / 4;  // == geo.row_words (the launcher's choice)
   constexpr int kPanels = (kRowWords + wgmma::kPanelWords - 1) / wgmma::kPanelWords;
   const int stages = geo.stages;
-  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
-  const int split = blockIdx.y;
-  const int tile_begin = split * p.tiles_per_split;
-  const int tiles = max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin);
+  const auto [row_block0, split, tile_begin, tiles] = cta_work_of(p);
   const float* key_bias = static_cast<const float*>(p.key_bias);
 
   unsigned char* query = shared;                  // (panels, kWgmmaBlockM, 128 B)
@@ -103,41 +101,21 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   auto stage_at = [&](const tma::ring_position& at) { return ring + at.stage * geo.stage_bytes; };
   auto bias_at = [&](const tma::ring_position& at) { return bias_ring + at.stage * wgmma::kTileN; };
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) {
-      tma::barrier_init(&full[s], 1);
-      tma::barrier_init(&empty[s], tile::kWgmmaThreads);
-    }
-    tma::barrier_init(&query_full, 1);
-    tma::barrier_init_fence();
-  }
+  if (threadIdx.x == 0) tma::init_ring_barriers(full, empty, stages, tile::kWgmmaThreads, &query_full);
   __syncthreads();
 
   double error = 0;
   if (threadIdx.x >= tile::kWgmmaThreads) {
     wgmma::release_registers<tile::kWgmmaWsProducerRegisters>();
-    // The producer warpgroup. A partial last panel still counts a whole 32-word box per row (the copy
-    // engine fills the columns past the row's end with zeros, never read by the MMAs).
+    // The producer warpgroup; its first thread issues every copy.
     if (threadIdx.x == tile::kWgmmaThreads) {
-      tma::arrive_expect_bytes(&query_full, kPanels * tile::kWgmmaBlockM * wgmma::kPanelRowBytes);
-#pragma unroll
-      for (int c = 0; c < kPanels; ++c)
-        tma::load_2d(query + c * tile::kWgmmaBlockM * wgmma::kPanelRowBytes, &rows_map, c * wgmma::kPanelWords,
-                     static_cast<int>(row_block0), &query_full);
-      constexpr std::uint32_t kKeyBytes = kPanels * wgmma::kTileN * wgmma::kPanelRowBytes;
-      constexpr std::uint32_t kBiasBytes = wgmma::kTileN * 4;
+      load_query_block<kPanels>(query, &rows_map, row_block0, &query_full);
       tma::ring_position at;
       for (int t = 0; t < tiles; ++t, at.advance(stages)) {
         // The stage last held tile t − S: wait for that use's release (the previous parity).
         if (t >= stages) tma::wait_or_trap(&empty[at.stage], at.parity ^ 1);
-        const int key0 = (tile_begin + t) * wgmma::kTileN;
-        std::uint64_t* barrier = &full[at.stage];
-        tma::arrive_expect_bytes(barrier, kKeyBytes + kBiasBytes);
-#pragma unroll
-        for (int c = 0; c < kPanels; ++c)
-          tma::load_2d(stage_at(at) + c * wgmma::kTileN * wgmma::kPanelRowBytes, &keys_map, c * wgmma::kPanelWords,
-                       key0, barrier);
-        tma::load_1d(bias_at(at), key_bias + key0, kBiasBytes, barrier);
+        load_key_tile<kPanels>(stage_at(at), bias_at(at), &keys_map, key_bias, (tile_begin + t) * wgmma::kTileN,
+                               &full[at.stage]);
       }
     }
     __syncwarp();

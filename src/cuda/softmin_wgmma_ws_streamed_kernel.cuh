@@ -67,21 +67,12 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   const wgmma_ws_streamed_geometry geo = make_wgmma_ws_streamed_geometry(row_words, p.max_shared_bytes);
   const int panels = geo.panels;
   const int stages = geo.stages;
-  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
-  const int split = blockIdx.y;
-  const int tile_begin = split * p.tiles_per_split;
-  const int tiles = max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin);
+  const auto [row_block0, split, tile_begin, tiles] = cta_work_of(p);
   const float* key_bias = static_cast<const float*>(p.key_bias);
   constexpr int kKeyPanelBytes = wgmma::kTileN * wgmma::kPanelRowBytes;
   auto stage_at = [&](const tma::ring_position& at) { return ring + at.stage * geo.stage_bytes; };
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) {
-      tma::barrier_init(&full[s], 1);
-      tma::barrier_init(&empty[s], tile::kWgmmaThreads);
-    }
-    tma::barrier_init_fence();
-  }
+  if (threadIdx.x == 0) tma::init_ring_barriers(full, empty, stages, tile::kWgmmaThreads);
   __syncthreads();
 
   double error = 0;

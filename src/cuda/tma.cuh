@@ -43,6 +43,19 @@ __device__ __forceinline__ void barrier_init_fence() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
+// A ring's barriers, by one thread before a CTA barrier: full[s] completes on the producer's
+// expect_tx arrival and its bytes, empty[s] on `consumers` arrivals; `query_full` (if any) like a
+// full barrier.
+__device__ __forceinline__ void init_ring_barriers(std::uint64_t* full, std::uint64_t* empty, int stages,
+                                                   int consumers, std::uint64_t* query_full = nullptr) {
+  for (int s = 0; s < stages; ++s) {
+    barrier_init(&full[s], 1);
+    barrier_init(&empty[s], consumers);
+  }
+  if (query_full != nullptr) barrier_init(query_full, 1);
+  barrier_init_fence();
+}
+
 __device__ __forceinline__ void arrive(std::uint64_t* barrier) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(barrier)) : "memory");
 }

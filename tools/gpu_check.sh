@@ -106,16 +106,17 @@ if has bench; then
   cat "$logs/block_bench.jsonl"
 fi
 if has profile; then
-  # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call).
+  # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call);
+  # PROFILE_KERNEL=ws (any FLASHSINKHORN_KERNEL value) profiles a variant instead of the default.
   for precision in ${PROFILE_PRECISIONS:-tf32 bf16}; do
-    timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)" -c 1 \
+    FLASHSINKHORN_KERNEL="${PROFILE_KERNEL-}" timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)" -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
       "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions "$precision" \
       --iters 1 --repeats 1 >> "$logs/profile.log" 2>&1 || echo "ncu $precision failed"
   done
   # Where the warps wait: the stall reasons of the same launch, as raw per-warp cycle counters.
-  timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)" -c 1 \
+  FLASHSINKHORN_KERNEL="${PROFILE_KERNEL-}" timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma)" -c 1 \
     --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
     "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions tf32 --iters 1 --repeats 1 \
     2>&1 | grep -E "stalled" | sort -k3 -n -r | head -12 | tee -a "$logs/profile.log" || echo "ncu stall metrics failed"

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
+#include <initializer_list>
 #include <type_traits>
 
+#include "cuda/kernel_variant.hpp"
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/softmin_wgmma_kernel.cuh"
 #include "cuda/softmin_wgmma_streamed_kernel.cuh"
@@ -77,37 +77,23 @@ kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {
   return shape;
 }
 
-// The wgmma kernel runs where it was compiled (an sm_90a target in FLASHSINKHORN_CUDA_ARCHITECTURES)
-// and the current device is compute capability 9.0. For A/B runs (docs/cuda_backend.md), the
-// environment variable FLASHSINKHORN_KERNEL=mma forces the mma.sync kernels,
-// FLASHSINKHORN_KERNEL=cpasync the cp.async variant of the resident wgmma kernel (the copy-engine
-// variant is the default: tile_config.hpp, kWgmmaTma) and FLASHSINKHORN_KERNEL=halves the
-// copy-engine kernel's half-tile pipeline, FLASHSINKHORN_KERNEL=ws the warp-specialised one.
-const char* kernel_override() {
-  static const char* const value = std::getenv("FLASHSINKHORN_KERNEL");
-  return value != nullptr ? value : "";
+// The variant tests of the launchers (kernel_variant.hpp).
+bool variant_is(std::initializer_list<wgmma_variant> any) {
+  const wgmma_variant selected = selected_wgmma_variant();
+  for (const wgmma_variant v : any)
+    if (v == selected) return true;
+  return false;
 }
+bool wgmma_tma_selected() { return variant_is({wgmma_variant::tma, wgmma_variant::halves}); }
+bool wgmma_halves_selected() { return variant_is({wgmma_variant::halves}); }
+bool wgmma_ws_selected() { return variant_is({wgmma_variant::ws, wgmma_variant::ws_rs}); }
+bool wgmma_ws_rs_selected() { return variant_is({wgmma_variant::ws_rs}); }
 
-bool wgmma_tma_selected() {
-  return (tile::kWgmmaTma && std::strcmp(kernel_override(), "cpasync") != 0) ||
-         std::strcmp(kernel_override(), "halves") == 0;
-}
-// The warp-specialised resident kernel (tile_config.hpp, kWgmmaWs), or FLASHSINKHORN_KERNEL=ws; =wsrs
-// the same with the query block in registers.
-bool wgmma_ws_rs_selected() { return std::strcmp(kernel_override(), "wsrs") == 0; }
-bool wgmma_ws_selected() {
-  return tile::kWgmmaWs || std::strcmp(kernel_override(), "ws") == 0 || wgmma_ws_rs_selected();
-}
-
-// The half-tile software pipeline of the copy-engine kernel (tile_config.hpp, kWgmmaHalfTiles), or
-// FLASHSINKHORN_KERNEL=halves.
-bool wgmma_halves_selected() {
-  return wgmma_tma_selected() && (tile::kWgmmaHalfTiles || std::strcmp(kernel_override(), "halves") == 0);
-}
-
+// The wgmma kernels run where they were compiled (an sm_90a target in
+// FLASHSINKHORN_CUDA_ARCHITECTURES), on compute capability 9.0, unless the mma variant is chosen.
 bool wgmma_available() {
 #if defined(FLASHSINKHORN_HAS_SM90A)
-  if (std::strcmp(kernel_override(), "mma") == 0) return false;
+  if (variant_is({wgmma_variant::mma_sync})) return false;
   thread_local int cached_device = -1;
   thread_local bool cached_answer = false;
   int device = 0;

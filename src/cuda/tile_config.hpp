@@ -88,7 +88,7 @@ inline constexpr int kWgmmaCtasPerSm = kWgmmaOverlap ? 1 : 2;
 // n = 10,000, d = 64: 0.188/0.146 → 0.147/0.117; n = 200,000, d = 64: 59.8/44.3 → 54.3/39.3.
 inline constexpr bool kWgmmaTma = FLASHSINKHORN_TUNE_WGMMA_TMA != 0;
 // 1 = the copy-engine kernel splits each tile into two 64-key halves and reduces one while the
-// other's MMAs run (softmin_wgmma_tma_kernel.cuh; also FLASHSINKHORN_KERNEL=halves). Passes the
+// other's MMAs run (softmin_wgmma_tma_kernel.cuh; also FLASHSINKHORN_KERNEL=halves, kernel_variant.hpp). Passes the
 // GPU tests; measured slower on the H200 (gpu_check at ddd5f4c, 2026-11-30, ms per iteration,
 // tf32/bf16, default → halves): n = 50,000, d = 64: 3.13/2.55 → 3.36/2.60; d = 8: 2.34/2.34 →
 // 2.40/2.39; n = 10,000: 0.149/0.121 → 0.162/0.123. Half-width MMAs re-read the query panel from

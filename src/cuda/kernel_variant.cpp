@@ -1,0 +1,52 @@
+#include "cuda/kernel_variant.hpp"
+
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "cuda/tile_config.hpp"
+#include "flashsinkhorn/error.hpp"
+
+namespace flashsinkhorn::detail {
+namespace {
+
+constexpr wgmma_variant kVariants[] = {wgmma_variant::mma_sync, wgmma_variant::cpasync, wgmma_variant::tma,
+                                       wgmma_variant::halves,   wgmma_variant::ws,      wgmma_variant::ws_rs};
+
+constexpr wgmma_variant compiled_default() {
+  if (tile::kWgmmaWs) return wgmma_variant::ws;
+  if (tile::kWgmmaHalfTiles) return wgmma_variant::halves;
+  return tile::kWgmmaTma ? wgmma_variant::tma : wgmma_variant::cpasync;
+}
+
+wgmma_variant from_environment() {
+  const char* value = std::getenv("FLASHSINKHORN_KERNEL");
+  if (value == nullptr || *value == '\0') return compiled_default();
+  std::string names;
+  for (const wgmma_variant v : kVariants) {
+    if (std::string_view(value) == to_string(v)) return v;
+    names += std::string(names.empty() ? "" : ", ") + to_string(v);
+  }
+  throw invalid_argument("FLASHSINKHORN_KERNEL must be one of " + names + " (or unset), got '" + value + "'");
+}
+
+}  // namespace
+
+wgmma_variant selected_wgmma_variant() {
+  static const wgmma_variant variant = from_environment();
+  return variant;
+}
+
+const char* to_string(wgmma_variant variant) {
+  switch (variant) {
+    case wgmma_variant::mma_sync: return "mma";
+    case wgmma_variant::cpasync: return "cpasync";
+    case wgmma_variant::tma: return "tma";
+    case wgmma_variant::halves: return "halves";
+    case wgmma_variant::ws: return "ws";
+    case wgmma_variant::ws_rs: return "wsrs";
+  }
+  return "?";
+}
+
+}  // namespace flashsinkhorn::detail

@@ -83,7 +83,8 @@ if has demo; then
   cat "$out/demo.json"; echo
 fi
 if has study; then
-  timeout "${STUDY_TIMEOUT:-240}" "$build/bench/flashsinkhorn_precision_study" --n "${STUDY_N:-20000}" \
+  # STUDY_KERNEL (a FLASHSINKHORN_KERNEL value) measures a kernel variant instead of the default.
+  FLASHSINKHORN_KERNEL="${STUDY_KERNEL-}" timeout "${STUDY_TIMEOUT:-240}" "$build/bench/flashsinkhorn_precision_study" --n "${STUDY_N:-20000}" \
     > "$logs/precision_study.txt" 2> "$logs/precision_study.jsonl" || { echo "precision study failed"; status=1; }
   cat "$logs/precision_study.txt"
 fi

@@ -55,6 +55,10 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[k], "--n") == 0) n = std::atol(argv[k + 1]);
     if (std::strcmp(argv[k], "--device") == 0) device = std::strcmp(argv[k + 1], "cpu") == 0 ? fs::device_kind::cpu : fs::device_kind::cuda;
   }
+  // The GPU kernel variant under study (kernel_variant.hpp): FLASHSINKHORN_KERNEL, else the default.
+  const char* requested = std::getenv("FLASHSINKHORN_KERNEL");
+  const std::string variant = requested != nullptr && *requested != '\0' ? requested : "default";
+  std::printf("# kernel variant: %s\n", variant.c_str());
   std::printf("%6s %5s %9s %6s %14s %14s %s\n", "d", "ratio", "eps", "mode", "rel cost err", "max f err/msd", "device");
   for (std::int64_t d : {8, 64}) {
     const std::vector<float> x = normal_cloud(n, d, 100 + static_cast<std::uint64_t>(d));
@@ -84,9 +88,10 @@ int main(int argc, char** argv) {
                     cost_err, f_err / msd, r.device.c_str());
         std::fprintf(stderr,
                      "{\"study\": \"precision\", \"n\": %ld, \"d\": %ld, \"eps_ratio\": %g, \"eps\": %.6g, \"mode\": \"%s\", "
-                     "\"relative_cost_error\": %.6e, \"max_potential_error_over_msd\": %.6e, \"device\": \"%s\"}\n",
+                     "\"relative_cost_error\": %.6e, \"max_potential_error_over_msd\": %.6e, \"device\": \"%s\", "
+                     "\"kernel_variant\": \"%s\"}\n",
                      static_cast<long>(n), static_cast<long>(d), ratio, p.eps, name_of(mode).c_str(), cost_err, f_err / msd,
-                     r.device.c_str());
+                     r.device.c_str(), variant.c_str());
       }
     }
   }

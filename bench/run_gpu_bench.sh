@@ -5,7 +5,7 @@
 # Environment: BENCH (our binary), OUT_DIR (logs, default bench/results), FS_COMMIT, SIZES, PEER=0 to skip,
 # MMA_SYNC_PRECISIONS (default tf32,bf16; empty to skip): the same sizes again on the mma.sync kernel
 # (FLASHSINKHORN_KERNEL=mma), so the JSON holds both kernel families of one run; VARIANTS (default
-# empty), e.g. "halves:tf32,bf16 cpasync:tf32", likewise for other FLASHSINKHORN_KERNEL choices.
+# empty), e.g. "ws:tf32,bf16 cpasync:tf32", likewise for other FLASHSINKHORN_KERNEL choices.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bench="${BENCH:-$here/../build/bench/flashsinkhorn_gpu_bench}"

@@ -11,11 +11,10 @@ namespace flashsinkhorn::detail {
 namespace {
 
 constexpr wgmma_variant kVariants[] = {wgmma_variant::mma_sync, wgmma_variant::cpasync, wgmma_variant::tma,
-                                       wgmma_variant::halves,   wgmma_variant::ws,      wgmma_variant::ws_rs};
+                                       wgmma_variant::ws, wgmma_variant::ws_rs};
 
 constexpr wgmma_variant compiled_default() {
   if (tile::kWgmmaWs) return wgmma_variant::ws;
-  if (tile::kWgmmaHalfTiles) return wgmma_variant::halves;
   return tile::kWgmmaTma ? wgmma_variant::tma : wgmma_variant::cpasync;
 }
 
@@ -42,7 +41,6 @@ const char* to_string(wgmma_variant variant) {
     case wgmma_variant::mma_sync: return "mma";
     case wgmma_variant::cpasync: return "cpasync";
     case wgmma_variant::tma: return "tma";
-    case wgmma_variant::halves: return "halves";
     case wgmma_variant::ws: return "ws";
     case wgmma_variant::ws_rs: return "wsrs";
   }

@@ -84,8 +84,7 @@ bool variant_is(std::initializer_list<wgmma_variant> any) {
     if (v == selected) return true;
   return false;
 }
-bool wgmma_tma_selected() { return variant_is({wgmma_variant::tma, wgmma_variant::halves}); }
-bool wgmma_halves_selected() { return variant_is({wgmma_variant::halves}); }
+bool wgmma_tma_selected() { return variant_is({wgmma_variant::tma}); }
 bool wgmma_ws_selected() { return variant_is({wgmma_variant::ws, wgmma_variant::ws_rs}); }
 bool wgmma_ws_rs_selected() { return variant_is({wgmma_variant::ws_rs}); }
 
@@ -134,9 +133,8 @@ auto wgmma_kernel_for(int steps) {
 
 // The copy-engine variant of the same instance (the default; FLASHSINKHORN_KERNEL=cpasync opts out).
 template <class Op>
-auto wgmma_tma_kernel_for(int steps, bool halves) {
-  return halves ? for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value, true>; })
-                : for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value, false>; });
+auto wgmma_tma_kernel_for(int steps) {
+  return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value>; });
 }
 
 template <class Op>
@@ -161,7 +159,7 @@ bool launch_wgmma_tma(kernel_family family, const softmin_launch_args& args, con
   const int steps = static_cast<int>(row_words * 4 / wgmma::kStepBytes);
   const auto kernel = family == kernel_family::wgmma_streamed ? &kernels::softmin_wgmma_ws_streamed_kernel<Op>
                       : ws ? wgmma_ws_kernel_for<Op>(steps)
-                           : wgmma_tma_kernel_for<Op>(steps, wgmma_halves_selected());
+                           : wgmma_tma_kernel_for<Op>(steps);
   status = allow_shared(kernel, shared_bytes);
   if (status == cudaSuccess) {
     kernel<<<grid, ws ? tile::kWgmmaWsThreads : tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);
@@ -313,7 +311,7 @@ const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max
   switch (shape_for(mode, padded_dim, max_shared_bytes).family) {
     case kernel_family::wgmma:
       if (wgmma_ws_selected()) return wgmma_ws_rs_selected() ? "wgmma-ws-rs" : "wgmma-ws";
-      return wgmma_halves_selected() ? "wgmma-tma-halves" : wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
+      return wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
     case kernel_family::wgmma_streamed: return wgmma_ws_selected() ? "wgmma-ws-streamed" : "wgmma-streamed";
     case kernel_family::mma_sync: return "mma.sync";
     case kernel_family::fma: return "fma";

@@ -7,9 +7,8 @@
 //   step j:  wait for tile j, barrier (the stage of tile j − 1 is free), prefetch tile j + S − 1,
 //            S_j = Q·K_jᵀ (row_words/8 wgmma k-steps), wait,
 //            t = S_j·(2s/ε)log2 e + β log2 e, online (max, Σ 2^(t − max)) per row.
-// Two CTAs per SM overlap one another's MMAs and exponentials. The variant kWgmmaOverlap instead
-// issues S_{j+1} before reducing S_j, with two accumulator sets at one CTA per SM (measured slower;
-// tile_config.hpp). Rows finish as in the mma.sync kernel (leave_row).
+// Two CTAs per SM overlap one another's MMAs and exponentials. Rows finish as in the mma.sync
+// kernel (leave_row).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -63,13 +62,13 @@ __host__ __device__ inline wgmma_geometry make_wgmma_geometry(std::int64_t row_w
   return g;
 }
 
-// Operand policies: storage type (tf32 values as float, or bf16) and the m64n128 or m64n64 MMA
-// (by the accumulator count) of one 32-byte k-step.
+// Operand policies: storage type (tf32 values as float, or bf16) and the m64n128 MMA of one 32-byte
+// k-step, A from shared memory (a descriptor) or from registers.
 template <class Storage>
 struct wgmma_operands {
   using storage = Storage;
 #if defined(FLASHSINKHORN_WGMMA_ENABLED)
-  // A from registers (wgmma.cuh's RS form), m64n128 only.
+  // A from registers (wgmma.cuh's RS form).
   __device__ __forceinline__ static void mma(float (&d)[wgmma::kAccumulators], const std::uint32_t (&a)[4],
                                              std::uint64_t b, int accumulate) {
     if constexpr (std::is_same_v<Storage, float>)
@@ -77,8 +76,8 @@ struct wgmma_operands {
     else
       wgmma::mma_bf16(d, a, b, accumulate);
   }
-  template <int kCount>
-  __device__ __forceinline__ static void mma(float (&d)[kCount], std::uint64_t a, std::uint64_t b, int accumulate) {
+  __device__ __forceinline__ static void mma(float (&d)[wgmma::kAccumulators], std::uint64_t a, std::uint64_t b,
+                                             int accumulate) {
     if constexpr (std::is_same_v<Storage, float>)
       wgmma::mma_tf32(d, a, b, accumulate);
     else
@@ -132,24 +131,23 @@ __device__ __forceinline__ void load_tile_bias(float2 (&beta)[kCount / 4], const
 
 // Online LSE of one 64×N score tile held in `acc` (N = 2·kCount keys; this thread: rows g and
 // g + 8 of its warp's 16, N/4 columns each), t = acc·scale + β (log2 units). `bias` holds the
-// tile's N β values. kQuadMax: the four threads of a row share one running maximum (two shuffles
-// per row and tile); otherwise each thread keeps its own (max, Σ) and merge_quad_states combines
-// them once, at the end. `acc` is only read: an accumulator register written by ordinary
-// instructions would make ptxas serialise the next tile's wgmma behind this one (C7515).
-template <bool kQuadMax = true, int kCount>
+// tile's N β values; the four threads of a row share one running maximum (two shuffles per row
+// and tile). `acc` is only read: an accumulator register written by ordinary instructions would
+// make ptxas serialise the next tile's wgmma behind this one (C7515).
+template <int kCount>
 __device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], const float2 (&beta)[kCount / 4],
                                                   float scale, float (&row_max)[2], float (&row_sum)[2]);
 
-template <bool kQuadMax = true, int kCount>
+template <int kCount>
 __device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], const float* bias, float scale,
                                                   float (&row_max)[2], float (&row_sum)[2]) {
   float2 beta[kCount / 4];
   load_tile_bias<kCount>(beta, bias);
-  reduce_score_tile<kQuadMax>(acc, beta, scale, row_max, row_sum);
+  reduce_score_tile(acc, beta, scale, row_max, row_sum);
 }
 
 // The same with the tile's β already in registers (load_tile_bias).
-template <bool kQuadMax, int kCount>
+template <int kCount>
 __device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], const float2 (&beta)[kCount / 4],
                                                   float scale, float (&row_max)[2], float (&row_sum)[2]) {
   constexpr int kScores = kCount / 2;  // per thread and row: N/8 n8 groups × 2 columns
@@ -165,10 +163,8 @@ __device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], co
 #pragma unroll
     for (int k = 4; k < kScores; ++k) chain[k % 4] = fmaxf(chain[k % 4], t[k]);
     float tile_max = fmaxf(fmaxf(chain[0], chain[1]), fmaxf(chain[2], chain[3]));
-    if constexpr (kQuadMax) {
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-    }
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
     const float new_max = fmaxf(row_max[h], tile_max);
     // Guard (−∞) − (−∞): a row that has seen only zero-weight/padded keys keeps sum 0.
     const float reference = new_max == -INFINITY ? 0.f : new_max;
@@ -184,8 +180,6 @@ __device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], co
 // start at `query_address`) and a key stage (panels of kTileN rows at `key_address`): kSteps
 // 32-byte k-steps, issued asynchronously and committed as one group (returns before the tensor
 // cores finish; wgmma::wait_group retires it).
-// With kCount = kHalfAccumulators the keys are the 64 rows of each panel at `key_address` (a
-// stage's half: the panels keep their kTileN-row stride).
 template <class Op, int kSteps, int kCount>
 __device__ __forceinline__ void issue_tile_scores(float (&acc)[kCount], std::uint32_t query_address,
                                                   std::uint32_t key_address) {
@@ -220,18 +214,6 @@ __device__ __forceinline__ cta_work cta_work_of(const softmin_params& p) {
   const int tile_begin = split * p.tiles_per_split;
   return {static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM, split, tile_begin,
           max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin)};
-}
-
-// Per-thread row states (reduce_score_tile<false>) → the quad's common state, in every thread of
-// the quad: max over the four, each Σ rescaled to it (a thread that saw only −∞ keeps Σ = 0).
-__device__ __forceinline__ void merge_quad_states(float (&row_max)[2], float (&row_sum)[2]) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float quad_max = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 1));
-    quad_max = fmaxf(quad_max, __shfl_xor_sync(0xffffffffu, quad_max, 2));
-    if (quad_max != -INFINITY && row_max[h] != -INFINITY) row_sum[h] *= fast_exp2(row_max[h] - quad_max);
-    row_max[h] = quad_max;
-  }
 }
 
 // Row i's state (max, Σ) of this thread (rows g and g + 8 of its warp's 16 in its warpgroup's 64)
@@ -328,60 +310,23 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
   auto reduce = [&](const float (&acc)[wgmma::kAccumulators], int j) {
     reduce_score_tile(acc, bias_of(j), p.score_scale_log2, row_max, row_sum);
   };
-  // Tile j + `ahead` has landed in every thread's view, and the stage of tile j − 1 is free (its
-  // MMAs completed before each warpgroup reached this barrier).
-  auto tile_ready = [&](int j, int ahead) {
-    cp_async_wait_pending(stages - 2 - ahead);
+  // Tile j has landed in every thread's view, and the stage of tile j − 1 is free (its MMAs
+  // completed before each warpgroup reached this barrier).
+  auto tile_ready = [&](int j) {
+    cp_async_wait_pending(stages - 2);
     wgmma::fence_proxy_async();
     __syncthreads();
     issue_tile(j + stages - 1);
   };
 
-  if constexpr (tile::kWgmmaOverlap) {
-    // Step j: the scores of tile j + 1 start, then tile j (already in `current`) is reduced. The
-    // two accumulator sets alternate by unrolling the loop by two; the loop body has no branch
-    // around a wgmma (ptxas serialises the pipeline otherwise, C7514), the last tiles are peeled.
-    auto step = [&](float (&current)[wgmma::kAccumulators], float (&next)[wgmma::kAccumulators], int j) {
-      tile_ready(j, 1);
-      issue_scores(next, j + 1);
-      wgmma::wait_group<1>();  // tile j's MMAs are done
-      wgmma::pin(current);
-      reduce(current, j);
-    };
-    auto last = [&](float (&current)[wgmma::kAccumulators], int j) {
-      wgmma::wait_group<0>();
-      wgmma::pin(current);
-      reduce(current, j);
-    };
-    float acc0[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
-    float acc1[wgmma::kAccumulators];
-    if (tiles > 0) {
-      cp_async_wait_pending(stages - 2);
-      wgmma::fence_proxy_async();
-      __syncthreads();
-      issue_scores(acc0, 0);
-      int j = 0;
-      for (; j + 2 < tiles; j += 2) {
-        step(acc0, acc1, j);
-        step(acc1, acc0, j + 1);
-      }
-      if (j + 1 < tiles) {  // two tiles left
-        step(acc0, acc1, j);
-        last(acc1, j + 1);
-      } else {
-        last(acc0, j);
-      }
-    }
-  } else {
-    // One accumulator set; the other CTA on the SM keeps the tensor cores busy meanwhile.
-    float acc[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
-    for (int j = 0; j < tiles; ++j) {
-      tile_ready(j, 0);
-      issue_scores(acc, j);
-      wgmma::wait_group<0>();
-      wgmma::pin(acc);
-      reduce(acc, j);
-    }
+  // One accumulator set; the other CTA on the SM keeps the tensor cores busy meanwhile.
+  float acc[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
+  for (int j = 0; j < tiles; ++j) {
+    tile_ready(j);
+    issue_scores(acc, j);
+    wgmma::wait_group<0>();
+    wgmma::pin(acc);
+    reduce(acc, j);
   }
   cp_async_wait<0>();
 

@@ -1,5 +1,5 @@
 // The resident Hopper softmin kernel with the copy engine and per-stage barriers instead of
-// cp.async and a CTA barrier per tile (tile_config.hpp, kWgmmaTma; experimental until measured).
+// cp.async and a CTA barrier per tile (the default: tile_config.hpp, kWgmmaTma).
 //
 // Same tiles, layout and reduction as softmin_wgmma_kernel.cuh. What changes is the coupling of
 // the two warpgroups: there, every tile ends in a CTA barrier, so both warpgroups run their MMAs
@@ -10,13 +10,6 @@
 // The producer is thread 0. At step j (after its own reduce of tile j) it refills the stage of
 // tile j − 1 with tile j + S − 1, waiting on that stage's empty barrier: the other warpgroup may
 // run up to a tile behind without stalling it. Keys and β of a tile land on the same barrier.
-//
-// kHalfTiles (FLASHSINKHORN_KERNEL=halves; tile_config.hpp): each warpgroup splits a tile into two
-// 64-key halves with their own accumulators (the same 64 registers as one 64×128 set):
-//   per tile j: issue lo(j), hi(j); wait lo(j), reduce lo(j) while hi(j)'s MMAs run; wait hi(j),
-//   reduce hi(j), release stage j
-// so half of its exponentials overlap its own MMAs. The running (max, Σ) is per thread (no
-// shuffles per tile), merged over the quad at the end.
 #pragma once
 
 #include <cuda.h>
@@ -33,7 +26,7 @@
 
 namespace flashsinkhorn::detail::kernels {
 
-template <class Op, int kSteps, bool kHalfTiles>
+template <class Op, int kSteps>
 __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
     softmin_wgmma_tma_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
                              const __grid_constant__ CUtensorMap keys_map) {
@@ -79,61 +72,22 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
   float row_sum[2] = {0.f, 0.f};
 
   tma::wait(&query_full, 0);
-  if constexpr (kHalfTiles) {
-    float lo[wgmma::kHalfAccumulators];  // (64 rows, keys 0 … 63 of the tile)
-    float hi[wgmma::kHalfAccumulators];  // (64 rows, keys 64 … 127)
-    constexpr std::uint32_t kHalfOffset = wgmma::kHalfTileN * wgmma::kPanelRowBytes;  // 8 KiB: 1024-aligned
-    auto keys_at = [&](int t) { return smem_address(stage_of(t)); };
-    auto wait_tile = [&](int t) { tma::wait(&full[t % stages], (t / stages) & 1); };
-    // Step j's refill (the producer, after its own release of tile j), as in the one-set loop
-    // below: the stage of tile j − 1 gets tile j − 1 + S once the other warpgroup released it.
-    auto refill = [&](int j) {
-      const int t = j - 1 + stages;
-      if (producer && j >= 1 && t < tiles) {
-        tma::wait(&empty[(j - 1) % stages], ((j - 1) / stages) & 1);
-        issue_tile(t);
-      }
-      __syncwarp();  // warp 0 whole again before the next wgmma (.sync.aligned)
-    };
-    auto reduce_half = [&](const float (&acc)[wgmma::kHalfAccumulators], int t, int half) {
-      reduce_score_tile<false>(acc, bias_of(t) + half * wgmma::kHalfTileN, p.score_scale_log2, row_max, row_sum);
-    };
-    // Per tile: both halves' MMAs issued back to back, then lo reduced while hi's run. (Issuing
-    // the next tile's lo before reducing hi would keep the tensor cores busy throughout, but ptxas
-    // then serialises every wgmma: C7514. It accepts reading the older of two groups issued back
-    // to back while the newer runs, as here.)
-    for (int j = 0; j < tiles; ++j) {
-      wait_tile(j);
-      issue_tile_scores<Op, kSteps>(lo, query_address, keys_at(j));
-      issue_tile_scores<Op, kSteps>(hi, query_address, keys_at(j) + kHalfOffset);
-      wgmma::wait_group<1>();  // lo done, hi may run
-      wgmma::pin(lo);
-      reduce_half(lo, j, 0);
-      wgmma::wait_group<0>();
-      wgmma::pin(hi);
-      reduce_half(hi, j, 1);
-      tma::arrive(&empty[j % stages]);
-      refill(j);
+  float acc[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
+  for (int j = 0; j < tiles; ++j) {
+    tma::wait(&full[j % stages], (j / stages) & 1);
+    issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_of(j)));
+    wgmma::wait_group<0>();
+    wgmma::pin(acc);
+    reduce_score_tile(acc, bias_of(j), p.score_scale_log2, row_max, row_sum);
+    tma::arrive(&empty[j % stages]);
+    // Refill the stage of tile j − 1 (its empty phase completes once the other warpgroup is done
+    // with tile j − 1, i.e. it may lag by a tile without stalling this one).
+    const int refill = j - 1 + stages;
+    if (producer && j >= 1 && refill < tiles) {
+      tma::wait(&empty[(j - 1) % stages], ((j - 1) / stages) & 1);
+      issue_tile(refill);
     }
-    merge_quad_states(row_max, row_sum);
-  } else {
-    float acc[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
-    for (int j = 0; j < tiles; ++j) {
-      tma::wait(&full[j % stages], (j / stages) & 1);
-      issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_of(j)));
-      wgmma::wait_group<0>();
-      wgmma::pin(acc);
-      reduce_score_tile(acc, bias_of(j), p.score_scale_log2, row_max, row_sum);
-      tma::arrive(&empty[j % stages]);
-      // Refill the stage of tile j − 1 (its empty phase completes once the other warpgroup is done
-      // with tile j − 1, i.e. it may lag by a tile without stalling this one).
-      const int refill = j - 1 + stages;
-      if (producer && j >= 1 && refill < tiles) {
-        tma::wait(&empty[(j - 1) % stages], ((j - 1) / stages) & 1);
-        issue_tile(refill);
-      }
-      __syncwarp();  // warp 0 whole again before the next wgmma (.sync.aligned)
-    }
+    __syncwarp();  // warp 0 whole again before the next wgmma (.sync.aligned)
   }
   // Tiles 0 … stages − 1 were issued up front; a split shorter than the ring left no copy pending.
   finish_warpgroup_rows(p, row_block0, split, row_max, row_sum, error_scratch);

@@ -5,8 +5,8 @@
 #include <cstdint>
 
 // Tuning overrides, for the kernel-lab script tools/tune_variants.sh only (the defaults below are
-// the measured choice): FLASHSINKHORN_TUNE_{ROWS_PER_WARP, BLOCK_N, STAGES, K_UNROLL, WGMMA_OVERLAP,
-// WGMMA_TMA, WGMMA_WARPGROUPS}.
+// the measured choice): FLASHSINKHORN_TUNE_{ROWS_PER_WARP, BLOCK_N, STAGES, K_UNROLL, WGMMA_TMA,
+// WGMMA_WS, WGMMA_WARPGROUPS}.
 #ifndef FLASHSINKHORN_TUNE_ROWS_PER_WARP
 #define FLASHSINKHORN_TUNE_ROWS_PER_WARP 32
 #endif
@@ -15,12 +15,6 @@
 #endif
 #ifndef FLASHSINKHORN_TUNE_STAGES
 #define FLASHSINKHORN_TUNE_STAGES 3
-#endif
-#ifndef FLASHSINKHORN_TUNE_WGMMA_OVERLAP
-#define FLASHSINKHORN_TUNE_WGMMA_OVERLAP 0
-#endif
-#ifndef FLASHSINKHORN_TUNE_WGMMA_HALVES
-#define FLASHSINKHORN_TUNE_WGMMA_HALVES 0
 #endif
 #ifndef FLASHSINKHORN_TUNE_WGMMA_WS
 #define FLASHSINKHORN_TUNE_WGMMA_WS 0
@@ -70,16 +64,11 @@ inline constexpr int kKUnroll = FLASHSINKHORN_TUNE_K_UNROLL;
 inline constexpr int kResidentQueryBytes = 160 * 1024;
 
 // ---- Hopper softmin (sm_90a: wgmma from shared memory, tf32 and bf16) ----------------------------
-// Two variants (FLASHSINKHORN_TUNE_WGMMA_OVERLAP): 1 = each warpgroup overlaps its own MMAs (async)
-// with its exponentials through two 64-register accumulator sets, one CTA per SM; 0 = one
-// accumulator set, two CTAs per SM overlapping each other (≤ 128 registers per thread). Measured on
-// the H200 (tools/tune_variants.sh, 2026-11-30, ms per iteration, tf32/bf16): 0 → 4.15/3.27 at
-// n = 50,000, d = 64 and 2.81/2.78 at d = 8; 1 → 5.96/4.71 and 3.80/3.90. Twice the warps per SM
-// hide more latency than the in-warpgroup overlap gains, so 0 is the default. A skewed schedule
-// (the second warpgroup half a tile behind the first, so that one's exponentials overlap the
-// other's MMAs inside a CTA) measured 20% slower (its scores live across the barrier: spills).
-inline constexpr bool kWgmmaOverlap = FLASHSINKHORN_TUNE_WGMMA_OVERLAP != 0;
-inline constexpr int kWgmmaCtasPerSm = kWgmmaOverlap ? 1 : 2;
+// The resident kernels (cp.async and copy engine) run one accumulator set per warpgroup at two
+// CTAs per SM (≤ 128 registers per thread), the CTAs overlapping each other's MMAs and
+// exponentials. Dropped after measurement (docs/cuda_backend.md, "tried and dropped"): the same
+// kernel with two accumulator sets at one CTA per SM, a skewed warpgroup schedule, half tiles.
+inline constexpr int kWgmmaCtasPerSm = 2;
 // 1 = the resident kernel's loads go through the copy engine with per-stage barriers, so the two
 // warpgroups are not re-synchronised every tile (softmin_wgmma_tma_kernel.cuh); 0 = cp.async and a
 // CTA barrier per tile (softmin_wgmma_kernel.cuh; also chosen at run time by
@@ -87,14 +76,6 @@ inline constexpr int kWgmmaCtasPerSm = kWgmmaOverlap ? 1 : 2;
 // tf32/bf16): n = 50,000, d = 64: 3.81/2.83 → 2.94/2.52; d = 8: 2.45/2.44 → 2.31/2.32;
 // n = 10,000, d = 64: 0.188/0.146 → 0.147/0.117; n = 200,000, d = 64: 59.8/44.3 → 54.3/39.3.
 inline constexpr bool kWgmmaTma = FLASHSINKHORN_TUNE_WGMMA_TMA != 0;
-// 1 = the copy-engine kernel splits each tile into two 64-key halves and reduces one while the
-// other's MMAs run (softmin_wgmma_tma_kernel.cuh; also FLASHSINKHORN_KERNEL=halves, kernel_variant.hpp). Passes the
-// GPU tests; measured slower on the H200 (gpu_check at ddd5f4c, 2026-11-30, ms per iteration,
-// tf32/bf16, default → halves): n = 50,000, d = 64: 3.13/2.55 → 3.36/2.60; d = 8: 2.34/2.34 →
-// 2.40/2.39; n = 10,000: 0.149/0.121 → 0.162/0.123. Half-width MMAs re-read the query panel from
-// shared memory twice as often, and only half of the exponentials overlap (ptxas serialises the
-// schedule that would overlap all of them: C7514). Kept as an A/B switch, off.
-inline constexpr bool kWgmmaHalfTiles = FLASHSINKHORN_TUNE_WGMMA_HALVES != 0;
 // 1 = the warp-specialised copy-engine kernel for resident rows (softmin_wgmma_ws_kernel.cuh; also
 // FLASHSINKHORN_KERNEL=ws): one CTA per SM, a producer warp beside the two consumer warpgroups,
 // two accumulator sets per consumer. Written in session 3 without device time: compiled, not run;
@@ -122,10 +103,9 @@ inline constexpr int kWgmmaMaxRowWords = 64;
 // Wider rows stream the query block through the ring next to the keys, one 32-word panel per
 // stage (softmin_wgmma_streamed_kernel.cuh), rows padded to whole panels; always two CTAs per SM.
 inline constexpr int kWgmmaStreamedCtasPerSm = 2;
-// Ring depth: 4 stages while they fit, else fewer. The overlapped variant needs 3 (a stage is
-// refilled only after the MMAs of the tile before the current one completed); the other 2.
+// Ring depth: 4 stages while they fit, else fewer, at least 2.
 inline constexpr int kWgmmaMaxStages = 4;
-inline constexpr int kWgmmaMinStages = kWgmmaOverlap ? 3 : 2;
+inline constexpr int kWgmmaMinStages = 2;
 
 // ---- fp64 softmin (plain FMA, correctness first) -----------------------------------------------
 // One row per thread; 32 keys × 32 features of double per shared tile (8 KiB + padding).

@@ -1,7 +1,7 @@
 // Hopper warpgroup MMA primitives (sm_90a only; PTX ISA "Asynchronous Warpgroup Level Matrix
 // Multiply-Accumulate"): the 128-byte-swizzled K-major shared-memory layout, its matrix
-// descriptor, the fences, and D(64×N, fp32) = A(64×k)·B(N×k)ᵀ, N = 128 or 64, for tf32 (k = 8)
-// and bf16 (k = 16) — both k-steps are 32 bytes of a row.
+// descriptor, the fences, and D(64×128, fp32) = A(64×k)·B(128×k)ᵀ for tf32 (k = 8) and bf16
+// (k = 16) — both k-steps are 32 bytes of a row — with A from shared memory or from registers.
 //
 // Layout ("panel"): a (rows, 32 words) slab of a K-major tile, one 128-byte line per row; the 16-byte
 // chunk c of row r lives at chunk c ⊕ (r mod 8). A panel starts on a 1024-byte boundary, so the
@@ -27,8 +27,6 @@ inline constexpr int kPanelAlignment = 1024;  // 8 rows × 128 bytes: one swizzl
 inline constexpr int kStepBytes = 32;      // one k-step of tf32 (8 values) or bf16 (16 values)
 inline constexpr int kTileN = 128;         // keys per MMA (m64n128)
 inline constexpr int kAccumulators = 64;   // fp32 values of the 64×128 tile per thread
-inline constexpr int kHalfTileN = 64;      // keys per m64n64 MMA (half a tile)
-inline constexpr int kHalfAccumulators = 32;
 
 // Byte offset of 16-byte chunk `chunk` (0 … 7) of row `row` inside a panel.
 __host__ __device__ __forceinline__ int panel_offset(int row, int chunk) {
@@ -135,32 +133,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[kAccumulators], const std::u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 
-#define FS_WGMMA_D32_LIST                                                                           \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
-  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define FS_WGMMA_D32_OPERANDS FS_WGMMA_D8(0), FS_WGMMA_D8(8), FS_WGMMA_D8(16), FS_WGMMA_D8(24)
-
-// Half tiles: A = 64 rows × 8 tf32, B = 64 keys × 8 tf32 (d: 32 values per thread).
-__device__ __forceinline__ void mma_tf32(float (&d)[kHalfAccumulators], std::uint64_t desc_a, std::uint64_t desc_b,
-                                         int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " FS_WGMMA_D32_LIST ", %32, %33, p, 1, 1;\n}\n"
-      : FS_WGMMA_D32_OPERANDS
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-__device__ __forceinline__ void mma_bf16(float (&d)[kHalfAccumulators], std::uint64_t desc_a, std::uint64_t desc_b,
-                                         int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FS_WGMMA_D32_LIST ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : FS_WGMMA_D32_OPERANDS
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-#undef FS_WGMMA_D32_OPERANDS
-#undef FS_WGMMA_D32_LIST
 #undef FS_WGMMA_D_OPERANDS
 #undef FS_WGMMA_D8
 #undef FS_WGMMA_D_LIST

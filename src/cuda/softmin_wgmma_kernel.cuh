@@ -120,37 +120,24 @@ __device__ __forceinline__ void copy_rows_to_panels(unsigned char* dst, const st
   }
 }
 
-// This thread's β of a 64×N tile (N = 2·kCount keys): columns 8g + 2·(lane mod 4) + {0, 1}, one
-// 8-byte load per n8 group g, from shared or global memory.
-template <int kCount>
-__device__ __forceinline__ void load_tile_bias(float2 (&beta)[kCount / 4], const float* bias) {
+// This thread's β of a tile: the 32 columns 8g + 2·(lane mod 4) + {0, 1} (n8 groups g < 16) of
+// `bias` (the tile's 128 values), one 8-byte load per group, from shared or global memory.
+inline constexpr int kTileBiasPairs = wgmma::kTileN / 8;
+__device__ __forceinline__ void load_tile_bias(float2 (&beta)[kTileBiasPairs], const float* bias) {
   const float2* bias_lane = reinterpret_cast<const float2*>(bias + 2 * (threadIdx.x % 4));
 #pragma unroll
-  for (int g = 0; g < kCount / 4; ++g) beta[g] = bias_lane[4 * g];
+  for (int g = 0; g < kTileBiasPairs; ++g) beta[g] = bias_lane[4 * g];
 }
 
-// Online LSE of one 64×N score tile held in `acc` (N = 2·kCount keys; this thread: rows g and
-// g + 8 of its warp's 16, N/4 columns each), t = acc·scale + β (log2 units). `bias` holds the
-// tile's N β values; the four threads of a row share one running maximum (two shuffles per row
-// and tile). `acc` is only read: an accumulator register written by ordinary instructions would
-// make ptxas serialise the next tile's wgmma behind this one (C7515).
-template <int kCount>
-__device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], const float2 (&beta)[kCount / 4],
-                                                  float scale, float (&row_max)[2], float (&row_sum)[2]);
-
-template <int kCount>
-__device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], const float* bias, float scale,
+// Online LSE of one 64×128 score tile held in `acc` (this thread: rows g and g + 8 of its warp's
+// 16, 32 columns each), t = acc·scale + β (log2 units), with this thread's β in registers
+// (load_tile_bias); the four threads of a row share one running maximum (two shuffles per row and
+// tile). `acc` is only read: an accumulator register written by ordinary instructions would make
+// ptxas serialise the next tile's wgmma behind this one (C7515).
+__device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAccumulators],
+                                                  const float2 (&beta)[kTileBiasPairs], float scale,
                                                   float (&row_max)[2], float (&row_sum)[2]) {
-  float2 beta[kCount / 4];
-  load_tile_bias<kCount>(beta, bias);
-  reduce_score_tile(acc, beta, scale, row_max, row_sum);
-}
-
-// The same with the tile's β already in registers (load_tile_bias).
-template <int kCount>
-__device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], const float2 (&beta)[kCount / 4],
-                                                  float scale, float (&row_max)[2], float (&row_sum)[2]) {
-  constexpr int kScores = kCount / 2;  // per thread and row: N/8 n8 groups × 2 columns
+  constexpr int kScores = wgmma::kTileN / 4;  // per thread and row: 16 n8 groups × 2 columns
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float t[kScores];  // score k of row h: n8 group k/2, column 2·(lane mod 4) + k mod 2
@@ -176,12 +163,20 @@ __device__ __forceinline__ void reduce_score_tile(const float (&acc)[kCount], co
   }
 }
 
+// The same with the tile's 128 β values in memory (`bias`).
+__device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAccumulators], const float* bias,
+                                                  float scale, float (&row_max)[2], float (&row_sum)[2]) {
+  float2 beta[kTileBiasPairs];
+  load_tile_bias(beta, bias);
+  reduce_score_tile(acc, beta, scale, row_max, row_sum);
+}
+
 // acc = Q_wg · K_tᵀ for a resident query block (panels of kWgmmaBlockM rows; this warpgroup's 64
 // start at `query_address`) and a key stage (panels of kTileN rows at `key_address`): kSteps
 // 32-byte k-steps, issued asynchronously and committed as one group (returns before the tensor
 // cores finish; wgmma::wait_group retires it).
-template <class Op, int kSteps, int kCount>
-__device__ __forceinline__ void issue_tile_scores(float (&acc)[kCount], std::uint32_t query_address,
+template <class Op, int kSteps>
+__device__ __forceinline__ void issue_tile_scores(float (&acc)[wgmma::kAccumulators], std::uint32_t query_address,
                                                   std::uint32_t key_address) {
   wgmma::pin(acc);
   wgmma::fence();

@@ -133,8 +133,8 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     // its stage.
     auto tile_step = [&](float (&current)[wgmma::kAccumulators], float (&next)[wgmma::kAccumulators], int j,
                          bool has_next) {
-      float2 beta[wgmma::kAccumulators / 4];
-      load_tile_bias<wgmma::kAccumulators>(beta, key_bias + static_cast<std::int64_t>(tile_begin + j) * wgmma::kTileN);
+      float2 beta[kTileBiasPairs];
+      load_tile_bias(beta, key_bias + static_cast<std::int64_t>(tile_begin + j) * wgmma::kTileN);
       if (has_next) {
 #pragma unroll
         for (int c = 0; c < kLead; ++c) issue_panel(next, c);

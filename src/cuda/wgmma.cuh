@@ -71,10 +71,9 @@ __device__ __forceinline__ void claim_registers() {
 }
 
 // Keeps the compiler from moving accesses of `d` across an async MMA boundary.
-template <int kCount>
-__device__ __forceinline__ void pin(float (&d)[kCount]) {
+__device__ __forceinline__ void pin(float (&d)[kAccumulators]) {
 #pragma unroll
-  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < kAccumulators; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 #define FS_WGMMA_D_LIST                                                                             \

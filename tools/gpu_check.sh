@@ -17,7 +17,7 @@ logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
 rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES:-build gpu demo study bench profile sanitize python cpu}"
+stages="${STAGES-build gpu demo study bench profile sanitize python cpu}"  # STAGES="" runs none
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -25,9 +25,10 @@ status=0
 # by default: the device stops a command at 600 s).
 deadline="${DEADLINE:-540}"
 pack() { tar czf "$out/logs.tgz" -C "$(dirname "$logs")" logs 2> /dev/null; }
-has() {
+listed() { [[ " $stages " == *" $1 "* ]]; }
+has() {  # starts stage $1 (logged) when it is listed and there is time left
   pack
-  [[ " $stages " == *" $1 "* ]] || return 1
+  listed "$1" || return 1
   if (( SECONDS > deadline )); then
     echo "== stage $1 skipped: ${SECONDS}s used of the ${deadline}s budget" | tee -a "$logs/stages.log" >&2
     return 1
@@ -49,7 +50,7 @@ if has build; then
   cmake --build "$build" -j "$jobs" --target flashsinkhorn_gpu_tests flashsinkhorn_gpu_bench flashsinkhorn_cli \
     flashsinkhorn_precision_study flashsinkhorn_block_bench flashsinkhorn_call_overhead \
     >> "$logs/build.log" 2>&1 || { echo "GPU targets failed to build" | tee -a "$logs/build.log"; status=1; }
-  if has cpu; then
+  if listed cpu; then
     cmake --build "$build" -j "$jobs" >> "$logs/build.log" 2>&1 || { echo "full build failed" | tee -a "$logs/build.log"; status=1; }
   fi
   tail -5 "$logs/build.log"

@@ -127,9 +127,10 @@ fi
 if has sanitize; then
   small='sizes/cuda_backend_test.*/n7_m97_d3_random:sizes/cuda_backend_test.*/n97_m7_d8_uniform:sizes/cuda_backend_test.*/n129_m65_d512_random:cuda_backend_errors.*-*out_of_memory*'
   # (the out-of-memory test is left out: its failed cudaMalloc is the point, and memcheck counts it)
+  # SANITIZE_KERNEL (a FLASHSINKHORN_KERNEL value) checks a kernel variant instead of the default.
   for tool in memcheck racecheck; do
     echo "== compute-sanitizer --tool $tool" >> "$logs/sanitizer.log"
-    timeout "${SANITIZER_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$gpu_tests" --gtest_filter="$small" \
+    FLASHSINKHORN_KERNEL="${SANITIZE_KERNEL-}" timeout "${SANITIZER_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$gpu_tests" --gtest_filter="$small" \
       --gtest_brief=1 >> "$logs/sanitizer.log" 2>&1 || { echo "sanitizer $tool: failures"; status=1; }
   done
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$logs/sanitizer.log" | tail -8

@@ -76,10 +76,11 @@ inline constexpr int kWgmmaCtasPerSm = 2;
 // tf32/bf16): n = 50,000, d = 64: 3.81/2.83 → 2.94/2.52; d = 8: 2.45/2.44 → 2.31/2.32;
 // n = 10,000, d = 64: 0.188/0.146 → 0.147/0.117; n = 200,000, d = 64: 59.8/44.3 → 54.3/39.3.
 inline constexpr bool kWgmmaTma = FLASHSINKHORN_TUNE_WGMMA_TMA != 0;
-// 1 = the warp-specialised copy-engine kernel for resident rows (softmin_wgmma_ws_kernel.cuh; also
-// FLASHSINKHORN_KERNEL=ws): one CTA per SM, a producer warp beside the two consumer warpgroups,
-// two accumulator sets per consumer. Written in session 3 without device time: compiled, not run;
-// off until the GPU tests and the benchmark have run it.
+// 1 = the warp-specialised copy-engine kernels (softmin_wgmma_ws_kernel.cuh for resident rows,
+// softmin_wgmma_ws_streamed_kernel.cuh for wider ones; also FLASHSINKHORN_KERNEL=ws): one CTA per
+// SM, a producer warpgroup beside the two consumer warpgroups, two accumulator sets per consumer.
+// Written in session 3 without device time: compiled, not run; off until the GPU tests and the
+// benchmark have run it.
 inline constexpr bool kWgmmaWs = FLASHSINKHORN_TUNE_WGMMA_WS != 0;
 // Warpgroups of 64 rows per CTA (they share the key tiles of the ring).
 inline constexpr int kWgmmaWarpgroups = FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS;

@@ -18,21 +18,20 @@ constexpr wgmma_variant compiled_default() {
   return tile::kWgmmaTma ? wgmma_variant::tma : wgmma_variant::cpasync;
 }
 
-wgmma_variant from_environment() {
-  const char* value = std::getenv("FLASHSINKHORN_KERNEL");
-  if (value == nullptr || *value == '\0') return compiled_default();
-  std::string names;
-  for (const wgmma_variant v : kVariants) {
-    if (std::string_view(value) == to_string(v)) return v;
-    names += std::string(names.empty() ? "" : ", ") + to_string(v);
-  }
-  throw invalid_argument("FLASHSINKHORN_KERNEL must be one of " + names + " (or unset), got '" + value + "'");
-}
-
 }  // namespace
 
+wgmma_variant parse_wgmma_variant(const char* name) {
+  if (name == nullptr || *name == '\0') return compiled_default();
+  std::string names;
+  for (const wgmma_variant v : kVariants) {
+    if (std::string_view(name) == to_string(v)) return v;
+    names += std::string(names.empty() ? "" : ", ") + to_string(v);
+  }
+  throw invalid_argument("FLASHSINKHORN_KERNEL must be one of " + names + " (or unset), got '" + name + "'");
+}
+
 wgmma_variant selected_wgmma_variant() {
-  static const wgmma_variant variant = from_environment();
+  static const wgmma_variant variant = parse_wgmma_variant(std::getenv("FLASHSINKHORN_KERNEL"));
   return variant;
 }
 

@@ -13,8 +13,11 @@ namespace flashsinkhorn::detail {
 
 enum class wgmma_variant { mma_sync, cpasync, tma, ws, ws_rs };
 
-// The variant of this process: FLASHSINKHORN_KERNEL, read once, else the compiled default. An
-// unknown name throws invalid_argument listing the names above.
+// The variant a FLASHSINKHORN_KERNEL value names; null or empty: the compiled default. An unknown
+// name throws invalid_argument listing the names above.
+wgmma_variant parse_wgmma_variant(const char* name);
+
+// The variant of this process: parse_wgmma_variant(FLASHSINKHORN_KERNEL), read once.
 wgmma_variant selected_wgmma_variant();
 
 // Its name as FLASHSINKHORN_KERNEL spells it.

@@ -260,7 +260,9 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm) so
   const wgmma_geometry geo = make_wgmma_geometry(row_words64, p.max_shared_bytes);
   constexpr int kRowWords = kSteps * wgmma::kStepBytes / 4;  // == geo.row_words (the launcher's choice)
   const int stages = geo.stages;
-  const auto [row_block0, split, tile_begin, tiles] = cta_work_of(p);
+  const cta_work work = cta_work_of(p);  // (not a structured binding: the lambdas below capture these)
+  const std::int64_t row_block0 = work.row_block0;
+  const int split = work.split, tile_begin = work.tile_begin, tiles = work.tiles;
 
   const auto* rows_points = static_cast<const std::uint32_t*>(p.rows_points);
   const auto* key_points = static_cast<const std::uint32_t*>(p.key_points);

@@ -63,7 +63,9 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaStreamedCtasP
   const wgmma_streamed_geometry geo = make_wgmma_streamed_geometry(row_words, p.max_shared_bytes);
   const int panels = geo.panels;
   const int stages = geo.stages;
-  const auto [row_block0, split, tile_begin, tiles] = cta_work_of(p);
+  const cta_work work = cta_work_of(p);  // (not a structured binding: the lambdas below capture these)
+  const std::int64_t row_block0 = work.row_block0;
+  const int split = work.split, tile_begin = work.tile_begin, tiles = work.tiles;
   const int loads = tiles * panels;
   const int block_rows = static_cast<int>(min64(tile::kWgmmaBlockM, p.rows_padded - row_block0));
 

@@ -43,7 +43,9 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
   constexpr int kRowWords = kSteps * wgmma::kStepBytes / 4;  // == geo.row_words (the launcher's choice)
   constexpr int kPanels = (kRowWords + wgmma::kPanelWords - 1) / wgmma::kPanelWords;
   const int stages = geo.stages;
-  const auto [row_block0, split, tile_begin, tiles] = cta_work_of(p);
+  const cta_work work = cta_work_of(p);  // (not a structured binding: the lambdas below capture these)
+  const std::int64_t row_block0 = work.row_block0;
+  const int split = work.split, tile_begin = work.tile_begin, tiles = work.tiles;
   const float* key_bias = static_cast<const float*>(p.key_bias);
 
   unsigned char* query = shared;                  // (panels, kWgmmaBlockM, 128 B)

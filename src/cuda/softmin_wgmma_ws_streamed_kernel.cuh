@@ -67,7 +67,9 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   const wgmma_ws_streamed_geometry geo = make_wgmma_ws_streamed_geometry(row_words, p.max_shared_bytes);
   const int panels = geo.panels;
   const int stages = geo.stages;
-  const auto [row_block0, split, tile_begin, tiles] = cta_work_of(p);
+  const cta_work work = cta_work_of(p);  // (not a structured binding: the lambdas below capture these)
+  const std::int64_t row_block0 = work.row_block0;
+  const int split = work.split, tile_begin = work.tile_begin, tiles = work.tiles;
   const float* key_bias = static_cast<const float*>(p.key_bias);
   constexpr int kKeyPanelBytes = wgmma::kTileN * wgmma::kPanelRowBytes;
   auto stage_at = [&](const tma::ring_position& at) { return ring + at.stage * geo.stage_bytes; };

@@ -61,6 +61,35 @@ array_argument optional_input(nb::handle object, const char* name) {
   return object.is_none() ? array_argument{} : input_argument(object, name);
 }
 
+// The streamed passes of a solved solver, the GIL released while they run: `out` (an array the
+// binding writes in place) ← method(values) or method().
+template <void (solver::*Method)(matrix_view, mutable_matrix_view) const>
+void product(bound_solver& s, nb::handle values, nb::handle out) {
+  // The name errors give the values: V for P·V, U for Pᵀ·U.
+  const char* name = Method == &solver::apply_plan_transpose ? "U" : "V";
+  const array_argument va = input_argument(values, name), oa = output_argument(out, "out");
+  const matrix_view vv = as_matrix(va, name);
+  const mutable_matrix_view ov = as_mutable_matrix(oa, "out");
+  nb::gil_scoped_release unlocked;
+  (s.get().*Method)(vv, ov);
+}
+
+template <void (solver::*Method)(mutable_matrix_view) const>
+void into_matrix(bound_solver& s, nb::handle out) {
+  const array_argument oa = output_argument(out, "out");
+  const mutable_matrix_view ov = as_mutable_matrix(oa, "out");
+  nb::gil_scoped_release unlocked;
+  (s.get().*Method)(ov);
+}
+
+template <void (solver::*Method)(mutable_vector_view) const>
+void into_vector(bound_solver& s, nb::handle out) {
+  const array_argument oa = output_argument(out, "out");
+  const mutable_vector_view ov = as_mutable_vector(oa, "out");
+  nb::gil_scoped_release unlocked;
+  (s.get().*Method)(ov);
+}
+
 // A new bound solver, or the library's exception (bad input) before any Python object exists: the
 // binding exposes this factory rather than a throwing __init__ (on the H200 machine, Python 3.12,
 // an exception leaving Solver.__init__ crashed the interpreter; a plain function's exceptions take
@@ -170,71 +199,13 @@ NB_MODULE(_core, m) {
           "solve() and the result unpacked in one call: (cost, primal_cost, iterations, marginal_error, converged, "
           "eps, device, total_seconds, f, g, f_aa, g_bb), potentials as in Result.potentials(), cost a 0-d NumPy "
           "array when cost_array else a float.")
-      .def(
-          "apply_plan",
-          [](py::bound_solver& s, nb::handle v, nb::handle out) {
-            const py::array_argument va = py::input_argument(v, "V"), oa = py::output_argument(out, "out");
-            const fs::matrix_view vv = py::as_matrix(va, "V");
-            const fs::mutable_matrix_view ov = py::as_mutable_matrix(oa, "out");
-            nb::gil_scoped_release unlocked;
-            s.get().apply_plan(vv, ov);
-          },
-          "v"_a, "out"_a)
-      .def(
-          "apply_plan_transpose",
-          [](py::bound_solver& s, nb::handle u, nb::handle out) {
-            const py::array_argument ua = py::input_argument(u, "U"), oa = py::output_argument(out, "out");
-            const fs::matrix_view uv = py::as_matrix(ua, "U");
-            const fs::mutable_matrix_view ov = py::as_mutable_matrix(oa, "out");
-            nb::gil_scoped_release unlocked;
-            s.get().apply_plan_transpose(uv, ov);
-          },
-          "u"_a, "out"_a)
-      .def(
-          "barycentric_projection",
-          [](py::bound_solver& s, nb::handle out) {
-            const py::array_argument oa = py::output_argument(out, "out");
-            const fs::mutable_matrix_view ov = py::as_mutable_matrix(oa, "out");
-            nb::gil_scoped_release unlocked;
-            s.get().barycentric_projection(ov);
-          },
-          "out"_a)
-      .def(
-          "gradient_x",
-          [](py::bound_solver& s, nb::handle out) {
-            const py::array_argument oa = py::output_argument(out, "out");
-            const fs::mutable_matrix_view ov = py::as_mutable_matrix(oa, "out");
-            nb::gil_scoped_release unlocked;
-            s.get().gradient_x(ov);
-          },
-          "out"_a)
-      .def(
-          "gradient_y",
-          [](py::bound_solver& s, nb::handle out) {
-            const py::array_argument oa = py::output_argument(out, "out");
-            const fs::mutable_matrix_view ov = py::as_mutable_matrix(oa, "out");
-            nb::gil_scoped_release unlocked;
-            s.get().gradient_y(ov);
-          },
-          "out"_a)
-      .def(
-          "gradient_a",
-          [](py::bound_solver& s, nb::handle out) {
-            const py::array_argument oa = py::output_argument(out, "out");
-            const fs::mutable_vector_view ov = py::as_mutable_vector(oa, "out");
-            nb::gil_scoped_release unlocked;
-            s.get().gradient_a(ov);
-          },
-          "out"_a)
-      .def(
-          "gradient_b",
-          [](py::bound_solver& s, nb::handle out) {
-            const py::array_argument oa = py::output_argument(out, "out");
-            const fs::mutable_vector_view ov = py::as_mutable_vector(oa, "out");
-            nb::gil_scoped_release unlocked;
-            s.get().gradient_b(ov);
-          },
-          "out"_a)
+      .def("apply_plan", &py::product<&fs::solver::apply_plan>, "v"_a, "out"_a)
+      .def("apply_plan_transpose", &py::product<&fs::solver::apply_plan_transpose>, "u"_a, "out"_a)
+      .def("barycentric_projection", &py::into_matrix<&fs::solver::barycentric_projection>, "out"_a)
+      .def("gradient_x", &py::into_matrix<&fs::solver::gradient_x>, "out"_a)
+      .def("gradient_y", &py::into_matrix<&fs::solver::gradient_y>, "out"_a)
+      .def("gradient_a", &py::into_vector<&fs::solver::gradient_a>, "out"_a)
+      .def("gradient_b", &py::into_vector<&fs::solver::gradient_b>, "out"_a)
       .def_prop_ro("device_name", [](py::bound_solver& s) { return s.get().device_name(); })
       .def_prop_ro(
           "input_addresses",

@@ -33,6 +33,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "bench_args.hpp"
+#include "bench_clouds.hpp"
 
 namespace {
 
@@ -42,18 +43,8 @@ using flashsinkhorn::bench::parse_precision;
 using flashsinkhorn::bench::parse_run_args;
 using flashsinkhorn::bench::run_args;
 using flashsinkhorn::bench::size_case;
-
-prepared_cloud gaussian_cloud(std::int64_t n, std::int64_t d, std::mt19937_64& rng) {
-  prepared_cloud c;
-  c.count = n;
-  c.dim = d;
-  std::normal_distribution<double> normal(0.0, 1.0);
-  c.points.resize(static_cast<std::size_t>(n * d));
-  for (auto& v : c.points) v = normal(rng);
-  c.weights.assign(static_cast<std::size_t>(n), 1.0 / static_cast<double>(n));
-  c.log_weights.assign(static_cast<std::size_t>(n), -std::log(static_cast<double>(n)));
-  return c;
-}
+using flashsinkhorn::bench::cloud_weights;
+using flashsinkhorn::bench::normal_cloud;
 
 enum class way { steps, plain, graphs };
 
@@ -113,8 +104,8 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(20261201);
   for (const size_case& size : sizes) {
     prepared_problem problem;
-    problem.x = gaussian_cloud(size.n, size.d, rng);
-    problem.y = gaussian_cloud(size.n, size.d, rng);
+    problem.x = normal_cloud(size.n, size.d, cloud_weights::uniform, rng);
+    problem.y = normal_cloud(size.n, size.d, cloud_weights::uniform, rng);
     problem.cost_scale = 1;
     centre_clouds(problem);
     const double eps = 0.1 * static_cast<double>(size.d);

@@ -28,6 +28,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "bench_args.hpp"
+#include "bench_clouds.hpp"
 #include "cuda/softmin_launch.hpp"
 
 namespace {
@@ -38,26 +39,8 @@ using flashsinkhorn::bench::parse_precision;
 using flashsinkhorn::bench::parse_run_args;
 using flashsinkhorn::bench::run_args;
 using flashsinkhorn::bench::size_case;
-
-prepared_cloud protocol_cloud(std::int64_t n, std::int64_t d, std::mt19937_64& rng) {
-  prepared_cloud c;
-  c.count = n;
-  c.dim = d;
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  c.points.resize(static_cast<std::size_t>(n * d));
-  for (auto& v : c.points) v = normal(rng);
-  c.weights.resize(static_cast<std::size_t>(n));
-  double total = 0;
-  for (auto& w : c.weights) total += (w = uniform(rng) + 0.1);
-  c.log_weights.resize(c.weights.size());
-  for (std::size_t i = 0; i < c.weights.size(); ++i) {
-    c.weights[i] /= total;
-    c.log_weights[i] = std::log(c.weights[i]);
-  }
-  return c;
-}
-
+using flashsinkhorn::bench::cloud_weights;
+using flashsinkhorn::bench::normal_cloud;
 
 void forward(backend& b, int iterations, double eps) {
   for (int it = 0; it < iterations; ++it) {
@@ -88,8 +71,8 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(20261130);
   for (const size_case& size : sizes) {
     prepared_problem problem;
-    problem.x = protocol_cloud(size.n, size.d, rng);
-    problem.y = protocol_cloud(size.n, size.d, rng);
+    problem.x = normal_cloud(size.n, size.d, cloud_weights::protocol, rng);
+    problem.y = normal_cloud(size.n, size.d, cloud_weights::protocol, rng);
     problem.cost_scale = 1;
     centre_clouds(problem);
     const double n = static_cast<double>(size.n);

@@ -148,7 +148,7 @@ auto wgmma_ws_kernel_for(int steps) {
 // warp-specialised one) on rows of `row_words` words; false when the tensor maps cannot be made
 // (the caller then launches the cp.async kernel).
 template <class Op>
-bool launch_wgmma_tma(kernel_family family, const softmin_launch_args& args, const kernels::softmin_params& p,
+bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, const kernels::softmin_params& p,
                       const dim3& grid, std::int64_t row_words, int shared_bytes, cudaStream_t stream,
                       cudaError_t& status) {
   CUtensorMap rows_map, keys_map;
@@ -307,12 +307,17 @@ std::int64_t softmin_padded_dim(precision mode, std::int64_t dim) {
   return dim;
 }
 
+// The name of the wgmma kernel the chosen variant launches for `family` (wgmma or wgmma_streamed).
+const char* wgmma_kernel_name(kernel_family family) {
+  if (family == kernel_family::wgmma_streamed) return wgmma_ws_selected() ? "wgmma-ws-streamed" : "wgmma-streamed";
+  if (wgmma_ws_selected()) return wgmma_ws_rs_selected() ? "wgmma-ws-rs" : "wgmma-ws";
+  return wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
+}
+
 const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
-  switch (shape_for(mode, padded_dim, max_shared_bytes).family) {
+  switch (const kernel_family family = shape_for(mode, padded_dim, max_shared_bytes).family) {
     case kernel_family::wgmma:
-      if (wgmma_ws_selected()) return wgmma_ws_rs_selected() ? "wgmma-ws-rs" : "wgmma-ws";
-      return wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
-    case kernel_family::wgmma_streamed: return wgmma_ws_selected() ? "wgmma-ws-streamed" : "wgmma-streamed";
+    case kernel_family::wgmma_streamed: return wgmma_kernel_name(family);
     case kernel_family::mma_sync: return "mma.sync";
     case kernel_family::fma: return "fma";
   }
@@ -323,6 +328,7 @@ wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_s
   if (mode != precision::tf32 && mode != precision::bf16) return {};
   const wgmma_choice choice = choose_wgmma(row_words_of(mode, padded_dim), max_shared_bytes);
   if (choice.family == kernel_family::fma) return {};
+  // The plan names the kernel family and its warp-specialised form (not the copy-engine choice).
   const bool ws = wgmma_ws_selected();
   const char* resident = ws ? "wgmma-ws" : "wgmma";
   const char* streamed = ws ? "wgmma-ws-streamed" : "wgmma-streamed";
@@ -388,46 +394,45 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
 
   // 2. the fused kernel
   const dim3 grid(static_cast<unsigned>(plan.row_blocks), static_cast<unsigned>(plan.splits));
-  auto launch_mma = [&](auto kernel) {
+  auto launch_mma = [&](auto kernel, int threads) {
     cudaError_t s = allow_shared(kernel, shape.shared_bytes);
     if (s != cudaSuccess) return s;
-    kernel<<<grid, shape.threads, shape.shared_bytes, stream>>>(p);
+    kernel<<<grid, threads, shape.shared_bytes, stream>>>(p);
     return cudaGetLastError();
   };
   const bool bf16 = mode == precision::bf16;
   const std::int64_t row_words = row_words_of(mode, p.padded_dim);
   switch (shape.family) {
-    case kernel_family::wgmma: {
-      const bool launched =
-          (wgmma_tma_selected() || wgmma_ws_selected()) &&
-          (bf16 ? launch_wgmma_tma<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,
-                                                                 shape.shared_bytes, stream, status)
-                : launch_wgmma_tma<kernels::wgmma_tf32_operands>(shape.family, args, p, grid, row_words,
-                                                                 shape.shared_bytes, stream, status));
-      if (!launched)
-        status = bf16 ? launch_mma(wgmma_kernel_for<kernels::wgmma_bf16_operands>(shape.steps))
-                      : launch_mma(wgmma_kernel_for<kernels::wgmma_tf32_operands>(shape.steps));
-      break;
-    }
+    case kernel_family::wgmma:
     case kernel_family::wgmma_streamed: {
+      const bool resident = shape.family == kernel_family::wgmma;
+      const bool copy_engine = wgmma_ws_selected() || (resident && wgmma_tma_selected());
       const bool launched =
-          wgmma_ws_selected() &&
-          (bf16 ? launch_wgmma_tma<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,
-                                                                 shape.shared_bytes, stream, status)
-                : launch_wgmma_tma<kernels::wgmma_tf32_operands>(shape.family, args, p, grid, row_words,
-                                                                 shape.shared_bytes, stream, status));
-      if (!launched)
-        status = bf16 ? launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_bf16_operands>)
-                      : launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_tf32_operands>);
+          copy_engine &&
+          (bf16 ? launch_copy_engine<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,
+                                                                   shape.shared_bytes, stream, status)
+                : launch_copy_engine<kernels::wgmma_tf32_operands>(shape.family, args, p, grid, row_words,
+                                                                   shape.shared_bytes, stream, status));
+      if (launched) break;
+      // The cp.async kernels (also where the tensor maps could not be made): kWgmmaThreads threads
+      // whatever the chosen variant's shape; each sizes its own ring from p.max_shared_bytes.
+      if (resident)
+        status = bf16 ? launch_mma(wgmma_kernel_for<kernels::wgmma_bf16_operands>(shape.steps), tile::kWgmmaThreads)
+                      : launch_mma(wgmma_kernel_for<kernels::wgmma_tf32_operands>(shape.steps), tile::kWgmmaThreads);
+      else
+        status = bf16 ? launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_bf16_operands>,
+                                   tile::kWgmmaThreads)
+                      : launch_mma(kernels::softmin_wgmma_streamed_kernel<kernels::wgmma_tf32_operands>,
+                                   tile::kWgmmaThreads);
       break;
     }
     case kernel_family::mma_sync:
       if (bf16)
-        status = launch_mma(kernels::softmin_mma_kernel<kernels::bf16_operands>);
+        status = launch_mma(kernels::softmin_mma_kernel<kernels::bf16_operands>, shape.threads);
       else if (mode == precision::fp32)
-        status = launch_mma(kernels::softmin_mma_kernel<kernels::fp32_split_operands>);
+        status = launch_mma(kernels::softmin_mma_kernel<kernels::fp32_split_operands>, shape.threads);
       else
-        status = launch_mma(kernels::softmin_mma_kernel<kernels::tf32_operands>);
+        status = launch_mma(kernels::softmin_mma_kernel<kernels::tf32_operands>, shape.threads);
       break;
     case kernel_family::fma:
       kernels::softmin_fp64_kernel<<<grid, tile::kBlockM64, 0, stream>>>(p);

@@ -4,24 +4,28 @@
 #include <string>
 #include <string_view>
 
-#include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
 
 constexpr wgmma_variant kVariants[] = {wgmma_variant::mma_sync, wgmma_variant::cpasync, wgmma_variant::tma,
-                                       wgmma_variant::ws, wgmma_variant::ws_rs};
+                                       wgmma_variant::ws};
 
-constexpr wgmma_variant compiled_default() {
-  if (tile::kWgmmaWs) return wgmma_variant::ws;
-  return tile::kWgmmaTma ? wgmma_variant::tma : wgmma_variant::cpasync;
+// The measured choice (H200, tools/gpu_check.sh, 2026-11-30, ms per iteration, copy-engine
+// kernel → warp-specialised one): tf32 n = 200,000, d = 64: 55.8 → 48.2, n = 50,000, d = 64:
+// 3.14 → 3.05 (d = 8 and n = 10,000 within 3%, the other way); bf16 n = 10,000, d = 64:
+// 0.121 → 0.134, n = 200,000: 40.0 → 41.7, n = 50,000: 2.56 → 2.62. bf16 k-steps are half as many
+// per row, so the exponentials dominate more and the second accumulator set buys less than the
+// single-CTA occupancy costs.
+constexpr wgmma_variant default_variant(precision mode) {
+  return mode == precision::bf16 ? wgmma_variant::tma : wgmma_variant::ws;
 }
 
 }  // namespace
 
-wgmma_variant parse_wgmma_variant(const char* name) {
-  if (name == nullptr || *name == '\0') return compiled_default();
+wgmma_variant parse_wgmma_variant(const char* name, precision mode) {
+  if (name == nullptr || *name == '\0') return default_variant(mode);
   std::string names;
   for (const wgmma_variant v : kVariants) {
     if (std::string_view(name) == to_string(v)) return v;
@@ -30,9 +34,9 @@ wgmma_variant parse_wgmma_variant(const char* name) {
   throw invalid_argument("FLASHSINKHORN_KERNEL must be one of " + names + " (or unset), got '" + name + "'");
 }
 
-wgmma_variant selected_wgmma_variant() {
-  static const wgmma_variant variant = parse_wgmma_variant(std::getenv("FLASHSINKHORN_KERNEL"));
-  return variant;
+wgmma_variant selected_wgmma_variant(precision mode) {
+  static const char* const requested = std::getenv("FLASHSINKHORN_KERNEL");
+  return parse_wgmma_variant(requested, mode);
 }
 
 const char* to_string(wgmma_variant variant) {
@@ -41,7 +45,6 @@ const char* to_string(wgmma_variant variant) {
     case wgmma_variant::cpasync: return "cpasync";
     case wgmma_variant::tma: return "tma";
     case wgmma_variant::ws: return "ws";
-    case wgmma_variant::ws_rs: return "wsrs";
   }
   return "?";
 }

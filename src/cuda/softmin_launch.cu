@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <type_traits>
 
 #include "cuda/kernel_variant.hpp"
@@ -77,22 +76,17 @@ kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {
   return shape;
 }
 
-// The variant tests of the launchers (kernel_variant.hpp).
-bool variant_is(std::initializer_list<wgmma_variant> any) {
-  const wgmma_variant selected = selected_wgmma_variant();
-  for (const wgmma_variant v : any)
-    if (v == selected) return true;
-  return false;
-}
-bool wgmma_tma_selected() { return variant_is({wgmma_variant::tma}); }
-bool wgmma_ws_selected() { return variant_is({wgmma_variant::ws, wgmma_variant::ws_rs}); }
-bool wgmma_ws_rs_selected() { return variant_is({wgmma_variant::ws_rs}); }
+// The kernel variant of a precision (kernel_variant.hpp) and what it implies: the warp-specialised
+// resident kernel (one CTA per SM) and, for wide rows, the warp-specialised streamed kernel under
+// every variant but cpasync.
+bool ws_resident(precision mode) { return selected_wgmma_variant(mode) == wgmma_variant::ws; }
+bool ws_streamed(precision mode) { return selected_wgmma_variant(mode) != wgmma_variant::cpasync; }
 
 // The wgmma kernels run where they were compiled (an sm_90a target in
 // FLASHSINKHORN_CUDA_ARCHITECTURES), on compute capability 9.0, unless the mma variant is chosen.
-bool wgmma_available() {
+bool wgmma_available(precision mode) {
 #if defined(FLASHSINKHORN_HAS_SM90A)
-  if (variant_is({wgmma_variant::mma_sync})) return false;
+  if (selected_wgmma_variant(mode) == wgmma_variant::mma_sync) return false;
   thread_local int cached_device = -1;
   thread_local bool cached_answer = false;
   int device = 0;
@@ -131,7 +125,7 @@ auto wgmma_kernel_for(int steps) {
   return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_kernel<Op, decltype(k)::value>; });
 }
 
-// The copy-engine variant of the same instance (the default; FLASHSINKHORN_KERNEL=cpasync opts out).
+// The copy-engine variants of the same instance.
 template <class Op>
 auto wgmma_tma_kernel_for(int steps) {
   return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value>; });
@@ -139,14 +133,18 @@ auto wgmma_tma_kernel_for(int steps) {
 
 template <class Op>
 auto wgmma_ws_kernel_for(int steps) {
-  return wgmma_ws_rs_selected()
-             ? for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value, true>; })
-             : for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value, false>; });
+  return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value>; });
 }
 
-// Launches a copy-engine kernel of `family` (resident: the default or a variant; streamed: the
-// warp-specialised one) on rows of `row_words` words; false when the tensor maps cannot be made
-// (the caller then launches the cp.async kernel).
+// The precision mode of a wgmma operand type.
+template <class Op>
+constexpr precision mode_of() {
+  return std::is_same_v<Op, kernels::wgmma_bf16_operands> ? precision::bf16 : precision::tf32;
+}
+
+// Launches a copy-engine kernel of `family` (resident: tma or ws; streamed: the warp-specialised
+// one) on rows of `row_words` words; false when the tensor maps cannot be made (the caller then
+// launches the cp.async kernel).
 template <class Op>
 bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, const kernels::softmin_params& p,
                       const dim3& grid, std::int64_t row_words, int shared_bytes, cudaStream_t stream,
@@ -155,11 +153,12 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
   if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count, tile::kWgmmaBlockM) ||
       !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count, wgmma::kTileN))
     return false;
-  const bool ws = wgmma_ws_selected();
+  const bool streamed = family == kernel_family::wgmma_streamed;
+  const bool ws = streamed || ws_resident(mode_of<Op>());
   const int steps = static_cast<int>(row_words * 4 / wgmma::kStepBytes);
-  const auto kernel = family == kernel_family::wgmma_streamed ? &kernels::softmin_wgmma_ws_streamed_kernel<Op>
-                      : ws ? wgmma_ws_kernel_for<Op>(steps)
-                           : wgmma_tma_kernel_for<Op>(steps);
+  const auto kernel = streamed ? &kernels::softmin_wgmma_ws_streamed_kernel<Op>
+                      : ws     ? wgmma_ws_kernel_for<Op>(steps)
+                               : wgmma_tma_kernel_for<Op>(steps);
   status = allow_shared(kernel, shared_bytes);
   if (status == cudaSuccess) {
     kernel<<<grid, ws ? tile::kWgmmaWsThreads : tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);
@@ -183,15 +182,16 @@ std::int64_t row_words_of(precision mode, std::int64_t padded_dim) {
   return mode == precision::bf16 ? padded_dim / 2 : padded_dim;
 }
 
-wgmma_choice choose_wgmma(std::int64_t row_words, int max_shared_bytes) {
+wgmma_choice choose_wgmma(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
+  const std::int64_t row_words = row_words_of(mode, padded_dim);
   wgmma_choice choice;
   if (row_words <= tile::kWgmmaMaxRowWords) {
     const kernels::wgmma_geometry geo =
-        kernels::make_wgmma_geometry(row_words, max_shared_bytes, wgmma_ws_selected() ? 1 : tile::kWgmmaCtasPerSm);
+        kernels::make_wgmma_geometry(row_words, max_shared_bytes, ws_resident(mode) ? 1 : tile::kWgmmaCtasPerSm);
     if (geo.fits && geo.steps % 2 == 0) choice = {kernel_family::wgmma, geo.steps, geo.stages, geo.total_bytes};
     return choice;
   }
-  if (wgmma_ws_selected()) {
+  if (ws_streamed(mode)) {
     const kernels::wgmma_ws_streamed_geometry geo = kernels::make_wgmma_ws_streamed_geometry(row_words, max_shared_bytes);
     if (geo.fits) choice = {kernel_family::wgmma_streamed, 0, geo.stages, geo.total_bytes};
     return choice;
@@ -210,7 +210,7 @@ kernel_shape wgmma_shape(const wgmma_choice& choice) {
   shape.shared_bytes = choice.shared_bytes;
   shape.steps = choice.steps;
   const bool resident = choice.family == kernel_family::wgmma;
-  if (wgmma_ws_selected()) {
+  if (resident ? ws_resident(mode_of<Op>()) : ws_streamed(mode_of<Op>())) {
     shape.threads = tile::kWgmmaWsThreads;
     shape.ctas_per_sm =
         occupancy(resident ? wgmma_ws_kernel_for<Op>(choice.steps) : &kernels::softmin_wgmma_ws_streamed_kernel<Op>,
@@ -225,8 +225,8 @@ kernel_shape wgmma_shape(const wgmma_choice& choice) {
 }
 
 kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
-  if ((mode == precision::tf32 || mode == precision::bf16) && wgmma_available()) {
-    const wgmma_choice choice = choose_wgmma(row_words_of(mode, padded_dim), max_shared_bytes);
+  if ((mode == precision::tf32 || mode == precision::bf16) && wgmma_available(mode)) {
+    const wgmma_choice choice = choose_wgmma(mode, padded_dim, max_shared_bytes);
     if (choice.family != kernel_family::fma)
       return mode == precision::bf16 ? wgmma_shape<kernels::wgmma_bf16_operands>(choice)
                                      : wgmma_shape<kernels::wgmma_tf32_operands>(choice);
@@ -308,16 +308,19 @@ std::int64_t softmin_padded_dim(precision mode, std::int64_t dim) {
 }
 
 // The name of the wgmma kernel the chosen variant launches for `family` (wgmma or wgmma_streamed).
-const char* wgmma_kernel_name(kernel_family family) {
-  if (family == kernel_family::wgmma_streamed) return wgmma_ws_selected() ? "wgmma-ws-streamed" : "wgmma-streamed";
-  if (wgmma_ws_selected()) return wgmma_ws_rs_selected() ? "wgmma-ws-rs" : "wgmma-ws";
-  return wgmma_tma_selected() ? "wgmma-tma" : "wgmma";
+const char* wgmma_kernel_name(precision mode, kernel_family family) {
+  if (family == kernel_family::wgmma_streamed) return ws_streamed(mode) ? "wgmma-ws-streamed" : "wgmma-streamed";
+  switch (selected_wgmma_variant(mode)) {
+    case wgmma_variant::ws: return "wgmma-ws";
+    case wgmma_variant::tma: return "wgmma-tma";
+    default: return "wgmma";
+  }
 }
 
 const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
   switch (const kernel_family family = shape_for(mode, padded_dim, max_shared_bytes).family) {
     case kernel_family::wgmma:
-    case kernel_family::wgmma_streamed: return wgmma_kernel_name(family);
+    case kernel_family::wgmma_streamed: return wgmma_kernel_name(mode, family);
     case kernel_family::mma_sync: return "mma.sync";
     case kernel_family::fma: return "fma";
   }
@@ -326,13 +329,9 @@ const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max
 
 wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
   if (mode != precision::tf32 && mode != precision::bf16) return {};
-  const wgmma_choice choice = choose_wgmma(row_words_of(mode, padded_dim), max_shared_bytes);
+  const wgmma_choice choice = choose_wgmma(mode, padded_dim, max_shared_bytes);
   if (choice.family == kernel_family::fma) return {};
-  // The plan names the kernel family and its warp-specialised form (not the copy-engine choice).
-  const bool ws = wgmma_ws_selected();
-  const char* resident = ws ? "wgmma-ws" : "wgmma";
-  const char* streamed = ws ? "wgmma-ws-streamed" : "wgmma-streamed";
-  return {choice.family == kernel_family::wgmma ? resident : streamed, choice.stages, choice.shared_bytes};
+  return {wgmma_kernel_name(mode, choice.family), choice.stages, choice.shared_bytes};
 }
 
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits) {
@@ -406,7 +405,8 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
     case kernel_family::wgmma:
     case kernel_family::wgmma_streamed: {
       const bool resident = shape.family == kernel_family::wgmma;
-      const bool copy_engine = wgmma_ws_selected() || (resident && wgmma_tma_selected());
+      const wgmma_variant variant = selected_wgmma_variant(mode);
+      const bool copy_engine = resident ? variant == wgmma_variant::tma || variant == wgmma_variant::ws : ws_streamed(mode);
       const bool launched =
           copy_engine &&
           (bf16 ? launch_copy_engine<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,

@@ -1,6 +1,6 @@
-// The warp-specialised resident Hopper softmin kernel (FLASHSINKHORN_KERNEL=ws; tile_config.hpp,
-// kWgmmaWs): the copy-engine kernel's tiles, layout and reduction (softmin_wgmma_tma_kernel.cuh)
-// with the roles split the FlashAttention-3 way.
+// The warp-specialised resident Hopper softmin kernel (the tf32 default; FLASHSINKHORN_KERNEL=ws,
+// kernel_variant.hpp): the copy-engine kernel's tiles, layout and reduction
+// (softmin_wgmma_tma_kernel.cuh) with the roles split the FlashAttention-3 way.
 //
 // One CTA per SM: two consumer warpgroups (threads 0–255, 64 rows each) and a producer warpgroup
 // (threads 256–383) that hands most of its registers to them (setmaxnreg: 40 vs 232 per thread),
@@ -13,9 +13,10 @@
 // as both consumers released tile t − S (empty[s]: kWgmmaThreads arrivals). With the whole shared
 // memory for one CTA the ring is up to kWgmmaMaxStages deep.
 //
-// kQueryInRegisters (FLASHSINKHORN_KERNEL=wsrs): each consumer reads its query rows from the panels
-// once, into wgmma A fragments (kSteps × 4 registers), and every MMA takes A from registers: per
-// m64n128 k-step the tensor cores then read 4 KiB of shared memory (the keys) instead of 6 KiB.
+// Each consumer reads its query rows from the panels once, into wgmma A fragments (kSteps × 4
+// registers), and every MMA takes A from registers: per m64n128 k-step the tensor cores then read
+// 4 KiB of shared memory (the keys) instead of 6 KiB. (With A from shared memory as well it was
+// 4–11% slower in tf32 at n ≥ 50,000: 3.16 vs 3.05 ms, 50.0 vs 48.2 ms; H200, 2026-11-30.)
 #pragma once
 
 #include <cuda.h>
@@ -75,7 +76,7 @@ __device__ __forceinline__ void issue_tile_scores(float (&acc)[wgmma::kAccumulat
 
 #endif  // FLASHSINKHORN_WGMMA_ENABLED
 
-template <class Op, int kSteps, bool kQueryInRegisters>
+template <class Op, int kSteps>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     softmin_wgmma_ws_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
                             const __grid_constant__ CUtensorMap keys_map) {
@@ -123,20 +124,15 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     __syncwarp();
   } else {
     wgmma::claim_registers<tile::kWgmmaWsConsumerRegisters>();
-    const int warpgroup = threadIdx.x / 128;
-    const std::uint32_t query_address = smem_address(query) + warpgroup * 64 * wgmma::kPanelRowBytes;
     float row_max[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of this warp's 16
     float row_sum[2] = {0.f, 0.f};
     float acc0[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
     float acc1[wgmma::kAccumulators];
-    std::uint32_t query_fragments[kQueryInRegisters ? kSteps : 1][4];
+    std::uint32_t query_fragments[kSteps][4];
     tma::ring_position ahead, behind;  // the next tile to issue, the next to reduce
     auto issue = [&](float (&acc)[wgmma::kAccumulators]) {
       tma::wait(&full[ahead.stage], ahead.parity);
-      if constexpr (kQueryInRegisters)
-        issue_tile_scores<Op, kSteps>(acc, query_fragments, smem_address(stage_at(ahead)));
-      else
-        issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_at(ahead)));
+      issue_tile_scores<Op, kSteps>(acc, query_fragments, smem_address(stage_at(ahead)));
       ahead.advance(stages);
     };
     auto reduce = [&](float (&acc)[wgmma::kAccumulators]) {
@@ -158,7 +154,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
       reduce(current);
     };
     tma::wait(&query_full, 0);
-    if constexpr (kQueryInRegisters) load_query_fragments<kSteps>(query_fragments, query);
+    load_query_fragments<kSteps>(query_fragments, query);
     if (tiles > 0) {
       issue(acc0);
       int j = 0;

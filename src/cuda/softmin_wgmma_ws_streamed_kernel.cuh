@@ -1,6 +1,7 @@
-// The warp-specialised Hopper softmin kernel for wide rows (FLASHSINKHORN_KERNEL=ws or wsrs, rows of
-// more than kWgmmaMaxRowWords words): the streamed kernel's panels (softmin_wgmma_streamed_kernel.cuh)
-// with the roles of softmin_wgmma_ws_kernel.cuh.
+// The warp-specialised Hopper softmin kernel for wide rows (more than kWgmmaMaxRowWords words; the
+// default, kernel_variant.hpp): the cp.async streamed kernel's panels (softmin_wgmma_streamed_kernel.cuh)
+// with the roles of softmin_wgmma_ws_kernel.cuh. Against that kernel (H200, 2026-11-30, n = 50,000,
+// d = 512, ms per iteration, tf32/bf16): 36.3/18.5 → 16.2/8.97, 80%/74% of the roofline floor.
 //
 // One CTA per SM: a producer warpgroup (40 registers) whose first thread loads, per (key tile t,
 // panel c) in order, the keys' and the queries' 32-word panel c into the next ring stage through the

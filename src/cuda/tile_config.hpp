@@ -5,8 +5,8 @@
 #include <cstdint>
 
 // Tuning overrides, for the kernel-lab script tools/tune_variants.sh only (the defaults below are
-// the measured choice): FLASHSINKHORN_TUNE_{ROWS_PER_WARP, BLOCK_N, STAGES, K_UNROLL, WGMMA_TMA,
-// WGMMA_WS, WGMMA_WARPGROUPS}.
+// the measured choice): FLASHSINKHORN_TUNE_{ROWS_PER_WARP, BLOCK_N, STAGES, K_UNROLL,
+// WGMMA_WARPGROUPS}. Which Hopper kernel runs is kernel_variant.hpp's choice.
 #ifndef FLASHSINKHORN_TUNE_ROWS_PER_WARP
 #define FLASHSINKHORN_TUNE_ROWS_PER_WARP 32
 #endif
@@ -15,12 +15,6 @@
 #endif
 #ifndef FLASHSINKHORN_TUNE_STAGES
 #define FLASHSINKHORN_TUNE_STAGES 3
-#endif
-#ifndef FLASHSINKHORN_TUNE_WGMMA_WS
-#define FLASHSINKHORN_TUNE_WGMMA_WS 0
-#endif
-#ifndef FLASHSINKHORN_TUNE_WGMMA_TMA
-#define FLASHSINKHORN_TUNE_WGMMA_TMA 1
 #endif
 #ifndef FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS
 #define FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS 2
@@ -69,19 +63,6 @@ inline constexpr int kResidentQueryBytes = 160 * 1024;
 // exponentials. Dropped after measurement (docs/cuda_backend.md, "tried and dropped"): the same
 // kernel with two accumulator sets at one CTA per SM, a skewed warpgroup schedule, half tiles.
 inline constexpr int kWgmmaCtasPerSm = 2;
-// 1 = the resident kernel's loads go through the copy engine with per-stage barriers, so the two
-// warpgroups are not re-synchronised every tile (softmin_wgmma_tma_kernel.cuh); 0 = cp.async and a
-// CTA barrier per tile (softmin_wgmma_kernel.cuh; also chosen at run time by
-// FLASHSINKHORN_KERNEL=cpasync). Measured on the H200 (gpu_check, 2026-11-30, ms per iteration,
-// tf32/bf16): n = 50,000, d = 64: 3.81/2.83 → 2.94/2.52; d = 8: 2.45/2.44 → 2.31/2.32;
-// n = 10,000, d = 64: 0.188/0.146 → 0.147/0.117; n = 200,000, d = 64: 59.8/44.3 → 54.3/39.3.
-inline constexpr bool kWgmmaTma = FLASHSINKHORN_TUNE_WGMMA_TMA != 0;
-// 1 = the warp-specialised copy-engine kernels (softmin_wgmma_ws_kernel.cuh for resident rows,
-// softmin_wgmma_ws_streamed_kernel.cuh for wider ones; also FLASHSINKHORN_KERNEL=ws): one CTA per
-// SM, a producer warpgroup beside the two consumer warpgroups, two accumulator sets per consumer.
-// Written in session 3 without device time: compiled, not run; off until the GPU tests and the
-// benchmark have run it.
-inline constexpr bool kWgmmaWs = FLASHSINKHORN_TUNE_WGMMA_WS != 0;
 // Warpgroups of 64 rows per CTA (they share the key tiles of the ring).
 inline constexpr int kWgmmaWarpgroups = FLASHSINKHORN_TUNE_WGMMA_WARPGROUPS;
 inline constexpr int kWgmmaThreads = kWgmmaWarpgroups * 128;

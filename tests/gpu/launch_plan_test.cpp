@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
+#include "cuda/kernel_variant.hpp"
 #include "cuda/softmin_launch.hpp"
 #include "cuda/tile_config.hpp"
 
@@ -21,11 +21,16 @@ using namespace flashsinkhorn::detail;
 constexpr int kHopperSharedOptin = 232448;
 
 TEST(launch_plan, every_padded_width_gets_a_fitting_wgmma_kernel) {
-  const char* requested = std::getenv("FLASHSINKHORN_KERNEL");
-  const bool warp_specialised_run =
-      requested != nullptr && (std::string(requested) == "ws" || std::string(requested) == "wsrs");
   for (const precision mode : {precision::tf32, precision::bf16}) {
     const int values_per_word = mode == precision::bf16 ? 2 : 1;
+    // The resident kernel of this mode under FLASHSINKHORN_KERNEL (kernel_variant.hpp); the mma
+    // variant has no wgmma plan to check.
+    const wgmma_variant variant = selected_wgmma_variant(mode);
+    if (variant == wgmma_variant::mma_sync) GTEST_SKIP() << "FLASHSINKHORN_KERNEL=mma";
+    const std::string resident = variant == wgmma_variant::ws    ? "wgmma-ws"
+                                 : variant == wgmma_variant::tma ? "wgmma-tma"
+                                                                 : "wgmma";
+    const std::string streamed = variant == wgmma_variant::cpasync ? "wgmma-streamed" : "wgmma-ws-streamed";
     for (std::int64_t d = 1; d <= 4096; d += (d < 300 ? 1 : 37)) {
       const std::int64_t padded = softmin_padded_dim(mode, d);
       SCOPED_TRACE("mode " + std::to_string(static_cast<int>(mode)) + ", d = " + std::to_string(d) +
@@ -35,18 +40,20 @@ TEST(launch_plan, every_padded_width_gets_a_fitting_wgmma_kernel) {
       ASSERT_EQ(words % tile::kRowWordMultiple, 0);  // the mma.sync kernel reads rows in 16-word groups
       const wgmma_plan plan = softmin_wgmma_plan(mode, padded, kHopperSharedOptin);
       const std::string kernel = plan.kernel;
-      const bool warp_specialised = kernel == "wgmma-ws" || kernel == "wgmma-ws-streamed";  // FLASHSINKHORN_KERNEL=ws
       if (words <= tile::kWgmmaMaxRowWords) {
-        EXPECT_EQ(kernel, warp_specialised_run ? "wgmma-ws" : "wgmma");
+        EXPECT_EQ(kernel, resident);
         EXPECT_GE(plan.stages, tile::kWgmmaMinStages);
       } else {
-        EXPECT_EQ(kernel, warp_specialised_run ? "wgmma-ws-streamed" : "wgmma-streamed");
+        EXPECT_EQ(kernel, streamed);
         EXPECT_EQ(words % 32, 0);  // whole panels
         EXPECT_GE(plan.stages, 2);
       }
-      // Two CTAs per SM share 228 KiB, less 1 KiB reserved per CTA (the warp-specialised kernel:
+      // Two CTAs per SM share 228 KiB, less 1 KiB reserved per CTA (the warp-specialised kernels:
       // one CTA).
-      const int ctas = warp_specialised ? 1 : kernel == "wgmma" ? tile::kWgmmaCtasPerSm : tile::kWgmmaStreamedCtasPerSm;
+      const bool warp_specialised = kernel == "wgmma-ws" || kernel == "wgmma-ws-streamed";
+      const int ctas = warp_specialised ? 1
+                       : kernel == "wgmma-streamed" ? tile::kWgmmaStreamedCtasPerSm
+                                                    : tile::kWgmmaCtasPerSm;
       EXPECT_LE(ctas * (plan.shared_bytes + 1024), kHopperSharedOptin + 1024);
     }
   }

@@ -17,7 +17,7 @@ logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
 rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES-build gpu demo study bench profile sanitize python cpu}"  # STAGES="" runs none
+stages="${STAGES-build gpu demo study bench plan profile sanitize python cpu}"  # STAGES="" runs none
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -48,7 +48,7 @@ if has build; then
     >> "$logs/build.log" 2>&1 || { echo "configure failed" | tee -a "$logs/build.log"; exit 1; }
   # Our targets first, so that a broken unrelated target cannot hide the GPU results.
   cmake --build "$build" -j "$jobs" --target flashsinkhorn_gpu_tests flashsinkhorn_gpu_bench flashsinkhorn_cli \
-    flashsinkhorn_precision_study flashsinkhorn_block_bench flashsinkhorn_call_overhead \
+    flashsinkhorn_precision_study flashsinkhorn_block_bench flashsinkhorn_call_overhead flashsinkhorn_plan_bench \
     >> "$logs/build.log" 2>&1 || { echo "GPU targets failed to build" | tee -a "$logs/build.log"; status=1; }
   if listed cpu; then
     cmake --build "$build" -j "$jobs" >> "$logs/build.log" 2>&1 || { echo "full build failed" | tee -a "$logs/build.log"; status=1; }
@@ -107,6 +107,12 @@ if has bench; then
     || echo "block bench failed"
   cat "$logs/block_bench.jsonl"
 fi
+if has plan; then
+  # The plan pass (issue 4): P·Y (the gradient's product) against one forward half-step.
+  timeout "${PLAN_TIMEOUT:-150}" "$build/bench/flashsinkhorn_plan_bench" ${PLAN_SIZES:+--sizes "$PLAN_SIZES"} \
+    > "$out/plan_pass_$(date -u +%F).jsonl" 2>> "$logs/plan.log" || { echo "plan bench failed"; status=1; }
+  cat "$logs/plan.log"
+fi
 if has profile; then
   # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call);
   # PROFILE_KERNEL=ws (any FLASHSINKHORN_KERNEL value) profiles a variant instead of the default.
@@ -125,7 +131,7 @@ if has profile; then
   grep -E "Duration|Throughput|Pipe|Registers|Achieved Occupancy|Theoretical Occupancy|Warp Cycles|Issue|Stall" "$logs/profile.log" | head -60
 fi
 if has sanitize; then
-  small='sizes/cuda_backend_test.*/n7_m97_d3_random:sizes/cuda_backend_test.*/n97_m7_d8_uniform:sizes/cuda_backend_test.*/n129_m65_d512_random:cuda_backend_errors.*-*out_of_memory*'
+  small='*plan_pass_test.*/n7_m97_d3_k1:*plan_pass_test.*/n300_m517_d20_k65:sizes/cuda_backend_test.*/n7_m97_d3_random:sizes/cuda_backend_test.*/n97_m7_d8_uniform:sizes/cuda_backend_test.*/n129_m65_d512_random:cuda_backend_errors.*-*out_of_memory*'
   # (the out-of-memory test is left out: its failed cudaMalloc is the point, and memcheck counts it)
   # SANITIZE_KERNEL (a FLASHSINKHORN_KERNEL value) checks a kernel variant instead of the default.
   for tool in memcheck racecheck; do

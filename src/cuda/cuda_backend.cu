@@ -333,6 +333,9 @@ class cuda_backend final : public backend {
     device_buffer<double> weighted(k > 0 ? n * k : 0);
     device_buffer<double> cost(request.want_cost ? n : 0);
     device_buffer<double> values(k > 0 ? m * k : 0);
+    device_buffer<float> bias(static_cast<std::size_t>(keys.padded_count));
+    device_buffer<unsigned char> staged_values(
+        static_cast<std::size_t>(plan_values_bytes(mode_, request.k, keys.padded_count)));
     if (k > 0)
       FS_CUDA_CHECK(cudaMemcpyAsync(values.data(), request.values, m * k * sizeof(double),
                                     cudaMemcpyHostToDevice, stream_.get()));
@@ -347,6 +350,8 @@ class cuda_backend final : public backend {
     args.lse = lse.data();
     args.weighted = weighted.data();
     args.cost = cost.data();
+    args.bias_scratch = bias.data();
+    args.values_scratch = staged_values.data();
     FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
 
     plan_rows_result result;

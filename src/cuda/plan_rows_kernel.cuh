@@ -1,7 +1,6 @@
-// The plan pass, simple and exact version: one thread per row, float64 arithmetic on the stored
-// operands, two passes over the keys (LSE, then the softmax-weighted sums written straight into the
-// caller's row). Correct for every shape; the tensor-core FlashAttention-style version (same tile
-// loop as softmin_kernel.cuh with a P·V accumulator) replaces it when plan speed matters.
+// The plan pass of the fp64 mode: one thread per row, float64 arithmetic on the stored operands,
+// two passes over the keys (LSE, then the softmax-weighted sums written straight into the caller's
+// row). The other modes run the tensor-core pass (plan_mma_kernel.cuh).
 #pragma once
 
 #include <cuda_bf16.h>

@@ -1,7 +1,11 @@
 // Host side of the plan pass (backend.hpp, plan_rows_request): per row i of `rows`,
 //   lse_i = LSE_j S_ij,  weighted_i = Σ_j softmax_j(S_i·)·V_j,  cost_i = Σ_j softmax_j(S_i·)·C_ij,
-// with S_ij = (h_j − C_ij)/ε + log w_j and C_ij = s‖p_i‖² + s‖q_j‖² − 2s·p_i·q_j computed in float64
-// from the stored (rounded) operands.
+// with S_ij = (h_j − C_ij)/ε + log w_j and C_ij = s‖p_i‖² + s‖q_j‖² − 2s·p_i·q_j from the stored
+// (rounded) operands:
+//   fp64             float64 throughout (plan_rows_kernel.cuh: one thread per row)
+//   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,
+//                    P·V with P and V in the mode's operand format (fp32: 3×TF32), fp32
+//                    accumulation, float64 row finish.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -24,7 +28,14 @@ struct plan_rows_launch_args {
   double* lse = nullptr;                  // (rows.count,)
   double* weighted = nullptr;             // (rows.count, k) or nullptr
   double* cost = nullptr;                 // (rows.count,) or nullptr
+  // Scratch of the tensor-core pass: β (keys.padded_count floats) and the staged Vᵀ
+  // (plan_values_bytes); unused in fp64.
+  float* bias_scratch = nullptr;
+  void* values_scratch = nullptr;
 };
+
+// Bytes of the staged Vᵀ for k value columns (0 when k == 0 or in fp64).
+std::int64_t plan_values_bytes(precision mode, std::int64_t k, std::int64_t keys_padded);
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
 

@@ -267,6 +267,41 @@ __device__ __forceinline__ uint4 load_shared_128(const std::uint32_t* address) {
   return *reinterpret_cast<const uint4*>(address);
 }
 
+// acc(16·kMTiles rows, 8·kNFragments keys) += Q·Kᵀ over `width` words (a multiple of 16) of one
+// feature chunk in shared memory, MMA C layout. query_rows points at word 4t of this warp's row g,
+// key_rows at word 4t of key g (the permuted k-slot layout above); rows are row_words apart.
+template <class Op, int kUnroll, int kMTiles, int kNFragments>
+__device__ __forceinline__ void accumulate_chunk_scores(float (&acc)[kMTiles][kNFragments][4],
+                                                        const std::uint32_t* query_rows,
+                                                        const std::uint32_t* key_rows, int row_words, int width) {
+#pragma unroll kUnroll
+  for (int w0 = 0; w0 < width; w0 += 16) {  // 16 words = two MMA k-steps
+    uint4 a_lo[kMTiles], a_hi[kMTiles];  // rows g and g + 8 of each m16 tile
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      a_lo[mt] = load_shared_128(query_rows + (mt * 16) * row_words + w0);
+      a_hi[mt] = load_shared_128(query_rows + (mt * 16 + 8) * row_words + w0);
+    }
+    typename Op::a_fragment a0[kMTiles], a1[kMTiles];  // k-steps 0 and 1
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      a0[mt] = Op::make_a(a_lo[mt].x, a_hi[mt].x, a_lo[mt].y, a_hi[mt].y);
+      a1[mt] = Op::make_a(a_lo[mt].z, a_hi[mt].z, a_lo[mt].w, a_hi[mt].w);
+    }
+#pragma unroll
+    for (int nf = 0; nf < kNFragments; ++nf) {
+      const uint4 bw = load_shared_128(key_rows + nf * 8 * row_words + w0);
+      const typename Op::b_fragment b0 = Op::make_b(bw.x, bw.y);
+      const typename Op::b_fragment b1 = Op::make_b(bw.z, bw.w);
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        Op::mma(acc[mt][nf], a0[mt], b0);
+        Op::mma(acc[mt][nf], a1[mt], b1);
+      }
+    }
+  }
+}
+
 // Copies rows [row0, row0 + count) × words [chunk·chunk_words, +width) of a (·, padded_words) word
 // array into a shared tile of stride row_words, as 16-byte cp.async pieces spread over the block.
 __device__ __forceinline__ void load_chunk_async(std::uint32_t* shared_tile, const std::uint32_t* global,
@@ -372,32 +407,7 @@ __global__ void __launch_bounds__(tile::kThreads)
         min64(geo.chunk_words, padded_words - static_cast<std::int64_t>(chunk) * geo.chunk_words));
     const std::uint32_t* query_rows = query_tile + (warp * tile::kRowsPerWarp + g) * geo.row_words + 4 * t;
     const std::uint32_t* key_rows = key_tile + g * geo.row_words + 4 * t;
-#pragma unroll tile::kKUnroll
-    for (int w0 = 0; w0 < width; w0 += 16) {  // 16 words = two MMA k-steps
-      uint4 a_lo[kMTiles], a_hi[kMTiles];  // rows g and g + 8 of each m16 tile
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        a_lo[mt] = load_shared_128(query_rows + (mt * 16) * geo.row_words + w0);
-        a_hi[mt] = load_shared_128(query_rows + (mt * 16 + 8) * geo.row_words + w0);
-      }
-      typename Op::a_fragment a0[kMTiles], a1[kMTiles];  // k-steps 0 and 1
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        a0[mt] = Op::make_a(a_lo[mt].x, a_hi[mt].x, a_lo[mt].y, a_hi[mt].y);
-        a1[mt] = Op::make_a(a_lo[mt].z, a_hi[mt].z, a_lo[mt].w, a_hi[mt].w);
-      }
-#pragma unroll
-      for (int nf = 0; nf < kNFragments; ++nf) {
-        const uint4 bw = load_shared_128(key_rows + nf * 8 * geo.row_words + w0);
-        const typename Op::b_fragment b0 = Op::make_b(bw.x, bw.y);
-        const typename Op::b_fragment b1 = Op::make_b(bw.z, bw.w);
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          Op::mma(acc[mt][nf], a0[mt], b0);
-          Op::mma(acc[mt][nf], a1[mt], b1);
-        }
-      }
-    }
+    accumulate_chunk_scores<Op, tile::kKUnroll>(acc, query_rows, key_rows, geo.row_words, width);
 
     if (chunk == chunks - 1) {
       // Online LSE over this key tile: t_ij = acc·(2s/ε)log2e + β_j log2e.
@@ -474,67 +484,6 @@ __global__ void __launch_bounds__(tile::kThreads)
       const std::int64_t row = row_block0 + warp * tile::kRowsPerWarp + mt * 16 + h * 8 + g;
       if (t == 0 && row < p.rows) error += leave_row(p, row, split, {row_max[mt][h] * kLn2f, sum});
     }
-  if (p.splits == 1) add_block_error(p, error, error_scratch);
-}
-
-// ---- fp64: plain FMA, one row per thread --------------------------------------------------------
-__global__ void __launch_bounds__(tile::kBlockM64) softmin_fp64_kernel(const softmin_params p) {
-  __shared__ double keys[tile::kBlockN64][tile::kChunk64 + 1];  // (kBlockN64, kChunk64)
-  __shared__ double bias[tile::kBlockN64];
-  __shared__ double error_scratch[tile::kBlockM64 / 32];
-
-  const double* rows_points = static_cast<const double*>(p.rows_points);
-  const double* key_points = static_cast<const double*>(p.key_points);
-  const double* key_bias = static_cast<const double*>(p.key_bias);
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * tile::kBlockM64 + threadIdx.x;
-  const double* query = rows_points + row * p.padded_dim;  // row < rows_padded always
-  const int split = blockIdx.y;
-  const int tile_begin = split * p.tiles_per_split;
-  const int tile_end = min(p.key_tiles, tile_begin + p.tiles_per_split);
-
-  math::lse_state<double> state = math::lse_state<double>::identity();
-  for (int key_tile = tile_begin; key_tile < tile_end; ++key_tile) {
-    const std::int64_t key0 = static_cast<std::int64_t>(key_tile) * tile::kBlockN64;
-    double dot[tile::kBlockN64];
-#pragma unroll
-    for (int j = 0; j < tile::kBlockN64; ++j) dot[j] = 0;
-    for (std::int64_t col0 = 0; col0 < p.dim; col0 += tile::kChunk64) {
-      const int width = static_cast<int>(min64(tile::kChunk64, p.dim - col0));
-      __syncthreads();
-      for (int idx = threadIdx.x; idx < tile::kBlockN64 * tile::kChunk64; idx += blockDim.x) {
-        const int j = idx / tile::kChunk64;
-        const int k = idx % tile::kChunk64;
-        keys[j][k] = k < width ? key_points[(key0 + j) * p.padded_dim + col0 + k] : 0.0;
-      }
-      if (threadIdx.x < tile::kBlockN64) bias[threadIdx.x] = key_bias[key0 + threadIdx.x];
-      __syncthreads();
-      for (int k = 0; k < width; ++k) {
-        const double q = query[col0 + k];
-#pragma unroll
-        for (int j = 0; j < tile::kBlockN64; ++j) dot[j] = fma(q, keys[j][k], dot[j]);
-      }
-    }
-    double tile_max = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < tile::kBlockN64; ++j) {
-      dot[j] = fma(dot[j], p.score_scale, bias[j]);
-      tile_max = fmax(tile_max, dot[j]);
-    }
-    double tile_sum = 0;
-    if (tile_max != -INFINITY) {
-#pragma unroll
-      for (int j = 0; j < tile::kBlockN64; ++j) tile_sum += exp(dot[j] - tile_max);
-    }
-    state = math::combine_block(state, tile_max, tile_sum);
-  }
-
-  double error = 0;
-  if (row < p.rows) {
-    if (p.splits == 1)
-      error = finish_row(p, row, state.value());
-    else
-      static_cast<math::lse_state<double>*>(p.partial)[split * p.rows_padded + row] = state;
-  }
   if (p.splits == 1) add_block_error(p, error, error_scratch);
 }
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "cuda/kernel_variant.hpp"
+#include "cuda/softmin_fp64_kernel.cuh"
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/softmin_wgmma_kernel.cuh"
 #include "cuda/softmin_wgmma_streamed_kernel.cuh"

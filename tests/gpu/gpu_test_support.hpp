@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <random>
 
 #include "core/prepared_cloud.hpp"
 
@@ -23,6 +25,30 @@ inline double largest_cost(const prepared_problem& p) {
   };
   const double reach = max_norm(p.x) + max_norm(p.y);
   return p.cost_scale * reach * reach;
+}
+
+// `count` N(shift, 1) points; weights uniform, or U[0,1) + 0.1 with every fifth one 0 (when
+// count > 4); normalised, log weights −∞ where 0.
+inline prepared_cloud random_cloud(std::int64_t count, std::int64_t dim, bool random_weights, std::mt19937_64& rng,
+                            double shift) {
+  prepared_cloud c;
+  c.count = count;
+  c.dim = dim;
+  std::normal_distribution<double> normal(0.0, 1.0);
+  c.points.resize(static_cast<std::size_t>(count * dim));
+  for (auto& v : c.points) v = normal(rng) + shift;
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  c.weights.assign(static_cast<std::size_t>(count), 1.0);
+  if (random_weights)
+    for (std::int64_t i = 0; i < count; ++i)
+      c.weights[i] = (count > 4 && i % 5 == 3) ? 0.0 : uniform(rng) + 0.1;  // some zeros
+  double total = 0;
+  for (double w : c.weights) total += w;
+  for (auto& w : c.weights) w /= total;
+  c.log_weights.resize(c.weights.size());
+  for (std::size_t i = 0; i < c.weights.size(); ++i)
+    c.log_weights[i] = c.weights[i] > 0 ? std::log(c.weights[i]) : -std::numeric_limits<double>::infinity();
+  return c;
 }
 
 }  // namespace flashsinkhorn::detail::gpu_tests

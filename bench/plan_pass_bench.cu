@@ -1,0 +1,110 @@
+// GPU plan-pass benchmark (issue 4): the pass after a solve that touches P, against one forward
+// half-step of the same problem. Protocol of gpu_forward_bench.cu (x, y ~ N(0, I_d), protocol
+// weights, ε = 0.1, 10 alternating iterations first); then, medians over repeats:
+//   half_step_ms  one softmin half-step (CUDA events)
+//   plan_ms       backend plan_rows with k value columns (V: (m, k) float64 on the host, so the
+//                 time includes its upload and the download of the (n, k) result: what
+//                 solver::apply_plan and gradient_x pay today), wall clock
+// k = d is the gradient's product (P̃·Y). Output: one JSON object per line on stdout.
+//
+//   flashsinkhorn_plan_bench [--sizes 10000x64,50000x64,50000x512] [--precisions tf32,bf16,fp32] [--repeats 5]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_args.hpp"
+#include "bench_clouds.hpp"
+#include "core/backend.hpp"
+#include "core/prepare.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace {
+
+using flashsinkhorn::precision;
+using namespace flashsinkhorn::detail;
+using flashsinkhorn::bench::cloud_weights;
+using flashsinkhorn::bench::normal_cloud;
+using flashsinkhorn::bench::parse_precision;
+using flashsinkhorn::bench::parse_run_args;
+using flashsinkhorn::bench::run_args;
+using flashsinkhorn::bench::size_case;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  run_args args{{{10000, 64}, {50000, 64}, {50000, 512}}, {"tf32", "bf16", "fp32"}, 10, 5};
+  if (!parse_run_args(argc, argv, args, [](const std::string&, const std::string&) { return false; })) return 2;
+  if (cuda_device_count() == 0) {
+    std::fprintf(stderr, "no CUDA device\n");
+    return 1;
+  }
+  const double eps = 0.1;
+  const std::string device = cuda_device_name(0);
+  cudaStream_t stream = nullptr;
+  FS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::mt19937_64 rng(20261130);
+  for (const size_case& size : args.sizes) {
+    prepared_problem problem;
+    problem.x = normal_cloud(size.n, size.d, cloud_weights::protocol, rng);
+    problem.y = normal_cloud(size.n, size.d, cloud_weights::protocol, rng);
+    problem.cost_scale = 1;
+    centre_clouds(problem);
+    const std::vector<double>& values = problem.y.points;  // (m, d): the gradient's product
+    for (const std::string& name : args.precisions) {
+      const precision mode = parse_precision(name);
+      auto b = make_cuda_backend(problem, mode, 0, stream);
+      const softmin_step f_step{side::x, side::y, slot::g, std::nullopt, slot::f, eps, 1, 1, false};
+      const softmin_step g_step{side::y, side::x, slot::f, std::nullopt, slot::g, eps, 1, 1, false};
+      for (int it = 0; it < args.iterations; ++it) {
+        b->softmin(f_step);
+        b->softmin(g_step);
+      }
+      const plan_rows_request request{side::x, side::y, slot::g, eps, values.data(), size.d, false};
+      (void)b->plan_rows(request);  // warm-up
+      cudaEvent_t start, stop;
+      FS_CUDA_CHECK(cudaEventCreate(&start));
+      FS_CUDA_CHECK(cudaEventCreate(&stop));
+      std::vector<double> half_step_ms, plan_ms;
+      for (int r = 0; r < args.repeats; ++r) {
+        FS_CUDA_CHECK(cudaEventRecord(start, stream));
+        b->softmin(f_step);
+        FS_CUDA_CHECK(cudaEventRecord(stop, stream));
+        FS_CUDA_CHECK(cudaEventSynchronize(stop));
+        float elapsed = 0;
+        FS_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
+        half_step_ms.push_back(elapsed);
+        const auto t0 = std::chrono::steady_clock::now();
+        const plan_rows_result result = b->plan_rows(request);
+        plan_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        if (result.weighted.size() != static_cast<std::size_t>(size.n * size.d)) return 3;
+      }
+      FS_CUDA_CHECK(cudaEventDestroy(start));
+      FS_CUDA_CHECK(cudaEventDestroy(stop));
+      const double half = median(half_step_ms), plan = median(plan_ms);
+      std::printf(
+          "{\"impl\":\"flashsinkhorn\",\"bench\":\"plan_pass\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,"
+          "\"k\":%lld,\"precision\":\"%s\",\"eps\":%g,\"repeats\":%d,\"half_step_ms\":%.5f,\"plan_ms\":%.5f,"
+          "\"plan_over_iteration\":%.3f,\"plan_over_half_step\":%.3f}\n",
+          device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
+          static_cast<long long>(size.d), static_cast<long long>(size.d), name.c_str(), eps, args.repeats, half, plan,
+          plan / (2 * half), plan / half);
+      std::fflush(stdout);
+      std::fprintf(stderr, "plan n=%lld d=k=%lld %s: %.3f ms (half-step %.3f ms, %.2f iterations)\n",
+                   static_cast<long long>(size.n), static_cast<long long>(size.d), name.c_str(), plan, half,
+                   plan / (2 * half));
+    }
+  }
+  FS_CUDA_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}

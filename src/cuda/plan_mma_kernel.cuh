@@ -1,0 +1,292 @@
+// The plan pass on tensor cores: FlashAttention's forward over the Sinkhorn score matrix.
+// Per row i of the `rows` cloud (backend.hpp, plan_rows_request):
+//   lse_i      = LSE_j S_ij
+//   weighted_i = Σ_j softmax_j(S_i·)·V_j     (V: the staged values, plan_values_kernel.cuh)
+//   cost_i     = Σ_j softmax_j(S_i·)·C_ij
+// with S_ij = t_ij·ln 2 − s‖p_i‖²/ε and t_ij = (2s/ε)·log₂e·p_i·q_j + β_j (β: key_bias_kernel).
+//
+// One CTA = kBlockM rows (four warps × 16) and one tile of kValueCols value columns (grid.y tiles
+// k; each recomputes the scores, only the first writes lse and cost). Per key tile of kBlockN
+// keys the CTA consumes, through one cp.async ring of uniform stages,
+//   the feature chunks of (queries, keys)  S_tile += Q_c·K_cᵀ          (mma.sync, as softmin_kernel.cuh)
+//   then the value tile Vᵀ (kValueCols, kBlockN)  O += P·V              (mma.sync, P from registers)
+// with the online softmax between the two: the running row maximum m (log₂ units, agreed by the
+// quad), O, the row sum l and the cost sum rescaled by 2^(m_old − m_new), P = 2^(t − m_new) in the
+// registers of S, rounded to the operand format first: l sums the same P the product sees, so the
+// row finish's division by l normalises exactly (P·1 = 1 up to float accumulation, whatever the
+// mode).
+//
+// P as the A operand of the second product, straight from the C layout of the first (PTX
+// fragment layouts; g = lane/4, t = lane%4):
+//   tf32 m16n8k8: C holds keys 2t, 2t + 1 of each n8 group, A wants k-slots t, t + 4: the keys are
+//     fed permuted (slot t ↔ key 2t, slot t + 4 ↔ key 2t + 1), and B reads the same keys, which
+//     sit next to each other in Vᵀ: one 64-bit LDS per fragment.
+//   bf16 m16n8k16: the C layouts of n8 groups 2c and 2c + 1 are A's layout for keys 16c..16c + 15,
+//     packed in pairs.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/softmin_kernel.cuh"
+
+namespace flashsinkhorn::detail::kernels {
+
+namespace plan_tile {
+inline constexpr int kWarps = 4;
+inline constexpr int kThreads = kWarps * 32;
+inline constexpr int kBlockM = kWarps * 16;   // one m16 tile per warp
+inline constexpr int kBlockN = 64;            // keys per tile (divides tile::kRowPadding)
+inline constexpr int kValueCols = 64;         // value columns per CTA
+inline constexpr int kChunkWords = 32;        // feature words per (queries, keys) stage
+inline constexpr int kChunkStride = kChunkWords + 16;  // conflict-free 128-bit loads (softmin_kernel.cuh)
+inline constexpr int kStages = 3;
+// Vᵀ rows (one per value column) in shared memory, in words: 64 keys of tf32/fp32 (+ 8: the
+// 64-bit loads of a half-warp, rows 8 words apart mod 32, cover the 32 banks once), or 64 bf16
+// keys = 32 words (+ 4: the 32-bit loads of a warp, rows 4 words apart).
+inline constexpr int kValueStride32 = kBlockN + 8;
+inline constexpr int kValueStride16 = kBlockN / 2 + 4;
+inline constexpr int kQueryChunkBytes = kBlockM * kChunkStride * 4;
+inline constexpr int kKeyChunkBytes = kBlockN * kChunkStride * 4;
+inline constexpr int kStageBytes = kQueryChunkBytes + kKeyChunkBytes;  // ≥ a Vᵀ tile (18 KiB)
+inline constexpr int kSharedBytes = kStages * kStageBytes;
+static_assert(kValueCols * kValueStride32 * 4 <= kStageBytes);
+static_assert(kBlockN % 16 == 0 && kValueCols % 8 == 0);
+}  // namespace plan_tile
+
+struct plan_mma_params {
+  const void* rows_points;          // (rows_padded, padded_dim) stored words
+  const void* key_points;           // (keys_padded, padded_dim)
+  const float* key_bias;            // (keys_padded,) β·log₂e, −∞ on padded keys
+  const void* values_t;             // (value_tiles·kValueCols, keys_padded) staged Vᵀ, or nullptr
+  const double* row_scaled_sq_norm;  // (rows,) s‖p_i‖²
+  const double* key_scaled_sq_norm;  // (keys,) s‖q_j‖²
+  double* lse;                      // (rows,)
+  double* weighted;                 // (rows, k) or nullptr
+  double* cost;                     // (rows,) or nullptr
+  std::int64_t rows;
+  std::int64_t keys;
+  std::int64_t keys_padded;
+  std::int64_t padded_words;        // 32-bit words per stored row
+  std::int64_t k;
+  float score_scale_log2;           // (2s/ε)·log₂e
+  float cost_scale2;                // 2s
+  double eps;
+};
+
+// The operand policy of the P·V product for the scores' policy Op. tf32 / fp32 (3×TF32): P
+// rounded to tf32 (fp32: kept, and split by Op), Vᵀ words as staged.
+template <class Op>
+struct plan_value_operands {
+  static constexpr int kKeysPerStep = 8;
+  static constexpr int kValueStride = plan_tile::kValueStride32;
+  __device__ __forceinline__ static float round(float p) {
+    if constexpr (std::is_same_v<Op, tf32_operands>) return __uint_as_float(to_tf32(p));
+    return p;
+  }
+  // A fragment of key step c from the scores' C fragment of n8 group c.
+  __device__ __forceinline__ static typename Op::a_fragment make_a(const float (&s)[plan_tile::kBlockN / 8][4], int c) {
+    return Op::make_a(__float_as_uint(s[c][0]), __float_as_uint(s[c][2]), __float_as_uint(s[c][1]),
+                      __float_as_uint(s[c][3]));
+  }
+  // B fragment of key step c, value column group vf: Vᵀ[8vf + g][8c + 2t], [8c + 2t + 1].
+  __device__ __forceinline__ static typename Op::b_fragment make_b(const std::uint32_t* values_t, int c, int vf,
+                                                                   int g, int t) {
+    const uint2 w = *reinterpret_cast<const uint2*>(values_t + (8 * vf + g) * kValueStride + 8 * c + 2 * t);
+    return Op::make_b(w.x, w.y);
+  }
+};
+
+template <>
+struct plan_value_operands<bf16_operands> {
+  static constexpr int kKeysPerStep = 16;
+  static constexpr int kValueStride = plan_tile::kValueStride16;
+  __device__ __forceinline__ static float round(float p) { return __bfloat162float(__float2bfloat16_rn(p)); }
+  __device__ __forceinline__ static std::uint32_t pack(float lo, float hi) {  // exact: both are bf16 values
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&pair);
+  }
+  __device__ __forceinline__ static bf16_operands::a_fragment make_a(const float (&s)[plan_tile::kBlockN / 8][4], int c) {
+    return bf16_operands::make_a(pack(s[2 * c][0], s[2 * c][1]), pack(s[2 * c][2], s[2 * c][3]),
+                                 pack(s[2 * c + 1][0], s[2 * c + 1][1]), pack(s[2 * c + 1][2], s[2 * c + 1][3]));
+  }
+  // Vᵀ[8vf + g], keys 16c + 2t, +1 (word 8c + t) and 16c + 8 + 2t, +1 (word 8c + 4 + t).
+  __device__ __forceinline__ static bf16_operands::b_fragment make_b(const std::uint32_t* values_t, int c, int vf,
+                                                                     int g, int t) {
+    const std::uint32_t* row = values_t + (8 * vf + g) * kValueStride + 8 * c + t;
+    return bf16_operands::make_b(row[0], row[4]);
+  }
+};
+
+// kCost: also the cost sum (two FMAs per score).
+template <class Op, bool kCost>
+__global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const plan_mma_params p) {
+  using namespace plan_tile;
+  using Values = plan_value_operands<Op>;
+  constexpr int kNFragments = kBlockN / 8;
+  constexpr int kValueFragments = kValueCols / 8;
+  constexpr int kValueStoredBytes = std::is_same_v<Op, bf16_operands> ? 2 : 4;
+  constexpr int kValueRowWords = kBlockN * kValueStoredBytes / 4;  // words of one Vᵀ tile row
+
+  extern __shared__ __align__(16) unsigned char shared[];
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4;
+  const int t = lane % 4;
+
+  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * kBlockM;
+  const int value_tile = blockIdx.y;
+  const bool has_values = p.values_t != nullptr;
+  const int chunks = static_cast<int>((p.padded_words + kChunkWords - 1) / kChunkWords);
+  const int loads_per_tile = chunks + (has_values ? 1 : 0);
+  const int key_tiles = static_cast<int>(p.keys_padded / kBlockN);
+  const int loads = key_tiles * loads_per_tile;
+
+  const auto* rows_points = static_cast<const std::uint32_t*>(p.rows_points);
+  const auto* key_points = static_cast<const std::uint32_t*>(p.key_points);
+  const auto* values_t = static_cast<const std::uint32_t*>(p.values_t);
+  auto stage_ptr = [&](int load) { return shared + (load % kStages) * kStageBytes; };
+
+  // Rows [row0, row0 + count) × words [c·kChunkWords, +width) into a tile of stride kChunkStride.
+  auto load_chunk = [&](std::uint32_t* tile, const std::uint32_t* global, std::int64_t row0, int count, int chunk) {
+    const std::int64_t col0 = static_cast<std::int64_t>(chunk) * kChunkWords;
+    const int pieces = static_cast<int>(min64(kChunkWords, p.padded_words - col0)) / 4;
+    for (int idx = threadIdx.x; idx < count * pieces; idx += kThreads) {
+      const int r = idx / pieces;
+      const int piece = idx % pieces;
+      cp_async_16(tile + r * kChunkStride + piece * 4, global + (row0 + r) * p.padded_words + col0 + piece * 4);
+    }
+  };
+  auto issue_load = [&](int load) {
+    if (load < loads) {
+      const int part = load % loads_per_tile;
+      const std::int64_t key0 = static_cast<std::int64_t>(load / loads_per_tile) * kBlockN;
+      auto* stage = reinterpret_cast<std::uint32_t*>(stage_ptr(load));
+      if (part < chunks) {
+        load_chunk(stage, rows_points, row_block0, kBlockM, part);
+        load_chunk(stage + kQueryChunkBytes / 4, key_points, key0, kBlockN, part);
+      } else {  // Vᵀ rows of this CTA's value columns, keys [key0, key0 + kBlockN)
+        constexpr int kPieces = kValueRowWords / 4;
+        const std::int64_t row_words = p.keys_padded * kValueStoredBytes / 4;
+        const std::int64_t word0 = key0 * kValueStoredBytes / 4;
+        for (int idx = threadIdx.x; idx < kValueCols * kPieces; idx += kThreads) {
+          const int r = idx / kPieces;
+          const int piece = idx % kPieces;
+          const std::int64_t column = static_cast<std::int64_t>(value_tile) * kValueCols + r;
+          cp_async_16(stage + r * Values::kValueStride + piece * 4, values_t + column * row_words + word0 + piece * 4);
+        }
+      }
+    }
+    cp_async_commit();
+  };
+  for (int load = 0; load < kStages - 1; ++load) issue_load(load);
+
+  float s[1][kNFragments][4];                    // this warp's (16 rows, kBlockN keys): scores, then P
+  float o[kValueFragments][4] = {};              // (16 rows, kValueCols) Σ P·V, C layout
+  float row_max[2] = {-INFINITY, -INFINITY};     // rows g and g + 8, log₂ units, quad-agreed
+  float row_sum[2] = {0.f, 0.f};                 // this thread's keys' share of l
+  float cost_sum[2] = {0.f, 0.f};                // this thread's keys' share of Σ P·(s‖q‖² − 2s·p·q)
+
+  for (int load = 0; load < loads; ++load) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    issue_load(load + kStages - 1);
+    const int part = load % loads_per_tile;
+    const auto* stage = reinterpret_cast<const std::uint32_t*>(stage_ptr(load));
+
+    if (part >= chunks) {  // O += P·V over this key tile
+#pragma unroll
+      for (int c = 0; c < kBlockN / Values::kKeysPerStep; ++c) {
+        const typename Op::a_fragment a = Values::make_a(s[0], c);
+#pragma unroll
+        for (int vf = 0; vf < kValueFragments; ++vf) Op::mma(o[vf], a, Values::make_b(stage, c, vf, g, t));
+      }
+      continue;
+    }
+    if (part == 0) {
+#pragma unroll
+      for (int nf = 0; nf < kNFragments; ++nf)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[0][nf][e] = 0.f;
+    }
+    const int width = static_cast<int>(min64(kChunkWords, p.padded_words - static_cast<std::int64_t>(part) * kChunkWords));
+    accumulate_chunk_scores<Op, 1>(s, stage + (warp * 16 + g) * kChunkStride + 4 * t,
+                                   stage + kQueryChunkBytes / 4 + g * kChunkStride + 4 * t, kChunkStride, width);
+    if (part != chunks - 1) continue;
+
+    // The online softmax over this key tile: keys 8nf + 2t + e%2 of rows g (e < 2) and g + 8.
+    const std::int64_t key0 = static_cast<std::int64_t>(load / loads_per_tile) * kBlockN;
+    float bias[kNFragments][2], key_norm[kNFragments][2];
+#pragma unroll
+    for (int nf = 0; nf < kNFragments; ++nf)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const std::int64_t j = key0 + 8 * nf + 2 * t + e;
+        bias[nf][e] = p.key_bias[j];
+        if constexpr (kCost) key_norm[nf][e] = j < p.keys ? static_cast<float>(p.key_scaled_sq_norm[j]) : 0.f;
+      }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int nf = 0; nf < kNFragments; ++nf)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) tile_max = fmaxf(tile_max, fmaf(s[0][nf][2 * h + e], p.score_scale_log2, bias[nf][e]));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const float new_max = fmaxf(row_max[h], tile_max);
+      const float reference = new_max == -INFINITY ? 0.f : new_max;  // no (−∞) − (−∞)
+      const float rescale = fast_exp2(row_max[h] - reference);
+      row_max[h] = new_max;
+      row_sum[h] *= rescale;
+      cost_sum[h] *= rescale;
+#pragma unroll
+      for (int vf = 0; vf < kValueFragments; ++vf) {
+        o[vf][2 * h] *= rescale;
+        o[vf][2 * h + 1] *= rescale;
+      }
+#pragma unroll
+      for (int nf = 0; nf < kNFragments; ++nf)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float dot = s[0][nf][2 * h + e];
+          const float weight = Values::round(fast_exp2(fmaf(dot, p.score_scale_log2, bias[nf][e]) - reference));
+          row_sum[h] += weight;
+          if constexpr (kCost) cost_sum[h] = fmaf(weight, fmaf(-p.cost_scale2, dot, key_norm[nf][e]), cost_sum[h]);
+          s[0][nf][2 * h + e] = weight;
+        }
+    }
+  }
+  cp_async_wait<0>();
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = row_sum[h], c = cost_sum[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    c += __shfl_xor_sync(0xffffffffu, c, 1);
+    c += __shfl_xor_sync(0xffffffffu, c, 2);
+    const std::int64_t row = row_block0 + warp * 16 + h * 8 + g;
+    if (row >= p.rows) continue;
+    const double norm = p.row_scaled_sq_norm[row];
+    const double inverse = l > 0 ? 1.0 / static_cast<double>(l) : 0.0;
+    if (value_tile == 0 && t == 0) {
+      p.lse[row] = static_cast<double>(row_max[h]) * 0.69314718055994530942 + log(static_cast<double>(l)) - norm / p.eps;
+      if (kCost) p.cost[row] = norm + static_cast<double>(c) * inverse;
+    }
+    if (p.weighted == nullptr) continue;
+#pragma unroll
+    for (int vf = 0; vf < kValueFragments; ++vf)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const std::int64_t column = static_cast<std::int64_t>(value_tile) * kValueCols + 8 * vf + 2 * t + e;
+        if (column < p.k) p.weighted[row * p.k + column] = static_cast<double>(o[vf][2 * h + e]) * inverse;
+      }
+  }
+}
+
+}  // namespace flashsinkhorn::detail::kernels

@@ -1,0 +1,132 @@
+// The tensor-core plan pass (plan_mma_kernel.cuh) against the float64 CPU backend and the CPU
+// backend of the same mode, for value widths that take one, two and three column tiles, no values
+// at all, and a math fact: with a column of ones in V, P̃·1 = 1 (the rows of the normalised plan sum
+// to one in every mode, because the row sum adds the same rounded P the product sees).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/prepare.hpp"
+#include "cpu/cpu_backend.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "flashsinkhorn/options.hpp"
+#include "gpu/gpu_test_support.hpp"
+
+namespace {
+
+using flashsinkhorn::precision;
+using namespace flashsinkhorn::detail;
+
+double unit_roundoff(precision mode) {
+  switch (mode) {
+    case precision::fp64: return 0x1p-53;
+    case precision::fp32: return 0x1p-21;  // 3×TF32 drops the lo·lo term
+    case precision::tf32: return 0x1p-11;
+    case precision::bf16: return 0x1p-8;
+  }
+  return 0;
+}
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const double diff = std::abs(a[i] - b[i]);
+    worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
+  }
+  return worst;
+}
+
+struct plan_case {
+  std::int64_t n, m, d, k;
+};
+
+class plan_pass_test : public ::testing::TestWithParam<plan_case> {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  }
+};
+
+TEST_P(plan_pass_test, matches_float64_and_the_cpu_backend) {
+  const plan_case c = GetParam();
+  std::mt19937_64 rng(static_cast<std::uint64_t>(31 * c.n + 17 * c.m + 7 * c.d + c.k));
+  prepared_problem problem;
+  problem.x = gpu_tests::random_cloud(c.n, c.d, true, rng, 0.0);
+  problem.y = gpu_tests::random_cloud(c.m, c.d, true, rng, 0.4);
+  centre_clouds(problem);
+  const double scale = gpu_tests::largest_cost(problem);
+  const double eps = 0.1 * static_cast<double>(c.d) + 0.05;  // C/ε = O(10)
+
+  // A key potential of the size of the costs, and values whose column 0 is all ones.
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> g(static_cast<std::size_t>(c.m));
+  for (auto& v : g) v = 0.3 * eps * normal(rng);
+  std::vector<double> values(static_cast<std::size_t>(c.m * c.k));
+  for (std::int64_t j = 0; j < c.m; ++j)
+    for (std::int64_t col = 0; col < c.k; ++col) values[j * c.k + col] = col == 0 ? 1.0 : normal(rng);
+  double v_max = 1;
+  for (double v : values) v_max = std::max(v_max, std::abs(v));
+  const plan_rows_request request{side::x, side::y, slot::g, eps, c.k > 0 ? values.data() : nullptr, c.k, true};
+
+  auto exact = make_cpu_backend(problem, precision::fp64, 0);
+  exact->write_potential(slot::g, g);
+  const plan_rows_result want = exact->plan_rows(request);
+
+  for (const precision mode : {precision::fp32, precision::tf32, precision::bf16}) {
+    const std::string mode_name(flashsinkhorn::to_string(mode));
+    SCOPED_TRACE(mode_name);
+    auto gpu = make_cuda_backend(problem, mode, 0);
+    auto cpu = make_cpu_backend(problem, mode, 0);
+    gpu->write_potential(slot::g, g);
+    cpu->write_potential(slot::g, g);
+    const plan_rows_result got = gpu->plan_rows(request);
+    const plan_rows_result same_mode = cpu->plan_rows(request);
+
+    // Against float64: the operands' rounding moves each score by ≤ 2u·scale/ε (plus float
+    // arithmetic); each weight then by that relative amount twice (its score and the LSE), plus the
+    // rounding of P and of V in the product. Against the CPU backend of the same mode the operands
+    // are the same: only float arithmetic separates the scores, and the tolerance is that much
+    // tighter (in bf16 it is what checks the P·V fragment layout).
+    const double u = unit_roundoff(mode);
+    const double float_score_tol = 64 * 0x1p-24 * scale / eps;
+    const double score_tol = 2 * u * scale / eps + float_score_tol;
+    const double weight_tol = std::expm1(2 * score_tol) + 2 * u + 1e-6;
+    const double weight_tol_cpu = std::expm1(2 * float_score_tol) + 2 * u + 1e-5;
+    EXPECT_LE(max_abs_diff(got.lse, want.lse), score_tol) << "lse vs float64";
+    EXPECT_LE(max_abs_diff(got.lse, same_mode.lse), float_score_tol) << "lse vs CPU backend";
+    EXPECT_LE(max_abs_diff(got.cost, want.cost), weight_tol * scale) << "cost vs float64";
+    EXPECT_LE(max_abs_diff(got.cost, same_mode.cost), weight_tol_cpu * scale) << "cost vs CPU backend";
+    ASSERT_EQ(got.weighted.size(), static_cast<std::size_t>(c.n * c.k));
+    EXPECT_LE(max_abs_diff(got.weighted, want.weighted), weight_tol * v_max) << "weighted vs float64";
+    EXPECT_LE(max_abs_diff(got.weighted, same_mode.weighted), weight_tol_cpu * v_max) << "weighted vs CPU backend";
+    double worst_row_mass = 0;
+    for (std::int64_t i = 0; i < c.n && c.k > 0; ++i)
+      worst_row_mass = std::max(worst_row_mass, std::abs(got.weighted[i * c.k] - 1.0));
+    EXPECT_LE(worst_row_mass, 1e-5) << "P̃·1 = 1";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    widths, plan_pass_test,
+    ::testing::Values(plan_case{1, 1, 1, 1}, plan_case{7, 97, 3, 1}, plan_case{300, 517, 20, 64},
+                      plan_case{300, 517, 20, 65}, plan_case{130, 200, 64, 130}, plan_case{97, 150, 100, 0},
+                      plan_case{129, 65, 512, 3}, plan_case{2000, 3000, 64, 64}),
+    [](const ::testing::TestParamInfo<plan_case>& param_info) {
+      const plan_case& c = param_info.param;
+      std::string name;
+      for (const auto& [label, value] : {std::pair{"n", c.n}, {"_m", c.m}, {"_d", c.d}, {"_k", c.k}}) {
+        name.append(label);
+        name.append(std::to_string(value));
+      }
+      return name;
+    });
+
+}  // namespace

@@ -14,18 +14,15 @@
 // quad), O, the row sum l and the cost sum rescaled by 2^(m_old − m_new), P = 2^(t − m_new) in the
 // registers of S, rounded to the operand format first: l sums the same P the product sees, so the
 // row finish's division by l normalises exactly (P·1 = 1 up to float accumulation, whatever the
-// mode).
+// mode); the LSE takes the unrounded sum.
 //
 // P as the A operand of the second product, straight from the C layout of the first (PTX
 // fragment layouts; g = lane/4, t = lane%4):
-//   tf32 m16n8k8: C holds keys 2t, 2t + 1 of each n8 group, A wants k-slots t, t + 4: the keys are
-//     fed permuted (slot t ↔ key 2t, slot t + 4 ↔ key 2t + 1), and B reads the same keys, which
-//     sit next to each other in Vᵀ: one 64-bit LDS per fragment.
-//   bf16 m16n8k16: the C layouts of n8 groups 2c and 2c + 1 are A's layout for keys 16c..16c + 15,
-//     packed in pairs.
+//   m16n8k8 (tf32): C holds keys 2t, 2t + 1 of each n8 group, A wants k-slots t, t + 4: the keys
+//     are fed permuted (slot t ↔ key 2t, slot t + 4 ↔ key 2t + 1), and B reads the same keys,
+//     which sit next to each other in Vᵀ: one 64-bit LDS per fragment.
 #pragma once
 
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -45,16 +42,14 @@ inline constexpr int kValueCols = 64;         // value columns per CTA
 inline constexpr int kChunkWords = 32;        // feature words per (queries, keys) stage
 inline constexpr int kChunkStride = kChunkWords + 16;  // conflict-free 128-bit loads (softmin_kernel.cuh)
 inline constexpr int kStages = 3;
-// Vᵀ rows (one per value column) in shared memory, in words: 64 keys of tf32/fp32 (+ 8: the
-// 64-bit loads of a half-warp, rows 8 words apart mod 32, cover the 32 banks once), or 64 bf16
-// keys = 32 words (+ 4: the 32-bit loads of a warp, rows 4 words apart).
-inline constexpr int kValueStride32 = kBlockN + 8;
-inline constexpr int kValueStride16 = kBlockN / 2 + 4;
+// Vᵀ rows (one per value column) in shared memory, in words: 64 keys (+ 8: the 64-bit loads of a
+// half-warp, rows 8 words apart mod 32, cover the 32 banks once).
+inline constexpr int kValueStride = kBlockN + 8;
 inline constexpr int kQueryChunkBytes = kBlockM * kChunkStride * 4;
 inline constexpr int kKeyChunkBytes = kBlockN * kChunkStride * 4;
 inline constexpr int kStageBytes = kQueryChunkBytes + kKeyChunkBytes;  // ≥ a Vᵀ tile (18 KiB)
 inline constexpr int kSharedBytes = kStages * kStageBytes;
-static_assert(kValueCols * kValueStride32 * 4 <= kStageBytes);
+static_assert(kValueCols * kValueStride * 4 <= kStageBytes);
 static_assert(kBlockN % 16 == 0 && kValueCols % 8 == 0);
 }  // namespace plan_tile
 
@@ -78,47 +73,30 @@ struct plan_mma_params {
   double eps;
 };
 
-// The operand policy of the P·V product for the scores' policy Op. tf32 / fp32 (3×TF32): P
-// rounded to tf32 (fp32: kept, and split by Op), Vᵀ words as staged.
+// The operand policy of the P·V product: tf32 for the tf32 and bf16 modes (P in bf16 would move
+// each weight by up to 2⁻⁸, measured 2.5e-3 relative in the gradient; the product is the cheap part
+// at d ≤ 64), 3×TF32 for fp32. P is rounded to tf32 (fp32: kept, and split by the MMA policy);
+// Vᵀ holds tf32-rounded floats (fp32: plain floats).
 template <class Op>
 struct plan_value_operands {
+  using mma_policy = std::conditional_t<std::is_same_v<Op, fp32_split_operands>, fp32_split_operands, tf32_operands>;
   static constexpr int kKeysPerStep = 8;
-  static constexpr int kValueStride = plan_tile::kValueStride32;
+  static constexpr int kValueStride = plan_tile::kValueStride;
   __device__ __forceinline__ static float round(float p) {
-    if constexpr (std::is_same_v<Op, tf32_operands>) return __uint_as_float(to_tf32(p));
+    if constexpr (std::is_same_v<mma_policy, tf32_operands>) return __uint_as_float(to_tf32(p));
     return p;
   }
   // A fragment of key step c from the scores' C fragment of n8 group c.
-  __device__ __forceinline__ static typename Op::a_fragment make_a(const float (&s)[plan_tile::kBlockN / 8][4], int c) {
-    return Op::make_a(__float_as_uint(s[c][0]), __float_as_uint(s[c][2]), __float_as_uint(s[c][1]),
-                      __float_as_uint(s[c][3]));
+  __device__ __forceinline__ static typename mma_policy::a_fragment make_a(const float (&s)[plan_tile::kBlockN / 8][4],
+                                                                           int c) {
+    return mma_policy::make_a(__float_as_uint(s[c][0]), __float_as_uint(s[c][2]), __float_as_uint(s[c][1]),
+                              __float_as_uint(s[c][3]));
   }
   // B fragment of key step c, value column group vf: Vᵀ[8vf + g][8c + 2t], [8c + 2t + 1].
-  __device__ __forceinline__ static typename Op::b_fragment make_b(const std::uint32_t* values_t, int c, int vf,
-                                                                   int g, int t) {
+  __device__ __forceinline__ static typename mma_policy::b_fragment make_b(const std::uint32_t* values_t, int c,
+                                                                           int vf, int g, int t) {
     const uint2 w = *reinterpret_cast<const uint2*>(values_t + (8 * vf + g) * kValueStride + 8 * c + 2 * t);
-    return Op::make_b(w.x, w.y);
-  }
-};
-
-template <>
-struct plan_value_operands<bf16_operands> {
-  static constexpr int kKeysPerStep = 16;
-  static constexpr int kValueStride = plan_tile::kValueStride16;
-  __device__ __forceinline__ static float round(float p) { return __bfloat162float(__float2bfloat16_rn(p)); }
-  __device__ __forceinline__ static std::uint32_t pack(float lo, float hi) {  // exact: both are bf16 values
-    const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&pair);
-  }
-  __device__ __forceinline__ static bf16_operands::a_fragment make_a(const float (&s)[plan_tile::kBlockN / 8][4], int c) {
-    return bf16_operands::make_a(pack(s[2 * c][0], s[2 * c][1]), pack(s[2 * c][2], s[2 * c][3]),
-                                 pack(s[2 * c + 1][0], s[2 * c + 1][1]), pack(s[2 * c + 1][2], s[2 * c + 1][3]));
-  }
-  // Vᵀ[8vf + g], keys 16c + 2t, +1 (word 8c + t) and 16c + 8 + 2t, +1 (word 8c + 4 + t).
-  __device__ __forceinline__ static bf16_operands::b_fragment make_b(const std::uint32_t* values_t, int c, int vf,
-                                                                     int g, int t) {
-    const std::uint32_t* row = values_t + (8 * vf + g) * kValueStride + 8 * c + t;
-    return bf16_operands::make_b(row[0], row[4]);
+    return mma_policy::make_b(w.x, w.y);
   }
 };
 
@@ -129,8 +107,6 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
   using Values = plan_value_operands<Op>;
   constexpr int kNFragments = kBlockN / 8;
   constexpr int kValueFragments = kValueCols / 8;
-  constexpr int kValueStoredBytes = std::is_same_v<Op, bf16_operands> ? 2 : 4;
-  constexpr int kValueRowWords = kBlockN * kValueStoredBytes / 4;  // words of one Vᵀ tile row
 
   extern __shared__ __align__(16) unsigned char shared[];
   const int warp = threadIdx.x / 32;
@@ -170,14 +146,12 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
         load_chunk(stage, rows_points, row_block0, kBlockM, part);
         load_chunk(stage + kQueryChunkBytes / 4, key_points, key0, kBlockN, part);
       } else {  // Vᵀ rows of this CTA's value columns, keys [key0, key0 + kBlockN)
-        constexpr int kPieces = kValueRowWords / 4;
-        const std::int64_t row_words = p.keys_padded * kValueStoredBytes / 4;
-        const std::int64_t word0 = key0 * kValueStoredBytes / 4;
+        constexpr int kPieces = kBlockN / 4;
         for (int idx = threadIdx.x; idx < kValueCols * kPieces; idx += kThreads) {
           const int r = idx / kPieces;
           const int piece = idx % kPieces;
           const std::int64_t column = static_cast<std::int64_t>(value_tile) * kValueCols + r;
-          cp_async_16(stage + r * Values::kValueStride + piece * 4, values_t + column * row_words + word0 + piece * 4);
+          cp_async_16(stage + r * kValueStride + piece * 4, values_t + column * p.keys_padded + key0 + piece * 4);
         }
       }
     }
@@ -188,8 +162,9 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
   float s[1][kNFragments][4];                    // this warp's (16 rows, kBlockN keys): scores, then P
   float o[kValueFragments][4] = {};              // (16 rows, kValueCols) Σ P·V, C layout
   float row_max[2] = {-INFINITY, -INFINITY};     // rows g and g + 8, log₂ units, quad-agreed
-  float row_sum[2] = {0.f, 0.f};                 // this thread's keys' share of l
-  float cost_sum[2] = {0.f, 0.f};                // this thread's keys' share of Σ P·(s‖q‖² − 2s·p·q)
+  float row_sum[2] = {0.f, 0.f};                 // this thread's keys' share of l (rounded P)
+  float lse_sum[2] = {0.f, 0.f};                 // the same of the unrounded P, for the LSE
+  float cost_sum[2] = {0.f, 0.f};                // the same of Σ P·(s‖q‖² − 2s·p·q), unrounded P
 
   for (int load = 0; load < loads; ++load) {
     cp_async_wait<kStages - 2>();
@@ -201,9 +176,10 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
     if (part >= chunks) {  // O += P·V over this key tile
 #pragma unroll
       for (int c = 0; c < kBlockN / Values::kKeysPerStep; ++c) {
-        const typename Op::a_fragment a = Values::make_a(s[0], c);
+        const auto a = Values::make_a(s[0], c);
 #pragma unroll
-        for (int vf = 0; vf < kValueFragments; ++vf) Op::mma(o[vf], a, Values::make_b(stage, c, vf, g, t));
+        for (int vf = 0; vf < kValueFragments; ++vf)
+          Values::mma_policy::mma(o[vf], a, Values::make_b(stage, c, vf, g, t));
       }
       continue;
     }
@@ -243,6 +219,7 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
       const float rescale = fast_exp2(row_max[h] - reference);
       row_max[h] = new_max;
       row_sum[h] *= rescale;
+      lse_sum[h] *= rescale;
       cost_sum[h] *= rescale;
 #pragma unroll
       for (int vf = 0; vf < kValueFragments; ++vf) {
@@ -254,9 +231,11 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const float dot = s[0][nf][2 * h + e];
-          const float weight = Values::round(fast_exp2(fmaf(dot, p.score_scale_log2, bias[nf][e]) - reference));
+          const float exact = fast_exp2(fmaf(dot, p.score_scale_log2, bias[nf][e]) - reference);
+          const float weight = Values::round(exact);
+          lse_sum[h] += exact;
           row_sum[h] += weight;
-          if constexpr (kCost) cost_sum[h] = fmaf(weight, fmaf(-p.cost_scale2, dot, key_norm[nf][e]), cost_sum[h]);
+          if constexpr (kCost) cost_sum[h] = fmaf(exact, fmaf(-p.cost_scale2, dot, key_norm[nf][e]), cost_sum[h]);
           s[0][nf][2 * h + e] = weight;
         }
     }
@@ -265,9 +244,11 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h], c = cost_sum[h];
+    float l = row_sum[h], c = cost_sum[h], exact = lse_sum[h];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
+    exact += __shfl_xor_sync(0xffffffffu, exact, 1);
+    exact += __shfl_xor_sync(0xffffffffu, exact, 2);
     c += __shfl_xor_sync(0xffffffffu, c, 1);
     c += __shfl_xor_sync(0xffffffffu, c, 2);
     const std::int64_t row = row_block0 + warp * 16 + h * 8 + g;
@@ -275,8 +256,8 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
     const double norm = p.row_scaled_sq_norm[row];
     const double inverse = l > 0 ? 1.0 / static_cast<double>(l) : 0.0;
     if (value_tile == 0 && t == 0) {
-      p.lse[row] = static_cast<double>(row_max[h]) * 0.69314718055994530942 + log(static_cast<double>(l)) - norm / p.eps;
-      if (kCost) p.cost[row] = norm + static_cast<double>(c) * inverse;
+      p.lse[row] = static_cast<double>(row_max[h]) * 0.69314718055994530942 + log(static_cast<double>(exact)) - norm / p.eps;
+      if (kCost) p.cost[row] = norm + static_cast<double>(c) / static_cast<double>(exact);
     }
     if (p.weighted == nullptr) continue;
 #pragma unroll

@@ -57,7 +57,7 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stre
   const std::int64_t columns = value_columns_padded(args.k);
   if (args.k > 0) {
     kernels::stage_values_kernel<kFormat><<<blocks_for(columns * keys.padded_count), kElementwiseThreads, 0, stream>>>(
-        static_cast<kernels::staged_value_t<kFormat>*>(args.values_scratch), args.values, keys.count,
+        static_cast<float*>(args.values_scratch), args.values, keys.count,
         keys.padded_count, args.k, columns);
     if ((status = cudaGetLastError()) != cudaSuccess) return status;
   }
@@ -95,7 +95,7 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stre
 
 std::int64_t plan_values_bytes(precision mode, std::int64_t k, std::int64_t keys_padded) {
   if (k <= 0 || mode == precision::fp64) return 0;
-  return value_columns_padded(k) * keys_padded * (mode == precision::bf16 ? 2 : 4);
+  return value_columns_padded(k) * keys_padded * static_cast<std::int64_t>(sizeof(float));
 }
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
@@ -106,7 +106,7 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
     case precision::fp32:
       return launch_plan_mma<kernels::fp32_split_operands, kernels::value_format::fp32>(args, stream);
     case precision::tf32: return launch_plan_mma<kernels::tf32_operands, kernels::value_format::tf32>(args, stream);
-    case precision::bf16: return launch_plan_mma<kernels::bf16_operands, kernels::value_format::bf16>(args, stream);
+    case precision::bf16: return launch_plan_mma<kernels::bf16_operands, kernels::value_format::tf32>(args, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -4,8 +4,8 @@
 // (rounded) operands:
 //   fp64             float64 throughout (plan_rows_kernel.cuh: one thread per row)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,
-//                    P·V with P and V in the mode's operand format (fp32: 3×TF32), fp32
-//                    accumulation, float64 row finish.
+//                    P·V with P and V in tf32 (fp32: 3×TF32), fp32 accumulation, float64 row
+//                    finish.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,7 +1,8 @@
 // The tensor-core plan pass (plan_mma_kernel.cuh) against the float64 CPU backend and the CPU
 // backend of the same mode, for value widths that take one, two and three column tiles, no values
 // at all, and a math fact: with a column of ones in V, P̃·1 = 1 (the rows of the normalised plan sum
-// to one in every mode, because the row sum adds the same rounded P the product sees).
+// to one in every mode, because the row sum adds the same rounded P the product sees), up to float
+// summation over the m keys.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -92,14 +93,15 @@ TEST_P(plan_pass_test, matches_float64_and_the_cpu_backend) {
 
     // Against float64: the operands' rounding moves each score by ≤ 2u·scale/ε (plus float
     // arithmetic); each weight then by that relative amount twice (its score and the LSE), plus the
-    // rounding of P and of V in the product. Against the CPU backend of the same mode the operands
-    // are the same: only float arithmetic separates the scores, and the tolerance is that much
-    // tighter (in bf16 it is what checks the P·V fragment layout).
+    // rounding of P and of V in the product (tf32 in the tf32 and bf16 modes). Against the CPU
+    // backend of the same mode the operands are the same: only float arithmetic separates the
+    // scores, and the tolerance is that much tighter.
     const double u = unit_roundoff(mode);
+    const double u_product = mode == precision::fp32 ? u : 0x1p-11;
     const double float_score_tol = 64 * 0x1p-24 * scale / eps;
     const double score_tol = 2 * u * scale / eps + float_score_tol;
-    const double weight_tol = std::expm1(2 * score_tol) + 2 * u + 1e-6;
-    const double weight_tol_cpu = std::expm1(2 * float_score_tol) + 2 * u + 1e-5;
+    const double weight_tol = std::expm1(2 * score_tol) + 2 * u_product + 1e-6;
+    const double weight_tol_cpu = std::expm1(2 * float_score_tol) + 2 * u_product + 1e-5;
     EXPECT_LE(max_abs_diff(got.lse, want.lse), score_tol) << "lse vs float64";
     EXPECT_LE(max_abs_diff(got.lse, same_mode.lse), float_score_tol) << "lse vs CPU backend";
     EXPECT_LE(max_abs_diff(got.cost, want.cost), weight_tol * scale) << "cost vs float64";
@@ -110,7 +112,7 @@ TEST_P(plan_pass_test, matches_float64_and_the_cpu_backend) {
     double worst_row_mass = 0;
     for (std::int64_t i = 0; i < c.n && c.k > 0; ++i)
       worst_row_mass = std::max(worst_row_mass, std::abs(got.weighted[i * c.k] - 1.0));
-    EXPECT_LE(worst_row_mass, 1e-5) << "P̃·1 = 1";
+    EXPECT_LE(worst_row_mass, static_cast<double>(c.m) * 0x1p-24 + 1e-6) << "P̃·1 = 1";
   }
 }
 

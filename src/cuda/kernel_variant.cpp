@@ -1,6 +1,7 @@
 #include "cuda/kernel_variant.hpp"
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,8 +36,12 @@ wgmma_variant parse_wgmma_variant(const char* name, precision mode) {
 }
 
 wgmma_variant selected_wgmma_variant(precision mode) {
+  // Parsed once (every launch asks); unset or empty: the default of each mode.
   static const char* const requested = std::getenv("FLASHSINKHORN_KERNEL");
-  return parse_wgmma_variant(requested, mode);
+  static const std::optional<wgmma_variant> chosen =
+      requested == nullptr || *requested == '\0' ? std::nullopt
+                                                  : std::optional(parse_wgmma_variant(requested, precision::tf32));
+  return chosen.value_or(default_variant(mode));
 }
 
 const char* to_string(wgmma_variant variant) {

@@ -5,6 +5,12 @@
 //   plan_ms       backend plan_rows with k value columns (V: (m, k) float64 on the host, so the
 //                 time includes its upload and the download of the (n, k) result: what
 //                 solver::apply_plan and gradient_x pay today), wall clock
+//   gradient_ms   backend point_gradient (∇X: the pass P̃·Y with the keys' points already on the
+//                 device, and the epilogue; the result stays on the device), CUDA events — the
+//                 cost of solver::gradient_x into a CUDA view
+//   forward_gradient_ms  10 plain alternating iterations and then point_gradient, CUDA events:
+//                 the protocol of the flash-sinkhorn forward + backward peer
+//                 (bench/peers/flash_sinkhorn_forward.py --grad)
 // k = d is the gradient's product (P̃·Y). Output: one JSON object per line on stdout.
 //
 //   flashsinkhorn_plan_bench [--sizes 10000x64,50000x64,50000x512] [--precisions tf32,bf16,fp32] [--repeats 5]
@@ -12,6 +18,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <functional>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -75,7 +83,18 @@ int main(int argc, char** argv) {
       cudaEvent_t start, stop;
       FS_CUDA_CHECK(cudaEventCreate(&start));
       FS_CUDA_CHECK(cudaEventCreate(&stop));
-      std::vector<double> half_step_ms, plan_ms;
+      const point_gradient_request gradient{side::x, side::y, slot::g, slot::f, eps, false, 2.0, false};
+      b->point_gradient(gradient);  // warm-up (stages the keys' Vᵀ once)
+      auto event_ms = [&](const std::function<void()>& work) {
+        FS_CUDA_CHECK(cudaEventRecord(start, stream));
+        work();
+        FS_CUDA_CHECK(cudaEventRecord(stop, stream));
+        FS_CUDA_CHECK(cudaEventSynchronize(stop));
+        float elapsed = 0;
+        FS_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
+        return static_cast<double>(elapsed);
+      };
+      std::vector<double> half_step_ms, plan_ms, gradient_ms, forward_gradient_ms;
       for (int r = 0; r < args.repeats; ++r) {
         FS_CUDA_CHECK(cudaEventRecord(start, stream));
         b->softmin(f_step);
@@ -88,21 +107,40 @@ int main(int argc, char** argv) {
         const plan_rows_result result = b->plan_rows(request);
         plan_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         if (result.weighted.size() != static_cast<std::size_t>(size.n * size.d)) return 3;
+        gradient_ms.push_back(event_ms([&] { b->point_gradient(gradient); }));
+        forward_gradient_ms.push_back(event_ms([&] {
+          for (int it = 0; it < args.iterations; ++it) {
+            b->softmin(f_step);
+            b->softmin(g_step);
+          }
+          b->point_gradient(gradient);
+        }));
       }
+      std::vector<double> grad(static_cast<std::size_t>(size.n * size.d));
+      b->read_point_gradient(side::x, flashsinkhorn::host_matrix(grad.data(), size.n, size.d));
+      double grad_norm = 0;
+      for (double v : grad) grad_norm += v * v;
+      if (!std::isfinite(grad_norm) || grad_norm == 0) return 4;
       FS_CUDA_CHECK(cudaEventDestroy(start));
       FS_CUDA_CHECK(cudaEventDestroy(stop));
       const double half = median(half_step_ms), plan = median(plan_ms);
+      const double grad_pass = median(gradient_ms), forward_grad = median(forward_gradient_ms);
       std::printf(
           "{\"impl\":\"flashsinkhorn\",\"bench\":\"plan_pass\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,"
           "\"k\":%lld,\"precision\":\"%s\",\"eps\":%g,\"repeats\":%d,\"half_step_ms\":%.5f,\"plan_ms\":%.5f,"
-          "\"plan_over_iteration\":%.3f,\"plan_over_half_step\":%.3f}\n",
+          "\"plan_over_iteration\":%.3f,\"plan_over_half_step\":%.3f,\"gradient_ms\":%.5f,"
+          "\"gradient_over_iteration\":%.3f,\"gradient_over_half_step\":%.3f,\"iterations\":%d,"
+          "\"forward_gradient_ms\":%.5f,\"gradient_norm\":%.6g}\n",
           device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
           static_cast<long long>(size.d), static_cast<long long>(size.d), name.c_str(), eps, args.repeats, half, plan,
-          plan / (2 * half), plan / half);
+          plan / (2 * half), plan / half, grad_pass, grad_pass / (2 * half), grad_pass / half, args.iterations,
+          forward_grad, std::sqrt(grad_norm));
       std::fflush(stdout);
-      std::fprintf(stderr, "plan n=%lld d=k=%lld %s: %.3f ms (half-step %.3f ms, %.2f iterations)\n",
-                   static_cast<long long>(size.n), static_cast<long long>(size.d), name.c_str(), plan, half,
-                   plan / (2 * half));
+      std::fprintf(stderr,
+                   "plan n=%lld d=k=%lld %s: host-values plan_rows %.3f ms, gradient pass %.3f ms = %.2f iterations "
+                   "(half-step %.3f ms); %d iterations + gradient %.3f ms\n",
+                   static_cast<long long>(size.n), static_cast<long long>(size.d), name.c_str(), plan, grad_pass,
+                   grad_pass / (2 * half), half, args.iterations, forward_grad);
     }
   }
   FS_CUDA_CHECK(cudaStreamDestroy(stream));

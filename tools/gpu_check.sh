@@ -89,11 +89,16 @@ if has study; then
     > "$logs/precision_study.txt" 2> "$logs/precision_study.jsonl" || { echo "precision study failed"; status=1; }
   cat "$logs/precision_study.txt"
 fi
-if has bench; then
+# The carried peer wheels (flash-sinkhorn), installed once for the stages that run the peer.
+peer_site() {
+  [[ -d /tmp/site ]] && { export PYTHONPATH=/tmp/site; return; }
   if ls .whl/*.whl > /dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
       && export PYTHONPATH=/tmp/site
   fi
+}
+if has bench; then
+  peer_site
   # The raw JSON lines land in $logs as they are written, so a stage cut short keeps what it measured.
   # The peer in tf32 only (the issue's protocol; its fp32 runs take minutes), no mma.sync A/B rows
   # unless asked for (MMA_SYNC_PRECISIONS); each precision's other copy-engine kernel (VARIANTS).
@@ -108,9 +113,18 @@ if has bench; then
   cat "$logs/block_bench.jsonl"
 fi
 if has plan; then
-  # The plan pass (issue 4): P·Y (the gradient's product) against one forward half-step.
+  # The plan pass and the gradient (issue 4) against one forward half-step, and forward + gradient
+  # against the flash-sinkhorn peer in the same run, merged into $out/plan_pass_<date>.json.
   timeout "${PLAN_TIMEOUT:-150}" "$build/bench/flashsinkhorn_plan_bench" ${PLAN_SIZES:+--sizes "$PLAN_SIZES"} \
-    > "$out/plan_pass_$(date -u +%F).jsonl" 2>> "$logs/plan.log" || { echo "plan bench failed"; status=1; }
+    > "$logs/plan_ours.jsonl" 2>> "$logs/plan.log" || { echo "plan bench failed"; status=1; }
+  if [[ "${PEER:-1}" != 0 ]]; then
+    peer_site
+    PYTHONUNBUFFERED=1 timeout "${PLAN_PEER_TIMEOUT:-200}" python3 bench/peers/flash_sinkhorn_forward.py --grad \
+      --sizes "${PLAN_PEER_SIZES:-10000x64,50000x64}" --precisions tf32 > "$logs/plan_peer.jsonl" 2>> "$logs/plan.log" \
+      || echo "flash-sinkhorn gradient peer failed" >> "$logs/plan.log"
+  fi
+  FS_COMMIT="${FS_COMMIT:-unknown}" python3 bench/merge_gradient_results.py "$out/plan_pass_$(date -u +%F).json" \
+    "$logs/plan_ours.jsonl" "$logs/plan_peer.jsonl" >> "$logs/plan.log" 2>&1 || { echo "plan merge failed"; status=1; }
   cat "$logs/plan.log"
 fi
 if has profile; then

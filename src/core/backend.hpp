@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "flashsinkhorn/array_view.hpp"
+
 namespace flashsinkhorn::detail {
 
 enum class side : int { x = 0, y = 1 };
@@ -77,6 +79,24 @@ struct plan_rows_result {
   std::vector<double> cost;      // (rows count,) when want_cost
 };
 
+// The gradient of a plan's value with respect to the points p of `rows` (envelope theorem):
+//   ∇_i = coefficient · m_i · (p_i − Σ_j softmax_j(S_i·)·q_j)
+// with the softmax of a plan pass (plan_rows_request), p and q the prepared points before any
+// rounding to the precision mode (so that the only rounded quantity is the plan itself), and the
+// row masses m_i = w_i on a balanced side, w_i·exp(f_i/ε + lse_i) (f: `row_potential`) on a side
+// with reach. The result stays in the backend, in a gradient buffer of the rows' side: written, or
+// added to when `accumulate` (the debiasing term), until read_point_gradient copies it out.
+struct point_gradient_request {
+  side rows = side::x;
+  side keys = side::y;
+  slot key_potential = slot::g;
+  slot row_potential = slot::f;
+  double eps = 1;
+  bool unbalanced_rows = false;
+  double coefficient = 1;  // 2s, or −2s for the debiasing term
+  bool accumulate = false;
+};
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -95,6 +115,12 @@ class backend {
   virtual void swap_potentials(slot a, slot b) = 0;
 
   [[nodiscard]] virtual plan_rows_result plan_rows(const plan_rows_request& request) const = 0;
+
+  virtual void point_gradient(const point_gradient_request& request) = 0;
+
+  // Copies the first out.cols columns of the gradient buffer of side `s` into `out` (its dtype and
+  // strides; host memory, or device memory of this backend's GPU for the CUDA backend).
+  virtual void read_point_gradient(side s, const mutable_matrix_view& out) const = 0;
 
   // A block of iterations between two reads: runs iteration(0), …, iteration(count − 1) in order,
   // each once, on the calling thread, before returning. The iterations may only call softmin,

@@ -132,31 +132,37 @@ class solver_state {
     return plan_pass(side::x, slot::g, inputs_.y_input.data(), dim(), false).weighted;
   }
 
-  // ∇ of the value with respect to the points of `rows` (envelope theorem):
+  // ∇ of the value with respect to the points of `rows` (envelope theorem), into `out`:
   //   ∇_i = 2s Σ_j P_ij (p_i − q_j) = 2s·m_i·(p_i − Σ_j softmax_ij q_j)
-  // minus the same with the plan of OT(a,a) (resp. OT(b,b)) when debiased; then, for the cosine
-  // cost, the chain rule through x̂ = x/‖x‖:  ∇_x = (I − x̂x̂ᵀ)∇_x̂ / ‖x‖.
-  std::vector<double> point_gradient(side rows) const {
-    const prepared_cloud& own = cloud(rows);
-    std::vector<double> grad = plan_gradient(rows, other(rows), key_slot(rows), row_slot(rows));
+  // minus the same with the plan of OT(a,a) (resp. OT(b,b)) when debiased, computed and kept by
+  // the backend (so a CUDA output view never sees the host); then, for the cosine cost, the chain
+  // rule through x̂ = x/‖x‖ on the host:  ∇_x = (I − x̂x̂ᵀ)∇_x̂ / ‖x‖.
+  void point_gradient(side rows, const mutable_matrix_view& out, const char* name) const {
+    check_output_shape(out, count(rows), dim(), name);
+    const double two_s = 2 * inputs_.kernel.cost_scale;
+    const bool unbalanced = reach(rows).has_value();
+    compute_->point_gradient({rows, other(rows), key_slot(rows), row_slot(rows), eps_, unbalanced, two_s, false});
     if (options_.debias) {
       const slot self = rows == side::x ? slot::f_aa : slot::g_bb;
-      const std::vector<double> self_grad = plan_gradient(rows, rows, self, self);
-      for (std::size_t k = 0; k < grad.size(); ++k) grad[k] -= self_grad[k];
+      compute_->point_gradient({rows, rows, self, self, eps_, unbalanced, -two_s, true});
     }
-    if (options_.cost == cost_kind::cosine) {
-      const std::vector<double>& input = rows == side::x ? inputs_.x_input : inputs_.y_input;
-      const std::vector<double>& norms = rows == side::x ? inputs_.x_norms : inputs_.y_norms;
-      const std::int64_t d = dim();
-      for (std::int64_t i = 0; i < own.count; ++i) {
-        double radial = 0;
-        for (std::int64_t c = 0; c < d; ++c) radial += input[i * d + c] / norms[i] * grad[i * d + c];
-        for (std::int64_t c = 0; c < d; ++c) {
-          grad[i * d + c] = (grad[i * d + c] - radial * input[i * d + c] / norms[i]) / norms[i];
-        }
+    if (options_.cost != cost_kind::cosine) {
+      compute_->read_point_gradient(rows, out);
+      return;
+    }
+    const std::int64_t d = dim();
+    std::vector<double> grad(static_cast<std::size_t>(count(rows) * d));
+    compute_->read_point_gradient(rows, host_matrix(grad.data(), count(rows), d));
+    const std::vector<double>& input = rows == side::x ? inputs_.x_input : inputs_.y_input;
+    const std::vector<double>& norms = rows == side::x ? inputs_.x_norms : inputs_.y_norms;
+    for (std::int64_t i = 0; i < count(rows); ++i) {
+      double radial = 0;
+      for (std::int64_t c = 0; c < d; ++c) radial += input[i * d + c] / norms[i] * grad[i * d + c];
+      for (std::int64_t c = 0; c < d; ++c) {
+        grad[i * d + c] = (grad[i * d + c] - radial * input[i * d + c] / norms[i]) / norms[i];
       }
     }
-    return grad;
+    write_matrix(out, grad, count(rows), d, name);
   }
 
   // ∂value/∂w for the weights of `rows` (balanced sides only). With normalised weights w̃ = w/Σw:
@@ -215,21 +221,6 @@ class solver_state {
     const std::vector<double> f = compute_->read_potential(row_potential);
     for (std::size_t i = 0; i < mass.size(); ++i) mass[i] *= std::exp(f[i] / eps_ + lse[i]);
     return mass;
-  }
-
-  std::vector<double> plan_gradient(side rows, side keys, slot key, slot row_potential) const {
-    const prepared_cloud& own = cloud(rows);
-    const plan_rows_result pass = plan_pass(rows, key, cloud(keys).points.data(), dim(), false);
-    const std::vector<double> mass = row_masses(rows, row_potential, pass.lse);
-    const double two_s = 2 * inputs_.kernel.cost_scale;
-    std::vector<double> grad(own.points.size());
-    const std::int64_t d = dim();
-    for (std::int64_t i = 0; i < own.count; ++i) {
-      for (std::int64_t c = 0; c < d; ++c) {
-        grad[i * d + c] = two_s * mass[i] * (own.points[i * d + c] - pass.weighted[i * d + c]);
-      }
-    }
-    return grad;
   }
 
   // ⟨P, C⟩ = Σ_i m_i Σ_j softmax_ij C_ij.
@@ -296,12 +287,12 @@ void solver::barycentric_projection(mutable_matrix_view out) const {
 
 void solver::gradient_x(mutable_matrix_view out) const {
   state_->require_solved("gradient_x");
-  detail::write_matrix(out, state_->point_gradient(side::x), state_->count(side::x), state_->dim(), "gradient_x");
+  state_->point_gradient(side::x, out, "gradient_x");
 }
 
 void solver::gradient_y(mutable_matrix_view out) const {
   state_->require_solved("gradient_y");
-  detail::write_matrix(out, state_->point_gradient(side::y), state_->count(side::y), state_->dim(), "gradient_y");
+  state_->point_gradient(side::y, out, "gradient_y");
 }
 
 void solver::gradient_a(mutable_vector_view out) const {

@@ -50,23 +50,39 @@ std::vector<double> read_vector(const vector_view& view, std::string_view name) 
   return out;
 }
 
-void write_matrix(const mutable_matrix_view& out, const std::vector<double>& values, std::int64_t rows,
-                  std::int64_t cols, std::string_view name) {
-  require_host(out.space, name);
+void check_output_shape(const mutable_matrix_view& out, std::int64_t rows, std::int64_t cols, std::string_view name) {
   if (out.data == nullptr) throw invalid_argument(std::string(name) + ": output has no data");
   if (out.rows != rows || out.cols != cols) {
-    throw invalid_argument(std::string(name) + ": output is " + std::to_string(out.rows) + "×" +
-                           std::to_string(out.cols) + ", expected " + std::to_string(rows) + "×" +
-                           std::to_string(cols));
+    std::string message(name);
+    message.append(": output is ").append(std::to_string(out.rows)).append("×").append(std::to_string(out.cols));
+    message.append(", expected ").append(std::to_string(rows)).append("×").append(std::to_string(cols));
+    throw invalid_argument(message);
   }
   if (out.row_stride < cols) throw invalid_argument(std::string(name) + ": output row_stride is smaller than cols");
+}
+
+void write_leading_columns(const mutable_matrix_view& out, const std::vector<double>& values, std::int64_t rows,
+                           std::int64_t stored_cols, std::string_view name) {
+  require_host(out.space, name);
+  if (out.cols > stored_cols) {
+    throw invalid_argument(std::string(name) + ": output has " + std::to_string(out.cols) + " columns, at most " +
+                           std::to_string(stored_cols) + " exist");
+  }
+  check_output_shape(out, rows, out.cols, name);
   for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const double v = values[r * cols + c];
+    for (std::int64_t c = 0; c < out.cols; ++c) {
+      const double v = values[r * stored_cols + c];
       if (out.type == dtype::float32) static_cast<float*>(out.data)[r * out.row_stride + c] = static_cast<float>(v);
       else static_cast<double*>(out.data)[r * out.row_stride + c] = v;
     }
   }
+}
+
+void write_matrix(const mutable_matrix_view& out, const std::vector<double>& values, std::int64_t rows,
+                  std::int64_t cols, std::string_view name) {
+  require_host(out.space, name);
+  check_output_shape(out, rows, cols, name);
+  write_leading_columns(out, values, rows, cols, name);
 }
 
 void write_vector(const mutable_vector_view& out, const std::vector<double>& values, std::string_view name) {

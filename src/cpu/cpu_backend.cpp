@@ -16,10 +16,12 @@
 #include <limits>
 #include <string>
 
+#include "core/view_io.hpp"
 #include "cpu/online_lse.hpp"
 #include "cpu/packed_cloud.hpp"
 #include "cpu/score_tile.hpp"
 #include "flashsinkhorn/error.hpp"
+#include "math/point_gradient.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
@@ -35,6 +37,8 @@ class cpu_backend final : public backend {
       : cost_scale_(problem.cost_scale), threads_(threads > 0 ? threads : omp_get_max_threads()) {
     clouds_[0] = pack_cloud<T>(problem.x, mode);
     clouds_[1] = pack_cloud<T>(problem.y, mode);
+    exact_points_[0] = problem.x.points;
+    exact_points_[1] = problem.y.points;
     for (int s = 0; s < kSlotCount; ++s) {
       slots_[s].assign(static_cast<std::size_t>(cloud(side_of(static_cast<slot>(s))).count), T(0));
     }
@@ -122,6 +126,32 @@ class cpu_backend final : public backend {
     result.weighted = std::move(extras.weighted);
     result.cost = std::move(extras.cost);
     return result;
+  }
+
+  void point_gradient(const point_gradient_request& request) override {
+    const packed_cloud<T>& rows = cloud(request.rows);
+    const std::int64_t d = rows.dim;
+    const std::vector<double>& points = exact_points_[static_cast<int>(request.rows)];
+    const plan_rows_request pass{request.rows, request.keys, request.key_potential, request.eps,
+                                 exact_points_[static_cast<int>(request.keys)].data(), d, false};
+    const plan_rows_result plan = plan_rows(pass);
+    std::vector<double>& gradient = gradients_[static_cast<int>(request.rows)];
+    if (!request.accumulate) gradient.assign(static_cast<std::size_t>(rows.count * d), 0.0);
+    if (gradient.size() != static_cast<std::size_t>(rows.count * d))
+      throw invalid_argument("point_gradient: accumulate into a gradient that was never written");
+    const std::vector<T>& potential = slots_[index(request.row_potential)];
+    for (std::int64_t i = 0; i < rows.count; ++i) {
+      const double mass = math::plan_row_mass(rows.weights[i], request.unbalanced_rows,
+                                              static_cast<double>(potential[i]), request.eps, plan.lse[i]);
+      for (std::int64_t c = 0; c < d; ++c)
+        gradient[i * d + c] += math::point_gradient_entry(request.coefficient, mass, points[i * d + c], plan.weighted[i * d + c]);
+    }
+  }
+
+  void read_point_gradient(side s, const mutable_matrix_view& out) const override {
+    const std::vector<double>& gradient = gradients_[static_cast<int>(s)];
+    if (gradient.empty()) throw invalid_argument("read_point_gradient: no gradient was computed on that side");
+    write_leading_columns(out, gradient, cloud(s).count, cloud(s).dim, "point gradient");
   }
 
  private:
@@ -213,6 +243,8 @@ class cpu_backend final : public backend {
   }
 
   packed_cloud<T> clouds_[2];
+  std::vector<double> exact_points_[2];  // the prepared points before rounding (point gradients)
+  std::vector<double> gradients_[2];     // point gradients, (count, dim) per side
   std::vector<T> slots_[kSlotCount];
   double cost_scale_;
   int threads_;

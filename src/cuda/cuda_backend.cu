@@ -20,12 +20,14 @@
 #include <utility>
 #include <vector>
 
+#include "core/view_io.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_stream.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/graph_cache.hpp"
 #include "cuda/plan_rows_launch.hpp"
+#include "cuda/point_gradient_launch.hpp"
 #include "cuda/softmin_launch.hpp"
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
@@ -62,12 +64,22 @@ device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
   return buffer;
 }
 
+// The prepared points before rounding, for the point gradient (backend.hpp): the stored points
+// themselves in fp64 and fp32, a float copy (count, dim) in tf32 and bf16.
+struct exact_points_view {
+  const void* data = nullptr;
+  std::int64_t stride = 0;  // elements between rows
+  bool is_double = false;
+};
+
 struct device_cloud {
   device_buffer<unsigned char> points;
+  device_buffer<float> exact_points;  // tf32, bf16 only
   device_buffer<double> scaled_sq_norm;
   device_buffer<double> weights;
   device_buffer<double> log_weights;
   device_cloud_view view;
+  exact_points_view exact;
 };
 
 // Converts a prepared cloud to the working type and uploads it; the squared norms are those of the
@@ -114,6 +126,13 @@ device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double co
     sq_norm[static_cast<std::size_t>(i)] = cost_scale * norm;
   }
   out.points = upload(bytes, stream);
+  if (mode == precision::tf32 || mode == precision::bf16) {
+    const std::vector<float> exact(cloud.points.begin(), cloud.points.end());
+    out.exact_points = upload(exact, stream);
+    out.exact = {out.exact_points.data(), d, false};
+  } else {
+    out.exact = {out.points.data(), padded_d, mode == precision::fp64};
+  }
   out.scaled_sq_norm = upload(sq_norm, stream);
   out.weights = upload(cloud.weights, stream);
   out.log_weights = upload(cloud.log_weights, stream);
@@ -135,6 +154,16 @@ void check_cloud(const prepared_cloud& cloud, const char* name) {
   if (cloud.points.size() != count * static_cast<std::size_t>(cloud.dim) ||
       cloud.weights.size() != count || cloud.log_weights.size() != count)
     throw invalid_argument(std::string("CUDA backend: cloud ") + name + " has inconsistent sizes");
+}
+
+// Grows `buffer` to at least `count` elements (contents not kept) and returns its data.
+template <class T>
+T* reserve(device_buffer<T>& buffer, std::size_t count) {
+  if (buffer.size() < count) {
+    buffer = device_buffer<T>();  // free first: the peak stays one buffer
+    buffer = device_buffer<T>(count);
+  }
+  return buffer.data();
 }
 
 const char* slot_name(slot s) {
@@ -329,45 +358,100 @@ class cuda_backend final : public backend {
     const auto m = static_cast<std::size_t>(keys.count);
     const auto k = static_cast<std::size_t>(request.k);
 
-    device_buffer<double> lse(n);
-    device_buffer<double> weighted(k > 0 ? n * k : 0);
-    device_buffer<double> cost(request.want_cost ? n : 0);
-    device_buffer<double> values(k > 0 ? m * k : 0);
-    device_buffer<float> bias(static_cast<std::size_t>(keys.padded_count));
-    device_buffer<unsigned char> staged_values(
-        static_cast<std::size_t>(plan_values_bytes(mode_, request.k, keys.padded_count)));
-    if (k > 0)
-      FS_CUDA_CHECK(cudaMemcpyAsync(values.data(), request.values, m * k * sizeof(double),
-                                    cudaMemcpyHostToDevice, stream_.get()));
-    plan_rows_launch_args args;
-    args.rows = rows;
-    args.keys = keys;
-    args.key_potential = slot_data(request.key_potential);
-    args.cost_scale = cost_scale_;
-    args.eps = request.eps;
-    args.values = values.data();
-    args.k = request.k;
-    args.lse = lse.data();
-    args.weighted = weighted.data();
-    args.cost = cost.data();
-    args.bias_scratch = bias.data();
-    args.values_scratch = staged_values.data();
+    plan_rows_launch_args args = plan_args(request.rows, request.keys, request.key_potential, request.eps, k);
+    if (k > 0) {
+      double* values = reserve(plan_.values, m * k);
+      FS_CUDA_CHECK(cudaMemcpyAsync(values, request.values, m * k * sizeof(double), cudaMemcpyHostToDevice,
+                                    stream_.get()));
+      args.values = values;
+      args.values_scratch = reserve(plan_.staged, static_cast<std::size_t>(plan_values_bytes(mode_, request.k, keys.padded_count)));
+    }
+    if (request.want_cost) args.cost = reserve(plan_.cost, n);
     FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
 
     plan_rows_result result;
     result.lse.resize(n);
     result.weighted.resize(n * k);
     if (request.want_cost) result.cost.resize(n);
-    FS_CUDA_CHECK(cudaMemcpyAsync(result.lse.data(), lse.data(), n * sizeof(double), cudaMemcpyDeviceToHost,
+    FS_CUDA_CHECK(cudaMemcpyAsync(result.lse.data(), args.lse, n * sizeof(double), cudaMemcpyDeviceToHost,
                                   stream_.get()));
     if (k > 0)
-      FS_CUDA_CHECK(cudaMemcpyAsync(result.weighted.data(), weighted.data(), n * k * sizeof(double),
+      FS_CUDA_CHECK(cudaMemcpyAsync(result.weighted.data(), args.weighted, n * k * sizeof(double),
                                     cudaMemcpyDeviceToHost, stream_.get()));
     if (request.want_cost)
-      FS_CUDA_CHECK(cudaMemcpyAsync(result.cost.data(), cost.data(), n * sizeof(double),
-                                    cudaMemcpyDeviceToHost, stream_.get()));
+      FS_CUDA_CHECK(cudaMemcpyAsync(result.cost.data(), args.cost, n * sizeof(double), cudaMemcpyDeviceToHost,
+                                    stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     return result;
+  }
+
+  // The plan pass with the keys' exact points as values (cached as staged Vᵀ per side in the
+  // tensor-core modes), then the epilogue, all on the stream: nothing crosses to the host.
+  void point_gradient(const point_gradient_request& request) override {
+    if (!(request.eps > 0)) throw invalid_argument("point_gradient: eps must be > 0");
+    if (side_of(request.key_potential) != request.keys || side_of(request.row_potential) != request.rows)
+      throw invalid_argument("point_gradient: a potential slot does not live on its side");
+    refuse_inside_block("point_gradient");
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    const device_cloud_view& rows = cloud(request.rows);
+    const auto n = static_cast<std::size_t>(rows.count);
+    const auto d = static_cast<std::size_t>(rows.dim);
+    plan_rows_launch_args args = plan_args(request.rows, request.keys, request.key_potential, request.eps, d);
+    const exact_points_view& key_points = clouds_[static_cast<int>(request.keys)].exact;
+    if (mode_ == precision::fp64) {
+      args.values = static_cast<const double*>(key_points.data);
+      args.values_stride = key_points.stride;
+    } else {
+      args.values_scratch = staged_points(request.keys);
+      args.values_staged = true;
+    }
+    FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
+
+    device_buffer<double>& gradient = gradients_[static_cast<int>(request.rows)];
+    if (request.accumulate && gradient.size() != n * d)
+      throw invalid_argument("point_gradient: accumulate into a gradient that was never written");
+    const exact_points_view& row_points = clouds_[static_cast<int>(request.rows)].exact;
+    point_gradient_epilogue_args epilogue;
+    epilogue.gradient = reserve(gradient, n * d);
+    epilogue.points = row_points.data;
+    epilogue.points_are_double = row_points.is_double;
+    epilogue.points_stride = row_points.stride;
+    epilogue.weighted = args.weighted;
+    epilogue.lse = args.lse;
+    epilogue.weights = rows.weights;
+    epilogue.potential = slot_data(request.row_potential);
+    epilogue.rows = rows.count;
+    epilogue.dim = rows.dim;
+    epilogue.eps = request.eps;
+    epilogue.unbalanced = request.unbalanced_rows;
+    epilogue.coefficient = request.coefficient;
+    epilogue.accumulate = request.accumulate;
+    FS_CUDA_CHECK(launch_point_gradient_epilogue(epilogue, stream_.get()));
+  }
+
+  void read_point_gradient(side s, const mutable_matrix_view& out) const override {
+    refuse_inside_block("read_point_gradient");
+    const device_cloud_view& own = cloud(s);
+    const device_buffer<double>& gradient = gradients_[static_cast<int>(s)];
+    if (gradient.size() != static_cast<std::size_t>(own.count * own.dim))
+      throw invalid_argument("read_point_gradient: no gradient was computed on that side");
+    if (out.space == memory_space::host) {
+      std::vector<double> host(gradient.size());
+      FS_CUDA_CHECK(cudaSetDevice(device_));
+      FS_CUDA_CHECK(cudaMemcpyAsync(host.data(), gradient.data(), gradient.bytes(), cudaMemcpyDeviceToHost,
+                                    stream_.get()));
+      FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+      write_leading_columns(out, host, own.count, own.dim, "point gradient");
+      return;
+    }
+    if (out.device != device_)
+      throw invalid_argument("point gradient: the output lives on CUDA device " + std::to_string(out.device) +
+                             ", the solver on device " + std::to_string(device_));
+    if (out.cols > own.dim) throw invalid_argument("point gradient: the output has more columns than the points");
+    check_output_shape(out, own.count, out.cols, "point gradient");
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    FS_CUDA_CHECK(launch_copy_to_view(out, gradient.data(), own.dim, stream_.get()));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
   // Records the block (see the file comment), then hands it to the graph cache. A block that
@@ -401,6 +485,37 @@ class cuda_backend final : public backend {
       throw error(std::string(operation) +
                   " inside an iteration block (run_block): a block may only call softmin, swap_potentials "
                   "and copy_potential");
+  }
+
+  // A plan pass of `rows` against `keys` with k value columns, writing into the plan scratch
+  // (values and cost left for the caller to set).
+  [[nodiscard]] plan_rows_launch_args plan_args(side rows, side keys, slot key_potential, double eps,
+                                                std::size_t k) const {
+    plan_rows_launch_args args;
+    args.rows = cloud(rows);
+    args.keys = cloud(keys);
+    args.key_potential = slot_data(key_potential);
+    args.cost_scale = cost_scale_;
+    args.eps = eps;
+    args.k = static_cast<std::int64_t>(k);
+    const auto n = static_cast<std::size_t>(args.rows.count);
+    args.lse = reserve(plan_.lse, n);
+    args.weighted = k > 0 ? reserve(plan_.weighted, n * k) : nullptr;
+    args.bias_scratch = reinterpret_cast<float*>(bias_.data());  // the softmin's β buffer, 8 bytes a key
+    return args;
+  }
+
+  // The staged Vᵀ of the exact points of `keys` (tensor-core modes), staged on first use.
+  void* staged_points(side keys) const {
+    device_buffer<unsigned char>& staged = plan_.staged_points[static_cast<int>(keys)];
+    if (staged.size() > 0) return staged.data();
+    const device_cloud_view& view = cloud(keys);
+    const exact_points_view& exact = clouds_[static_cast<int>(keys)].exact;
+    staged = device_buffer<unsigned char>(
+        static_cast<std::size_t>(plan_values_bytes(mode_, view.dim, view.padded_count)));
+    FS_CUDA_CHECK(stage_plan_values(mode_, static_cast<const float*>(exact.data), exact.stride, view.count,
+                                    view.padded_count, view.dim, staged.data(), stream_.get()));
+    return staged.data();
   }
 
   [[nodiscard]] softmin_launch_args launch_args(const block_op& op) const {
@@ -449,6 +564,15 @@ class cuda_backend final : public backend {
   device_buffer<double> bias_;                 // β of the keys of the current step
   device_buffer<unsigned char> partial_;       // split-key partial lse_states
   device_buffer<double> error_;                // accumulated marginal error
+  // Plan-pass scratch, grown on demand and kept (plan_rows and point_gradient are const or not;
+  // the scratch is not state).
+  struct plan_scratch {
+    device_buffer<double> lse, weighted, cost, values;
+    device_buffer<unsigned char> staged;                        // Vᵀ of a caller's values
+    std::array<device_buffer<unsigned char>, 2> staged_points;  // Vᵀ of each side's exact points
+  };
+  mutable plan_scratch plan_;
+  std::array<device_buffer<double>, 2> gradients_;  // point gradients, (count, dim) per side
 };
 
 }  // namespace

@@ -23,7 +23,8 @@ struct plan_rows_params {
   const double* key_scaled_sq_norm;
   const double* key_log_weights;
   const double* key_potential;
-  const double* values;
+  const double* values;  // (keys, k), rows values_stride apart
+  std::int64_t values_stride;
   double* lse;
   double* weighted;
   double* cost;
@@ -71,7 +72,7 @@ __global__ void plan_rows_kernel(const plan_rows_params p) {
     const double weight = exp(s - lse);
     cost_sum = fma(weight, cost, cost_sum);
     if (weighted != nullptr)
-      for (std::int64_t c = 0; c < p.k; ++c) weighted[c] = fma(weight, p.values[j * p.k + c], weighted[c]);
+      for (std::int64_t c = 0; c < p.k; ++c) weighted[c] = fma(weight, p.values[j * p.values_stride + c], weighted[c]);
   }
   if (p.cost != nullptr) p.cost[i] = cost_sum;
 }

@@ -28,6 +28,7 @@ cudaError_t launch_plan_fp64(const plan_rows_launch_args& args, cudaStream_t str
   p.key_log_weights = args.keys.log_weights;
   p.key_potential = args.key_potential;
   p.values = args.values;
+  p.values_stride = args.values_stride > 0 ? args.values_stride : args.k;
   p.lse = args.lse;
   p.weighted = args.k > 0 ? args.weighted : nullptr;
   p.cost = args.cost;
@@ -55,10 +56,10 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stre
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) return status;
   const std::int64_t columns = value_columns_padded(args.k);
-  if (args.k > 0) {
+  if (args.k > 0 && !args.values_staged) {
     kernels::stage_values_kernel<kFormat><<<blocks_for(columns * keys.padded_count), kElementwiseThreads, 0, stream>>>(
-        static_cast<float*>(args.values_scratch), args.values, keys.count,
-        keys.padded_count, args.k, columns);
+        static_cast<float*>(args.values_scratch), args.values, args.values_stride > 0 ? args.values_stride : args.k,
+        keys.count, keys.padded_count, args.k, columns);
     if ((status = cudaGetLastError()) != cudaSuccess) return status;
   }
 
@@ -96,6 +97,21 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stre
 std::int64_t plan_values_bytes(precision mode, std::int64_t k, std::int64_t keys_padded) {
   if (k <= 0 || mode == precision::fp64) return 0;
   return value_columns_padded(k) * keys_padded * static_cast<std::int64_t>(sizeof(float));
+}
+
+cudaError_t stage_plan_values(precision mode, const float* values, std::int64_t stride, std::int64_t keys,
+                              std::int64_t keys_padded, std::int64_t k, void* staged, cudaStream_t stream) {
+  if (k <= 0 || mode == precision::fp64) return cudaSuccess;
+  const std::int64_t columns = value_columns_padded(k);
+  auto* out = static_cast<float*>(staged);
+  const unsigned blocks = blocks_for(columns * keys_padded);
+  if (mode == precision::fp32)
+    kernels::stage_values_kernel<kernels::value_format::fp32>
+        <<<blocks, kElementwiseThreads, 0, stream>>>(out, values, stride, keys, keys_padded, k, columns);
+  else
+    kernels::stage_values_kernel<kernels::value_format::tf32>
+        <<<blocks, kElementwiseThreads, 0, stream>>>(out, values, stride, keys, keys_padded, k, columns);
+  return cudaGetLastError();
 }
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {

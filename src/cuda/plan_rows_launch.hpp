@@ -23,8 +23,12 @@ struct plan_rows_launch_args {
   const double* key_potential = nullptr;  // (keys.count,)
   double cost_scale = 1;
   double eps = 1;
-  const double* values = nullptr;         // (keys.count, k) or nullptr
+  const double* values = nullptr;         // (keys.count, k), rows values_stride apart, or nullptr
+  std::int64_t values_stride = 0;         // 0: k
   std::int64_t k = 0;
+  // Tensor-core modes: values_scratch already holds the staged Vᵀ (stage_plan_values), `values`
+  // is not read.
+  bool values_staged = false;
   double* lse = nullptr;                  // (rows.count,)
   double* weighted = nullptr;             // (rows.count, k) or nullptr
   double* cost = nullptr;                 // (rows.count,) or nullptr
@@ -36,6 +40,12 @@ struct plan_rows_launch_args {
 
 // Bytes of the staged Vᵀ for k value columns (0 when k == 0 or in fp64).
 std::int64_t plan_values_bytes(precision mode, std::int64_t k, std::int64_t keys_padded);
+
+// Stages Vᵀ for the tensor-core modes from float values (keys, k), rows `stride` apart, into
+// `staged` (plan_values_bytes): what launch_plan_rows does for float64 values, done once for values
+// that are reused (the keys' exact points of a point gradient).
+cudaError_t stage_plan_values(precision mode, const float* values, std::int64_t stride, std::int64_t keys,
+                              std::int64_t keys_padded, std::int64_t k, void* staged, cudaStream_t stream);
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
 

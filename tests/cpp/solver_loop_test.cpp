@@ -48,6 +48,10 @@ class spy_backend final : public backend {
     expect_outside_block("plan_rows");
     return {};
   }
+  void point_gradient(const point_gradient_request&) override { expect_outside_block("point_gradient"); }
+  void read_point_gradient(side, const flashsinkhorn::mutable_matrix_view&) const override {
+    expect_outside_block("read_point_gradient");
+  }
   void run_block(int count, const std::function<void(int)>& iteration) override {
     EXPECT_FALSE(in_block_) << "nested run_block";
     block_sizes.push_back(count);

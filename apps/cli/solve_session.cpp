@@ -23,6 +23,7 @@ json_object describe(const problem& p, const options& o, const result& r) {
   json_object json;
   json.add("cost", r.cost);
   json.add("primal_cost", r.primal_cost);
+  json.add("relative_entropy", r.relative_entropy);
   json.add("iterations", r.iterations);
   json.add("marginal_error", r.marginal_error);
   json.add("converged", r.converged);

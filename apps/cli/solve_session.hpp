@@ -13,9 +13,9 @@
 
 namespace flashsinkhorn::cli {
 
-// Keys: cost, primal_cost, iterations, marginal_error, converged, n, m, d, eps, device, seconds,
-// prepare_seconds, solve_seconds, solver, precision, cost_kind, cost_scale, debias, tolerance,
-// max_iterations, scaling, reach_x, reach_y, version, and out when `out_dir` is set.
+// Keys: cost, primal_cost, relative_entropy, iterations, marginal_error, converged, n, m, d, eps,
+// device, seconds, prepare_seconds, solve_seconds, solver, precision, cost_kind, cost_scale, debias,
+// tolerance, max_iterations, scaling, reach_x, reach_y, version, and out when `out_dir` is set.
 // Errors: the library's exceptions; bad_input for an unusable --out (before solving);
 // std::runtime_error when a result is not finite or a file cannot be written (nothing is left
 // behind in `out_dir` then).

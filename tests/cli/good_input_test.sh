@@ -25,7 +25,7 @@ fail() { cases=$((cases + 1)); failures=$((failures + 1)); echo "FAIL  $1: $2"; 
 
 # run_json NAME ARGS...: runs the binary, requires exit 0 and one line of valid JSON holding every
 # documented key, all numbers finite; leaves the JSON in $scratch/NAME.json.
-required_keys="cost primal_cost iterations marginal_error converged n m d eps device seconds solver precision cost_kind cost_scale debias version"
+required_keys="cost primal_cost relative_entropy iterations marginal_error converged n m d eps device seconds solver precision cost_kind cost_scale debias version"
 run_json() {
   local name=$1
   shift

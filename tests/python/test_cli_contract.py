@@ -10,8 +10,8 @@ import pytest
 from conftest import device, mean_cost, random_problem, rel_err, run_cli
 
 REQUIRED = {
-    "cost": float, "primal_cost": float, "iterations": int, "marginal_error": float, "converged": bool,
-    "n": int, "m": int, "d": int, "eps": float, "device": str, "seconds": float,
+    "cost": float, "primal_cost": float, "relative_entropy": float, "iterations": int, "marginal_error": float,
+    "converged": bool, "n": int, "m": int, "d": int, "eps": float, "device": str, "seconds": float,
 }
 
 

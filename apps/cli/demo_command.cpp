@@ -48,7 +48,7 @@ void run_demo_command(std::span<const std::string> args) {
   o.max_iterations = kMaxIterations;
   apply_run_flags(arguments.run, o);
 
-  json_object json = solve_and_describe(p, o, arguments.run, std::nullopt);
+  json_object json = solve_and_describe(p, o, arguments.run, output_request{});
   json.add("demo", true);
   std::printf("%s\n", json.str().c_str());
 }

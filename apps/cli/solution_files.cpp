@@ -39,4 +39,25 @@ void stage_solution_files(const solver& solved, const result& r, std::int64_t di
   stage(output, "transport_x.npy", transport, {n, dims}, stored_as);
 }
 
+void stage_gradient_files(const solver& solved, const options& o, std::int64_t n, std::int64_t m, std::int64_t dims,
+                          dtype stored_as, atomic_output& output) {
+  std::vector<double> grad_x(static_cast<std::size_t>(n * dims));
+  solved.gradient_x(host_matrix(grad_x.data(), n, dims));
+  stage(output, "grad_x.npy", grad_x, {n, dims}, stored_as);
+  std::vector<double> grad_y(static_cast<std::size_t>(m * dims));
+  solved.gradient_y(host_matrix(grad_y.data(), m, dims));
+  stage(output, "grad_y.npy", grad_y, {m, dims}, stored_as);
+
+  if (!o.reach_x) {
+    std::vector<double> grad_a(static_cast<std::size_t>(n));
+    solved.gradient_a(host_vector(grad_a.data(), n));
+    stage(output, "grad_a.npy", grad_a, {n}, stored_as);
+  }
+  if (!o.reach_y) {
+    std::vector<double> grad_b(static_cast<std::size_t>(m));
+    solved.gradient_b(host_vector(grad_b.data(), m));
+    stage(output, "grad_b.npy", grad_b, {m}, stored_as);
+  }
+}
+
 }  // namespace flashsinkhorn::cli

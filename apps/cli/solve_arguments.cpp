@@ -45,6 +45,8 @@ std::vector<flag_spec> solve_flags(solve_parse_state& state) {
        [&o](std::string_view) { o.debias = true; }},
       {"--out", "DIR", "write f.npy, g.npy, transport_x.npy into DIR (created if missing)",
        [&a](std::string_view v) { a.out_dir = std::string(v); }},
+      {"--grad", "", "also write the gradients of cost into DIR of --out (grad_*.npy; see below)",
+       [&a](std::string_view) { a.write_gradients = true; }},
   };
   add_run_flags(specs, a.run);
   return specs;
@@ -67,15 +69,29 @@ solve_arguments parse_solve_arguments(std::span<const std::string> args) {
   if (a.x_path.empty()) throw bad_input("missing required option --x (the source points file)");
   if (a.y_path.empty()) throw bad_input("missing required option --y (the target points file)");
   if (!state.has_eps) throw bad_input("missing required option --eps (the entropic temperature)");
+  if (a.write_gradients && !a.out_dir) {
+    throw bad_input("--grad needs --out DIR: the gradients are written there as grad_x.npy, grad_y.npy, ...");
+  }
   return state.arguments;
 }
 
 std::string solve_usage() {
   solve_parse_state unused;
-  return "usage: flashsinkhorn solve --x X.npy --y Y.npy --eps E [options]\n\n"
-         "Solves entropic optimal transport between two point clouds. Prints progress on stderr\n"
-         "and one JSON object on stdout.\n\noptions:\n" +
-         describe_flags(solve_flags(unused));
+  std::string text =
+      "usage: flashsinkhorn solve --x X.npy --y Y.npy --eps E [options]\n\n"
+      "Solves entropic optimal transport between two point clouds. Prints progress on stderr\n"
+      "and one JSON object on stdout.\n\noptions:\n";
+  text.append(describe_flags(solve_flags(unused)));
+  text.append(
+      "\n--out DIR holds f.npy (n,), g.npy (m,) and transport_x.npy (n, d). With --grad also\n"
+      "grad_x.npy (n, d) and grad_y.npy (m, d), the gradients of \"cost\" with respect to the points\n"
+      "of X and Y, and grad_a.npy (n,), grad_b.npy (m,), with respect to the weights a, b, on each\n"
+      "side without a reach (they account for the normalisation of the weights). Gradients are\n"
+      "exact at convergence (envelope theorem). Every file is float64 with --precision fp64 and\n"
+      "float32 otherwise. They are written all or nothing: after an error, none of them is.\n"
+      "\nexample:\n"
+      "  flashsinkhorn solve --x X.npy --y Y.npy --eps 0.1 --precision fp64 --out result --grad\n");
+  return text;
 }
 
 }  // namespace flashsinkhorn::cli

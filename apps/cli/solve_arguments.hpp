@@ -19,11 +19,13 @@ struct solve_arguments {
   double cost_scale = 1.0;
   options solve_options;  // cost, solver, iterations, tolerance, scaling, reach, debias
   std::optional<std::string> out_dir;
+  bool write_gradients = false;  // --grad: the gradient files too (needs --out)
   run_flags run;
 };
 
-// Throws bad_input on unknown flags, unparsable values and missing --x, --y or --eps (unless
-// --help was given: then the result has run.help set and nothing else is required).
+// Throws bad_input on unknown flags, unparsable values, missing --x, --y or --eps, and --grad
+// without --out (unless --help was given: then the result has run.help set and nothing else is
+// required).
 [[nodiscard]] solve_arguments parse_solve_arguments(std::span<const std::string> args);
 
 [[nodiscard]] std::string solve_usage();

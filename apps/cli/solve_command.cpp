@@ -53,7 +53,7 @@ void run_solve_command(std::span<const std::string> args) {
   options o = arguments.solve_options;
   apply_run_flags(arguments.run, o);
   try {
-    const json_object json = solve_and_describe(p, o, arguments.run, arguments.out_dir);
+    const json_object json = solve_and_describe(p, o, arguments.run, {arguments.out_dir, arguments.write_gradients});
     std::printf("%s\n", json.str().c_str());
   } catch (const invalid_argument& e) {
     throw invalid_argument(with_file_name(e.what(), arguments));

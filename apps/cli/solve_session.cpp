@@ -23,6 +23,7 @@ json_object describe(const problem& p, const options& o, const result& r) {
   json_object json;
   json.add("cost", r.cost);
   json.add("primal_cost", r.primal_cost);
+  json.add("relative_entropy", r.relative_entropy);
   json.add("iterations", r.iterations);
   json.add("marginal_error", r.marginal_error);
   json.add("converged", r.converged);
@@ -50,19 +51,20 @@ json_object describe(const problem& p, const options& o, const result& r) {
 
 }  // namespace
 
-json_object solve_and_describe(const problem& p, options o, const run_flags& run,
-                               const std::optional<std::string>& out_dir) {
+json_object solve_and_describe(const problem& p, options o, const run_flags& run, const output_request& request) {
   progress_reporter reporter(run.quiet, o.tolerance);
   o.on_progress = [&reporter](const progress& step) { reporter.report(step); };
   solver s(p, o);  // validates the problem: bad input is reported before --out is touched
 
   std::unique_ptr<atomic_output> output;
-  if (out_dir) output = std::make_unique<atomic_output>(*out_dir);
+  if (request.directory) output = std::make_unique<atomic_output>(*request.directory);
 
   const result r = s.solve();
   json_object json = describe(p, o, r);
   if (output) {
-    stage_solution_files(s, r, p.x.cols, output_dtype(o.precision), *output);
+    const dtype stored_as = output_dtype(o.precision);
+    stage_solution_files(s, r, p.x.cols, stored_as, *output);
+    if (request.gradients) stage_gradient_files(s, o, p.x.rows, p.y.rows, p.x.cols, stored_as, *output);
     output->commit();
     json.add("out", output->directory().string());
   }

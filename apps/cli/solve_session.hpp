@@ -13,13 +13,21 @@
 
 namespace flashsinkhorn::cli {
 
-// Keys: cost, primal_cost, iterations, marginal_error, converged, n, m, d, eps, device, seconds,
-// prepare_seconds, solve_seconds, solver, precision, cost_kind, cost_scale, debias, tolerance,
-// max_iterations, scaling, reach_x, reach_y, version, and out when `out_dir` is set.
+// Where the solution goes: nowhere without a directory; f, g and transport_x with one, and the
+// gradient files as well when `gradients` (solution_files.hpp).
+struct output_request {
+  std::optional<std::string> directory;
+  bool gradients = false;
+};
+
+// Keys: cost, primal_cost, relative_entropy, iterations, marginal_error, converged, n, m, d, eps,
+// device, seconds, prepare_seconds, solve_seconds, solver, precision, cost_kind, cost_scale, debias,
+// tolerance, max_iterations, scaling, reach_x, reach_y, version, and out when `request.directory`
+// is set.
 // Errors: the library's exceptions; bad_input for an unusable --out (before solving);
 // std::runtime_error when a result is not finite or a file cannot be written (nothing is left
-// behind in `out_dir` then).
+// behind in the directory then).
 [[nodiscard]] json_object solve_and_describe(const problem& p, options o, const run_flags& run,
-                                             const std::optional<std::string>& out_dir);
+                                             const output_request& request);
 
 }  // namespace flashsinkhorn::cli

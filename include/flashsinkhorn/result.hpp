@@ -17,7 +17,19 @@ struct result {
   // OT_ε = ⟨a,f⟩ + ⟨b,g⟩ for balanced problems; S_ε when debiased; the dual value of the
   // unbalanced problem (Séjourné et al., Prop. 12, GeomLoss's formula) when a reach is set.
   double cost = 0;
+  // The plan P below is the one every post-solve pass uses (solver.hpp: rows renormalised from g,
+  // P_ij = m_i·softmax_j((g_j − C_ij)/ε + log b_j)); a, b are the weights as solved (normalised
+  // unless options::normalize_weights is false). When debiased, both terms describe the plan of
+  // OT_ε(a, b), not the Sinkhorn divergence that `cost` holds.
   double primal_cost = 0;  // ⟨P, C⟩: the transport cost without the entropy term
+  // KL(P ‖ a⊗b) = Σ_ij P_ij log(P_ij/(a_i b_j)) − Σ_ij P_ij + Σ_i a_i·Σ_j b_j ≥ 0, the generalised
+  // KL that ε multiplies in OT_ε = min_P ⟨P, C⟩ + ε·KL(P ‖ a⊗b) (0·log 0 = 0: zero weights add
+  // nothing). Balanced, with weights of sum 1, at convergence (strong duality):
+  //   cost = primal_cost + eps·relative_entropy   (up to the marginal error times |f|, |g|).
+  // With balanced masses Σa = Σb = M ≠ 1 (normalize_weights = false) the mass terms no longer
+  // cancel: cost = primal_cost + eps·(relative_entropy − M² + M). Unbalanced: the mass terms count
+  // (Σ_ij P_ij ≠ Σ_i a_i), and the ρ·KL marginal penalties are not part of this term.
+  double relative_entropy = 0;
   int iterations = 0;      // (f, g) update pairs done, ε schedule included
   // L1 marginal error Σ_j |Σ_i P_ij − b_j| of the plan after the last f-update (rows are then
   // exact); for unbalanced problems the same expression measures the fixed-point residual.

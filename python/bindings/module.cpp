@@ -29,8 +29,9 @@ nb::tuple potentials(const result& r, bool float32, bool debiased) {
                         debiased ? numpy_vector(std::vector<double>(r.g_bb), float32) : nb::none());
 }
 
-// The solve and everything the Python result needs, in one call: (cost, primal_cost, iterations,
-// marginal_error, converged, eps, device, total_seconds, f, g, f_aa, g_bb), the potentials as in
+// The solve and everything the Python result needs, in one call: (cost, primal_cost,
+// relative_entropy, iterations, marginal_error, converged, eps, device, total_seconds, f, g, f_aa,
+// g_bb), the potentials as in
 // `potentials`; the cost a 0-d NumPy array of the working dtype when `cost_array` (what
 // torch.from_numpy wraps for torch callers), else a float.
 nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool cost_array) {
@@ -44,8 +45,8 @@ nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool cost_array) 
   const nb::object f = numpy_vector(std::move(r.f), float32), g = numpy_vector(std::move(r.g), float32);
   const nb::object f_aa = debiased ? numpy_vector(std::move(r.f_aa), float32) : nb::none();
   const nb::object g_bb = debiased ? numpy_vector(std::move(r.g_bb), float32) : nb::none();
-  return nb::make_tuple(cost, r.primal_cost, r.iterations, r.marginal_error, r.converged, r.eps, r.device,
-                        r.time.total_seconds, f, g, f_aa, g_bb);
+  return nb::make_tuple(cost, r.primal_cost, r.relative_entropy, r.iterations, r.marginal_error, r.converged, r.eps,
+                        r.device, r.time.total_seconds, f, g, f_aa, g_bb);
 }
 
 // The solver plus the arguments it reads from (solver.hpp: the views must outlive it).
@@ -167,6 +168,7 @@ NB_MODULE(_core, m) {
   nb::class_<fs::result>(m, "Result", "flashsinkhorn::result (result.hpp); f, g, f_aa, g_bb are float64 NumPy copies (f_aa, g_bb empty unless debiased).")
       .def_ro("cost", &fs::result::cost)
       .def_ro("primal_cost", &fs::result::primal_cost)
+      .def_ro("relative_entropy", &fs::result::relative_entropy)
       .def_ro("iterations", &fs::result::iterations)
       .def_ro("marginal_error", &fs::result::marginal_error)
       .def_ro("converged", &fs::result::converged)
@@ -196,8 +198,8 @@ NB_MODULE(_core, m) {
             return py::solve_fields(s.get(), float32, debias, cost_array);
           },
           "float32"_a, "debias"_a, "cost_array"_a,
-          "solve() and the result unpacked in one call: (cost, primal_cost, iterations, marginal_error, converged, "
-          "eps, device, total_seconds, f, g, f_aa, g_bb), potentials as in Result.potentials(), cost a 0-d NumPy "
+          "solve() and the result unpacked in one call: (cost, primal_cost, relative_entropy, iterations, "
+          "marginal_error, converged, eps, device, total_seconds, f, g, f_aa, g_bb), potentials as in Result.potentials(), cost a 0-d NumPy "
           "array when cost_array else a float.")
       .def("apply_plan", &py::product<&fs::solver::apply_plan>, "v"_a, "out"_a)
       .def("apply_plan_transpose", &py::product<&fs::solver::apply_plan_transpose>, "u"_a, "out"_a)

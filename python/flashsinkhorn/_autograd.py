@@ -28,9 +28,9 @@ class SinkhornFunction(torch.autograd.Function):
         result = solver.solve()
         ctx.solver = solver
         # Metadata only: keeping the output tensors on ctx would make a reference cycle through grad_fn.
-        ctx.result = SinkhornResult(None, None, float(result.cost), result.primal_cost, result.iterations,
-                                    result.marginal_error, result.converged, result.eps, result.device, result.seconds,
-                                    solver, result.f_aa, result.g_bb)
+        ctx.result = SinkhornResult(None, None, float(result.cost), result.primal_cost, result.relative_entropy,
+                                    result.iterations, result.marginal_error, result.converged, result.eps,
+                                    result.device, result.seconds, solver, result.f_aa, result.g_bb)
         ctx.mark_non_differentiable(result.f, result.g)
         ctx.save_for_backward(*(v for v in (x, y, a, b) if v is not None))
         return result.cost, result.f, result.g
@@ -75,8 +75,9 @@ def differentiable_sinkhorn(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor | 
     result: SinkhornResult = node.result if node is not None and hasattr(node, "result") else None
     if result is None:  # no input required grad after all
         return Solver(x, y, a, b, **kwargs).solve()
-    return SinkhornResult(f, g, cost, result.primal_cost, result.iterations, result.marginal_error, result.converged,
-                          result.eps, result.device, result.seconds, result.solver, result.f_aa, result.g_bb)
+    return SinkhornResult(f, g, cost, result.primal_cost, result.relative_entropy, result.iterations,
+                          result.marginal_error, result.converged, result.eps, result.device, result.seconds,
+                          result.solver, result.f_aa, result.g_bb)
 
 
 def _tensor(value: Any) -> torch.Tensor | None:

@@ -26,12 +26,19 @@ class SinkhornResult:
     g − g_bb); None when not debiased. `cost` is a float for NumPy inputs and a 0-d tensor for torch
     inputs (differentiable with respect to x, y, a, b when they require grad). `solver` is the
     solved `Solver`, for plan products and gradients without a second solve.
+
+    `primal_cost` = ⟨P, C⟩ and `relative_entropy` = KL(P ‖ a⊗b) = Σ P log(P/(a⊗b)) − ΣP + Σa·Σb (the
+    generalised KL) describe the plan P_ij = m_i·softmax_j((g_j − C_ij)/ε + log b_j) (rows
+    renormalised from g; m_i = a_i when balanced), computed in one streamed pass. Balanced, weights
+    normalised, converged: cost ≈ primal_cost + eps·relative_entropy. With debias=True both describe
+    the plan of OT_ε(a, b).
     """
 
     f: Array = field(repr=False)
     g: Array = field(repr=False)
     cost: Any
     primal_cost: float
+    relative_entropy: float
     iterations: int
     marginal_error: float
     converged: bool
@@ -75,8 +82,8 @@ class Solver:
         frame = self._frame
         return self._result(*self._core.solve_fields(frame.single, self._debias, frame.torch))
 
-    def _result(self, cost, primal_cost, iterations, marginal_error, converged, eps, device, seconds, f, g, f_aa,
-                g_bb) -> SinkhornResult:
+    def _result(self, cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps, device, seconds,
+                f, g, f_aa, g_bb) -> SinkhornResult:
         """The fields of the core's solve_fields: the potentials come as NumPy arrays already in the working
         dtype (float32 rounded once in C++, no float64 intermediate array) and the cost, for torch, as a 0-d
         array; torch callers get them through the zero-copy torch.from_numpy."""
@@ -86,8 +93,8 @@ class Solver:
             cost, f, g = give_back(cost), give_back(f), give_back(g)
             if f_aa is not None:
                 f_aa, g_bb = give_back(f_aa), give_back(g_bb)
-        return SinkhornResult(f, g, cost, primal_cost, iterations, marginal_error, converged, eps, device, seconds, self,
-                              f_aa, g_bb)
+        return SinkhornResult(f, g, cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps,
+                              device, seconds, self, f_aa, g_bb)
 
     def _matrix_product(self, method, values: Array, rows: int) -> Array:
         if not (isinstance(values, np.ndarray) or is_tensor(values)):

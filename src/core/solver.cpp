@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <string>
 
 #include "core/backend.hpp"
@@ -105,11 +106,16 @@ class solver_state {
       value.g_bb = &r.g_bb;
     }
     r.cost = dual_value(value);
-    r.primal_cost = primal_cost();
-    if (!std::isfinite(r.cost) || !std::isfinite(r.primal_cost)) {
-      throw error("the solve produced a non-finite value (cost " + std::to_string(r.cost) + ", primal cost " +
-                  std::to_string(r.primal_cost) + "); ε = " + std::to_string(eps_) +
-                  " is likely too small for the cost scale in this precision — raise eps or use fp64");
+    const primal_terms primal = primal_cost(r.g);
+    r.primal_cost = primal.transport;
+    r.relative_entropy = primal.relative_entropy;
+    if (!std::isfinite(r.cost) || !std::isfinite(r.primal_cost) || !std::isfinite(r.relative_entropy)) {
+      std::string message = "the solve produced a non-finite value (cost ";
+      message.append(std::to_string(r.cost)).append(", primal cost ").append(std::to_string(r.primal_cost));
+      message.append(", relative entropy ").append(std::to_string(r.relative_entropy)).append("); ε = ");
+      message.append(std::to_string(eps_));
+      message.append(" is likely too small for the cost scale in this precision — raise eps or use fp64");
+      throw error(message);
     }
     r.time.prepare_seconds = prepare_seconds_;
     r.time.solve_seconds = seconds_since(start);
@@ -223,13 +229,42 @@ class solver_state {
     return mass;
   }
 
-  // ⟨P, C⟩ = Σ_i m_i Σ_j softmax_ij C_ij.
-  double primal_cost() const {
-    const plan_rows_result pass = plan_pass(side::x, slot::g, nullptr, 0, true);
+  struct primal_terms {
+    double transport = 0;         // ⟨P, C⟩
+    double relative_entropy = 0;  // KL(P ‖ a⊗b), generalised (result.hpp)
+  };
+
+  // Both terms of the primal objective from one plan pass with V = g (k = 1) and want_cost.
+  // With softmax_ij = softmax_j((g_j − C_ij)/ε + log b_j), P_ij = m_i·softmax_ij and
+  // log(P_ij/(a_i b_j)) = log(m_i/a_i) + (g_j − C_ij)/ε − lse_i:
+  //   ⟨P, C⟩        = Σ_i m_i·⟨softmax_i, C_i⟩
+  //   KL(P ‖ a⊗b)   = Σ_i m_i·[log(m_i/a_i) − lse_i + (⟨softmax_i, g⟩ − ⟨softmax_i, C_i⟩)/ε]
+  //                   − Σ_i m_i + Σ_i a_i·Σ_j b_j.
+  // Rows with m_i = 0 (a_i = 0) add nothing (0·log 0 = 0); keys with b_j = 0 have softmax 0.
+  // g enters shifted by its b-weighted mean ḡ: the softmax sums to 1, so ⟨softmax_i, g − ḡ⟩ + ḡ
+  // is the same number, with operands of the size of g's spread rather than of g's gauge (the pass
+  // may round V to fp32 or tf32).
+  primal_terms primal_cost(const std::vector<double>& g) const {
+    const std::vector<double>& b = cloud(side::y).weights;
+    const double b_mass = std::accumulate(b.begin(), b.end(), 0.0);
+    const double shift = std::inner_product(b.begin(), b.end(), g.begin(), 0.0) / b_mass;
+    std::vector<double> shifted(g.size());
+    for (std::size_t j = 0; j < g.size(); ++j) shifted[j] = g[j] - shift;
+    const plan_rows_result pass = plan_pass(side::x, slot::g, shifted.data(), 1, true);
     const std::vector<double> mass = row_masses(side::x, slot::f, pass.lse);
-    double total = 0;
-    for (std::size_t i = 0; i < mass.size(); ++i) total += mass[i] * pass.cost[i];
-    return total;
+    const std::vector<double>& a = cloud(side::x).weights;
+    primal_terms terms;
+    double plan_mass = 0;
+    for (std::size_t i = 0; i < mass.size(); ++i) {
+      if (mass[i] == 0) continue;
+      terms.transport += mass[i] * pass.cost[i];
+      const double mean_g = pass.weighted[i] + shift;
+      terms.relative_entropy += mass[i] * (std::log(mass[i] / a[i]) - pass.lse[i] + (mean_g - pass.cost[i]) / eps_);
+      plan_mass += mass[i];
+    }
+    const double product_mass = std::accumulate(a.begin(), a.end(), 0.0) * b_mass;
+    terms.relative_entropy += product_mass - plan_mass;
+    return terms;
   }
 
   options options_;

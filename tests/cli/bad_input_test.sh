@@ -19,13 +19,14 @@ failures=0
 cases=0
 
 # expect_bad_input NAME KEYWORD ARGS...: KEYWORD is an extended regex the error line must match
-# (case-insensitive). Each solve case writes to its own --out directory unless ARGS name one.
+# (case-insensitive). Each solve case writes to its own --out directory unless ARGS name one or
+# the caller sets no_out=1.
 expect_bad_input() {
   local name=$1 keyword=$2
   shift 2
   local out="$scratch/out_$name"
   local args=("$@")
-  if [[ ${args[0]-} == solve && " ${args[*]} " != *" --out "* ]]; then args+=(--out "$out"); fi
+  if [[ ${args[0]-} == solve && " ${args[*]} " != *" --out "* && -z ${no_out-} ]]; then args+=(--out "$out"); fi
   cases=$((cases + 1))
   "$binary" "${args[@]}" >"$scratch/$name.stdout" 2>"$scratch/$name.stderr"
   local status=$?
@@ -80,6 +81,11 @@ expect_bad_input bad_precision  'precision'          "${solve[@]}" --x x.npy --y
 expect_bad_input bad_device     'device'             "${solve[@]}" --x x.npy --y y.npy --eps 0.1 --device tpu
 # A GPU index no machine has: "no CUDA device is visible" without a GPU, "does not exist" with one.
 expect_bad_input absent_gpu     'cuda'               "${solve[@]}" --x x.npy --y y.npy --eps 0.1 --device cuda:99
+# --grad writes into --out: without it, or with input the solve refuses, nothing is written.
+no_out=1 expect_bad_input grad_without_out '--grad needs --out' "${solve[@]}" --x x.npy --y y.npy --eps 0.1 --grad
+expect_bad_input grad_nan_in_x  'NaN'                "${solve[@]}" --x x_nan.npy --y y.npy --eps 0.1 --grad
+expect_bad_input grad_unwritable_out '/dev/null/x'   "${solve[@]}" --x x.npy --y y.npy --eps 0.1 --grad --out /dev/null/x
+expect_bad_input grad_on_demo   '--grad'             demo --grad
 expect_bad_input unknown_command 'frobnicate'        frobnicate
 expect_bad_input no_command     'command'
 

@@ -25,7 +25,7 @@ fail() { cases=$((cases + 1)); failures=$((failures + 1)); echo "FAIL  $1: $2"; 
 
 # run_json NAME ARGS...: runs the binary, requires exit 0 and one line of valid JSON holding every
 # documented key, all numbers finite; leaves the JSON in $scratch/NAME.json.
-required_keys="cost primal_cost iterations marginal_error converged n m d eps device seconds solver precision cost_kind cost_scale debias version"
+required_keys="cost primal_cost relative_entropy iterations marginal_error converged n m d eps device seconds solver precision cost_kind cost_scale debias version"
 run_json() {
   local name=$1
   shift
@@ -68,6 +68,28 @@ expect_outputs() {
   if [[ $? -eq 0 ]]; then pass "$name"; else fail "$name" "$problem"; fi
 }
 
+# expect_gradient_outputs NAME DIR DESCR FILES: --grad's directory holds exactly FILES (sorted,
+# space-separated) with the shapes of n = 7, m = 6, d = 2.
+expect_gradient_outputs() {
+  local name=$1 dir=$2 descr=$3 files=$4
+  local listing problem="" file shape
+  listing=$(ls -A "$dir" 2>&1 | tr '\n' ' ')
+  if [[ $listing != "$files " ]]; then
+    fail "$name" "--out holds '$listing', expected exactly $files"
+    return
+  fi
+  for file in $files; do
+    case $file in
+      grad_x.npy | transport_x.npy) shape=7,2 ;;
+      grad_y.npy) shape=6,2 ;;
+      f.npy | grad_a.npy) shape=7 ;;
+      g.npy | grad_b.npy) shape=6 ;;
+    esac
+    problem+=$("$python" "$fixtures" check "$dir/$file" "$descr" "$shape" 2>&1)
+  done
+  if [[ -z $problem ]]; then pass "$name"; else fail "$name" "$problem"; fi
+}
+
 # expect_same_cost NAME REFERENCE OTHER: the two runs' costs agree.
 expect_same_cost() {
   local problem
@@ -85,6 +107,13 @@ run_json solve_fp64 "${solve[@]}" --x x.npy --y y.npy --a a.npy --b b.npy --prec
   expect_outputs outputs_fp64 "$scratch/out64" '<f8'
 run_json solve_fp32 "${solve[@]}" --x x.npy --y y.npy --precision fp32 --out "$scratch/out32" &&
   expect_outputs outputs_fp32 "$scratch/out32" '<f4'
+# --grad adds the gradients, in the same dtype; grad_a/grad_b only on sides without a reach.
+run_json grad_fp64 "${solve[@]}" --x x.npy --y y.npy --a a.npy --b b.npy --precision fp64 --out "$scratch/grad64" --grad &&
+  expect_gradient_outputs grad_outputs_fp64 "$scratch/grad64" '<f8' \
+    "f.npy g.npy grad_a.npy grad_b.npy grad_x.npy grad_y.npy transport_x.npy"
+run_json grad_fp32_reach_x "${solve[@]}" --x x.npy --y y.npy --reach-x 1 --out "$scratch/grad32" --grad &&
+  expect_gradient_outputs grad_outputs_reach_x "$scratch/grad32" '<f4' \
+    "f.npy g.npy grad_b.npy grad_x.npy grad_y.npy transport_x.npy"
 # A second run into the same directory replaces the files and leaves no temp files.
 run_json solve_again "${solve[@]}" --x x.npy --y y.npy --precision fp32 --out "$scratch/out32" &&
   expect_outputs outputs_replaced "$scratch/out32" '<f4'
@@ -110,7 +139,7 @@ help_text=$("$binary" solve --help 2>&1)
 if [[ $? -eq 0 ]]; then
   missing=""
   for flag in --x --y --a --b --eps --cost-scale --cost --solver --iters --tol --check-every --scaling \
-              --reach --reach-x --reach-y --debias --device --precision --threads --out --quiet; do
+              --reach --reach-x --reach-y --debias --device --precision --threads --out --grad --quiet; do
     grep -qE -- "^  $flag( |$)" <<<"$help_text" || missing+=" $flag"
   done
   if [[ -z $missing ]]; then pass solve_help; else fail solve_help "not described:$missing"; fi

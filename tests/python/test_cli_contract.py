@@ -10,8 +10,8 @@ import pytest
 from conftest import device, mean_cost, random_problem, rel_err, run_cli
 
 REQUIRED = {
-    "cost": float, "primal_cost": float, "iterations": int, "marginal_error": float, "converged": bool,
-    "n": int, "m": int, "d": int, "eps": float, "device": str, "seconds": float,
+    "cost": float, "primal_cost": float, "relative_entropy": float, "iterations": int, "marginal_error": float,
+    "converged": bool, "n": int, "m": int, "d": int, "eps": float, "device": str, "seconds": float,
 }
 
 
@@ -201,3 +201,88 @@ def test_out_is_a_file(cli_binary, tmp_path):
     proc = run_cli(args)
     assert proc.returncode == 2, f"rc {proc.returncode}, stderr {proc.stderr!r}"
     assert blocker.read_text() == "x"
+
+
+# ----------------------------------------------------------------------------- --grad
+def _cli_cost(run_solve, x, y, a, b, **flags):
+    return run_solve(x, y, a, b, out=False, **flags).cost
+
+
+def test_grad_files_match_finite_differences_and_the_package(run_solve):
+    """grad_x.npy / grad_y.npy / grad_a.npy are ∂cost/∂X, ∂cost/∂Y, ∂cost/∂a of the printed cost:
+    central differences of the CLI's own cost (converged fp64 solves), and the package's streamed
+    gradients of the same problem where the package is built."""
+    seed = 5201
+    x, y, a, b = random_problem(seed, 9, 8, 2, shift=0.5)
+    flags = dict(eps=0.5, iters=100000, tol=1e-14, check_every=1, precision="fp64")
+    out = run_solve(x, y, a, b, grad=True, context=f"seed={seed}", **flags)
+    folder = out["out"]
+    grad_x, grad_y = np.load(f"{folder}/grad_x.npy"), np.load(f"{folder}/grad_y.npy")
+    grad_a, grad_b = np.load(f"{folder}/grad_a.npy"), np.load(f"{folder}/grad_b.npy")
+    assert grad_x.dtype == np.float64 and grad_x.shape == (9, 2) and grad_y.shape == (8, 2)
+    assert grad_a.shape == (9,) and grad_b.shape == (8,)
+    # Central differences: truncation O(h²) ≈ 1e-10, convergence error 1e-14·|g|/h ≈ 1e-9.
+    h = 1e-5
+    for i, k in ((0, 0), (5, 1)):
+        plus, minus = x.copy(), x.copy()
+        plus[i, k] += h
+        minus[i, k] -= h
+        fd = (_cli_cost(run_solve, plus, y, a, b, **flags) - _cli_cost(run_solve, minus, y, a, b, **flags)) / (2 * h)
+        assert abs(grad_x[i, k] - fd) <= 1e-7 + 1e-6 * abs(fd), f"seed={seed} dX[{i},{k}]: {grad_x[i, k]!r} vs {fd!r}"
+    plus, minus = y.copy(), y.copy()
+    plus[3, 1] += h
+    minus[3, 1] -= h
+    fd = (_cli_cost(run_solve, x, plus, a, b, **flags) - _cli_cost(run_solve, x, minus, a, b, **flags)) / (2 * h)
+    assert abs(grad_y[3, 1] - fd) <= 1e-7 + 1e-6 * abs(fd), f"seed={seed} dY[3,1]: {grad_y[3, 1]!r} vs {fd!r}"
+    plus, minus = a.copy(), a.copy()
+    plus[2] += h
+    minus[2] -= h
+    fd = (_cli_cost(run_solve, x, y, plus, b, **flags) - _cli_cost(run_solve, x, y, minus, b, **flags)) / (2 * h)
+    assert abs(grad_a[2] - fd) <= 1e-7 + 1e-6 * abs(fd), f"seed={seed} da[2]: {grad_a[2]!r} vs {fd!r}"
+
+    core = pytest.importorskip("flashsinkhorn._core")  # noqa: F841  (the package, when built)
+    import flashsinkhorn as fs
+    s = fs.Solver(x, y, a, b, eps=0.5, iters=100000, tol=1e-14, check_every=1, precision="fp64", threads=1)
+    s.solve()
+    np.testing.assert_allclose(grad_x, s.gradient_x(), rtol=0, atol=1e-12, err_msg=f"seed={seed}")
+    np.testing.assert_allclose(grad_y, s.gradient_y(), rtol=0, atol=1e-12, err_msg=f"seed={seed}")
+    np.testing.assert_allclose(grad_a, s.gradient_a(), rtol=0, atol=1e-12, err_msg=f"seed={seed}")
+    np.testing.assert_allclose(grad_b, s.gradient_b(), rtol=0, atol=1e-12, err_msg=f"seed={seed}")
+
+
+def test_grad_files_follow_the_options(run_solve):
+    """Debiased, with a reach on Y: grad_x is ∂S_ε/∂X (the package's), grad_b.npy is absent (no weight
+    gradient on a side with reach), and fp32 writes float32."""
+    seed = 5202
+    x, y, a, b = random_problem(seed, 12, 10, 3)
+    out = run_solve(x, y, a, b, eps=0.4, iters=200, tol=0, debias=True, reach_y=1.0, precision="fp32", grad=True,
+                    context=f"seed={seed}")
+    folder = out["out"]
+    names = sorted(os.listdir(folder))
+    assert names == ["f.npy", "g.npy", "grad_a.npy", "grad_x.npy", "grad_y.npy", "transport_x.npy"], names
+    grad_x = np.load(f"{folder}/grad_x.npy")
+    assert grad_x.dtype == np.float32 and grad_x.shape == (12, 3)
+    pytest.importorskip("flashsinkhorn._core")
+    import flashsinkhorn as fs
+    s = fs.Solver(x, y, a, b, eps=0.4, iters=200, tol=0, debias=True, reach_y=1.0, precision="fp32", threads=1)
+    s.solve()
+    np.testing.assert_allclose(grad_x, s.gradient_x(), rtol=1e-5, atol=1e-6, err_msg=f"seed={seed}")
+
+
+def test_grad_needs_out(cli_binary, tmp_path):
+    args, out_dir = _write_case(tmp_path, "ok")
+    cut = args.index("--out")
+    proc = run_cli(args[:cut] + args[cut + 2:] + ["--grad"])
+    assert proc.returncode == 2, f"rc {proc.returncode}, stderr {proc.stderr!r}"
+    assert "--grad needs --out" in proc.stderr, proc.stderr
+    assert proc.stdout.strip() == ""
+    assert not out_dir.exists()
+
+
+@pytest.mark.parametrize("name", ["nan_x", "wrong_len_a", "eps_zero"])
+def test_grad_bad_input_leaves_no_output(cli_binary, tmp_path, name):
+    args, out_dir = _write_case(tmp_path, name)
+    proc = run_cli(args + ["--grad"])
+    assert proc.returncode == 2, f"{name}: rc {proc.returncode}, stderr {proc.stderr!r}"
+    assert proc.stdout.strip() == "", f"{name}: stdout {proc.stdout!r}"
+    assert not out_dir.exists() or not any(out_dir.iterdir()), f"{name}: partial output {list(out_dir.iterdir())}"

@@ -153,6 +153,36 @@ inline std::vector<double> row_plan(const cloud& x, const cloud& y, const std::v
   return p;
 }
 
+// The plan of the potentials as they are: P_ij = a_i b_j exp((f_i + g_j − C_ij)/ε). With f = T_f(g)
+// it is row_plan; with a reach on X, f ≠ T_f(g) and the rows carry the masses of the unbalanced plan.
+inline std::vector<double> potential_plan(const cloud& x, const cloud& y, const std::vector<double>& f,
+                                          const std::vector<double>& g, double eps, double s) {
+  std::vector<double> p(static_cast<std::size_t>(x.count * y.count));
+  for (std::int64_t i = 0; i < x.count; ++i) {
+    for (std::int64_t j = 0; j < y.count; ++j) {
+      p[i * y.count + j] = x.weights[i] * y.weights[j] * std::exp((f[i] + g[j] - s * sq_dist(x, i, y, j)) / eps);
+    }
+  }
+  return p;
+}
+
+// Generalised KL(P ‖ a⊗b) = Σ_ij P_ij log(P_ij/(a_i b_j)) − Σ_ij P_ij + Σ_i a_i Σ_j b_j, with
+// 0·log 0 = 0. `a`, `b` need not sum to 1.
+inline double generalised_kl(const std::vector<double>& plan, const std::vector<double>& a, const std::vector<double>& b) {
+  double entropy = 0, plan_mass = 0, mass_a = 0, mass_b = 0;
+  for (double w : a) mass_a += w;
+  for (double w : b) mass_b += w;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    for (std::size_t j = 0; j < b.size(); ++j) {
+      const double p = plan[i * b.size() + j];
+      if (p == 0) continue;
+      entropy += p * std::log(p / (a[i] * b[j]));
+      plan_mass += p;
+    }
+  }
+  return entropy - plan_mass + mass_a * mass_b;
+}
+
 // A random cloud: N(0, σ²I) points shifted by `offset`, weights U[0,1)+0.1 normalised (or uniform).
 inline cloud random_cloud(std::int64_t count, std::int64_t dim, std::uint64_t seed, double sigma = 1.0,
                           double offset = 0.0, bool uniform = false) {

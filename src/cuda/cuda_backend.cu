@@ -502,6 +502,7 @@ class cuda_backend final : public backend {
     args.lse = reserve(plan_.lse, n);
     args.weighted = k > 0 ? reserve(plan_.weighted, n * k) : nullptr;
     args.bias_scratch = reinterpret_cast<float*>(bias_.data());  // the softmin's β buffer, 8 bytes a key
+    args.max_shared_bytes = max_shared_bytes_;
     return args;
   }
 
@@ -513,7 +514,8 @@ class cuda_backend final : public backend {
     const exact_points_view& exact = clouds_[static_cast<int>(keys)].exact;
     staged = device_buffer<unsigned char>(
         static_cast<std::size_t>(plan_values_bytes(mode_, view.dim, view.padded_count)));
-    FS_CUDA_CHECK(stage_plan_values(mode_, static_cast<const float*>(exact.data), exact.stride, view.count,
+    const bool permuted = plan_uses_wgmma(mode_, view.padded_dim, view.dim, false, max_shared_bytes_);
+    FS_CUDA_CHECK(stage_plan_values(mode_, permuted, static_cast<const float*>(exact.data), exact.stride, view.count,
                                     view.padded_count, view.dim, staged.data(), stream_.get()));
     return staged.data();
   }

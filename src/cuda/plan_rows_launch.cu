@@ -1,10 +1,15 @@
 // Host launch of the plan pass (plan_rows_launch.hpp).
 #include "cuda/plan_rows_launch.hpp"
 
+#include <type_traits>
+
 #include "cuda/plan_mma_kernel.cuh"
 #include "cuda/plan_rows_kernel.cuh"
 #include "cuda/plan_values_kernel.cuh"
+#include "cuda/plan_wgmma_kernel.cuh"
 #include "cuda/softmin_kernel.cuh"
+#include "cuda/softmin_wgmma_kernel.cuh"
+#include "cuda/tensor_map.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
@@ -17,6 +22,12 @@ unsigned blocks_for(std::int64_t count) {
 
 std::int64_t value_columns_padded(std::int64_t k) {
   return (k + kernels::plan_tile::kValueCols - 1) / kernels::plan_tile::kValueCols * kernels::plan_tile::kValueCols;
+}
+static_assert(kernels::plan_tile::kValueCols == kernels::plan_wgmma::kValueCols,
+              "both plan kernels read the same staged Vᵀ tiles");
+
+std::int64_t row_words(precision mode, std::int64_t padded_dim) {
+  return mode == precision::bf16 ? padded_dim / 2 : padded_dim;
 }
 
 cudaError_t launch_plan_fp64(const plan_rows_launch_args& args, cudaStream_t stream) {
@@ -45,24 +56,31 @@ cudaError_t launch_plan_fp64(const plan_rows_launch_args& args, cudaStream_t str
   return cudaGetLastError();
 }
 
-template <class Op, kernels::value_format kFormat>
+template <kernels::value_format kFormat, bool kPermuted, class Source>
+cudaError_t stage_values(const Source* values, std::int64_t stride, std::int64_t keys, std::int64_t keys_padded,
+                         std::int64_t k, void* staged, cudaStream_t stream) {
+  const std::int64_t columns = value_columns_padded(k);
+  kernels::stage_values_kernel<kFormat, kPermuted><<<blocks_for(columns * keys_padded), kElementwiseThreads, 0, stream>>>(
+      static_cast<float*>(staged), values, stride, keys, keys_padded, k, columns);
+  return cudaGetLastError();
+}
+
+// Vᵀ in the operand format of `mode`'s P·V product (tf32; fp32 for the 3×TF32 mode), permuted for
+// the Hopper kernel.
+template <class Source>
+cudaError_t stage_for(precision mode, bool permuted, const Source* values, std::int64_t stride, std::int64_t keys,
+                      std::int64_t keys_padded, std::int64_t k, void* staged, cudaStream_t stream) {
+  using kernels::value_format;
+  if (mode == precision::fp32) return stage_values<value_format::fp32, false>(values, stride, keys, keys_padded, k, staged, stream);
+  if (permuted) return stage_values<value_format::tf32, true>(values, stride, keys, keys_padded, k, staged, stream);
+  return stage_values<value_format::tf32, false>(values, stride, keys, keys_padded, k, staged, stream);
+}
+
+template <class Op>
 cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stream) {
   using namespace kernels::plan_tile;
   const device_cloud_view& rows = args.rows;
   const device_cloud_view& keys = args.keys;
-  kernels::key_bias_kernel<float><<<blocks_for(keys.padded_count), kElementwiseThreads, 0, stream>>>(
-      args.bias_scratch, args.key_potential, keys.log_weights, keys.scaled_sq_norm, keys.count, keys.padded_count,
-      args.eps);
-  cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) return status;
-  const std::int64_t columns = value_columns_padded(args.k);
-  if (args.k > 0 && !args.values_staged) {
-    kernels::stage_values_kernel<kFormat><<<blocks_for(columns * keys.padded_count), kElementwiseThreads, 0, stream>>>(
-        static_cast<float*>(args.values_scratch), args.values, args.values_stride > 0 ? args.values_stride : args.k,
-        keys.count, keys.padded_count, args.k, columns);
-    if ((status = cudaGetLastError()) != cudaSuccess) return status;
-  }
-
   kernels::plan_mma_params p{};
   p.rows_points = rows.points;
   p.key_points = keys.points;
@@ -82,7 +100,7 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stre
   p.cost_scale2 = static_cast<float>(2.0 * args.cost_scale);
   p.eps = args.eps;
   const dim3 grid(static_cast<unsigned>((rows.count + kBlockM - 1) / kBlockM),
-                  static_cast<unsigned>(args.k > 0 ? columns / kValueCols : 1));
+                  static_cast<unsigned>(args.k > 0 ? value_columns_padded(args.k) / kValueCols : 1));
   auto launch = [&](auto kernel) {
     cudaError_t s = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
     if (s != cudaSuccess) return s;
@@ -92,6 +110,53 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stre
   return args.cost != nullptr ? launch(kernels::plan_mma_kernel<Op, true>) : launch(kernels::plan_mma_kernel<Op, false>);
 }
 
+template <class Op, int kSteps>
+cudaError_t launch_plan_wgmma_steps(const plan_rows_launch_args& args, const kernels::plan_wgmma_geometry& geo,
+                                    cudaStream_t stream) {
+  const device_cloud_view& rows = args.rows;
+  const device_cloud_view& keys = args.keys;
+  const std::int64_t words = kSteps * wgmma::kStepBytes / 4;
+  const std::int64_t columns = value_columns_padded(args.k);
+  CUtensorMap rows_map, keys_map, values_map;
+  if (!make_panel_tensor_map(&rows_map, rows.points, words, rows.padded_count, tile::kWgmmaBlockM) ||
+      !make_panel_tensor_map(&keys_map, keys.points, words, keys.padded_count, wgmma::kTileN) ||
+      !make_panel_tensor_map(&values_map, args.values_scratch, keys.padded_count, columns, kernels::plan_wgmma::kValueCols))
+    return cudaErrorNotSupported;
+  kernels::plan_wgmma_params p{};
+  p.key_bias = args.bias_scratch;
+  p.row_scaled_sq_norm = rows.scaled_sq_norm;
+  p.lse = args.lse;
+  p.weighted = args.weighted;
+  p.rows = rows.count;
+  p.k = args.k;
+  p.key_tiles = static_cast<int>(keys.padded_count / wgmma::kTileN);
+  p.stages = geo.stages;
+  p.stage_bytes = geo.stage_bytes;
+  p.query_bytes = geo.query_bytes;
+  p.score_scale_log2 = static_cast<float>(2.0 * args.cost_scale / args.eps * 1.44269504088896340736);
+  p.eps = args.eps;
+  const auto kernel = &kernels::plan_wgmma_kernel<Op, kSteps>;
+  cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, geo.total_bytes);
+  if (status != cudaSuccess) return status;
+  const dim3 grid(static_cast<unsigned>((rows.count + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM),
+                  static_cast<unsigned>(columns / kernels::plan_wgmma::kValueCols));
+  kernel<<<grid, tile::kWgmmaWsThreads, geo.total_bytes, stream>>>(p, rows_map, keys_map, values_map);
+  return cudaGetLastError();
+}
+
+template <class Op>
+cudaError_t launch_plan_wgmma(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
+  const int words = static_cast<int>(row_words(mode, args.rows.padded_dim));
+  const kernels::plan_wgmma_geometry geo = kernels::make_plan_wgmma_geometry(words, args.max_shared_bytes);
+  switch (words / 8) {
+    case 2: return launch_plan_wgmma_steps<Op, 2>(args, geo, stream);
+    case 4: return launch_plan_wgmma_steps<Op, 4>(args, geo, stream);
+    case 6: return launch_plan_wgmma_steps<Op, 6>(args, geo, stream);
+    case 8: return launch_plan_wgmma_steps<Op, 8>(args, geo, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
 }  // namespace
 
 std::int64_t plan_values_bytes(precision mode, std::int64_t k, std::int64_t keys_padded) {
@@ -99,30 +164,46 @@ std::int64_t plan_values_bytes(precision mode, std::int64_t k, std::int64_t keys
   return value_columns_padded(k) * keys_padded * static_cast<std::int64_t>(sizeof(float));
 }
 
-cudaError_t stage_plan_values(precision mode, const float* values, std::int64_t stride, std::int64_t keys,
-                              std::int64_t keys_padded, std::int64_t k, void* staged, cudaStream_t stream) {
+bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost, int max_shared_bytes) {
+  if ((mode != precision::tf32 && mode != precision::bf16) || k <= 0 || want_cost) return false;
+  if (!wgmma_available(mode)) return false;
+  const std::int64_t words = row_words(mode, padded_dim);
+  return words % 16 == 0 && kernels::make_plan_wgmma_geometry(static_cast<int>(words), max_shared_bytes).fits;
+}
+
+cudaError_t stage_plan_values(precision mode, bool permuted, const float* values, std::int64_t stride,
+                              std::int64_t keys, std::int64_t keys_padded, std::int64_t k, void* staged,
+                              cudaStream_t stream) {
   if (k <= 0 || mode == precision::fp64) return cudaSuccess;
-  const std::int64_t columns = value_columns_padded(k);
-  auto* out = static_cast<float*>(staged);
-  const unsigned blocks = blocks_for(columns * keys_padded);
-  if (mode == precision::fp32)
-    kernels::stage_values_kernel<kernels::value_format::fp32>
-        <<<blocks, kElementwiseThreads, 0, stream>>>(out, values, stride, keys, keys_padded, k, columns);
-  else
-    kernels::stage_values_kernel<kernels::value_format::tf32>
-        <<<blocks, kElementwiseThreads, 0, stream>>>(out, values, stride, keys, keys_padded, k, columns);
-  return cudaGetLastError();
+  return stage_for(mode, permuted, values, stride, keys, keys_padded, k, staged, stream);
 }
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
   if (args.rows.count <= 0) return cudaSuccess;
   if (args.rows.padded_dim != args.keys.padded_dim) return cudaErrorInvalidValue;
+  if (mode == precision::fp64) return launch_plan_fp64(args, stream);
+
+  const device_cloud_view& keys = args.keys;
+  kernels::key_bias_kernel<float><<<blocks_for(keys.padded_count), kElementwiseThreads, 0, stream>>>(
+      args.bias_scratch, args.key_potential, keys.log_weights, keys.scaled_sq_norm, keys.count, keys.padded_count,
+      args.eps);
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) return status;
+  const bool hopper = plan_uses_wgmma(mode, args.rows.padded_dim, args.k, args.cost != nullptr, args.max_shared_bytes);
+  if (args.k > 0 && !args.values_staged) {
+    status = stage_for(mode, hopper, args.values, args.values_stride > 0 ? args.values_stride : args.k, keys.count,
+                       keys.padded_count, args.k, args.values_scratch, stream);
+    if (status != cudaSuccess) return status;
+  }
   switch (mode) {
-    case precision::fp64: return launch_plan_fp64(args, stream);
-    case precision::fp32:
-      return launch_plan_mma<kernels::fp32_split_operands, kernels::value_format::fp32>(args, stream);
-    case precision::tf32: return launch_plan_mma<kernels::tf32_operands, kernels::value_format::tf32>(args, stream);
-    case precision::bf16: return launch_plan_mma<kernels::bf16_operands, kernels::value_format::tf32>(args, stream);
+    case precision::fp32: return launch_plan_mma<kernels::fp32_split_operands>(args, stream);
+    case precision::tf32:
+      return hopper ? launch_plan_wgmma<kernels::wgmma_tf32_operands>(mode, args, stream)
+                    : launch_plan_mma<kernels::tf32_operands>(args, stream);
+    case precision::bf16:
+      return hopper ? launch_plan_wgmma<kernels::wgmma_bf16_operands>(mode, args, stream)
+                    : launch_plan_mma<kernels::bf16_operands>(args, stream);
+    case precision::fp64: break;
   }
   return cudaErrorInvalidValue;
 }

@@ -3,6 +3,7 @@
 // with S_ij = (h_j − C_ij)/ε + log w_j and C_ij = s‖p_i‖² + s‖q_j‖² − 2s·p_i·q_j from the stored
 // (rounded) operands:
 //   fp64             float64 throughout (plan_rows_kernel.cuh: one thread per row)
+//   tf32, bf16       on sm_90a with values and no cost: warpgroup MMAs (plan_wgmma_kernel.cuh)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,
 //                    P·V with P and V in tf32 (fp32: 3×TF32), fp32 accumulation, float64 row
 //                    finish.
@@ -36,16 +37,24 @@ struct plan_rows_launch_args {
   // (plan_values_bytes); unused in fp64.
   float* bias_scratch = nullptr;
   void* values_scratch = nullptr;
+  int max_shared_bytes = 48 * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
 };
 
 // Bytes of the staged Vᵀ for k value columns (0 when k == 0 or in fp64).
 std::int64_t plan_values_bytes(precision mode, std::int64_t k, std::int64_t keys_padded);
 
+// Whether the plan pass of a mode, padded row width, k and cost request runs the Hopper kernel
+// (plan_wgmma_kernel.cuh: tf32 and bf16 with values and without the cost, rows of ≤ 8 k-steps, on
+// sm_90a) rather than the mma.sync one; its staged Vᵀ is then key-permuted.
+bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost, int max_shared_bytes);
+
 // Stages Vᵀ for the tensor-core modes from float values (keys, k), rows `stride` apart, into
-// `staged` (plan_values_bytes): what launch_plan_rows does for float64 values, done once for values
-// that are reused (the keys' exact points of a point gradient).
-cudaError_t stage_plan_values(precision mode, const float* values, std::int64_t stride, std::int64_t keys,
-                              std::int64_t keys_padded, std::int64_t k, void* staged, cudaStream_t stream);
+// `staged` (plan_values_bytes), permuted when the pass will run the Hopper kernel
+// (plan_uses_wgmma): what launch_plan_rows does for float64 values, done once for values that are
+// reused (the keys' exact points of a point gradient; launched with values_staged).
+cudaError_t stage_plan_values(precision mode, bool permuted, const float* values, std::int64_t stride,
+                              std::int64_t keys, std::int64_t keys_padded, std::int64_t k, void* staged,
+                              cudaStream_t stream);
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
 

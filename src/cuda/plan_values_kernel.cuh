@@ -15,16 +15,22 @@ namespace flashsinkhorn::detail::kernels {
 
 enum class value_format { fp32, tf32 };
 
+// With kPermuted (the Hopper plan kernel, plan_wgmma_kernel.cuh) every group of 8 keys is stored
+// in the order its P·V k-step reads them: position t < 4 holds key 2t, position t + 4 key 2t + 1.
+//
 // One thread per staged element, keys fastest (coalesced writes; the reads are strided by k and
 // served by L2, the neighbouring columns reading the same lines).
-template <value_format kFormat, class Source>
+template <value_format kFormat, bool kPermuted, class Source>
 __global__ void stage_values_kernel(float* values_t, const Source* values, std::int64_t value_stride,
                                     std::int64_t keys, std::int64_t keys_padded, std::int64_t k,
                                     std::int64_t columns_padded) {
   const std::int64_t index = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (index >= columns_padded * keys_padded) return;
   const std::int64_t column = index / keys_padded;
-  const std::int64_t key = index % keys_padded;
+  const std::int64_t position = index % keys_padded;
+  const std::int64_t in_group = position % 8;
+  const std::int64_t key =
+      kPermuted ? position - in_group + (in_group < 4 ? 2 * in_group : 2 * (in_group - 4) + 1) : position;
   const float value = column < k && key < keys ? static_cast<float>(values[key * value_stride + column]) : 0.f;
   values_t[index] = kFormat == value_format::tf32 ? math::round_to_tf32(value) : value;
 }

@@ -83,8 +83,8 @@ kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {
 bool ws_resident(precision mode) { return selected_wgmma_variant(mode) == wgmma_variant::ws; }
 bool ws_streamed(precision mode) { return selected_wgmma_variant(mode) != wgmma_variant::cpasync; }
 
-// The wgmma kernels run where they were compiled (an sm_90a target in
-// FLASHSINKHORN_CUDA_ARCHITECTURES), on compute capability 9.0, unless the mma variant is chosen.
+}  // namespace
+
 bool wgmma_available(precision mode) {
 #if defined(FLASHSINKHORN_HAS_SM90A)
   if (selected_wgmma_variant(mode) == wgmma_variant::mma_sync) return false;
@@ -104,6 +104,8 @@ bool wgmma_available(precision mode) {
   return false;
 #endif
 }
+
+namespace {
 
 // Calls make(std::integral_constant<int, steps>) for a row of `steps` 32-byte k-steps (rows are
 // padded to 16 words, so steps is even and ≤ kWgmmaMaxRowWords / 8): the kernel instances.

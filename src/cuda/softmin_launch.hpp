@@ -78,6 +78,11 @@ struct wgmma_plan {
 };
 wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_shared_bytes);
 
+// The wgmma kernels run where they were compiled (an sm_90a target in
+// FLASHSINKHORN_CUDA_ARCHITECTURES), on compute capability 9.0 (the current device), unless
+// FLASHSINKHORN_KERNEL=mma is chosen for `mode` (kernel_variant.hpp). tf32 and bf16 only.
+bool wgmma_available(precision mode);
+
 // Enqueues the half-step on `stream`. Returns cudaSuccess or the launch error (never throws).
 cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cudaStream_t stream);
 

@@ -132,6 +132,27 @@ __device__ __forceinline__ void mma_bf16(float (&d)[kAccumulators], const std::u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 
+// m64n64k8 tf32 with A from registers (the P·V product of the plan kernel, plan_wgmma_kernel.cuh):
+// d holds the 64×64 fp32 tile (32 per thread, the layout above with i < 8), A as in the RS form
+// above, B a K-major operand of 64 rows.
+inline constexpr int kAccumulatorsN64 = 32;
+
+__device__ __forceinline__ void mma_tf32_n64(float (&d)[kAccumulatorsN64], const std::uint32_t (&a)[4],
+                                             std::uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "
+      "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+      : FS_WGMMA_D8(0), FS_WGMMA_D8(8), FS_WGMMA_D8(16), FS_WGMMA_D8(24)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+}
+
+__device__ __forceinline__ void pin(float (&d)[kAccumulatorsN64]) {
+#pragma unroll
+  for (int i = 0; i < kAccumulatorsN64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
 #undef FS_WGMMA_D_OPERANDS
 #undef FS_WGMMA_D8
 #undef FS_WGMMA_D_LIST

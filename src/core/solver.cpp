@@ -29,6 +29,17 @@ double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
 }
 
+// The first `kept` columns of a (rows, cols) row-major matrix.
+std::vector<double> first_columns(const std::vector<double>& matrix, std::int64_t cols, std::int64_t kept) {
+  if (kept == cols) return matrix;
+  const auto rows = static_cast<std::int64_t>(matrix.size()) / cols;
+  std::vector<double> out(static_cast<std::size_t>(rows * kept));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < kept; ++c) out[r * kept + c] = matrix[r * cols + c];
+  }
+  return out;
+}
+
 std::optional<double> squared(const std::optional<double>& reach) {
   if (!reach) return std::nullopt;
   return *reach * *reach;
@@ -135,7 +146,8 @@ class solver_state {
   // ∇ of the value with respect to the points of `rows` (envelope theorem):
   //   ∇_i = 2s Σ_j P_ij (p_i − q_j) = 2s·m_i·(p_i − Σ_j softmax_ij q_j)
   // minus the same with the plan of OT(a,a) (resp. OT(b,b)) when debiased; then, for the cosine
-  // cost, the chain rule through x̂ = x/‖x‖:  ∇_x = (I − x̂x̂ᵀ)∇_x̂ / ‖x‖.
+  // cost, the chain rule through x̂ = x/‖x‖:  ∇_x = (I − x̂x̂ᵀ)∇_x̂ / ‖x‖. With a label cost p = [x, c·u_l]:
+  // ∇_x is the first d columns of ∇_p (the label coordinates are constants; η = +1 on the features).
   std::vector<double> point_gradient(side rows) const {
     const prepared_cloud& own = cloud(rows);
     std::vector<double> grad = plan_gradient(rows, other(rows), key_slot(rows), row_slot(rows));
@@ -144,6 +156,7 @@ class solver_state {
       const std::vector<double> self_grad = plan_gradient(rows, rows, self, self);
       for (std::size_t k = 0; k < grad.size(); ++k) grad[k] -= self_grad[k];
     }
+    grad = first_columns(grad, own.dim, dim());
     if (options_.cost == cost_kind::cosine) {
       const std::vector<double>& input = rows == side::x ? inputs_.x_input : inputs_.y_input;
       const std::vector<double>& norms = rows == side::x ? inputs_.x_norms : inputs_.y_norms;
@@ -182,7 +195,8 @@ class solver_state {
     return h;
   }
 
-  [[nodiscard]] std::int64_t dim() const { return inputs_.kernel.x.dim; }
+  // d of X and Y as given; the kernels' points may have more coordinates (label cost).
+  [[nodiscard]] std::int64_t dim() const { return inputs_.dim; }
   [[nodiscard]] std::int64_t count(side s) const { return cloud(s).count; }
   [[nodiscard]] std::string device_name() const { return compute_->name(); }
   void require_solved(const char* what) const {
@@ -219,11 +233,11 @@ class solver_state {
 
   std::vector<double> plan_gradient(side rows, side keys, slot key, slot row_potential) const {
     const prepared_cloud& own = cloud(rows);
-    const plan_rows_result pass = plan_pass(rows, key, cloud(keys).points.data(), dim(), false);
+    const std::int64_t d = own.dim;  // the kernels' dimension
+    const plan_rows_result pass = plan_pass(rows, key, cloud(keys).points.data(), d, false);
     const std::vector<double> mass = row_masses(rows, row_potential, pass.lse);
     const double two_s = 2 * inputs_.kernel.cost_scale;
     std::vector<double> grad(own.points.size());
-    const std::int64_t d = dim();
     for (std::int64_t i = 0; i < own.count; ++i) {
       for (std::int64_t c = 0; c < d; ++c) {
         grad[i * d + c] = two_s * mass[i] * (own.points[i * d + c] - pass.weighted[i * d + c]);

@@ -4,7 +4,8 @@
 # flash-sinkhorn peer, the Python wheel and its tests. Logs and the merged benchmark JSON go to $OUT
 # (default ./out).
 #   FS_COMMIT=$(git rev-parse HEAD) tools/gpu_check.sh
-# Needs: .deps/googletest (cp -r /usr/src/googletest .deps/) and, for the peer, .whl/ with the
+# Needs: .deps/googletest (cp -r /usr/src/googletest .deps/), .deps/eigen3 (cp -r /usr/include/eigen3
+# .deps/) and, for the peer, .whl/ with the
 # flash-sinkhorn wheel (and the nanobind wheel the Python stage builds with). STAGES="build gpu bench sanitize python" selects stages; they run in the order
 # of the default list, the results that matter most first when the device time is short.
 set -uo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing need, only what is missing:
-#   apt: a C++20 compiler, CMake, GoogleTest, zlib (for deflated .npz)
+#   apt: a C++20 compiler, CMake, GoogleTest, zlib (for deflated .npz), Eigen (label cost embedding)
 #   pip: numpy, pytest, scipy, POT (the independent oracle), nanobind (the Python extension);
 #        --peers adds torch and geomloss (parity tests; large downloads)
 # Safe to run repeatedly; on a machine without apt (or not root) it only reports what is missing.
@@ -9,7 +9,7 @@ set -euo pipefail
 want_peers=0
 [[ "${1:-}" == "--peers" ]] && want_peers=1
 
-apt_packages=(g++ cmake make libgtest-dev zlib1g-dev python3 python3-pip python3-dev)
+apt_packages=(g++ cmake make libgtest-dev zlib1g-dev libeigen3-dev python3 python3-pip python3-dev)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -3,6 +3,7 @@
 
 #include "flashsinkhorn/array_view.hpp"
 #include "flashsinkhorn/error.hpp"
+#include "flashsinkhorn/label_cost.hpp"
 #include "flashsinkhorn/options.hpp"
 #include "flashsinkhorn/problem.hpp"
 #include "flashsinkhorn/result.hpp"

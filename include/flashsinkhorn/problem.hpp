@@ -1,7 +1,9 @@
-// What to solve: two weighted point clouds, the temperature ε and the cost scale s.
+// What to solve: two weighted point clouds, the temperature ε, the cost scale s and, optionally,
+// labels on the points with a label distance matrix (label_cost.hpp).
 #pragma once
 
 #include "flashsinkhorn/array_view.hpp"
+#include "flashsinkhorn/label_cost.hpp"
 
 namespace flashsinkhorn {
 
@@ -12,6 +14,10 @@ struct problem {
   vector_view b;       // (m,) target weights ≥ 0; empty view: uniform 1/m
   double eps = 0.1;    // entropic temperature ε > 0 (the final one when ε-scaling is on)
   double cost_scale = 1.0;  // s in C_ij = s·‖x_i − y_j‖²  (0.5 is GeomLoss's p = 2 convention)
+
+  // Empty: C_ij = s‖x_i − y_j‖². Set: C_ij = s·(λx‖x_i − y_j‖² + λy·W[l_i, l_j]) (squared-Euclidean
+  // cost only; the cosine cost with labels is unsupported).
+  label_cost labels;
 
   // Warm start: potentials (f on X, g on Y) from an earlier solve. Both or neither.
   vector_view initial_f;

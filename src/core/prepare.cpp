@@ -6,6 +6,7 @@
 #include <numeric>
 #include <string>
 
+#include "core/label_embedding.hpp"
 #include "core/validate.hpp"
 #include "core/view_io.hpp"
 #include "flashsinkhorn/error.hpp"
@@ -57,6 +58,49 @@ double joint_diameter(const std::vector<double>& x, const std::vector<double>& y
   return std::sqrt(sq);
 }
 
+// The clouds with their label coordinates appended (label_embedding.hpp): C = s·λx·‖p − q‖²_η.
+struct labelled_clouds {
+  std::vector<double> x, y;         // (n, d + r), (m, d + r)
+  std::int64_t dim = 0;             // d + r
+  std::int64_t negative_dim = 0;    // of the r label coordinates
+  double largest_label_term = 0;    // (λy/λx)·max W[l, l'] over the labels present in X or Y
+};
+
+std::vector<std::int32_t> read_labels(const label_view& view, std::int64_t label_count, const char* name) {
+  std::vector<std::int32_t> labels(view.data, view.data + view.size);
+  validate_labels(labels, label_count, name);
+  return labels;
+}
+
+labelled_clouds label_clouds(const label_cost& cost, const std::vector<double>& x, const std::vector<double>& y,
+                             std::int64_t dim) {
+  const std::int64_t label_count = cost.label_distances.rows;
+  std::vector<double> w = read_matrix(cost.label_distances, "label_distances");
+  validate_label_distances(w, label_count);
+  const std::vector<std::int32_t> x_labels = read_labels(cost.x_labels, label_count, "x_labels");
+  const std::vector<std::int32_t> y_labels = read_labels(cost.y_labels, label_count, "y_labels");
+  const label_embedding embedding = embed_label_distances(w, label_count);
+  const double ratio = cost.label_weight / cost.feature_weight;  // λy/λx: λx is folded into s
+
+  labelled_clouds out;
+  out.x = append_label_coordinates(x, dim, x_labels, embedding, std::sqrt(ratio));
+  out.y = append_label_coordinates(y, dim, y_labels, embedding, std::sqrt(ratio));
+  out.dim = dim + embedding.dim;
+  out.negative_dim = embedding.negative_dim;
+  std::vector<char> present(static_cast<std::size_t>(label_count), 0);
+  for (const auto* labels : {&x_labels, &y_labels}) {
+    for (std::int32_t l : *labels) present[static_cast<std::size_t>(l)] = 1;
+  }
+  double largest = 0;
+  for (std::int64_t l = 0; l < label_count; ++l) {
+    for (std::int64_t k = 0; k < label_count; ++k) {
+      if (present[l] && present[k]) largest = std::max(largest, w[l * label_count + k]);
+    }
+  }
+  out.largest_label_term = ratio * largest;
+  return out;
+}
+
 // normalise: divide the weights by their sum (options::normalize_weights); else keep the masses.
 prepared_cloud make_cloud(std::vector<double> points, std::vector<double> weights, std::int64_t dim, bool normalise) {
   prepared_cloud cloud;
@@ -94,6 +138,15 @@ void centre_clouds(prepared_problem& problem) {
   }
 }
 
+void make_key_points(prepared_cloud& cloud) {
+  cloud.key_points.clear();
+  if (cloud.negative_dim == 0) return;
+  cloud.key_points = cloud.points;
+  for (std::int64_t i = 0; i < cloud.count; ++i) {
+    for (std::int64_t k = cloud.dim - cloud.negative_dim; k < cloud.dim; ++k) cloud.key_points[i * cloud.dim + k] *= -1;
+  }
+}
+
 prepared_inputs prepare(const problem& p, const options& o) {
   validate_arguments(p, o);
   prepared_inputs in;
@@ -125,13 +178,30 @@ prepared_inputs prepare(const problem& p, const options& o) {
     in.y_norms = normalise_rows(y, dim, "Y");
     s = 0.5;  // 1 − cos(x, y) = ½‖x̂ − ŷ‖²
   }
+  in.dim = dim;
   in.diameter = o.diameter ? *o.diameter : joint_diameter(x, y, dim);
 
-  in.kernel.x = make_cloud(std::move(x), std::move(a), dim, o.normalize_weights);
-  in.kernel.y = make_cloud(std::move(y), std::move(b), dim, o.normalize_weights);
+  std::int64_t kernel_dim = dim;
+  std::int64_t negative_dim = 0;
+  if (!p.labels.empty()) {
+    labelled_clouds labelled = label_clouds(p.labels, x, y, dim);
+    x = std::move(labelled.x);
+    y = std::move(labelled.y);
+    kernel_dim = labelled.dim;
+    negative_dim = labelled.negative_dim;
+    s *= p.labels.feature_weight;
+    // ε-scaling starts at diameter²: with s' = s·λx, s'·diameter² ≥ every C_ij.
+    if (!o.diameter) in.diameter = std::sqrt(in.diameter * in.diameter + labelled.largest_label_term);
+  }
+
+  in.kernel.x = make_cloud(std::move(x), std::move(a), kernel_dim, o.normalize_weights);
+  in.kernel.y = make_cloud(std::move(y), std::move(b), kernel_dim, o.normalize_weights);
+  in.kernel.x.negative_dim = in.kernel.y.negative_dim = negative_dim;
   in.kernel.cost_scale = s;
 
   centre_clouds(in.kernel);
+  make_key_points(in.kernel.x);
+  make_key_points(in.kernel.y);
   return in;
 }
 

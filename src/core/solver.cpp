@@ -142,7 +142,9 @@ class solver_state {
   //   ∇_i = 2s Σ_j P_ij (p_i − q_j) = 2s·m_i·(p_i − Σ_j softmax_ij q_j)
   // minus the same with the plan of OT(a,a) (resp. OT(b,b)) when debiased, computed and kept by
   // the backend (so a CUDA output view never sees the host); then, for the cosine cost, the chain
-  // rule through x̂ = x/‖x‖ on the host:  ∇_x = (I − x̂x̂ᵀ)∇_x̂ / ‖x‖.
+  // rule through x̂ = x/‖x‖ on the host:  ∇_x = (I − x̂x̂ᵀ)∇_x̂ / ‖x‖. With a label cost p = [x, c·u_l]:
+  // ∇_x is the first d columns of ∇_p (the label coordinates are constants; η = +1 on the features),
+  // which is what reading d columns out of the backend's (count, d + r) gradient gives.
   void point_gradient(side rows, const mutable_matrix_view& out, const char* name) const {
     check_output_shape(out, count(rows), dim(), name);
     const double two_s = 2 * inputs_.kernel.cost_scale;
@@ -194,7 +196,8 @@ class solver_state {
     return h;
   }
 
-  [[nodiscard]] std::int64_t dim() const { return inputs_.kernel.x.dim; }
+  // d of X and Y as given; the kernels' points may have more coordinates (label cost).
+  [[nodiscard]] std::int64_t dim() const { return inputs_.dim; }
   [[nodiscard]] std::int64_t count(side s) const { return cloud(s).count; }
   [[nodiscard]] std::string device_name() const { return compute_->name(); }
   void require_solved(const char* what) const {

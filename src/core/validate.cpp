@@ -1,5 +1,6 @@
 #include "core/validate.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string>
@@ -37,6 +38,31 @@ void validate_weight_shape(const vector_view& w, std::int64_t count, const char*
   }
 }
 
+// Shapes, weights and the cost kind of a label cost; its values are checked once read.
+void validate_label_shape(const label_cost& labels, const problem& p, const options& o) {
+  if (labels.empty()) return;
+  if (labels.x_labels.empty() || labels.y_labels.empty() || labels.label_distances.empty()) {
+    fail("the label cost needs x_labels, y_labels and label_distances (W) together; one of them is empty");
+  }
+  if (o.cost == cost_kind::cosine) {
+    throw unsupported("the label cost is defined for the squared-Euclidean cost only, not the cosine cost");
+  }
+  if (labels.x_labels.size != p.x.rows) {
+    fail("x_labels has " + std::to_string(labels.x_labels.size) + " labels but X has " + std::to_string(p.x.rows) + " points");
+  }
+  if (labels.y_labels.size != p.y.rows) {
+    fail("y_labels has " + std::to_string(labels.y_labels.size) + " labels but Y has " + std::to_string(p.y.rows) + " points");
+  }
+  const matrix_view& w = labels.label_distances;
+  if (w.rows <= 0 || w.rows != w.cols) {
+    std::string message = "label_distances (W) must be a non-empty square L×L matrix, got ";
+    message.append(std::to_string(w.rows)).append("×").append(std::to_string(w.cols));
+    fail(message);
+  }
+  require_positive_finite(labels.feature_weight, "label cost feature_weight (λx)");
+  require_positive_finite(labels.label_weight, "label cost label_weight (λy)");
+}
+
 }  // namespace
 
 void validate_arguments(const problem& p, const options& o) {
@@ -47,6 +73,7 @@ void validate_arguments(const problem& p, const options& o) {
   }
   validate_weight_shape(p.a, p.x.rows, "a", "X");
   validate_weight_shape(p.b, p.y.rows, "b", "Y");
+  validate_label_shape(p.labels, p, o);
   require_positive_finite(p.eps, "eps");
   require_positive_finite(p.cost_scale, "cost_scale");
   // Scores are scaled by 2s/ε; in float32 arithmetic that factor must itself be a float.
@@ -97,6 +124,48 @@ void validate_weights(const std::vector<double>& weights, std::string_view name)
 void validate_potential(const std::vector<double>& potential, std::string_view name) {
   for (std::size_t i = 0; i < potential.size(); ++i) {
     if (!std::isfinite(potential[i])) fail(std::string(name) + " is not finite at index " + std::to_string(i));
+  }
+}
+
+void validate_labels(const std::vector<std::int32_t>& labels, std::int64_t label_count, std::string_view name) {
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] < 0 || labels[i] >= label_count) {
+      std::string message(name);
+      message.append(" has label ").append(std::to_string(labels[i])).append(" at index ").append(std::to_string(i));
+      message.append(", outside [0, L) with L = ").append(std::to_string(label_count)).append(" (the size of W)");
+      fail(message);
+    }
+  }
+}
+
+void validate_label_distances(std::vector<double>& distances, std::int64_t label_count) {
+  const auto at = [&](std::int64_t r, std::int64_t c) -> double& { return distances[static_cast<std::size_t>(r * label_count + c)]; };
+  const auto where = [](std::int64_t r, std::int64_t c) {
+    std::string text("W[");
+    return text.append(std::to_string(r)).append(", ").append(std::to_string(c)).append("]");
+  };
+  double largest = 0;
+  for (std::int64_t r = 0; r < label_count; ++r) {
+    for (std::int64_t c = 0; c < label_count; ++c) {
+      const double v = at(r, c);
+      if (!std::isfinite(v)) fail("label_distances " + where(r, c) + " is " + (std::isnan(v) ? "NaN" : "Inf"));
+      if (v < 0) fail("label_distances " + where(r, c) + " = " + str(v) + " is negative; W holds distances");
+      largest = std::max(largest, v);
+    }
+  }
+  const double tolerance = 1e-9 * largest;
+  for (std::int64_t r = 0; r < label_count; ++r) {
+    if (at(r, r) > tolerance) {
+      fail("label_distances " + where(r, r) + " = " + str(at(r, r)) + " is not 0; a label is at distance 0 from itself");
+    }
+    at(r, r) = 0;
+    for (std::int64_t c = r + 1; c < label_count; ++c) {
+      if (std::abs(at(r, c) - at(c, r)) > tolerance) {
+        fail("label_distances is not symmetric: " + where(r, c) + " = " + str(at(r, c)) + " but " + where(c, r) +
+             " = " + str(at(c, r)));
+      }
+      at(r, c) = at(c, r) = 0.5 * (at(r, c) + at(c, r));
+    }
   }
 }
 

@@ -2,6 +2,9 @@
 //   as rows: points (padded_rows, dim) row-major — a row block is broadcast one coordinate at a time;
 //   as keys: panels of kKeyTile keys, each (dim, kKeyTile) key-fastest — one coordinate of 64 keys is
 //            a few contiguous SIMD vectors.
+//            The panels hold the points in the keys' role, η⊙q (prepared_cloud::key_role_points: the
+//            negative-signature coordinates of a label cost negated), the rows hold p; so a cloud is
+//            rows and keys at once (debiasing) with no second copy.
 // Padding rows are zero; padding keys get bias −∞ (see cpu_backend.cpp), so they weigh exactly 0.
 #pragma once
 
@@ -30,7 +33,7 @@ struct packed_cloud {
   std::int64_t tiles = 0;
   std::vector<T> points;      // (padded_rows, dim)
   std::vector<T> panels;      // (tiles, dim, kKeyTile)
-  std::vector<T> sq_norms;    // (count,) ‖p_i‖² of the rounded points
+  std::vector<T> sq_norms;    // (count,) ‖p_i‖²_η of the rounded points (signed, see prepared_cloud.hpp)
   std::vector<double> weights;
   std::vector<double> log_weights;
 };
@@ -55,17 +58,16 @@ packed_cloud<T> pack_cloud(const prepared_cloud& in, precision mode) {
   out.points.assign(static_cast<std::size_t>(out.padded_rows * in.dim), T(0));
   out.panels.assign(static_cast<std::size_t>(out.tiles * in.dim * kKeyTile), T(0));
   out.sq_norms.resize(static_cast<std::size_t>(in.count));
+  const std::vector<double>& keys = in.key_role_points();
   for (std::int64_t i = 0; i < in.count; ++i) {
-    double sq = 0;
     const std::int64_t tile = i / kKeyTile;
     const std::int64_t lane = i % kKeyTile;
     for (std::int64_t k = 0; k < in.dim; ++k) {
-      const T v = round_operand<T>(in.points[i * in.dim + k], mode);
-      out.points[i * in.dim + k] = v;
-      out.panels[(tile * in.dim + k) * kKeyTile + lane] = v;
-      sq += static_cast<double>(v) * static_cast<double>(v);
+      out.points[i * in.dim + k] = round_operand<T>(in.points[i * in.dim + k], mode);
+      // Rounding commutes with negation, so these are η⊙(the rounded row values).
+      out.panels[(tile * in.dim + k) * kKeyTile + lane] = round_operand<T>(keys[i * in.dim + k], mode);
     }
-    out.sq_norms[i] = static_cast<T>(sq);
+    out.sq_norms[i] = static_cast<T>(signed_sq_norm(out.points.data() + i * in.dim, in.dim, in.negative_dim));
   }
   out.weights = in.weights;
   out.log_weights = in.log_weights;

@@ -74,29 +74,27 @@ struct exact_points_view {
 
 struct device_cloud {
   device_buffer<unsigned char> points;
-  device_buffer<float> exact_points;  // tf32, bf16 only
+  device_buffer<unsigned char> key_points;  // η⊙points, only when the cloud has negative_dim > 0
+  device_buffer<float> exact_points;        // tf32, bf16 only
   device_buffer<double> scaled_sq_norm;
   device_buffer<double> weights;
   device_buffer<double> log_weights;
-  device_cloud_view view;
-  exact_points_view exact;
+  device_cloud_view row_view;  // points in the rows' role: p
+  device_cloud_view key_view;  // in the keys' role: η⊙q (== row_view without negative coordinates)
+  exact_points_view exact;     // p before rounding (the features are the same in both roles)
 };
 
-// Converts a prepared cloud to the working type and uploads it; the squared norms are those of the
-// stored (rounded) values, so that C_ij = s‖p‖² + s‖q‖² − 2s·p·q is exact for the rounded points.
-device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double cost_scale, cudaStream_t stream) {
-  device_cloud out;
-  const std::int64_t n = cloud.count;
-  const std::int64_t d = cloud.dim;
-  const std::int64_t padded_n = tile::round_up(n, tile::kRowPadding);
-  const std::int64_t padded_d = softmin_padded_dim(mode, d);
+// The points in the storage type of `mode`, (padded_n, padded_d) with zero padding; `rounded`, when
+// given, receives the stored values as doubles, (n, d).
+std::vector<unsigned char> encode_points(const std::vector<double>& points, std::int64_t n, std::int64_t d,
+                                         std::int64_t padded_n, std::int64_t padded_d, precision mode,
+                                         std::vector<double>* rounded) {
   const std::int64_t element = storage_bytes(mode);
   std::vector<unsigned char> bytes(static_cast<std::size_t>(padded_n * padded_d * element), 0);
-  std::vector<double> sq_norm(static_cast<std::size_t>(n), 0.0);
+  if (rounded != nullptr) rounded->assign(static_cast<std::size_t>(n * d), 0.0);
   for (std::int64_t i = 0; i < n; ++i) {
-    double norm = 0;
     for (std::int64_t c = 0; c < d; ++c) {
-      const double x = cloud.points[static_cast<std::size_t>(i * d + c)];
+      const double x = points[static_cast<std::size_t>(i * d + c)];
       unsigned char* dst = bytes.data() + (i * padded_d + c) * element;
       double stored = x;
       switch (mode) {
@@ -121,11 +119,25 @@ device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double co
           break;
         }
       }
-      norm += stored * stored;
+      if (rounded != nullptr) (*rounded)[static_cast<std::size_t>(i * d + c)] = stored;
     }
-    sq_norm[static_cast<std::size_t>(i)] = cost_scale * norm;
   }
-  out.points = upload(bytes, stream);
+  return bytes;
+}
+
+// Converts a prepared cloud to the working type and uploads it; the squared norms are those of the
+// stored (rounded) values, with the signature (‖p‖²_η, prepared_cloud.hpp), so that
+// C_ij = s‖p‖²_η + s‖q‖²_η − 2s·p·(η⊙q) is exact for the rounded points. The keys' copy η⊙q is
+// uploaded only when the cloud has negative-signature coordinates (a label cost with a non-PSD
+// −½JWJ); rounding commutes with negation, so it is η⊙(the stored rows).
+device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double cost_scale, cudaStream_t stream) {
+  device_cloud out;
+  const std::int64_t n = cloud.count;
+  const std::int64_t d = cloud.dim;
+  const std::int64_t padded_n = tile::round_up(n, tile::kRowPadding);
+  const std::int64_t padded_d = softmin_padded_dim(mode, d);
+  std::vector<double> rounded;
+  out.points = upload(encode_points(cloud.points, n, d, padded_n, padded_d, mode, &rounded), stream);
   if (mode == precision::tf32 || mode == precision::bf16) {
     const std::vector<float> exact(cloud.points.begin(), cloud.points.end());
     out.exact_points = upload(exact, stream);
@@ -133,17 +145,24 @@ device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double co
   } else {
     out.exact = {out.points.data(), padded_d, mode == precision::fp64};
   }
+  if (cloud.negative_dim > 0)
+    out.key_points = upload(encode_points(cloud.key_points, n, d, padded_n, padded_d, mode, nullptr), stream);
+  std::vector<double> sq_norm(static_cast<std::size_t>(n), 0.0);
+  for (std::int64_t i = 0; i < n; ++i)
+    sq_norm[static_cast<std::size_t>(i)] = cost_scale * signed_sq_norm(rounded.data() + i * d, d, cloud.negative_dim);
   out.scaled_sq_norm = upload(sq_norm, stream);
   out.weights = upload(cloud.weights, stream);
   out.log_weights = upload(cloud.log_weights, stream);
-  out.view.points = out.points.data();
-  out.view.scaled_sq_norm = out.scaled_sq_norm.data();
-  out.view.weights = out.weights.data();
-  out.view.log_weights = out.log_weights.data();
-  out.view.count = n;
-  out.view.padded_count = padded_n;
-  out.view.dim = d;
-  out.view.padded_dim = padded_d;
+  out.row_view.points = out.points.data();
+  out.row_view.scaled_sq_norm = out.scaled_sq_norm.data();
+  out.row_view.weights = out.weights.data();
+  out.row_view.log_weights = out.log_weights.data();
+  out.row_view.count = n;
+  out.row_view.padded_count = padded_n;
+  out.row_view.dim = d;
+  out.row_view.padded_dim = padded_d;
+  out.key_view = out.row_view;
+  if (cloud.negative_dim > 0) out.key_view.points = out.key_points.data();
   return out;
 }
 
@@ -154,6 +173,9 @@ void check_cloud(const prepared_cloud& cloud, const char* name) {
   if (cloud.points.size() != count * static_cast<std::size_t>(cloud.dim) ||
       cloud.weights.size() != count || cloud.log_weights.size() != count)
     throw invalid_argument(std::string("CUDA backend: cloud ") + name + " has inconsistent sizes");
+  if (cloud.negative_dim < 0 || cloud.negative_dim > cloud.dim ||
+      (cloud.negative_dim > 0 && cloud.key_points.size() != cloud.points.size()))
+    throw invalid_argument(std::string("CUDA backend: cloud ") + name + " has an inconsistent key-role copy");
 }
 
 // Grows `buffer` to at least `count` elements (contents not kept) and returns its data.
@@ -229,7 +251,7 @@ class cuda_backend final : public backend {
     std::int64_t partial_bytes = 0;
     for (side rows : {side::x, side::y})
       for (side keys : {side::x, side::y}) {
-        const int splits = softmin_split_count(mode_, cloud(rows), cloud(keys), sm_count_, max_shared_bytes_);
+        const int splits = softmin_split_count(mode_, cloud(rows), key_cloud(keys), sm_count_, max_shared_bytes_);
         partial_bytes = std::max(partial_bytes, softmin_partial_bytes(mode_, cloud(rows).padded_count, splits));
       }
     if (partial_bytes > 0) partial_ = device_buffer<unsigned char>(static_cast<std::size_t>(partial_bytes));
@@ -353,7 +375,7 @@ class cuda_backend final : public backend {
     refuse_inside_block("plan_rows");
     FS_CUDA_CHECK(cudaSetDevice(device_));
     const device_cloud_view& rows = cloud(request.rows);
-    const device_cloud_view& keys = cloud(request.keys);
+    const device_cloud_view& keys = key_cloud(request.keys);
     const auto n = static_cast<std::size_t>(rows.count);
     const auto m = static_cast<std::size_t>(keys.count);
     const auto k = static_cast<std::size_t>(request.k);
@@ -493,7 +515,7 @@ class cuda_backend final : public backend {
                                                 std::size_t k) const {
     plan_rows_launch_args args;
     args.rows = cloud(rows);
-    args.keys = cloud(keys);
+    args.keys = key_cloud(keys);
     args.key_potential = slot_data(key_potential);
     args.cost_scale = cost_scale_;
     args.eps = eps;
@@ -523,7 +545,7 @@ class cuda_backend final : public backend {
   [[nodiscard]] softmin_launch_args launch_args(const block_op& op) const {
     softmin_launch_args args;
     args.rows = cloud(op.rows);
-    args.keys = cloud(op.keys);
+    args.keys = key_cloud(op.keys);
     args.key_potential = op.key_potential;
     args.previous = op.source;
     args.out = op.target;
@@ -548,7 +570,9 @@ class cuda_backend final : public backend {
     return launch_softmin(mode_, launch_args(op), stream_.get());
   }
 
-  [[nodiscard]] const device_cloud_view& cloud(side s) const { return clouds_[static_cast<int>(s)].view; }
+  // A cloud in the rows' role (p) and in the keys' role (η⊙q; the same buffer without negative coordinates).
+  [[nodiscard]] const device_cloud_view& cloud(side s) const { return clouds_[static_cast<int>(s)].row_view; }
+  [[nodiscard]] const device_cloud_view& key_cloud(side s) const { return clouds_[static_cast<int>(s)].key_view; }
   [[nodiscard]] double* slot_data(slot s) const { return slots_[slot_buffer_[static_cast<int>(s)]].data(); }
 
   precision mode_;

@@ -117,8 +117,8 @@ TEST(SolverVsDense, UnbalancedAndDebiasedAlternating) {
 }
 
 TEST(SolverFacts, SinglePointPairCostsExactly) {
-  const reference::cloud x{1, 3, {1.0, 2.0, 3.0}, {1.0}};
-  const reference::cloud y{1, 3, {0.0, -1.0, 4.0}, {1.0}};
+  const reference::cloud x{1, 3, {1.0, 2.0, 3.0}, {1.0}, {}};
+  const reference::cloud y{1, 3, {0.0, -1.0, 4.0}, {1.0}, {}};
   for (fs::precision mode : {fs::precision::fp64, fs::precision::fp32}) {
     const fs::result r = fs::solver(make_problem(x, y, 0.3, 0.5), fixed_iterations(3, mode)).solve();
     EXPECT_NEAR(r.cost, 0.5 * 11.0, 1e-12 * 50 + (mode == fs::precision::fp32 ? 1e-5 : 0));

@@ -17,6 +17,7 @@ struct cloud {
   std::int64_t dim = 0;
   std::vector<double> points;   // (count, dim)
   std::vector<double> weights;  // (count,), sum 1
+  std::vector<std::int32_t> labels;  // (count,) for a label cost, else empty
 };
 
 inline double sq_dist(const cloud& p, std::int64_t i, const cloud& q, std::int64_t j) {
@@ -28,15 +29,38 @@ inline double sq_dist(const cloud& p, std::int64_t i, const cloud& q, std::int64
   return d2;
 }
 
-// T_i = −ε·log Σ_j w_j exp((h_j − s‖p_i − q_j‖²)/ε); h empty means 0.
-inline std::vector<double> softmin(const cloud& rows, const cloud& keys, const std::vector<double>& h, double eps, double s) {
+// The label term of the OTDD cost: λy·W[l_i, l_j], with λx on the feature distance.
+struct label_matrix {
+  std::int64_t count = 0;          // L
+  std::vector<double> distances;   // W (L, L) row-major
+  double feature_weight = 1;       // λx
+  double label_weight = 1;         // λy
+};
+
+// C_ij = s·‖x_i − y_j‖², or with labels C_ij = s·(λx‖x_i − y_j‖² + λy·W[l_i, l_j]) — W looked up
+// entry by entry, the obvious way (the library embeds it instead). Converts from a plain s.
+struct cost_model {
+  double s = 1;
+  const label_matrix* labels = nullptr;
+
+  cost_model(double scale, const label_matrix* label_term = nullptr) : s(scale), labels(label_term) {}  // NOLINT
+
+  double operator()(const cloud& p, std::int64_t i, const cloud& q, std::int64_t j) const {
+    if (labels == nullptr) return s * sq_dist(p, i, q, j);
+    const double w = labels->distances[static_cast<std::size_t>(p.labels[i] * labels->count + q.labels[j])];
+    return s * (labels->feature_weight * sq_dist(p, i, q, j) + labels->label_weight * w);
+  }
+};
+
+// T_i = −ε·log Σ_j w_j exp((h_j − C_ij)/ε); h empty means 0.
+inline std::vector<double> softmin(const cloud& rows, const cloud& keys, const std::vector<double>& h, double eps, const cost_model& s) {
   std::vector<double> out(static_cast<std::size_t>(rows.count));
   std::vector<double> terms(static_cast<std::size_t>(keys.count));
   for (std::int64_t i = 0; i < rows.count; ++i) {
     double m = -std::numeric_limits<double>::infinity();
     for (std::int64_t j = 0; j < keys.count; ++j) {
       const double hj = h.empty() ? 0.0 : h[j];
-      terms[j] = keys.weights[j] > 0 ? (hj - s * sq_dist(rows, i, keys, j)) / eps + std::log(keys.weights[j])
+      terms[j] = keys.weights[j] > 0 ? (hj - s(rows, i, keys, j)) / eps + std::log(keys.weights[j])
                                      : -std::numeric_limits<double>::infinity();
       m = std::max(m, terms[j]);
     }
@@ -67,7 +91,7 @@ inline double value_of(const cloud& x, const cloud& y, const solution& s, double
 }
 
 // POT/OTT-style alternating updates from f = g = 0; debiasing potentials by averaged updates.
-inline solution alternating(const cloud& x, const cloud& y, double eps, double s, int iterations,
+inline solution alternating(const cloud& x, const cloud& y, double eps, const cost_model& s, int iterations,
                             std::optional<double> rho_x = {}, std::optional<double> rho_y = {}, bool debias = false) {
   solution out;
   out.g.assign(static_cast<std::size_t>(y.count), 0.0);
@@ -95,7 +119,7 @@ inline solution alternating(const cloud& x, const cloud& y, double eps, double s
 }
 
 // GeomLoss's sinkhorn_loop over an ε list, with its final extrapolation.
-inline solution symmetric(const cloud& x, const cloud& y, const std::vector<double>& eps_list, double s,
+inline solution symmetric(const cloud& x, const cloud& y, const std::vector<double>& eps_list, const cost_model& s,
                           std::optional<double> rho = {}, bool debias = false) {
   solution out;
   auto scaled = [](std::vector<double> v, double k) { for (double& e : v) e *= k; return v; };
@@ -142,12 +166,12 @@ inline solution symmetric(const cloud& x, const cloud& y, const std::vector<doub
 
 // The plan with rows renormalised from g (the library's convention after a solve, balanced rows):
 // P_ij = a_i·softmax_j((g_j − C_ij)/ε + log b_j).  (n, m) row-major.
-inline std::vector<double> row_plan(const cloud& x, const cloud& y, const std::vector<double>& g, double eps, double s) {
+inline std::vector<double> row_plan(const cloud& x, const cloud& y, const std::vector<double>& g, double eps, const cost_model& s) {
   const std::vector<double> f = softmin(x, y, g, eps, s);
   std::vector<double> p(static_cast<std::size_t>(x.count * y.count));
   for (std::int64_t i = 0; i < x.count; ++i) {
     for (std::int64_t j = 0; j < y.count; ++j) {
-      p[i * y.count + j] = x.weights[i] * y.weights[j] * std::exp((f[i] + g[j] - s * sq_dist(x, i, y, j)) / eps);
+      p[i * y.count + j] = x.weights[i] * y.weights[j] * std::exp((f[i] + g[j] - s(x, i, y, j)) / eps);
     }
   }
   return p;

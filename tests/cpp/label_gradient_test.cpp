@@ -1,0 +1,75 @@
+// ∇X and ∇Y of the converged value with a label cost against central finite differences of the
+// value itself, in float64 on the CPU: Euclidean and non-Euclidean W (the pseudo-Euclidean path),
+// plain and debiased, λx ≠ 1. The labels are constants: the gradient is the features' part of the
+// gradient of the augmented points (solver.cpp, point_gradient).
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "label_problems.hpp"
+
+namespace fs = flashsinkhorn;
+using namespace testing_support;
+
+namespace {
+
+fs::options converged_options(bool debias) {
+  fs::options o = fixed_iterations(5000, fs::precision::fp64);
+  o.tolerance = 1e-14;
+  o.check_every = 5;
+  o.debias = debias;
+  return o;
+}
+
+class LabelGradientVsFiniteDifferences : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(LabelGradientVsFiniteDifferences, PointsOfXAndY) {
+  const auto [euclidean, debias] = GetParam();
+  const std::int64_t d = 3, label_count = 5;
+  reference::cloud x = reference::random_cloud(23, d, 201, 1.0, 0.5);
+  reference::cloud y = reference::random_cloud(17, d, 202, 1.0, -0.5);
+  assign_labels(x, label_count, 203);
+  assign_labels(y, label_count, 204);
+  reference::label_matrix w = euclidean ? euclidean_label_matrix(label_count, 205) : non_euclidean_label_matrix(label_count, 205);
+  if (!euclidean) {
+    ASSERT_LT(non_psd_certificate(w), 0);
+  }
+  w.feature_weight = 1.3;
+  w.label_weight = 0.7;
+  const double eps = 0.5, s = 0.5;
+  const fs::options o = converged_options(debias);
+  const auto value = [&](const reference::cloud& px, const reference::cloud& py) {
+    return fs::solver(make_labelled_problem(px, py, w, eps, s), o).solve().cost;
+  };
+  fs::solver solver(make_labelled_problem(x, y, w, eps, s), o);
+  ASSERT_TRUE(solver.solve().converged);
+  std::vector<double> gx(static_cast<std::size_t>(x.count * d)), gy(static_cast<std::size_t>(y.count * d));
+  solver.gradient_x(fs::host_matrix(gx.data(), x.count, d));
+  solver.gradient_y(fs::host_matrix(gy.data(), y.count, d));
+
+  const std::string where = std::string(euclidean ? "Euclidean W" : "non-Euclidean W") + (debias ? ", debiased" : ", plain");
+  const double h = 1e-5;  // central differences: truncation O(h²)·|f'''| ≈ 1e-10, roundoff 1e-16/h ≈ 1e-11
+  for (std::int64_t idx : {0L, 4L, 31L, 68L}) {
+    reference::cloud plus = x, minus = x;
+    plus.points[idx] += h;
+    minus.points[idx] -= h;
+    const double fd = (value(plus, y) - value(minus, y)) / (2 * h);
+    EXPECT_NEAR(gx[idx], fd, 1e-7 + 1e-6 * std::abs(fd)) << where << " dX[" << idx << "]";
+  }
+  for (std::int64_t idx : {2L, 25L, 50L}) {
+    reference::cloud plus = y, minus = y;
+    plus.points[idx] += h;
+    minus.points[idx] -= h;
+    const double fd = (value(x, plus) - value(x, minus)) / (2 * h);
+    EXPECT_NEAR(gy[idx], fd, 1e-7 + 1e-6 * std::abs(fd)) << where << " dY[" << idx << "]";
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::tuple<bool, bool>>& info) {
+  return std::string(std::get<0>(info.param) ? "euclidean" : "non_euclidean") + (std::get<1>(info.param) ? "_debiased" : "_plain");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, LabelGradientVsFiniteDifferences, ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         case_name);
+
+}  // namespace

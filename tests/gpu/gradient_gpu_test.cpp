@@ -44,7 +44,8 @@ fs::options converged(fs::precision mode, fs::device_kind device) {
   fs::options o;
   o.precision = mode;
   o.device = device;
-  o.tolerance = mode == fs::precision::fp64 ? 1e-12 : 1e-6;
+  // fp32 to 1e-7: at 1e-6 the plan itself is off by ~1e-4 of max|∇| (measured on the CPU backend).
+  o.tolerance = mode == fs::precision::fp64 ? 1e-12 : mode == fs::precision::fp32 ? 1e-7 : 1e-6;
   o.max_iterations = 5000;
   return o;
 }

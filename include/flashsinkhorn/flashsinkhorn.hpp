@@ -4,6 +4,7 @@
 #include "flashsinkhorn/array_view.hpp"
 #include "flashsinkhorn/error.hpp"
 #include "flashsinkhorn/options.hpp"
+#include "flashsinkhorn/potential_vjp.hpp"
 #include "flashsinkhorn/problem.hpp"
 #include "flashsinkhorn/result.hpp"
 #include "flashsinkhorn/solver.hpp"

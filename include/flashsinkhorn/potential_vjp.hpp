@@ -34,12 +34,12 @@ struct potential_vjp_options {
 
 // Where the gradients go (host memory, float32 or float64). An empty view is not computed.
 struct potential_vjp_outputs {
-  mutable_matrix_view grad_x;  // (n, d) ∂L/∂X in the caller's coordinates (cosine: through x/‖x‖)
-  mutable_matrix_view grad_y;  // (m, d) ∂L/∂Y
+  mutable_matrix_view grad_x{};  // (n, d) ∂L/∂X in the caller's coordinates (cosine: through x/‖x‖)
+  mutable_matrix_view grad_y{};  // (m, d) ∂L/∂Y
   // (n,), (m,) ∂L/∂a, ∂L/∂b of the weights as given (through the normalisation when
   // normalize_weights is on; without it, like gradient_a, defined up to one additive constant).
-  mutable_vector_view grad_a;
-  mutable_vector_view grad_b;
+  mutable_vector_view grad_a{};
+  mutable_vector_view grad_b{};
 };
 
 // What the linear solve did. Non-convergence is reported here, never thrown: the gradients of the

@@ -27,7 +27,7 @@
 // (one pass per side, k = 2d + 1), then the chain rules of the preparation: cosine normalisation
 // x̂ = x/‖x‖, and w̃ = w/Σw for the weights. Centring is a translation: C and so L do not see it.
 // Gauge: the cotangent's component along (1, −1) is removed first, ḟ ← ḟ − t, ġ ← ġ + t,
-// t = (Σḟ − Σġ)/(n + m), and λ is returned with minimum norm (Σλ_f = Σλ_g): λ = H⁺(ḟ, ġ), the
+// t = (Σḟ − Σġ)/(n + m), and λ is taken with minimum norm (Σλ_f = Σλ_g): λ = H⁺(ḟ, ġ), the
 // derivative of L∘Π (include/flashsinkhorn/potential_vjp.hpp). dL/dC is free of λ's gauge; the
 // unnormalised weight gradients move by ±ε·t with it (balanced problems allow only Σδa = Σδb).
 #pragma once

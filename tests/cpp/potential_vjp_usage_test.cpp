@@ -78,6 +78,23 @@ TEST_F(PotentialVjpValidation, EmptyCotangentMeansZero) {
   EXPECT_EQ(with_zeros, with_empty);
 }
 
+// The usage example of docs/math.md, as written there.
+TEST(PotentialVjpUsage, DocumentedExample) {
+  const reference::cloud x = reference::random_cloud(9, 2, 1), y = reference::random_cloud(7, 2, 2);
+  const std::int64_t n = 9, d = 2;
+  flashsinkhorn::solver s(make_problem(x, y, 0.5, 1.0), fixed_iterations(50, fs::precision::fp64));
+  flashsinkhorn::result r = s.solve();
+  std::vector<double> df = r.f;
+  const double mean = std::accumulate(df.begin(), df.end(), 0.0) / static_cast<double>(df.size());
+  for (double& v : df) v -= mean;
+  std::vector<double> grad_x(static_cast<std::size_t>(n * d));
+  flashsinkhorn::potential_vjp_report report =
+      s.potential_vjp(flashsinkhorn::host_vector(df.data(), n), {},  // empty dg: zeros
+                      {.grad_x = flashsinkhorn::host_matrix(grad_x.data(), n, d)});
+  EXPECT_TRUE(report.converged);
+  EXPECT_GT(max_abs(grad_x), 0.0);
+}
+
 TEST_F(PotentialVjpValidation, UnbalancedAndZeroWeightsAreUnsupported) {
   fs::options unbalanced = o;
   unbalanced.reach_y = 1.0;

@@ -5,6 +5,7 @@
 #include "flashsinkhorn/error.hpp"
 #include "flashsinkhorn/label_cost.hpp"
 #include "flashsinkhorn/options.hpp"
+#include "flashsinkhorn/potential_vjp.hpp"
 #include "flashsinkhorn/problem.hpp"
 #include "flashsinkhorn/result.hpp"
 #include "flashsinkhorn/solver.hpp"

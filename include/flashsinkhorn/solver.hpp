@@ -16,6 +16,7 @@
 
 #include "flashsinkhorn/array_view.hpp"
 #include "flashsinkhorn/options.hpp"
+#include "flashsinkhorn/potential_vjp.hpp"
 #include "flashsinkhorn/problem.hpp"
 #include "flashsinkhorn/result.hpp"
 
@@ -54,6 +55,15 @@ class solver {
   void gradient_y(mutable_matrix_view out) const;  // (m, d)
   void gradient_a(mutable_vector_view out) const;  // (n,)
   void gradient_b(mutable_vector_view out) const;  // (m,)
+
+  // Implicit differentiation of a loss L(f, g) of result.f, result.g (potential_vjp.hpp): from
+  // df = ∂L/∂f (n,) and dg = ∂L/∂g (m,) (an empty view: zeros), writes the requested gradients of L
+  // with respect to X, Y, a, b. CG on a Schur complement, every product a streamed plan pass.
+  // Balanced problems with positive weights (unbalanced: unsupported); the squared-Euclidean and
+  // cosine costs; debiased solves differentiate the OT(a, b) potentials f, g only.
+  // Throws invalid_argument before solve(), on bad sizes, non-finite cotangents or no output.
+  potential_vjp_report potential_vjp(vector_view df, vector_view dg, const potential_vjp_outputs& out,
+                                     const potential_vjp_options& settings = {}) const;
 
   [[nodiscard]] std::string device_name() const;
 

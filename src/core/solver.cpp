@@ -10,6 +10,7 @@
 #include "core/backend.hpp"
 #include "core/dual_value.hpp"
 #include "core/epsilon_schedule.hpp"
+#include "core/potential_vjp.hpp"
 #include "core/prepare.hpp"
 #include "core/solver_loop.hpp"
 #include "core/validate.hpp"
@@ -203,6 +204,8 @@ class solver_state {
   void require_solved(const char* what) const {
     if (!solved_) throw invalid_argument(std::string(what) + " needs the potentials: call solve() first");
   }
+  // What core/potential_vjp.cpp reads after a solve.
+  [[nodiscard]] potential_vjp_context vjp_context() const { return {*compute_, inputs_, eps_, options_}; }
 
  private:
   const prepared_cloud& cloud(side s) const { return s == side::x ? inputs_.kernel.x : inputs_.kernel.y; }
@@ -341,6 +344,12 @@ void solver::gradient_a(mutable_vector_view out) const {
 void solver::gradient_b(mutable_vector_view out) const {
   state_->require_solved("gradient_b");
   detail::write_vector(out, state_->weight_gradient(side::y), "gradient_b");
+}
+
+potential_vjp_report solver::potential_vjp(vector_view df, vector_view dg, const potential_vjp_outputs& out,
+                                           const potential_vjp_options& settings) const {
+  state_->require_solved("potential_vjp");
+  return detail::potential_vjp(state_->vjp_context(), df, dg, out, settings);
 }
 
 std::string solver::device_name() const { return state_->device_name(); }

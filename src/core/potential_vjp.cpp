@@ -1,0 +1,270 @@
+#include "core/potential_vjp.hpp"
+
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/projected_cg.hpp"
+#include "core/solved_plan.hpp"
+#include "core/view_io.hpp"
+#include "flashsinkhorn/error.hpp"
+
+namespace flashsinkhorn::detail {
+namespace {
+
+std::string text(std::string head, const std::string& tail) {
+  head.append(tail);
+  return head;
+}
+
+void validate_settings(const potential_vjp_options& settings) {
+  if (!std::isfinite(settings.tolerance) || settings.tolerance < 0) {
+    throw invalid_argument(text("potential_vjp: tolerance must be a finite number ≥ 0, got ",
+                                std::to_string(settings.tolerance)));
+  }
+  if (settings.max_iterations < 1) {
+    throw invalid_argument(text("potential_vjp: max_iterations must be ≥ 1, got ",
+                                std::to_string(settings.max_iterations)));
+  }
+}
+
+void require_supported(const potential_vjp_context& context) {
+  const options& o = context.solve_options;
+  if (o.reach_x || o.reach_y) {
+    throw unsupported(
+        "potential_vjp: implicit differentiation is implemented for balanced problems only "
+        "(reach_x / reach_y is set)");
+  }
+  const auto require_positive = [](const std::vector<double>& w, const char* name) {
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      if (!(w[i] > 0)) {
+        std::string message = "potential_vjp: ";
+        message.append(name).append(" has a zero weight at index ").append(std::to_string(i));
+        message.append("; implicit differentiation needs positive weights (drop the point instead)");
+        throw unsupported(message);
+      }
+    }
+  };
+  require_positive(context.inputs.kernel.x.weights, "a");
+  require_positive(context.inputs.kernel.y.weights, "b");
+}
+
+// Shapes and memory space of the outputs, before any work (write_* checks them again).
+void validate_output(const mutable_matrix_view& out, std::int64_t rows, std::int64_t cols, const char* name) {
+  if (out.empty()) return;
+  if (out.rows != rows || out.cols != cols) {
+    std::string message = "potential_vjp: ";
+    message.append(name).append(" is ").append(std::to_string(out.rows)).append("×").append(std::to_string(out.cols));
+    message.append(", expected ").append(std::to_string(rows)).append("×").append(std::to_string(cols));
+    throw invalid_argument(message);
+  }
+  if (out.space != memory_space::host) throw unsupported(text(text("potential_vjp: ", name), " must live in host memory"));
+}
+
+void validate_output(const mutable_vector_view& out, std::int64_t size, const char* name) {
+  if (out.empty()) return;
+  if (out.size != size) {
+    std::string message = "potential_vjp: ";
+    message.append(name).append(" has ").append(std::to_string(out.size)).append(" elements, expected ");
+    message.append(std::to_string(size));
+    throw invalid_argument(message);
+  }
+  if (out.space != memory_space::host) throw unsupported(text(text("potential_vjp: ", name), " must live in host memory"));
+}
+
+// ∂L/∂f or ∂L/∂g: `count` finite values; an empty view means zeros.
+std::vector<double> read_cotangent(const vector_view& view, std::int64_t count, const char* name,
+                                   const char* cloud) {
+  if (view.empty()) return std::vector<double>(static_cast<std::size_t>(count), 0.0);
+  if (view.size != count) {
+    std::string message = "potential_vjp: ";
+    message.append(name).append(" has ").append(std::to_string(view.size)).append(" values but ");
+    message.append(cloud).append(" has ").append(std::to_string(count)).append(" points");
+    throw invalid_argument(message);
+  }
+  std::vector<double> values = read_vector(view, name);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      std::string message = "potential_vjp: ";
+      message.append(name).append(" is not finite at index ").append(std::to_string(i));
+      throw invalid_argument(message);
+    }
+  }
+  return values;
+}
+
+double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+
+double norm(const std::vector<double>& v) { return std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0)); }
+
+// x ← (I − x̂x̂ᵀ)·∇/‖x‖ per row: the chain rule through the cosine cost's x̂ = x/‖x‖.
+void through_normalisation(std::vector<double>& grad, const std::vector<double>& input,
+                           const std::vector<double>& norms, std::int64_t dim) {
+  for (std::size_t i = 0; i < norms.size(); ++i) {
+    const double* x = &input[i * dim];
+    double* g = &grad[i * dim];
+    double radial = 0;
+    for (std::int64_t c = 0; c < dim; ++c) radial += x[c] / norms[i] * g[c];
+    for (std::int64_t c = 0; c < dim; ++c) g[c] = (g[c] - radial * x[c] / norms[i]) / norms[i];
+  }
+}
+
+// ∂/∂w_k of h(w̃), w̃ = w/Σw: (h_k − ⟨w̃, h⟩)/Σw.
+void through_weight_normalisation(std::vector<double>& h, const std::vector<double>& normalised, double mass) {
+  const double mean = std::inner_product(h.begin(), h.end(), normalised.begin(), 0.0);
+  for (double& v : h) v = (v - mean) / mass;
+}
+
+// The adjoint λ = H⁺(ḟ, ġ) and how CG got there.
+struct adjoint {
+  std::vector<double> f, g;
+  potential_vjp_report report;
+};
+
+adjoint solve_adjoint(const solved_plan& plan, const std::vector<double>& a, std::vector<double> df,
+                      std::vector<double> dg, const potential_vjp_options& settings) {
+  adjoint out;
+  const std::size_t n = df.size(), m = dg.size();
+  // Remove the cotangent's gauge component: the orthogonal projection onto (1, −1)⊥.
+  out.report.gauge_defect = sum(df) - sum(dg);
+  const double shift = out.report.gauge_defect / static_cast<double>(n + m);
+  for (double& v : df) v -= shift;
+  for (double& v : dg) v += shift;
+
+  std::vector<double> df_over_a(n);
+  for (std::size_t i = 0; i < n; ++i) df_over_a[i] = df[i] / a[i];
+  std::vector<double> rho = plan.apply_transpose(df_over_a, 1);
+  for (std::size_t j = 0; j < m; ++j) rho[j] = dg[j] - rho[j];
+  project_out_mean(rho);
+
+  const std::vector<double>& c = plan.column_mass();
+  const linear_map schur = [&](const std::vector<double>& v) {
+    std::vector<double> out_s = plan.apply_transpose(plan.row_average(v, 1), 1);
+    for (std::size_t j = 0; j < v.size(); ++j) out_s[j] = c[j] * v[j] - out_s[j];
+    return out_s;
+  };
+  const std::vector<double> preconditioner =
+      settings.preconditioner == cg_preconditioner::diagonal ? c : std::vector<double>(m, 1.0);
+  projected_cg_outcome cg =
+      projected_cg(schur, rho, preconditioner, {settings.tolerance, settings.max_iterations});
+  out.g = std::move(cg.solution);
+  out.report.iterations = cg.iterations;
+
+  // The residual of the returned λ_g, not the recurrence's (they part at the roundoff floor).
+  const double rho_norm = norm(rho);
+  if (rho_norm > 0) {
+    std::vector<double> residual = schur(out.g);
+    for (std::size_t j = 0; j < m; ++j) residual[j] = rho[j] - residual[j];
+    project_out_mean(residual);
+    out.report.relative_residual = norm(residual) / rho_norm;
+  }
+  out.report.converged = out.report.relative_residual <= settings.tolerance;
+
+  out.f = plan.row_average(out.g, 1);
+  for (std::size_t i = 0; i < n; ++i) out.f[i] = df_over_a[i] - out.f[i];
+  // Minimum norm: move λ along (1, −1) to Σλ_f = Σλ_g.
+  const double gauge = (sum(out.f) - sum(out.g)) / static_cast<double>(n + m);
+  for (double& v : out.f) v -= gauge;
+  for (double& v : out.g) v += gauge;
+  return out;
+}
+
+}  // namespace
+
+potential_vjp_report potential_vjp(const potential_vjp_context& context, const vector_view& df_view,
+                                   const vector_view& dg_view, const potential_vjp_outputs& outputs,
+                                   const potential_vjp_options& settings) {
+  validate_settings(settings);
+  require_supported(context);
+  const prepared_inputs& in = context.inputs;
+  const prepared_cloud& x = in.kernel.x;
+  const prepared_cloud& y = in.kernel.y;
+  const std::int64_t n = x.count, m = y.count, d = x.dim;
+  const std::vector<double> df = read_cotangent(df_view, n, "df", "X");
+  const std::vector<double> dg = read_cotangent(dg_view, m, "dg", "Y");
+  const bool want_x = !outputs.grad_x.empty(), want_y = !outputs.grad_y.empty();
+  const bool want_a = !outputs.grad_a.empty(), want_b = !outputs.grad_b.empty();
+  if (!want_x && !want_y && !want_a && !want_b) {
+    throw invalid_argument("potential_vjp: no output requested; pass at least one of grad_x, grad_y, grad_a, grad_b");
+  }
+  validate_output(outputs.grad_x, n, d, "grad_x");
+  validate_output(outputs.grad_y, m, d, "grad_y");
+  validate_output(outputs.grad_a, n, "grad_a");
+  validate_output(outputs.grad_b, m, "grad_b");
+
+  const solved_plan plan(context.compute, in.kernel, context.eps);
+  adjoint lambda = solve_adjoint(plan, x.weights, df, dg, settings);
+  const double two_s = 2 * in.kernel.cost_scale;
+  const double eps = context.eps;
+
+  if (want_x || want_a) {
+    // diag(1/a)·P·[Y, λ_g∘Y, λ_g]: columns [0, d) Ȳ, [d, 2d) B, 2d β.
+    const std::int64_t k = 2 * d + 1;
+    std::vector<double> values(static_cast<std::size_t>(m * k));
+    for (std::int64_t j = 0; j < m; ++j) {
+      for (std::int64_t c = 0; c < d; ++c) {
+        values[j * k + c] = y.points[j * d + c];
+        values[j * k + d + c] = lambda.g[j] * y.points[j * d + c];
+      }
+      values[j * k + 2 * d] = lambda.g[j];
+    }
+    const std::vector<double> avg = plan.row_average(values, k);
+    if (want_x) {
+      std::vector<double> grad(static_cast<std::size_t>(n * d));
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double beta = avg[i * k + 2 * d];
+        for (std::int64_t c = 0; c < d; ++c) {
+          const double xi = x.points[i * d + c];
+          grad[i * d + c] = two_s * x.weights[i] *
+                            (lambda.f[i] * (xi - avg[i * k + c]) + beta * xi - avg[i * k + d + c]);
+        }
+      }
+      if (context.solve_options.cost == cost_kind::cosine) through_normalisation(grad, in.x_input, in.x_norms, d);
+      write_matrix(outputs.grad_x, grad, n, d, "potential_vjp grad_x");
+    }
+    if (want_a) {
+      std::vector<double> grad(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) grad[i] = -eps * avg[i * k + 2 * d];
+      if (context.solve_options.normalize_weights) through_weight_normalisation(grad, x.weights, in.mass_a);
+      write_vector(outputs.grad_a, grad, "potential_vjp grad_a");
+    }
+  }
+  if (want_y || want_b) {
+    // Pᵀ·[X, λ_f∘X, λ_f]: columns [0, d) PᵀX, [d, 2d) Pᵀ(λ_f∘X), 2d Pᵀλ_f.
+    const std::int64_t k = 2 * d + 1;
+    std::vector<double> values(static_cast<std::size_t>(n * k));
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t c = 0; c < d; ++c) {
+        values[i * k + c] = x.points[i * d + c];
+        values[i * k + d + c] = lambda.f[i] * x.points[i * d + c];
+      }
+      values[i * k + 2 * d] = lambda.f[i];
+    }
+    const std::vector<double> sums = plan.apply_transpose(values, k);
+    const std::vector<double>& col = plan.column_mass();
+    if (want_y) {
+      std::vector<double> grad(static_cast<std::size_t>(m * d));
+      for (std::int64_t j = 0; j < m; ++j) {
+        const double weighted_lambda = sums[j * k + 2 * d];
+        for (std::int64_t c = 0; c < d; ++c) {
+          const double yj = y.points[j * d + c];
+          grad[j * d + c] = two_s * (lambda.g[j] * (col[j] * yj - sums[j * k + c]) + weighted_lambda * yj -
+                                     sums[j * k + d + c]);
+        }
+      }
+      if (context.solve_options.cost == cost_kind::cosine) through_normalisation(grad, in.y_input, in.y_norms, d);
+      write_matrix(outputs.grad_y, grad, m, d, "potential_vjp grad_y");
+    }
+    if (want_b) {
+      std::vector<double> grad(static_cast<std::size_t>(m));
+      for (std::int64_t j = 0; j < m; ++j) grad[j] = -eps * sums[j * k + 2 * d] / y.weights[j];
+      if (context.solve_options.normalize_weights) through_weight_normalisation(grad, y.weights, in.mass_b);
+      write_vector(outputs.grad_b, grad, "potential_vjp grad_b");
+    }
+  }
+  lambda.report.plan_passes = plan.passes();
+  return lambda.report;
+}
+
+}  // namespace flashsinkhorn::detail

@@ -1,0 +1,48 @@
+// The plan of a solve as a linear operator on host float64 vectors, every product one streamed
+// plan pass (backend::plan_rows), never the n×m matrix.
+//
+// The plan is the library's (solver.hpp): the final potentials with the rows renormalised from g,
+//   P_ij = a_i b_j exp((f̃_i + g_j − C_ij)/ε),   f̃ = T_f(g),   so P·1 = a exactly.
+// Both products use this one matrix, which keeps the operators built from them exactly symmetric:
+//   row_average(V)   = diag(1/a)·P·V   x-rows pass with key potential g: the row softmax itself;
+//   apply_transpose(U) = Pᵀ·U          y-rows pass with key potential f (the backend's slot, which
+//                      differs from f̃ before convergence), values reweighted by
+//                      w_i = exp((f̃_i − f_i)/ε), so that a_i e^{f_i/ε}·w_i = a_i e^{f̃_i/ε};
+//                      the pass returns the column softmax of (f, C), and the column masses are
+//                      b_j·exp(g_j/ε + lse_j)  (lse_j of that pass).
+//   column_mass()    = Pᵀ·1 =: c  (= b at convergence; the diagonal of the Schur complement's
+//                      leading part).
+// Requires balanced sides and a, b > 0 (checked by the caller).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/prepared_cloud.hpp"
+
+namespace flashsinkhorn::detail {
+
+class solved_plan {
+ public:
+  solved_plan(const backend& compute, const prepared_problem& problem, double eps);
+
+  // V: (m, k) row-major → (n, k).
+  [[nodiscard]] std::vector<double> row_average(const std::vector<double>& values, std::int64_t k) const;
+  // U: (n, k) row-major → (m, k).
+  [[nodiscard]] std::vector<double> apply_transpose(const std::vector<double>& values, std::int64_t k) const;
+
+  [[nodiscard]] const std::vector<double>& column_mass() const { return column_mass_; }
+  [[nodiscard]] int passes() const { return passes_; }
+
+ private:
+  const backend& compute_;
+  const prepared_problem& problem_;
+  double eps_;
+  std::vector<double> g_;             // (m,) the backend's g
+  std::vector<double> key_reweight_;  // (n,) w_i = exp((f̃_i − f_i)/ε)
+  std::vector<double> column_mass_;   // (m,) Pᵀ1
+  mutable int passes_ = 0;
+};
+
+}  // namespace flashsinkhorn::detail

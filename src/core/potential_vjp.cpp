@@ -180,6 +180,8 @@ potential_vjp_report potential_vjp(const potential_vjp_context& context, const v
   const prepared_inputs& in = context.inputs;
   const prepared_cloud& x = in.kernel.x;
   const prepared_cloud& y = in.kernel.y;
+  // d: the kernels' dimension; the caller's points are its first in.dim columns (a label cost
+  // appends constant coordinates, whose gradient columns are dropped).
   const std::int64_t n = x.count, m = y.count, d = x.dim;
   const std::vector<double> df = read_cotangent(df_view, n, "df", "X");
   const std::vector<double> dg = read_cotangent(dg_view, m, "dg", "Y");
@@ -188,8 +190,8 @@ potential_vjp_report potential_vjp(const potential_vjp_context& context, const v
   if (!want_x && !want_y && !want_a && !want_b) {
     throw invalid_argument("potential_vjp: no output requested; pass at least one of grad_x, grad_y, grad_a, grad_b");
   }
-  validate_output(outputs.grad_x, n, d, "grad_x");
-  validate_output(outputs.grad_y, m, d, "grad_y");
+  validate_output(outputs.grad_x, n, in.dim, "grad_x");
+  validate_output(outputs.grad_y, m, in.dim, "grad_y");
   validate_output(outputs.grad_a, n, "grad_a");
   validate_output(outputs.grad_b, m, "grad_b");
 
@@ -221,7 +223,7 @@ potential_vjp_report potential_vjp(const potential_vjp_context& context, const v
         }
       }
       if (context.solve_options.cost == cost_kind::cosine) through_normalisation(grad, in.x_input, in.x_norms, d);
-      write_matrix(outputs.grad_x, grad, n, d, "potential_vjp grad_x");
+      write_leading_columns(outputs.grad_x, grad, n, d, "potential_vjp grad_x");
     }
     if (want_a) {
       std::vector<double> grad(static_cast<std::size_t>(n));
@@ -254,7 +256,7 @@ potential_vjp_report potential_vjp(const potential_vjp_context& context, const v
         }
       }
       if (context.solve_options.cost == cost_kind::cosine) through_normalisation(grad, in.y_input, in.y_norms, d);
-      write_matrix(outputs.grad_y, grad, m, d, "potential_vjp grad_y");
+      write_leading_columns(outputs.grad_y, grad, m, d, "potential_vjp grad_y");
     }
     if (want_b) {
       std::vector<double> grad(static_cast<std::size_t>(m));

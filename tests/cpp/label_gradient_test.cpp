@@ -72,4 +72,42 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<bool, bool>>& in
 INSTANTIATE_TEST_SUITE_P(Cases, LabelGradientVsFiniteDifferences, ::testing::Combine(::testing::Bool(), ::testing::Bool()),
                          case_name);
 
+// Implicit differentiation with a label cost: with ḟ = a, ġ = b (L = the dual value) potential_vjp
+// gives the envelope gradient, the features' columns only (the label coordinates are constants).
+TEST(LabelPotentialVjp, DualValueCotangentGivesTheEnvelopeGradient) {
+  for (const bool euclidean : {true, false}) {
+    const std::int64_t d = 3, label_count = 5;
+    reference::cloud x = reference::random_cloud(23, d, 211, 1.0, 0.5);
+    reference::cloud y = reference::random_cloud(17, d, 212, 1.0, -0.5);
+    assign_labels(x, label_count, 213);
+    assign_labels(y, label_count, 214);
+    const reference::label_matrix w =
+        euclidean ? euclidean_label_matrix(label_count, 215) : non_euclidean_label_matrix(label_count, 215);
+    fs::solver solver(make_labelled_problem(x, y, w, 0.5, 0.5), converged_options(false));
+    ASSERT_TRUE(solver.solve().converged);
+    std::vector<double> gx(static_cast<std::size_t>(x.count * d)), vx(gx.size());
+    std::vector<double> gy(static_cast<std::size_t>(y.count * d)), vy(gy.size());
+    solver.gradient_x(fs::host_matrix(gx.data(), x.count, d));
+    solver.gradient_y(fs::host_matrix(gy.data(), y.count, d));
+    std::vector<double> a = x.weights, b = y.weights;
+    const auto normalise = [](std::vector<double>& v) {
+      double total = 0;
+      for (double e : v) total += e;
+      for (double& e : v) e /= total;
+    };
+    normalise(a);
+    normalise(b);
+    fs::potential_vjp_outputs out;
+    out.grad_x = fs::host_matrix(vx.data(), x.count, d);
+    out.grad_y = fs::host_matrix(vy.data(), y.count, d);
+    fs::potential_vjp_options settings;
+    settings.tolerance = 1e-12;
+    const fs::potential_vjp_report report =
+        solver.potential_vjp(fs::host_vector(a.data(), x.count), fs::host_vector(b.data(), y.count), out, settings);
+    EXPECT_TRUE(report.converged);
+    EXPECT_LT(max_abs_diff(vx, gx), 1e-8 * max_abs(gx)) << (euclidean ? "Euclidean W" : "non-Euclidean W");
+    EXPECT_LT(max_abs_diff(vy, gy), 1e-8 * max_abs(gy)) << (euclidean ? "Euclidean W" : "non-Euclidean W");
+  }
+}
+
 }  // namespace

@@ -7,6 +7,7 @@
 #include "cuda/plan_rows_kernel.cuh"
 #include "cuda/plan_values_kernel.cuh"
 #include "cuda/plan_wgmma_kernel.cuh"
+#include "cuda/plan_wgmma_streamed_kernel.cuh"
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/softmin_wgmma_kernel.cuh"
 #include "cuda/tensor_map.hpp"
@@ -144,9 +145,49 @@ cudaError_t launch_plan_wgmma_steps(const plan_rows_launch_args& args, const ker
   return cudaGetLastError();
 }
 
+// Wide rows: the streamed kernel, 128 value columns per CTA when the staged columns come in
+// pairs of 64-column tiles.
+template <class Op, int kHalves>
+cudaError_t launch_plan_wgmma_streamed(const plan_rows_launch_args& args, std::int64_t words, cudaStream_t stream) {
+  const device_cloud_view& rows = args.rows;
+  const device_cloud_view& keys = args.keys;
+  const std::int64_t columns = value_columns_padded(args.k);
+  CUtensorMap rows_map, keys_map, values_map;
+  if (!make_panel_tensor_map(&rows_map, rows.points, words, rows.padded_count, tile::kWgmmaBlockM) ||
+      !make_panel_tensor_map(&keys_map, keys.points, words, keys.padded_count, wgmma::kTileN) ||
+      !make_panel_tensor_map(&values_map, args.values_scratch, keys.padded_count, columns, kernels::plan_wgmma::kValueCols))
+    return cudaErrorNotSupported;
+  kernels::plan_wgmma_params p{};
+  p.key_bias = args.bias_scratch;
+  p.row_scaled_sq_norm = rows.scaled_sq_norm;
+  p.lse = args.lse;
+  p.weighted = args.weighted;
+  p.rows = rows.count;
+  p.k = args.k;
+  p.key_tiles = static_cast<int>(keys.padded_count / wgmma::kTileN);
+  p.stages = kernels::plan_wgmma_streamed_stages(args.max_shared_bytes);
+  p.score_scale_log2 = static_cast<float>(2.0 * args.cost_scale / args.eps * 1.44269504088896340736);
+  p.eps = args.eps;
+  const int shared_bytes = wgmma::kPanelAlignment + p.stages * kernels::plan_wgmma_streamed::kStageBytes;
+  const auto kernel = &kernels::plan_wgmma_streamed_kernel<Op, kHalves>;
+  cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+  if (status != cudaSuccess) return status;
+  const std::int64_t tile_columns = kHalves * kernels::plan_wgmma::kValueCols;
+  const dim3 grid(static_cast<unsigned>((rows.count + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM),
+                  static_cast<unsigned>((columns + tile_columns - 1) / tile_columns));
+  kernel<<<grid, tile::kWgmmaWsThreads, shared_bytes, stream>>>(p, static_cast<int>(words / wgmma::kPanelWords),
+                                                                 rows_map, keys_map, values_map);
+  return cudaGetLastError();
+}
+
 template <class Op>
 cudaError_t launch_plan_wgmma(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
   const int words = static_cast<int>(row_words(mode, args.rows.padded_dim));
+  if (words / 8 > kernels::plan_wgmma::kMaxSteps) {
+    const bool pairs = value_columns_padded(args.k) % (2 * kernels::plan_wgmma::kValueCols) == 0;
+    return pairs ? launch_plan_wgmma_streamed<Op, 2>(args, words, stream)
+                 : launch_plan_wgmma_streamed<Op, 1>(args, words, stream);
+  }
   const kernels::plan_wgmma_geometry geo = kernels::make_plan_wgmma_geometry(words, args.max_shared_bytes);
   switch (words / 8) {
     case 2: return launch_plan_wgmma_steps<Op, 2>(args, geo, stream);
@@ -168,6 +209,8 @@ bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bo
   if ((mode != precision::tf32 && mode != precision::bf16) || k <= 0 || want_cost) return false;
   if (!wgmma_available(mode)) return false;
   const std::int64_t words = row_words(mode, padded_dim);
+  if (words / 8 > kernels::plan_wgmma::kMaxSteps)  // wide rows: the streamed kernel, whole panels
+    return words % wgmma::kPanelWords == 0 && kernels::plan_wgmma_streamed_stages(max_shared_bytes) > 0;
   return words % 16 == 0 && kernels::make_plan_wgmma_geometry(static_cast<int>(words), max_shared_bytes).fits;
 }
 

@@ -3,7 +3,8 @@
 // with S_ij = (h_j − C_ij)/ε + log w_j and C_ij = s‖p_i‖² + s‖q_j‖² − 2s·p_i·q_j from the stored
 // (rounded) operands:
 //   fp64             float64 throughout (plan_rows_kernel.cuh: one thread per row)
-//   tf32, bf16       on sm_90a with values and no cost: warpgroup MMAs (plan_wgmma_kernel.cuh)
+//   tf32, bf16       on sm_90a with values and no cost: warpgroup MMAs (plan_wgmma_kernel.cuh,
+//                    plan_wgmma_streamed_kernel.cuh for wide rows)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,
 //                    P·V with P and V in tf32 (fp32: 3×TF32), fp32 accumulation, float64 row
 //                    finish.
@@ -44,8 +45,9 @@ struct plan_rows_launch_args {
 std::int64_t plan_values_bytes(precision mode, std::int64_t k, std::int64_t keys_padded);
 
 // Whether the plan pass of a mode, padded row width, k and cost request runs the Hopper kernel
-// (plan_wgmma_kernel.cuh: tf32 and bf16 with values and without the cost, rows of ≤ 8 k-steps, on
-// sm_90a) rather than the mma.sync one; its staged Vᵀ is then key-permuted.
+// (plan_wgmma_kernel.cuh for rows of ≤ 8 k-steps, plan_wgmma_streamed_kernel.cuh for wider rows of
+// whole panels: tf32 and bf16 with values and without the cost, on sm_90a) rather than the
+// mma.sync one; its staged Vᵀ is then key-permuted.
 bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost, int max_shared_bytes);
 
 // Stages Vᵀ for the tensor-core modes from float values (keys, k), rows `stride` apart, into

@@ -90,14 +90,15 @@ struct plan_wgmma_params {
 
 #if defined(FLASHSINKHORN_WGMMA_ENABLED)
 
-// The online softmax of one 64×128 tile for this thread's rows g and g + 8 (h = 0, 1): folds the
-// tile into the running state, rescales O, and writes P (tf32 bits) in the layout of `acc`.
-__device__ __forceinline__ void soften_tile(const float (&acc)[wgmma::kAccumulators], const float* bias, float scale,
-                                            float (&row_max)[2], float (&row_sum)[2], float (&lse_sum)[2],
-                                            float (&o)[wgmma::kAccumulatorsN64],
+// The online softmax of one 64×128 tile for this thread's rows g and g + 8 (h = 0, 1), β in
+// registers (load_tile_bias): folds the tile into the running state, rescales the kHalves O
+// accumulators, and writes P (tf32 bits) in the layout of `acc`.
+template <int kHalves>
+__device__ __forceinline__ void soften_tile(const float (&acc)[wgmma::kAccumulators],
+                                            const float2 (&beta)[kTileBiasPairs], float scale, float (&row_max)[2],
+                                            float (&row_sum)[2], float (&lse_sum)[2],
+                                            float (&o)[kHalves][wgmma::kAccumulatorsN64],
                                             std::uint32_t (&probability)[wgmma::kAccumulators]) {
-  float2 beta[kTileBiasPairs];
-  load_tile_bias(beta, bias);
   constexpr int kScores = wgmma::kTileN / 4;  // per row: 16 n8 groups × 2 columns
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -116,10 +117,12 @@ __device__ __forceinline__ void soften_tile(const float (&acc)[wgmma::kAccumulat
     const float rescale = fast_exp2(row_max[h] - reference);
     row_max[h] = new_max;
 #pragma unroll
-    for (int i = 0; i < wgmma::kAccumulatorsN64 / 4; ++i) {
-      o[4 * i + 2 * h] *= rescale;
-      o[4 * i + 2 * h + 1] *= rescale;
-    }
+    for (int half = 0; half < kHalves; ++half)
+#pragma unroll
+      for (int i = 0; i < wgmma::kAccumulatorsN64 / 4; ++i) {
+        o[half][4 * i + 2 * h] *= rescale;
+        o[half][4 * i + 2 * h + 1] *= rescale;
+      }
     float rounded_sums[2] = {row_sum[h] * rescale, 0.f};
     float exact_sums[2] = {lse_sum[h] * rescale, 0.f};
 #pragma unroll
@@ -135,8 +138,9 @@ __device__ __forceinline__ void soften_tile(const float (&acc)[wgmma::kAccumulat
   }
 }
 
-// O += P·V_tile: 16 k-steps of 8 keys; k-step i's A fragment is P of n8 group i (rows g, g + 8;
-// slots t ↔ key 2t, t + 4 ↔ key 2t + 1), B the i-th 32-byte step of the permuted Vᵀ panels.
+// O += P·V_tile for one 64-column half: 16 k-steps of 8 keys; k-step i's A fragment is P of n8
+// group i (rows g, g + 8; slots t ↔ key 2t, t + 4 ↔ key 2t + 1), B the i-th 32-byte step of the
+// permuted Vᵀ panels at `values_address`. Issued and committed as one group.
 __device__ __forceinline__ void issue_tile_values(float (&o)[wgmma::kAccumulatorsN64],
                                                   const std::uint32_t (&probability)[wgmma::kAccumulators],
                                                   std::uint32_t values_address) {
@@ -152,6 +156,42 @@ __device__ __forceinline__ void issue_tile_values(float (&o)[wgmma::kAccumulator
   }
   wgmma::commit_group();
   wgmma::pin(o);
+}
+
+// A consumer's rows leave: the quad's sums, then lse (value tile 0) and this thread's columns of
+// O / l (value tile `value_tile` of kHalves·kValueCols columns).
+template <int kHalves>
+__device__ __forceinline__ void leave_plan_rows(const plan_wgmma_params& p, std::int64_t row_block0, int value_tile,
+                                                const float (&row_max)[2], const float (&row_sum)[2],
+                                                const float (&lse_sum)[2],
+                                                const float (&o)[kHalves][wgmma::kAccumulatorsN64]) {
+  const int warpgroup = threadIdx.x / 128;
+  const int warp = (threadIdx.x % 128) / 32;
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = row_sum[h], exact = lse_sum[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    exact += __shfl_xor_sync(0xffffffffu, exact, 1);
+    exact += __shfl_xor_sync(0xffffffffu, exact, 2);
+    const std::int64_t row = row_block0 + warpgroup * 64 + warp * 16 + h * 8 + lane / 4;
+    if (row >= p.rows) continue;
+    if (value_tile == 0 && lane % 4 == 0)
+      p.lse[row] = static_cast<double>(row_max[h]) * 0.69314718055994530942 + log(static_cast<double>(exact)) -
+                   p.row_scaled_sq_norm[row] / p.eps;
+    const double inverse = l > 0 ? 1.0 / static_cast<double>(l) : 0.0;
+#pragma unroll
+    for (int half = 0; half < kHalves; ++half)
+#pragma unroll
+      for (int i = 0; i < wgmma::kAccumulatorsN64 / 4; ++i)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const std::int64_t column = (static_cast<std::int64_t>(value_tile) * kHalves + half) * plan_wgmma::kValueCols +
+                                      8 * i + 2 * (lane % 4) + e;
+          if (column < p.k) p.weighted[row * p.k + column] = static_cast<double>(o[half][4 * i + 2 * h + e]) * inverse;
+        }
+  }
 }
 
 #endif  // FLASHSINKHORN_WGMMA_ENABLED
@@ -216,9 +256,9 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   float row_sum[2] = {0.f, 0.f};              // Σ of the rounded P (normalises O)
   float lse_sum[2] = {0.f, 0.f};              // Σ of the unrounded P (the LSE)
   float scores[wgmma::kAccumulators];
-  float o[wgmma::kAccumulatorsN64];
+  float o[1][wgmma::kAccumulatorsN64];
 #pragma unroll
-  for (int i = 0; i < wgmma::kAccumulatorsN64; ++i) o[i] = 0.f;
+  for (int i = 0; i < wgmma::kAccumulatorsN64; ++i) o[0][i] = 0.f;
   std::uint32_t probability[wgmma::kAccumulators];
   std::uint32_t query_fragments[kSteps][4];
   tma::wait(&query_full, 0);
@@ -231,39 +271,16 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     issue_tile_scores<Op, kSteps>(scores, query_fragments, stage);
     wgmma::wait_group<0>();
     wgmma::pin(scores);
-    soften_tile(scores, bias_at(at), p.score_scale_log2, row_max, row_sum, lse_sum, o, probability);
-    issue_tile_values(o, probability, stage + kKeyBytes);
+    float2 beta[kTileBiasPairs];
+    load_tile_bias(beta, bias_at(at));
+    soften_tile<1>(scores, beta, p.score_scale_log2, row_max, row_sum, lse_sum, o, probability);
+    issue_tile_values(o[0], probability, stage + kKeyBytes);
     wgmma::wait_group<0>();
-    wgmma::pin(o);
+    wgmma::pin(o[0]);
     tma::arrive(&empty[at.stage]);
   }
+  leave_plan_rows<1>(p, row_block0, value_tile, row_max, row_sum, lse_sum, o);
 
-  // Row finish: the quad's sums, then lse (value tile 0) and this thread's columns of O / l.
-  const int warpgroup = threadIdx.x / 128;
-  const int warp = (threadIdx.x % 128) / 32;
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h], exact = lse_sum[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    exact += __shfl_xor_sync(0xffffffffu, exact, 1);
-    exact += __shfl_xor_sync(0xffffffffu, exact, 2);
-    const std::int64_t row = row_block0 + warpgroup * 64 + warp * 16 + h * 8 + lane / 4;
-    if (row >= p.rows) continue;
-    if (value_tile == 0 && lane % 4 == 0)
-      p.lse[row] = static_cast<double>(row_max[h]) * 0.69314718055994530942 + log(static_cast<double>(exact)) -
-                   p.row_scaled_sq_norm[row] / p.eps;
-    const double inverse = l > 0 ? 1.0 / static_cast<double>(l) : 0.0;
-#pragma unroll
-    for (int i = 0; i < wgmma::kAccumulatorsN64 / 4; ++i)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const std::int64_t column = static_cast<std::int64_t>(value_tile) * plan_wgmma::kValueCols + 8 * i +
-                                    2 * (lane % 4) + e;
-        if (column < p.k) p.weighted[row * p.k + column] = static_cast<double>(o[4 * i + 2 * h + e]) * inverse;
-      }
-  }
 #elif defined(__CUDA_ARCH__)
   __trap();  // the launcher selects this kernel only on sm_90a builds running on sm_90
 #endif

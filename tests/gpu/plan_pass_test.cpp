@@ -75,7 +75,11 @@ TEST_P(plan_pass_test, matches_float64_and_the_cpu_backend) {
     for (std::int64_t col = 0; col < c.k; ++col) values[j * c.k + col] = col == 0 ? 1.0 : normal(rng);
   double v_max = 1;
   for (double v : values) v_max = std::max(v_max, std::abs(v));
+  // With the cost the pass runs the mma.sync kernel; without it (and with values) the Hopper
+  // kernels on sm_90a (plan_rows_launch.hpp): both are checked.
   const plan_rows_request request{side::x, side::y, slot::g, eps, c.k > 0 ? values.data() : nullptr, c.k, true};
+  plan_rows_request without_cost = request;
+  without_cost.want_cost = false;
 
   auto exact = make_cpu_backend(problem, precision::fp64, 0);
   exact->write_potential(slot::g, g);
@@ -113,6 +117,14 @@ TEST_P(plan_pass_test, matches_float64_and_the_cpu_backend) {
     for (std::int64_t i = 0; i < c.n && c.k > 0; ++i)
       worst_row_mass = std::max(worst_row_mass, std::abs(got.weighted[i * c.k] - 1.0));
     EXPECT_LE(worst_row_mass, static_cast<double>(c.m) * 0x1p-24 + 1e-6) << "P̃·1 = 1";
+
+    const plan_rows_result no_cost = gpu->plan_rows(without_cost);
+    EXPECT_TRUE(no_cost.cost.empty());
+    EXPECT_LE(max_abs_diff(no_cost.lse, want.lse), score_tol) << "lse vs float64, no cost";
+    EXPECT_LE(max_abs_diff(no_cost.lse, same_mode.lse), float_score_tol) << "lse vs CPU backend, no cost";
+    EXPECT_LE(max_abs_diff(no_cost.weighted, want.weighted), weight_tol * v_max) << "weighted vs float64, no cost";
+    EXPECT_LE(max_abs_diff(no_cost.weighted, same_mode.weighted), weight_tol_cpu * v_max)
+        << "weighted vs CPU backend, no cost";
   }
 }
 
@@ -120,7 +132,8 @@ INSTANTIATE_TEST_SUITE_P(
     widths, plan_pass_test,
     ::testing::Values(plan_case{1, 1, 1, 1}, plan_case{7, 97, 3, 1}, plan_case{300, 517, 20, 64},
                       plan_case{300, 517, 20, 65}, plan_case{130, 200, 64, 130}, plan_case{97, 150, 100, 0},
-                      plan_case{129, 65, 512, 3}, plan_case{2000, 3000, 64, 64}),
+                      plan_case{129, 65, 512, 3}, plan_case{2000, 3000, 64, 64}, plan_case{260, 300, 128, 65},
+                      plan_case{300, 400, 256, 130}),
     [](const ::testing::TestParamInfo<plan_case>& param_info) {
       const plan_case& c = param_info.param;
       std::string name;

@@ -42,22 +42,28 @@ def versions() -> dict:
     return out
 
 
-def main() -> None:
-    target, *inputs = sys.argv[1:]
-    rows = [row for path in inputs if os.path.exists(path) for row in read_lines(path)]
-    peers = {(r["n"], r["d"], r["precision"]): r for r in rows if r["impl"] == "flash-sinkhorn" and "ms_per_iteration" in r}
+def read_rows(inputs: list[str]) -> list[dict]:
+    return [row for path in inputs if os.path.exists(path) for row in read_lines(path)]
+
+
+def attach_peer(rows: list[dict], peer_metric: str, our_metric: str, prefix: str) -> None:
+    """Adds to each flashsinkhorn row the flash-sinkhorn row of the same (n, d, precision) (bf16
+    and fp64 rows fall back to the peer's tf32 row): `prefix`_ms and speedup_`prefix`."""
+    peers = {(r["n"], r["d"], r["precision"]): r for r in rows if r["impl"] == "flash-sinkhorn" and peer_metric in r}
     for r in rows:
-        if r["impl"] != "flashsinkhorn":
+        if r["impl"] != "flashsinkhorn" or our_metric not in r:
             continue
         peer = peers.get((r["n"], r["d"], r["precision"])) or peers.get((r["n"], r["d"], "tf32"))
         if peer:
-            r["flash_sinkhorn_ms_per_iteration"] = peer["ms_per_iteration"]
-            r["speedup_vs_flash_sinkhorn"] = peer["ms_per_iteration"] / r["ms_per_iteration"]
+            r[f"flash_sinkhorn_{prefix}"] = peer[peer_metric]
+            r[f"speedup_{prefix}_vs_flash_sinkhorn"] = peer[peer_metric] / r[our_metric]
             r["peer_precision"] = peer["precision"]
+
+
+def write_results(target: str, benchmark: str, protocol: str, rows: list[dict]) -> None:
     result = {
-        "benchmark": "gpu_forward",
-        "protocol": "x,y~N(0,I_d), weights U[0,1)+0.1 normalised, eps=0.1, 10 alternating iterations, "
-                    "CUDA-event median after warm-up",
+        "benchmark": benchmark,
+        "protocol": protocol,
         "machine": os.environ.get("FS_MACHINE", platform.node()),
         "commit": os.environ.get("FS_COMMIT", "unknown"),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -66,6 +72,18 @@ def main() -> None:
     }
     with open(target, "w") as f:
         json.dump(result, f, indent=1)
+
+
+def main() -> None:
+    target, *inputs = sys.argv[1:]
+    rows = read_rows(inputs)
+    attach_peer(rows, "ms_per_iteration", "ms_per_iteration", "ms_per_iteration")
+    for r in rows:  # the names earlier results use
+        if "speedup_ms_per_iteration_vs_flash_sinkhorn" in r:
+            r["speedup_vs_flash_sinkhorn"] = r.pop("speedup_ms_per_iteration_vs_flash_sinkhorn")
+    write_results(target, "gpu_forward",
+                  "x,y~N(0,I_d), weights U[0,1)+0.1 normalised, eps=0.1, 10 alternating iterations, "
+                  "CUDA-event median after warm-up", rows)
     for r in rows:
         if r["impl"] == "flashsinkhorn":
             print(f"n={r['n']:>6} d={r['d']:>4} {r['precision']} [{r.get('kernel', '?')}]: {r['ms_per_iteration']:.4f} ms/iter, "

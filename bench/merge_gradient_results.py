@@ -10,40 +10,18 @@ Environment: FS_COMMIT, FS_MACHINE (as merge_gpu_results.py).
 
 from __future__ import annotations
 
-import datetime
-import json
-import os
-import platform
 import sys
 
-from merge_gpu_results import read_lines, versions
+from merge_gpu_results import attach_peer, read_rows, write_results
 
 
 def main() -> None:
     target, *inputs = sys.argv[1:]
-    rows = [row for path in inputs if os.path.exists(path) for row in read_lines(path)]
-    peers = {(r["n"], r["d"], r["precision"]): r for r in rows
-             if r["impl"] == "flash-sinkhorn" and "ms_forward_gradient" in r}
-    for r in rows:
-        if r["impl"] != "flashsinkhorn":
-            continue
-        peer = peers.get((r["n"], r["d"], r["precision"])) or peers.get((r["n"], r["d"], "tf32"))
-        if peer:
-            r["flash_sinkhorn_forward_gradient_ms"] = peer["ms_forward_gradient"]
-            r["speedup_forward_gradient_vs_flash_sinkhorn"] = peer["ms_forward_gradient"] / r["forward_gradient_ms"]
-            r["peer_precision"] = peer["precision"]
-    result = {
-        "benchmark": "plan_pass_and_gradient",
-        "protocol": "x,y~N(0,I_d), weights U[0,1)+0.1 normalised, eps=0.1; 10 alternating iterations then "
-                    "the gradient w.r.t. x; CUDA-event medians after warm-up",
-        "machine": os.environ.get("FS_MACHINE", platform.node()),
-        "commit": os.environ.get("FS_COMMIT", "unknown"),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "versions": versions(),
-        "rows": rows,
-    }
-    with open(target, "w") as f:
-        json.dump(result, f, indent=1)
+    rows = read_rows(inputs)
+    attach_peer(rows, "ms_forward_gradient", "forward_gradient_ms", "forward_gradient")
+    write_results(target, "plan_pass_and_gradient",
+                  "x,y~N(0,I_d), weights U[0,1)+0.1 normalised, eps=0.1; 10 alternating iterations then "
+                  "the gradient w.r.t. x; CUDA-event medians after warm-up", rows)
     for r in rows:
         if r["impl"] == "flashsinkhorn":
             print(f"n={r['n']:>6} d={r['d']:>4} {r['precision']}: gradient {r['gradient_ms']:.3f} ms = "

@@ -29,6 +29,9 @@ struct result {
   // With balanced masses Σa = Σb = M ≠ 1 (normalize_weights = false) the mass terms no longer
   // cancel: cost = primal_cost + eps·(relative_entropy − M² + M). Unbalanced: the mass terms count
   // (Σ_ij P_ij ≠ Σ_i a_i), and the ρ·KL marginal penalties are not part of this term.
+  // Precision: the term (g − C)/ε is divided by ε, so the modes' rounding enters scaled by 1/ε; on
+  // the GPU the tf32/bf16 product also rounds g (≤ 2⁻¹¹·max|g − ḡ|/ε). Use fp32 or fp64 for KL at
+  // small ε.
   double relative_entropy = 0;
   int iterations = 0;      // (f, g) update pairs done, ε schedule included
   // L1 marginal error Σ_j |Σ_i P_ij − b_j| of the plan after the last f-update (rows are then

@@ -212,12 +212,8 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
       for (int nf = 0; nf < kNFragments; ++nf)
 #pragma unroll
         for (int e = 0; e < 2; ++e) tile_max = fmaxf(tile_max, fmaf(s[0][nf][2 * h + e], p.score_scale_log2, bias[nf][e]));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float new_max = fmaxf(row_max[h], tile_max);
-      const float reference = new_max == -INFINITY ? 0.f : new_max;  // no (−∞) − (−∞)
-      const float rescale = fast_exp2(row_max[h] - reference);
-      row_max[h] = new_max;
+      const row_max_step step = advance_row_max(row_max[h], tile_max);
+      const float reference = step.reference, rescale = step.rescale;
       row_sum[h] *= rescale;
       lse_sum[h] *= rescale;
       cost_sum[h] *= rescale;

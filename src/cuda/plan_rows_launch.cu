@@ -111,19 +111,24 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stre
   return args.cost != nullptr ? launch(kernels::plan_mma_kernel<Op, true>) : launch(kernels::plan_mma_kernel<Op, false>);
 }
 
-template <class Op, int kSteps>
-cudaError_t launch_plan_wgmma_steps(const plan_rows_launch_args& args, const kernels::plan_wgmma_geometry& geo,
-                                    cudaStream_t stream) {
+// What both Hopper plan kernels take: the panel tensor maps of the rows, the keys (rows of `words`
+// words) and the staged Vᵀ (64-row boxes), and the parameters; false when a map cannot be made.
+struct hopper_plan {
+  CUtensorMap rows_map, keys_map, values_map;
+  kernels::plan_wgmma_params p{};
+  std::int64_t columns = 0;  // staged value columns
+};
+
+bool make_hopper_plan(const plan_rows_launch_args& args, std::int64_t words, int stages, hopper_plan& out) {
   const device_cloud_view& rows = args.rows;
   const device_cloud_view& keys = args.keys;
-  const std::int64_t words = kSteps * wgmma::kStepBytes / 4;
-  const std::int64_t columns = value_columns_padded(args.k);
-  CUtensorMap rows_map, keys_map, values_map;
-  if (!make_panel_tensor_map(&rows_map, rows.points, words, rows.padded_count, tile::kWgmmaBlockM) ||
-      !make_panel_tensor_map(&keys_map, keys.points, words, keys.padded_count, wgmma::kTileN) ||
-      !make_panel_tensor_map(&values_map, args.values_scratch, keys.padded_count, columns, kernels::plan_wgmma::kValueCols))
-    return cudaErrorNotSupported;
-  kernels::plan_wgmma_params p{};
+  out.columns = value_columns_padded(args.k);
+  if (!make_panel_tensor_map(&out.rows_map, rows.points, words, rows.padded_count, tile::kWgmmaBlockM) ||
+      !make_panel_tensor_map(&out.keys_map, keys.points, words, keys.padded_count, wgmma::kTileN) ||
+      !make_panel_tensor_map(&out.values_map, args.values_scratch, keys.padded_count, out.columns,
+                             kernels::plan_wgmma::kValueCols))
+    return false;
+  kernels::plan_wgmma_params& p = out.p;
   p.key_bias = args.bias_scratch;
   p.row_scaled_sq_norm = rows.scaled_sq_norm;
   p.lse = args.lse;
@@ -131,17 +136,30 @@ cudaError_t launch_plan_wgmma_steps(const plan_rows_launch_args& args, const ker
   p.rows = rows.count;
   p.k = args.k;
   p.key_tiles = static_cast<int>(keys.padded_count / wgmma::kTileN);
-  p.stages = geo.stages;
-  p.stage_bytes = geo.stage_bytes;
-  p.query_bytes = geo.query_bytes;
+  p.stages = stages;
   p.score_scale_log2 = static_cast<float>(2.0 * args.cost_scale / args.eps * 1.44269504088896340736);
   p.eps = args.eps;
+  return true;
+}
+
+// A grid of row blocks × value tiles of `tile_columns` columns.
+dim3 hopper_plan_grid(const hopper_plan& plan, std::int64_t tile_columns) {
+  return dim3(static_cast<unsigned>((plan.p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM),
+              static_cast<unsigned>((plan.columns + tile_columns - 1) / tile_columns));
+}
+
+template <class Op, int kSteps>
+cudaError_t launch_plan_wgmma_steps(const plan_rows_launch_args& args, const kernels::plan_wgmma_geometry& geo,
+                                    cudaStream_t stream) {
+  hopper_plan plan;
+  if (!make_hopper_plan(args, kSteps * wgmma::kStepBytes / 4, geo.stages, plan)) return cudaErrorNotSupported;
+  plan.p.stage_bytes = geo.stage_bytes;
+  plan.p.query_bytes = geo.query_bytes;
   const auto kernel = &kernels::plan_wgmma_kernel<Op, kSteps>;
   cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, geo.total_bytes);
   if (status != cudaSuccess) return status;
-  const dim3 grid(static_cast<unsigned>((rows.count + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM),
-                  static_cast<unsigned>(columns / kernels::plan_wgmma::kValueCols));
-  kernel<<<grid, tile::kWgmmaWsThreads, geo.total_bytes, stream>>>(p, rows_map, keys_map, values_map);
+  kernel<<<hopper_plan_grid(plan, kernels::plan_wgmma::kValueCols), tile::kWgmmaWsThreads, geo.total_bytes, stream>>>(
+      plan.p, plan.rows_map, plan.keys_map, plan.values_map);
   return cudaGetLastError();
 }
 
@@ -149,34 +167,16 @@ cudaError_t launch_plan_wgmma_steps(const plan_rows_launch_args& args, const ker
 // pairs of 64-column tiles.
 template <class Op, int kHalves>
 cudaError_t launch_plan_wgmma_streamed(const plan_rows_launch_args& args, std::int64_t words, cudaStream_t stream) {
-  const device_cloud_view& rows = args.rows;
-  const device_cloud_view& keys = args.keys;
-  const std::int64_t columns = value_columns_padded(args.k);
-  CUtensorMap rows_map, keys_map, values_map;
-  if (!make_panel_tensor_map(&rows_map, rows.points, words, rows.padded_count, tile::kWgmmaBlockM) ||
-      !make_panel_tensor_map(&keys_map, keys.points, words, keys.padded_count, wgmma::kTileN) ||
-      !make_panel_tensor_map(&values_map, args.values_scratch, keys.padded_count, columns, kernels::plan_wgmma::kValueCols))
-    return cudaErrorNotSupported;
-  kernels::plan_wgmma_params p{};
-  p.key_bias = args.bias_scratch;
-  p.row_scaled_sq_norm = rows.scaled_sq_norm;
-  p.lse = args.lse;
-  p.weighted = args.weighted;
-  p.rows = rows.count;
-  p.k = args.k;
-  p.key_tiles = static_cast<int>(keys.padded_count / wgmma::kTileN);
-  p.stages = kernels::plan_wgmma_streamed_stages(args.max_shared_bytes);
-  p.score_scale_log2 = static_cast<float>(2.0 * args.cost_scale / args.eps * 1.44269504088896340736);
-  p.eps = args.eps;
-  const int shared_bytes = wgmma::kPanelAlignment + p.stages * kernels::plan_wgmma_streamed::kStageBytes;
+  hopper_plan plan;
+  const int stages = kernels::plan_wgmma_streamed_stages(args.max_shared_bytes);
+  if (!make_hopper_plan(args, words, stages, plan)) return cudaErrorNotSupported;
+  const int shared_bytes = wgmma::kPanelAlignment + stages * kernels::plan_wgmma_streamed::kStageBytes;
   const auto kernel = &kernels::plan_wgmma_streamed_kernel<Op, kHalves>;
   cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
   if (status != cudaSuccess) return status;
-  const std::int64_t tile_columns = kHalves * kernels::plan_wgmma::kValueCols;
-  const dim3 grid(static_cast<unsigned>((rows.count + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM),
-                  static_cast<unsigned>((columns + tile_columns - 1) / tile_columns));
-  kernel<<<grid, tile::kWgmmaWsThreads, shared_bytes, stream>>>(p, static_cast<int>(words / wgmma::kPanelWords),
-                                                                 rows_map, keys_map, values_map);
+  kernel<<<hopper_plan_grid(plan, kHalves * kernels::plan_wgmma::kValueCols), tile::kWgmmaWsThreads, shared_bytes,
+           stream>>>(plan.p, static_cast<int>(words / wgmma::kPanelWords), plan.rows_map, plan.keys_map,
+                     plan.values_map);
   return cudaGetLastError();
 }
 

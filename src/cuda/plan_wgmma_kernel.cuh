@@ -99,23 +99,11 @@ __device__ __forceinline__ void soften_tile(const float (&acc)[wgmma::kAccumulat
                                             float (&row_sum)[2], float (&lse_sum)[2],
                                             float (&o)[kHalves][wgmma::kAccumulatorsN64],
                                             std::uint32_t (&probability)[wgmma::kAccumulators]) {
-  constexpr int kScores = wgmma::kTileN / 4;  // per row: 16 n8 groups × 2 columns
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float t[kScores];
-#pragma unroll
-    for (int k = 0; k < kScores; ++k)
-      t[k] = fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, k % 2 == 0 ? beta[k / 2].x : beta[k / 2].y);
-    float chain[4] = {t[0], t[1], t[2], t[3]};
-#pragma unroll
-    for (int k = 4; k < kScores; ++k) chain[k % 4] = fmaxf(chain[k % 4], t[k]);
-    float tile_max = fmaxf(fmaxf(chain[0], chain[1]), fmaxf(chain[2], chain[3]));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-    const float new_max = fmaxf(row_max[h], tile_max);
-    const float reference = new_max == -INFINITY ? 0.f : new_max;  // no (−∞) − (−∞)
-    const float rescale = fast_exp2(row_max[h] - reference);
-    row_max[h] = new_max;
+    float t[kRowScores];
+    const row_max_step step = advance_row_max(row_max[h], tile_row_scores(acc, beta, scale, h, t));
+    const float rescale = step.rescale, reference = step.reference;
 #pragma unroll
     for (int half = 0; half < kHalves; ++half)
 #pragma unroll
@@ -126,7 +114,7 @@ __device__ __forceinline__ void soften_tile(const float (&acc)[wgmma::kAccumulat
     float rounded_sums[2] = {row_sum[h] * rescale, 0.f};
     float exact_sums[2] = {lse_sum[h] * rescale, 0.f};
 #pragma unroll
-    for (int k = 0; k < kScores; ++k) {
+    for (int k = 0; k < kRowScores; ++k) {
       const float exact = fast_exp2(t[k] - reference);
       const std::uint32_t bits = to_tf32(exact);
       exact_sums[k % 2] += exact;

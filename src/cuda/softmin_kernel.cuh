@@ -59,6 +59,25 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// One online-softmax step of a row whose keys are spread over the 4 lanes of a quad (the MMA C
+// layout): the quad agrees on the tile maximum (two shuffles), the running maximum advances, and
+// the step returns the reference the tile's 2^(t − reference) use (0 while the row has seen only
+// −∞: no (−∞) − (−∞)) and the factor 2^(old max − reference) that rescales the running sums.
+struct row_max_step {
+  float reference;
+  float rescale;
+};
+
+__device__ __forceinline__ row_max_step advance_row_max(float& row_max, float thread_tile_max) {
+  float tile_max = fmaxf(thread_tile_max, __shfl_xor_sync(0xffffffffu, thread_tile_max, 1));
+  tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+  const float new_max = fmaxf(row_max, tile_max);
+  const float reference = new_max == -INFINITY ? 0.f : new_max;
+  const row_max_step step{reference, fast_exp2(row_max - reference)};
+  row_max = new_max;
+  return step;
+}
+
 __device__ __forceinline__ std::int64_t min64(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 
 __device__ __forceinline__ std::uint32_t smem_address(const void* pointer) {

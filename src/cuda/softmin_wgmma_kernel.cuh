@@ -129,36 +129,38 @@ __device__ __forceinline__ void load_tile_bias(float2 (&beta)[kTileBiasPairs], c
   for (int g = 0; g < kTileBiasPairs; ++g) beta[g] = bias_lane[4 * g];
 }
 
+// Row h (0: g, 1: g + 8) of this thread's share of a 64×128 score tile held in `acc`: its 32
+// scores t = acc·scale + β (log₂ units; score k is n8 group k/2, column 2·(lane mod 4) + k mod 2)
+// into `t`, and their maximum, as four independent chains (short dependency chains; constant
+// bounds only, so that nothing is indexed at run time and the arrays stay in registers).
+inline constexpr int kRowScores = wgmma::kTileN / 4;
+__device__ __forceinline__ float tile_row_scores(const float (&acc)[wgmma::kAccumulators],
+                                                 const float2 (&beta)[kTileBiasPairs], float scale, int h,
+                                                 float (&t)[kRowScores]) {
+#pragma unroll
+  for (int k = 0; k < kRowScores; ++k)
+    t[k] = fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, k % 2 == 0 ? beta[k / 2].x : beta[k / 2].y);
+  float chain[4] = {t[0], t[1], t[2], t[3]};
+#pragma unroll
+  for (int k = 4; k < kRowScores; ++k) chain[k % 4] = fmaxf(chain[k % 4], t[k]);
+  return fmaxf(fmaxf(chain[0], chain[1]), fmaxf(chain[2], chain[3]));
+}
+
 // Online LSE of one 64×128 score tile held in `acc` (this thread: rows g and g + 8 of its warp's
 // 16, 32 columns each), t = acc·scale + β (log2 units), with this thread's β in registers
-// (load_tile_bias); the four threads of a row share one running maximum (two shuffles per row and
-// tile). `acc` is only read: an accumulator register written by ordinary instructions would make
-// ptxas serialise the next tile's wgmma behind this one (C7515).
+// (load_tile_bias); the four threads of a row share one running maximum (advance_row_max). `acc`
+// is only read: an accumulator register written by ordinary instructions would make ptxas
+// serialise the next tile's wgmma behind this one (C7515).
 __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAccumulators],
                                                   const float2 (&beta)[kTileBiasPairs], float scale,
                                                   float (&row_max)[2], float (&row_sum)[2]) {
-  constexpr int kScores = wgmma::kTileN / 4;  // per thread and row: 16 n8 groups × 2 columns
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float t[kScores];  // score k of row h: n8 group k/2, column 2·(lane mod 4) + k mod 2
+    float t[kRowScores];
+    const row_max_step step = advance_row_max(row_max[h], tile_row_scores(acc, beta, scale, h, t));
+    float sums[4] = {row_sum[h] * step.rescale, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int k = 0; k < kScores; ++k)
-      t[k] = fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, k % 2 == 0 ? beta[k / 2].x : beta[k / 2].y);
-    // Tile maximum of row h: four independent chains (short dependency chains; loops with
-    // constant bounds only, so that nothing is indexed at run time and the array stays in registers).
-    float chain[4] = {t[0], t[1], t[2], t[3]};
-#pragma unroll
-    for (int k = 4; k < kScores; ++k) chain[k % 4] = fmaxf(chain[k % 4], t[k]);
-    float tile_max = fmaxf(fmaxf(chain[0], chain[1]), fmaxf(chain[2], chain[3]));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-    const float new_max = fmaxf(row_max[h], tile_max);
-    // Guard (−∞) − (−∞): a row that has seen only zero-weight/padded keys keeps sum 0.
-    const float reference = new_max == -INFINITY ? 0.f : new_max;
-    float sums[4] = {row_sum[h] * fast_exp2(row_max[h] - reference), 0.f, 0.f, 0.f};
-#pragma unroll
-    for (int k = 0; k < kScores; ++k) sums[k % 4] += fast_exp2(t[k] - reference);
-    row_max[h] = new_max;
+    for (int k = 0; k < kRowScores; ++k) sums[k % 4] += fast_exp2(t[k] - step.reference);
     row_sum[h] = (sums[0] + sums[1]) + (sums[2] + sums[3]);
   }
 }

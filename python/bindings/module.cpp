@@ -91,6 +91,36 @@ void into_vector(bound_solver& s, nb::handle out) {
   (s.get().*Method)(ov);
 }
 
+// solver::potential_vjp: cotangents df (n,), dg (m,) (None: zeros) and output arrays (None: not
+// wanted), the report as (iterations, relative_residual, converged, gauge_defect, plan_passes).
+nb::tuple potential_vjp(bound_solver& s, nb::handle df, nb::handle dg, nb::handle grad_x, nb::handle grad_y,
+                        nb::handle grad_a, nb::handle grad_b, double tolerance, int max_iterations,
+                        bool diagonal_preconditioner) {
+  const array_argument dfa = optional_input(df, "df"), dga = optional_input(dg, "dg");
+  const array_argument xa = grad_x.is_none() ? array_argument{} : output_argument(grad_x, "grad_x");
+  const array_argument ya = grad_y.is_none() ? array_argument{} : output_argument(grad_y, "grad_y");
+  const array_argument aa = grad_a.is_none() ? array_argument{} : output_argument(grad_a, "grad_a");
+  const array_argument ba = grad_b.is_none() ? array_argument{} : output_argument(grad_b, "grad_b");
+  potential_vjp_outputs out;
+  if (!grad_x.is_none()) out.grad_x = as_mutable_matrix(xa, "grad_x");
+  if (!grad_y.is_none()) out.grad_y = as_mutable_matrix(ya, "grad_y");
+  if (!grad_a.is_none()) out.grad_a = as_mutable_vector(aa, "grad_a");
+  if (!grad_b.is_none()) out.grad_b = as_mutable_vector(ba, "grad_b");
+  potential_vjp_options settings;
+  settings.tolerance = tolerance;
+  settings.max_iterations = max_iterations;
+  settings.preconditioner = diagonal_preconditioner ? cg_preconditioner::diagonal : cg_preconditioner::none;
+  const vector_view dfv = df.is_none() ? vector_view{} : as_vector(dfa, "df");
+  const vector_view dgv = dg.is_none() ? vector_view{} : as_vector(dga, "dg");
+  potential_vjp_report report;
+  {
+    nb::gil_scoped_release unlocked;
+    report = s.get().potential_vjp(dfv, dgv, out, settings);
+  }
+  return nb::make_tuple(report.iterations, report.relative_residual, report.converged, report.gauge_defect,
+                        report.plan_passes);
+}
+
 // A new bound solver, or the library's exception (bad input) before any Python object exists: the
 // binding exposes this factory rather than a throwing __init__ (on the H200 machine, Python 3.12,
 // an exception leaving Solver.__init__ crashed the interpreter; a plain function's exceptions take
@@ -208,6 +238,10 @@ NB_MODULE(_core, m) {
       .def("gradient_y", &py::into_matrix<&fs::solver::gradient_y>, "out"_a)
       .def("gradient_a", &py::into_vector<&fs::solver::gradient_a>, "out"_a)
       .def("gradient_b", &py::into_vector<&fs::solver::gradient_b>, "out"_a)
+      .def("potential_vjp", &py::potential_vjp, "df"_a.none(), "dg"_a.none(), "grad_x"_a.none(), "grad_y"_a.none(),
+           "grad_a"_a.none(), "grad_b"_a.none(), "tolerance"_a, "max_iterations"_a, "diagonal_preconditioner"_a,
+           "solver::potential_vjp (potential_vjp.hpp): ∂L/∂(X, Y, a, b) of a loss of (f, g) into the given "
+           "arrays; returns (iterations, relative_residual, converged, gauge_defect, plan_passes).")
       .def_prop_ro("device_name", [](py::bound_solver& s) { return s.get().device_name(); })
       .def_prop_ro(
           "input_addresses",

@@ -4,7 +4,7 @@
   P_ij = a_i b_j exp((f_i + g_j − C_ij)/ε)  (GeomLoss's convention for the potentials f, g),
 
 solved by Sinkhorn iterations that never form the n×m matrices. Entry points: `sinkhorn()`,
-`Solver` (plan products and gradients after a solve), `apply_plan()`, `barycentric_map()`, and
+`Solver` (plan products, gradients and implicit derivatives of the potentials after a solve), `apply_plan()`, `barycentric_map()`, and
 `SamplesLoss` (a drop-in for GeomLoss's, differentiable with torch).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import _core
 from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available
-from ._functional import SinkhornResult, Solver, apply_plan, barycentric_map, sinkhorn
+from ._functional import PotentialVjp, SinkhornResult, Solver, apply_plan, barycentric_map, sinkhorn
 from ._samples_loss import SamplesLoss
 
 __version__ = "0.1.0"
@@ -23,6 +23,7 @@ __all__ = [
     "Error",
     "InvalidArgument",
     "OutOfMemory",
+    "PotentialVjp",
     "SamplesLoss",
     "SinkhornResult",
     "Solver",

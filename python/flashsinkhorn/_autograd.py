@@ -1,8 +1,9 @@
-"""torch.autograd for the Sinkhorn value (first order).
+"""torch.autograd for the Sinkhorn value and its potentials (first order).
 
   ∂cost/∂x_i = 2s Σ_j P_ij (x_i − y_j),  ∂cost/∂y_j = 2s Σ_i P_ij (y_j − x_i),  ∂cost/∂a, ∂cost/∂b
   from the potentials (envelope theorem at convergence; docs/math.md). Backward multiplies the
-  library's streamed gradients by grad_output and computes only those in ctx.needs_input_grad.
+  library's streamed gradients by grad_output and computes only those in ctx.needs_input_grad; a
+  loss that also uses f, g adds their implicit derivative (Solver.potential_vjp).
 
 Double backward (the streaming HVP) is not available yet: differentiating a gradient raises
 NotImplementedError instead of returning a silently wrong zero.
@@ -18,8 +19,9 @@ from ._functional import SinkhornResult, Solver
 
 
 class SinkhornFunction(torch.autograd.Function):
-    """cost(x, y, a, b) = OT_ε (or S_ε, or the unbalanced value); outputs (cost, f, g), f and g
-    non-differentiable."""
+    """cost(x, y, a, b) = OT_ε (or S_ε, or the unbalanced value); outputs (cost, f, g). A loss of f
+    and g is differentiated implicitly through the optimality conditions (Solver.potential_vjp:
+    balanced problems, gauge-invariant losses)."""
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, y: torch.Tensor, a: torch.Tensor | None, b: torch.Tensor | None,
@@ -31,7 +33,6 @@ class SinkhornFunction(torch.autograd.Function):
         ctx.result = SinkhornResult(None, None, float(result.cost), result.primal_cost, result.relative_entropy,
                                     result.iterations, result.marginal_error, result.converged, result.eps,
                                     result.device, result.seconds, solver, result.f_aa, result.g_bb)
-        ctx.mark_non_differentiable(result.f, result.g)
         ctx.save_for_backward(*(v for v in (x, y, a, b) if v is not None))
         return result.cost, result.f, result.g
 
@@ -43,10 +44,20 @@ class SinkhornFunction(torch.autograd.Function):
             grads = [grad_cost.detach() * method() if wanted else None
                      for wanted, method in zip(need, (solver.gradient_x, solver.gradient_y, solver.gradient_a,
                                                       solver.gradient_b))]
+            if _nonzero(grad_f) or _nonzero(grad_g):
+                implicit = solver.potential_vjp(grad_f.detach(), grad_g.detach(), x=need[0], y=need[1], a=need[2],
+                                                b=need[3], tol=1e-10 if grad_f.dtype == torch.float64 else 1e-6)
+                grads = [g if extra is None else (extra if g is None else g + extra)
+                         for g, extra in zip(grads, (implicit.grad_x, implicit.grad_y, implicit.grad_a,
+                                                     implicit.grad_b))]
         if torch.is_grad_enabled():  # create_graph=True: the gradients must refuse a second derivative
             inputs = ctx.saved_tensors
             grads = [None if g is None else _FirstOrderOnly.apply(g, *inputs) for g in grads]
         return (*grads, None)
+
+
+def _nonzero(grad: Any) -> bool:
+    return grad is not None and bool(torch.any(grad != 0))
 
 
 class _FirstOrderOnly(torch.autograd.Function):

@@ -3,6 +3,7 @@
 // module binds options, result and solver one to one, and releases the GIL around every solve
 // and streamed pass.
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
@@ -49,9 +50,18 @@ nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool cost_array) 
                         r.device, r.time.total_seconds, f, g, f_aa, g_bb);
 }
 
+// The label cost's arrays (label_cost.hpp) as the binding holds them: int32 labels read in place
+// (the package passes contiguous int32 NumPy arrays) and W as any matrix argument.
+using label_array = nb::ndarray<const std::int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+struct bound_labels {
+  label_array x_labels, y_labels;
+  array_argument distances;
+};
+
 // The solver plus the arguments it reads from (solver.hpp: the views must outlive it).
 struct bound_solver {
   array_argument x, y, a, b, initial_f, initial_g;
+  std::optional<bound_labels> labels;
   std::optional<solver> impl;
 
   solver& get() { return *impl; }
@@ -126,8 +136,9 @@ nb::tuple potential_vjp(bound_solver& s, nb::handle df, nb::handle dg, nb::handl
 // an exception leaving Solver.__init__ crashed the interpreter; a plain function's exceptions take
 // nanobind's ordinary translation path). The views point into memory that moving the arguments
 // into the new object does not move.
+// `labels`: None, or (x_labels, y_labels, W, feature_weight, label_weight) — label_cost.hpp.
 bound_solver* new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
-                         nb::handle initial_f, nb::handle initial_g, const options& opts) {
+                         nb::handle initial_f, nb::handle initial_g, const options& opts, nb::handle labels) {
   array_argument xs = input_argument(x, "X"), ys = input_argument(y, "Y");
   array_argument as = optional_input(a, "a"), bs = optional_input(b, "b");
   array_argument fs = optional_input(initial_f, "initial_f"), gs = optional_input(initial_g, "initial_g");
@@ -140,13 +151,24 @@ bound_solver* new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b,
   if (!initial_g.is_none()) p.initial_g = as_vector(gs, "initial_g");
   p.eps = eps;
   p.cost_scale = cost_scale;
+  std::optional<bound_labels> held;
+  if (!labels.is_none()) {
+    const nb::tuple parts = nb::cast<nb::tuple>(labels);
+    held = bound_labels{nb::cast<label_array>(parts[0]), nb::cast<label_array>(parts[1]),
+                        input_argument(parts[2], "label_distances")};
+    p.labels.x_labels = host_labels(held->x_labels.data(), static_cast<std::int64_t>(held->x_labels.shape(0)));
+    p.labels.y_labels = host_labels(held->y_labels.data(), static_cast<std::int64_t>(held->y_labels.shape(0)));
+    p.labels.label_distances = as_matrix(held->distances, "label_distances");
+    p.labels.feature_weight = nb::cast<double>(parts[3]);
+    p.labels.label_weight = nb::cast<double>(parts[4]);
+  }
   std::optional<solver> impl;
   {
     nb::gil_scoped_release unlocked;
     impl.emplace(p, opts);
   }
   return new bound_solver{std::move(xs), std::move(ys), std::move(as), std::move(bs),
-                          std::move(fs), std::move(gs), std::move(impl)};
+                          std::move(fs), std::move(gs), std::move(held), std::move(impl)};
 }
 
 }  // namespace
@@ -259,7 +281,8 @@ NB_MODULE(_core, m) {
           "(n, m, d) of the clouds this solver was built on.");
 
   m.def("new_solver", &py::new_solver, "x"_a, "y"_a, "a"_a.none(), "b"_a.none(), "eps"_a, "cost_scale"_a,
-        "initial_f"_a.none(), "initial_g"_a.none(), "options"_a, nb::rv_policy::take_ownership,
+        "initial_f"_a.none(), "initial_g"_a.none(), "options"_a, "labels"_a.none() = nb::none(),
+        nb::rv_policy::take_ownership,
         "A Solver for x, y, a, b, initial_f, initial_g: NumPy arrays or DLPack tensors/capsules (read in place "
         "when float32/float64 with a readable layout, else converted once), None for the optional ones.");
 

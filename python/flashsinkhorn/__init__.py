@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from . import _core
 from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available
+from ._labels import LabelCost
 from ._functional import PotentialVjp, SinkhornResult, Solver, apply_plan, barycentric_map, sinkhorn
 from ._samples_loss import SamplesLoss
 
@@ -22,6 +23,7 @@ __all__ = [
     "CudaError",
     "Error",
     "InvalidArgument",
+    "LabelCost",
     "OutOfMemory",
     "PotentialVjp",
     "SamplesLoss",

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _core
 from ._arrays import Array, Frame, host_array, is_tensor
+from ._labels import LabelCost
 from ._options import options_for
 
 
@@ -65,12 +66,12 @@ class Solver:
                  diameter: float | None = None, iters: int = 1000, tol: float = 1e-4, check_every: int = 10,
                  reach: float | None = None, reach_x: float | None = None, reach_y: float | None = None,
                  debias: bool = False, precision: str | None = None, device: str = "auto", threads: int = 0,
-                 normalize_weights: bool = True) -> None:
+                 normalize_weights: bool = True, labels: LabelCost | None = None) -> None:
         frame = Frame.of(x, y, a, b)
         self._frame, self._debias = frame, bool(debias)
         self._core = _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
                                iters, tol, check_every, reach, reach_x, reach_y, debias, precision, device, threads,
-                               normalize_weights)
+                               normalize_weights, labels)
 
     @property
     def device_name(self) -> str:
@@ -203,7 +204,7 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
              check_every: int = 10, reach: float | None = None, reach_x: float | None = None, reach_y: float | None = None,
              debias: bool = False, precision: str | None = None, device: str = "auto", threads: int = 0,
              normalize_weights: bool = True, initial_f: Array | None = None,
-             initial_g: Array | None = None) -> SinkhornResult:
+             initial_g: Array | None = None, labels: LabelCost | None = None) -> SinkhornResult:
     """OT_ε(a, b) = min_{P ∈ Π(a,b)} ⟨P, C⟩ + ε·KL(P ‖ a⊗b),  C_ij = s·‖x_i − y_j‖²  (s = cost_scale).
 
     Solved in the log domain by streaming Sinkhorn iterations (the n×m matrices are never formed):
@@ -228,6 +229,7 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
         the call and results copied back (this copy goes away when the CUDA backend takes device views).
       threads: CPU threads (0: OpenMP's default).
       initial_f, initial_g: warm start (both or neither).
+      labels: a LabelCost — the OTDD cost s·(λx‖x − y‖² + λy·W[l, l']) instead of s‖x − y‖².
 
     Returns:
       SinkhornResult; with torch inputs that require grad, `cost` is differentiable (first order:
@@ -242,7 +244,7 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
         kwargs = dict(eps=eps, cost_scale=cost_scale, cost=cost, solver=solver, scaling=scaling, diameter=diameter,
                       iters=iters, tol=tol, check_every=check_every, reach=reach, reach_x=reach_x, reach_y=reach_y,
                       debias=debias, precision=precision, device=device, threads=threads,
-                      normalize_weights=normalize_weights, initial_f=initial_f, initial_g=initial_g)
+                      normalize_weights=normalize_weights, initial_f=initial_f, initial_g=initial_g, labels=labels)
         return differentiable_sinkhorn(x, y, a, b, kwargs)
     # Solver(...).solve(), without binding the keyword arguments a second time (every Python-level call
     # on this path costs microseconds when the interpreter's caches are cold after a long solve).
@@ -250,12 +252,13 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     s._frame, s._debias = frame, bool(debias)
     core = s._core = _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
                                iters, tol, check_every, reach, reach_x, reach_y, debias, precision, device, threads,
-                               normalize_weights)
+                               normalize_weights, labels)
     return s._result(*core.solve_fields(frame.single, s._debias, frame.torch))
 
 
 def _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter, iters, tol,
-              check_every, reach, reach_x, reach_y, debias, precision, device, threads, normalize_weights) -> "_core.Solver":
+              check_every, reach, reach_x, reach_y, debias, precision, device, threads, normalize_weights,
+              labels=None) -> "_core.Solver":
     """The core solver: NumPy arrays and array-likes go as they are (the binding reads NumPy in place and
     converts the rest), tensors as host DLPack capsules, the options from the cache."""
     if precision is None:  # the arithmetic follows the data, as in GeomLoss
@@ -265,6 +268,9 @@ def _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, so
     if frame.torch:
         x, y, a, b = host_array(x, frame), host_array(y, frame), host_array(a, frame), host_array(b, frame)
         initial_f, initial_g = host_array(initial_f, frame), host_array(initial_g, frame)
+    if labels is not None:
+        return _core.new_solver(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options,
+                                labels.core_arguments())
     return _core.new_solver(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options)
 
 

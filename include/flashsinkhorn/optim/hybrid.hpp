@@ -23,10 +23,20 @@ namespace flashsinkhorn::optim {
 
 enum class second_order_method { newton_cg, trust_region };
 
+// Lanczos settings for a sign test of λ_min: at most 50 steps, residual bound ≤ 1e-4·max|θ|.
+[[nodiscard]] inline lanczos_options sign_test_lanczos() {
+  lanczos_options options;
+  options.max_steps = 50;
+  options.tolerance = 1e-4;
+  return options;
+}
+
 struct hybrid_options {
   adam_options adam;                 // max_iterations bounds the Adam phase
   int check_every = 10;              // Adam steps between λ_min estimates; ≥ 1
-  lanczos_options lanczos;           // target and stop_below are set by the policy
+  // Lanczos per check: target and stop_below are set by the policy. A sign test needs far less than
+  // the 1e-10 default of lanczos_options; each step is one Hessian-vector product.
+  lanczos_options lanczos = sign_test_lanczos();
   double negative_tolerance = 1e-6;  // τ > 0: λ_min < −τ is a non-convex region
   double switch_threshold = 0;       // switch once a converged λ_min > this; ≥ −negative_tolerance
   second_order_method second_order = second_order_method::trust_region;

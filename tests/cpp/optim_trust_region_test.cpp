@@ -103,3 +103,25 @@ TEST(TrustRegion, GradientOnlyObjectiveReusesAcceptedTrials) {
 }
 
 }  // namespace
+
+namespace {
+
+// p = 1: f(θ) = e^θ − 2θ, minimiser ln 2 — both second-order methods, from far away.
+TEST(SecondOrderOneDimensional, ExpMinusLinear) {
+  flashsinkhorn::optim::objective f;
+  f.value = [](flashsinkhorn::optim::const_span t) { return std::exp(t[0]) - 2 * t[0]; };
+  f.gradient = [](flashsinkhorn::optim::const_span t, flashsinkhorn::optim::mutable_span g) {
+    g[0] = std::exp(t[0]) - 2;
+    return std::exp(t[0]) - 2 * t[0];
+  };
+  f.hvp = [](flashsinkhorn::optim::const_span t, flashsinkhorn::optim::const_span v,
+             flashsinkhorn::optim::mutable_span hv) { hv[0] = std::exp(t[0]) * v[0]; };
+  const optimizer_result tr = trust_region(f, {-5.0});
+  const optimizer_result newton = flashsinkhorn::optim::newton_cg(f, {-5.0});
+  EXPECT_EQ(tr.status, optimizer_status::converged);
+  EXPECT_EQ(newton.status, optimizer_status::converged);
+  EXPECT_NEAR(tr.theta[0], std::log(2.0), 1e-9);
+  EXPECT_NEAR(newton.theta[0], std::log(2.0), 1e-9);
+}
+
+}  // namespace

@@ -1,0 +1,72 @@
+// The hybrid optimiser of SPEC §4 (shuffled regression): Adam while the Hessian has clearly negative
+// curvature, a second-order method once it is positive definite.
+//
+// Policy. At θ_0 and after every `check_every` Adam steps, Lanczos estimates λ_min(∇²f(θ)) from
+// Hessian-vector products (target smallest, stopped early once a Ritz value is < −negative_tolerance:
+// that certifies λ_min < −negative_tolerance). Adam continues while λ_min ≤ switch_threshold (default
+// 0; the band −negative_tolerance ≤ λ_min ≤ 0 — flat or nearly singular — also stays with Adam); once
+// a converged estimate has λ_min > switch_threshold, Newton-CG or the trust region takes over from
+// that θ until convergence. Each Lanczos run starts from a fresh random vector (seed + check index):
+// a warm start from the last Ritz vector could sit in an invariant subspace of the new Hessian.
+// If Adam reaches ‖∇f‖ ≤ adam.gradient_tolerance first, the run ends there (status converged; the
+// last λ_min of the trace tells whether that stationary point is a minimum).
+#pragma once
+
+#include <vector>
+
+#include "flashsinkhorn/optim/adam.hpp"
+#include "flashsinkhorn/optim/lanczos.hpp"
+#include "flashsinkhorn/optim/newton_cg.hpp"
+#include "flashsinkhorn/optim/trust_region.hpp"
+
+namespace flashsinkhorn::optim {
+
+enum class second_order_method { newton_cg, trust_region };
+
+// Lanczos settings for a sign test of λ_min: at most 50 steps, residual bound ≤ 1e-4·max|θ|.
+[[nodiscard]] inline lanczos_options sign_test_lanczos() {
+  lanczos_options options;
+  options.max_steps = 50;
+  options.tolerance = 1e-4;
+  return options;
+}
+
+struct hybrid_options {
+  adam_options adam;                 // max_iterations bounds the Adam phase
+  int check_every = 10;              // Adam steps between λ_min estimates; ≥ 1
+  // Lanczos per check: target and stop_below are set by the policy. A sign test needs far less than
+  // the 1e-10 default of lanczos_options; each step is one Hessian-vector product.
+  lanczos_options lanczos = sign_test_lanczos();
+  double negative_tolerance = 1e-6;  // τ > 0: λ_min < −τ is a non-convex region
+  double switch_threshold = 0;       // switch once a converged λ_min > this; ≥ −negative_tolerance
+  second_order_method second_order = second_order_method::trust_region;
+  newton_cg_options newton_cg;
+  trust_region_options trust_region;
+};
+
+struct lambda_sample {
+  int iteration = 0;          // Adam steps made when it was taken
+  double lambda_min = 0;      // the Ritz value θ_min
+  double residual = 0;        // its residual bound
+  int lanczos_steps = 0;      // Hessian-vector products it cost
+  bool converged = false;     // Lanczos met its tolerance (or found an invariant subspace)
+  bool certified_negative = false;  // stopped early below −negative_tolerance
+};
+
+struct hybrid_result {
+  std::vector<double> theta;
+  double value = 0;
+  double gradient_norm = 0;
+  optimizer_status status = optimizer_status::max_iterations;
+  int switch_iteration = -1;  // Adam steps made before the switch; −1: the switch never happened
+  std::vector<lambda_sample> lambda_trace;
+  optimizer_result adam_phase;          // Adam's history (its theta: where it stopped)
+  optimizer_result second_order_phase;  // empty (iterations 0) when no switch happened
+  evaluation_counts evaluations;        // both phases and every Lanczos run
+};
+
+// Throws invalid_argument for bad options (of any phase), missing callbacks, or f / ∇f not finite at
+// theta0.
+[[nodiscard]] hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybrid_options& options = {});
+
+}  // namespace flashsinkhorn::optim

@@ -1,0 +1,111 @@
+// Adam → second-order hybrid; the policy is described in include/flashsinkhorn/optim/hybrid.hpp.
+#include "flashsinkhorn/optim/hybrid.hpp"
+
+#include <utility>
+
+#include "optim/adam_state.hpp"
+#include "optim/evaluator.hpp"
+#include "optim/validate_options.hpp"
+
+namespace flashsinkhorn::optim {
+namespace {
+
+// λ_min(∇²f(θ)) by Lanczos, stopped early once certainly below −negative_tolerance.
+lambda_sample estimate_lambda_min(detail::evaluator& evaluate, const_span theta, const hybrid_options& options,
+                                  int adam_steps, int check_index) {
+  lanczos_options lanczos = options.lanczos;
+  lanczos.target = lanczos_target::smallest;
+  lanczos.stop_below = -options.negative_tolerance;
+  lanczos.seed = options.lanczos.seed + static_cast<std::uint64_t>(check_index);
+  const symmetric_operator hessian = [&](const_span v, mutable_span product) { evaluate.hvp(theta, v, product); };
+  const lanczos_result estimate = lanczos_extremes(hessian, static_cast<int>(theta.size()), lanczos);
+
+  lambda_sample sample;
+  sample.iteration = adam_steps;
+  sample.lambda_min = estimate.lambda_min;
+  sample.residual = estimate.residual_min;
+  sample.lanczos_steps = estimate.steps;
+  sample.converged = estimate.converged || estimate.invariant_subspace;
+  sample.certified_negative = estimate.stopped_below;
+  return sample;
+}
+
+// Positive definite with margin: some eigenvalue lies within the residual bound of θ_min, so require
+// θ_min − residual above the threshold, and a converged estimate.
+bool positive_enough(const lambda_sample& sample, double switch_threshold) {
+  return sample.converged && !sample.certified_negative && sample.lambda_min - sample.residual > switch_threshold;
+}
+
+void add_counts(evaluation_counts& total, const evaluation_counts& more) {
+  total.values += more.values;
+  total.gradients += more.gradients;
+  total.hvps += more.hvps;
+}
+
+}  // namespace
+
+hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybrid_options& options) {
+  detail::validate(options);
+  detail::validate_objective(f, theta0.size(), true, "hybrid");
+  const std::size_t p = theta0.size();
+  detail::evaluator evaluate(f, p);
+
+  hybrid_result result;
+  optimizer_result& adam_phase = result.adam_phase;
+  adam_phase.theta = std::move(theta0);
+  detail::host_vector gradient(p);
+  adam_phase.value = evaluate.value_and_gradient(adam_phase.theta, gradient);
+  detail::validate_initial_point(adam_phase.value, gradient, "hybrid");
+  adam_phase.gradient_norm = detail::norm2(gradient);
+  detail::adam_state adam(options.adam, p);
+
+  bool switched = false;
+  int check_index = 0;
+  while (true) {
+    if (adam_phase.gradient_norm <= options.adam.gradient_tolerance) {
+      adam_phase.status = optimizer_status::converged;
+      break;
+    }
+    if (adam_phase.iterations % options.check_every == 0) {
+      result.lambda_trace.push_back(
+          estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index++));
+      if (positive_enough(result.lambda_trace.back(), options.switch_threshold)) {
+        switched = true;
+        break;
+      }
+    }
+    if (adam_phase.iterations == options.adam.max_iterations) {
+      adam_phase.status = optimizer_status::max_iterations;
+      break;
+    }
+    optimizer_iteration record;
+    record.iteration = ++adam_phase.iterations;
+    record.step_norm = adam.step(gradient, adam_phase.theta);
+    record.step_size = options.adam.learning_rate;
+    adam_phase.value = evaluate.value_and_gradient(adam_phase.theta, gradient);
+    adam_phase.gradient_norm = detail::norm2(gradient);
+    record.value = adam_phase.value;
+    record.gradient_norm = adam_phase.gradient_norm;
+    adam_phase.history.push_back(record);
+    if (options.adam.on_iteration) options.adam.on_iteration(record);
+  }
+  adam_phase.evaluations = evaluate.counts();
+  result.evaluations = evaluate.counts();
+
+  const optimizer_result* last_phase = &adam_phase;
+  if (switched) {
+    result.switch_iteration = adam_phase.iterations;
+    result.second_order_phase = options.second_order == second_order_method::newton_cg
+                                    ? newton_cg(f, adam_phase.theta, options.newton_cg)
+                                    : trust_region(f, adam_phase.theta, options.trust_region);
+    add_counts(result.evaluations, result.second_order_phase.evaluations);
+    last_phase = &result.second_order_phase;
+  }
+  result.theta = last_phase->theta;
+  result.value = last_phase->value;
+  result.gradient_norm = last_phase->gradient_norm;
+  result.status = last_phase->status;
+  return result;
+}
+
+}  // namespace flashsinkhorn::optim

@@ -1,0 +1,103 @@
+// Steihaug–Toint trust region; the iteration is described in
+// include/flashsinkhorn/optim/trust_region.hpp.
+#include "flashsinkhorn/optim/trust_region.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "optim/evaluator.hpp"
+#include "optim/forcing_sequence.hpp"
+#include "optim/steihaug_cg.hpp"
+#include "optim/validate_options.hpp"
+
+namespace flashsinkhorn::optim {
+namespace {
+
+// ρ = actual / predicted reduction. When both are below the resolution of f (a few ulps of |f|) the
+// difference f(θ) − f(θ + s) is roundoff: the step is taken as predicted (ρ = 1) and the gradient
+// test decides convergence, instead of shrinking Δ on noise.
+double reduction_ratio(double value, double trial_value, double predicted) {
+  if (!std::isfinite(trial_value)) return -std::numeric_limits<double>::infinity();
+  const double actual = value - trial_value;
+  const double resolution = 10 * std::numeric_limits<double>::epsilon() * std::fabs(value);
+  if (std::fabs(actual) <= resolution && predicted <= resolution) return 1;
+  if (predicted <= 0) return -std::numeric_limits<double>::infinity();
+  return actual / predicted;
+}
+
+}  // namespace
+
+optimizer_result trust_region(const objective& f, std::vector<double> theta0, const trust_region_options& options) {
+  detail::validate(options);
+  detail::validate_objective(f, theta0.size(), true, "trust_region");
+  const std::size_t p = theta0.size();
+  detail::evaluator evaluate(f, p);
+
+  optimizer_result result;
+  result.theta = std::move(theta0);
+  detail::host_vector gradient(p), step(p), trial(p);
+  result.value = evaluate.value_and_gradient(result.theta, gradient);
+  detail::validate_initial_point(result.value, gradient, "trust_region");
+  result.gradient_norm = detail::norm2(gradient);
+  detail::forcing_sequence forcing(options.forcing, options.gradient_tolerance, result.gradient_norm);
+  const detail::hessian_product hessian = [&](const_span v, mutable_span product) {
+    evaluate.hvp(result.theta, v, product);
+  };
+
+  double radius = options.initial_radius;
+  while (true) {
+    if (result.gradient_norm <= options.gradient_tolerance) {
+      result.status = optimizer_status::converged;
+      break;
+    }
+    if (result.iterations == options.max_iterations) {
+      result.status = optimizer_status::max_iterations;
+      break;
+    }
+    if (radius < options.min_radius) {
+      result.status = optimizer_status::trust_radius_too_small;
+      break;
+    }
+    optimizer_iteration record;
+    record.iteration = ++result.iterations;
+    record.forcing = forcing.eta();
+    record.trust_radius = radius;
+    const detail::steihaug_outcome inner =
+        detail::steihaug_cg(hessian, gradient, radius, forcing.eta(), options.max_cg_iterations, step);
+    record.cg_iterations = inner.iterations;
+    record.negative_curvature = inner.negative_curvature;
+
+    detail::add_scaled(result.theta, 1, step, trial);
+    const double trial_value = evaluate.trial_value(trial);
+    const double rho = reduction_ratio(result.value, trial_value, inner.model_decrease);
+    const double step_norm = detail::norm2(step);
+    record.reduction_ratio = rho;
+
+    // Radius update (Alg. 4.1).
+    if (rho < options.shrink_below) {
+      radius = options.shrink_factor * std::min(radius, step_norm);
+    } else if (rho > options.expand_above && inner.on_boundary) {
+      radius = std::min(options.expand_factor * radius, options.max_radius);
+    }
+
+    record.accepted = rho > options.acceptance_ratio;
+    if (record.accepted) {
+      std::swap(result.theta, trial);
+      result.value = evaluate.value_and_gradient(result.theta, gradient);
+      result.gradient_norm = detail::norm2(gradient);
+      forcing.accept(result.gradient_norm);
+      record.step_size = 1;
+      record.step_norm = step_norm;
+    }
+    record.value = result.value;
+    record.gradient_norm = result.gradient_norm;
+    result.history.push_back(record);
+    if (options.on_iteration) options.on_iteration(record);
+  }
+  result.evaluations = evaluate.counts();
+  return result;
+}
+
+}  // namespace flashsinkhorn::optim

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/plan_quadratic_generic.hpp"
 #include "core/view_io.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
@@ -239,6 +240,9 @@ class cuda_backend final : public backend {
 
     clouds_[0] = upload_cloud(problem.x, mode_, cost_scale_, stream_.get());
     clouds_[1] = upload_cloud(problem.y, mode_, cost_scale_, stream_.get());
+    host_key_points_[0] = problem.x.key_role_points();
+    host_key_points_[1] = problem.y.key_role_points();
+    dim_ = problem.x.dim;
     for (int s = 0; s < kSlotCount; ++s) {
       const std::int64_t count = cloud(side_of(static_cast<slot>(s))).count;
       slots_[s] = device_buffer<double>(static_cast<std::size_t>(count));
@@ -405,6 +409,14 @@ class cuda_backend final : public backend {
                                     stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     return result;
+  }
+
+  // Not fused yet: the generic O(d²)-value fallback (core/plan_quadratic_generic.hpp), one plan
+  // pass with the k·dim values q_j ⊗ V_j. A fused kernel would compute U·Kᵀ next to Q·Kᵀ on each
+  // key tile and accumulate (P∘(U·Kᵀ))·V.
+  [[nodiscard]] plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const override {
+    return plan_quadratic_rows_by_plan_pass(*this, request, host_key_points_[static_cast<int>(request.keys)], dim_,
+                                            cloud(request.rows).count);
   }
 
   // The plan pass with the keys' exact points as values (cached as staged Vᵀ per side in the
@@ -599,6 +611,8 @@ class cuda_backend final : public backend {
   };
   mutable plan_scratch plan_;
   std::array<device_buffer<double>, 2> gradients_;  // point gradients, (count, dim) per side
+  std::array<std::vector<double>, 2> host_key_points_;  // η⊙q per side, float64 (plan_quadratic_rows)
+  std::int64_t dim_ = 0;
 };
 
 }  // namespace

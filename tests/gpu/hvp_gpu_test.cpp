@@ -1,8 +1,9 @@
 // solver::hvp_x / hvp_y on the CUDA backend against the float64 CPU backend, on a converged
 // problem (odd sizes, d = 17): fp32 (3×TF32 plan passes) and fp64, the full product and, with the
-// generic two-GEMM path forced, the same. The CUDA backend has no fused quadratic kernel: its
-// plan_quadratic_rows is the generic pass with the d² values y_j ⊗ y_j (k = 289 here), so both
-// paths run the same device code; the CPU reference uses its fused pass. Skips without a GPU.
+// generic two-GEMM path forced, the same. The CUDA backend's plan_quadratic_rows is fused in fp64
+// (the SIMT plan pass with a second dot product u_i·q_j per term, plan_rows_kernel.cuh) and the
+// generic pass with the d² values y_j ⊗ y_j (k = 289 here) in the other modes, where both paths
+// therefore run the same device code; the CPU reference uses its fused pass. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <iostream>

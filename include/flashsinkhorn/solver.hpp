@@ -15,6 +15,7 @@
 #include <string>
 
 #include "flashsinkhorn/array_view.hpp"
+#include "flashsinkhorn/hessian.hpp"
 #include "flashsinkhorn/options.hpp"
 #include "flashsinkhorn/potential_vjp.hpp"
 #include "flashsinkhorn/problem.hpp"
@@ -64,6 +65,13 @@ class solver {
   // Throws invalid_argument before solve(), on bad sizes, non-finite cotangents or no output.
   potential_vjp_report potential_vjp(vector_view df, vector_view dg, const potential_vjp_outputs& out,
                                      const potential_vjp_options& settings = {}) const;
+
+  // Hessian-vector products of result.cost with respect to X (direction (n, d) → out (n, d)) or Y
+  // ((m, d) → (m, d)), exact at the solved potentials (hessian.hpp): the full product, or its
+  // fixed-potential (indefinite) or implicit (PSD) part (settings.part). Balanced, squared-Euclidean,
+  // not debiased (else unsupported). Throws invalid_argument before solve() or on bad shapes.
+  hvp_report hvp_x(matrix_view direction, mutable_matrix_view out, const hvp_options& settings = {}) const;
+  hvp_report hvp_y(matrix_view direction, mutable_matrix_view out, const hvp_options& settings = {}) const;
 
   [[nodiscard]] std::string device_name() const;
 

@@ -7,8 +7,10 @@
 // where p are the points of the `rows` side and q, w, h those of the `keys` side:
 //   softmin     one potential update (a Sinkhorn half-step), fused with damping, averaging and the
 //               marginal-error term;
-//   plan_rows   FlashAttention's forward: per row, the LSE and Σ_j softmax_j(S_i·)·[V_j, C_ij].
-// Neither ever holds more than a tile of S.
+//   plan_rows   FlashAttention's forward: per row, the LSE and Σ_j softmax_j(S_i·)·[V_j, C_ij];
+//   plan_quadratic_rows  the same with each term also weighted by a second score u_i·q_j (a
+//               second GEMM U·Kᵀ next to Q·Kᵀ): the Hessian-vector product's "two-GEMM" term.
+// None ever holds more than a tile of S.
 #pragma once
 
 #include <cstdint>
@@ -79,6 +81,25 @@ struct plan_rows_result {
   std::vector<double> cost;      // (rows count,) when want_cost
 };
 
+// Per-row results of a quadratic plan pass (rows, keys, key potential and eps as in plan_rows):
+//   lse_i       = LSE_j S_ij
+//   weighted_i  = Σ_j softmax_j(S_i·) · (u_i·q_j) · V_j
+// u: (rows count, dim) float64 row-major, one direction per row; q_j: the keys' points in their
+// role (η⊙q, prepared_cloud::key_role_points) as the backend stores them (rounded to the precision
+// mode, like the scores' operands); V: (keys count, k) float64. With V = the keys' points this is
+// Σ_j softmax_ij (u_i·q_j) q_j, i.e. (Σ_j softmax_ij q_j q_jᵀ)·u_i without the d×d matrices.
+// The generic implementation (core/plan_quadratic_generic.hpp) is one plan_rows pass with the
+// k·dim values q_j ⊗ V_j; a backend may instead fuse the second product into its tile loop.
+struct plan_quadratic_request {
+  side rows = side::x;
+  side keys = side::y;
+  slot key_potential = slot::g;
+  double eps = 1;
+  const double* directions = nullptr;  // (rows count, dim), required
+  const double* values = nullptr;      // (keys count, k), required
+  std::int64_t k = 0;                  // ≥ 1
+};
+
 // The gradient of a plan's value with respect to the points p of `rows` (envelope theorem):
 //   ∇_i = coefficient · m_i · (p_i − Σ_j softmax_j(S_i·)·q_j)
 // with the softmax of a plan pass (plan_rows_request), p and q the prepared points before any
@@ -115,6 +136,9 @@ class backend {
   virtual void swap_potentials(slot a, slot b) = 0;
 
   [[nodiscard]] virtual plan_rows_result plan_rows(const plan_rows_request& request) const = 0;
+
+  // result.cost stays empty.
+  [[nodiscard]] virtual plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const = 0;
 
   virtual void point_gradient(const point_gradient_request& request) = 0;
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/projected_cg.hpp"
+#include "core/potential_system.hpp"
 #include "core/solved_plan.hpp"
 #include "core/view_io.hpp"
 #include "flashsinkhorn/error.hpp"
@@ -94,10 +94,6 @@ std::vector<double> read_cotangent(const vector_view& view, std::int64_t count, 
   return values;
 }
 
-double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
-
-double norm(const std::vector<double>& v) { return std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0)); }
-
 // x ← (I − x̂x̂ᵀ)·∇/‖x‖ per row: the chain rule through the cosine cost's x̂ = x/‖x‖.
 void through_normalisation(std::vector<double>& grad, const std::vector<double>& input,
                            const std::vector<double>& norms, std::int64_t dim) {
@@ -116,7 +112,7 @@ void through_weight_normalisation(std::vector<double>& h, const std::vector<doub
   for (double& v : h) v = (v - mean) / mass;
 }
 
-// The adjoint λ = H⁺(ḟ, ġ) and how CG got there.
+// The adjoint λ = H⁺(ḟ, ġ) (core/potential_system.hpp) and how CG got there.
 struct adjoint {
   std::vector<double> f, g;
   potential_vjp_report report;
@@ -124,49 +120,15 @@ struct adjoint {
 
 adjoint solve_adjoint(const solved_plan& plan, const std::vector<double>& a, std::vector<double> df,
                       std::vector<double> dg, const potential_vjp_options& settings) {
+  potential_system_solution z = solve_potential_system(
+      plan, a, std::move(df), std::move(dg), {settings.tolerance, settings.max_iterations, settings.preconditioner});
   adjoint out;
-  const std::size_t n = df.size(), m = dg.size();
-  // Remove the cotangent's gauge component: the orthogonal projection onto (1, −1)⊥.
-  out.report.gauge_defect = sum(df) - sum(dg);
-  const double shift = out.report.gauge_defect / static_cast<double>(n + m);
-  for (double& v : df) v -= shift;
-  for (double& v : dg) v += shift;
-
-  std::vector<double> df_over_a(n);
-  for (std::size_t i = 0; i < n; ++i) df_over_a[i] = df[i] / a[i];
-  std::vector<double> rho = plan.apply_transpose(df_over_a, 1);
-  for (std::size_t j = 0; j < m; ++j) rho[j] = dg[j] - rho[j];
-  project_out_mean(rho);
-
-  const std::vector<double>& c = plan.column_mass();
-  const linear_map schur = [&](const std::vector<double>& v) {
-    std::vector<double> out_s = plan.apply_transpose(plan.row_average(v, 1), 1);
-    for (std::size_t j = 0; j < v.size(); ++j) out_s[j] = c[j] * v[j] - out_s[j];
-    return out_s;
-  };
-  const std::vector<double> preconditioner =
-      settings.preconditioner == cg_preconditioner::diagonal ? c : std::vector<double>(m, 1.0);
-  projected_cg_outcome cg =
-      projected_cg(schur, rho, preconditioner, {settings.tolerance, settings.max_iterations});
-  out.g = std::move(cg.solution);
-  out.report.iterations = cg.iterations;
-
-  // The residual of the returned λ_g, not the recurrence's (they part at the roundoff floor).
-  const double rho_norm = norm(rho);
-  if (rho_norm > 0) {
-    std::vector<double> residual = schur(out.g);
-    for (std::size_t j = 0; j < m; ++j) residual[j] = rho[j] - residual[j];
-    project_out_mean(residual);
-    out.report.relative_residual = norm(residual) / rho_norm;
-  }
-  out.report.converged = out.report.relative_residual <= settings.tolerance;
-
-  out.f = plan.row_average(out.g, 1);
-  for (std::size_t i = 0; i < n; ++i) out.f[i] = df_over_a[i] - out.f[i];
-  // Minimum norm: move λ along (1, −1) to Σλ_f = Σλ_g.
-  const double gauge = (sum(out.f) - sum(out.g)) / static_cast<double>(n + m);
-  for (double& v : out.f) v -= gauge;
-  for (double& v : out.g) v += gauge;
+  out.f = std::move(z.f);
+  out.g = std::move(z.g);
+  out.report.iterations = z.iterations;
+  out.report.relative_residual = z.relative_residual;
+  out.report.converged = z.converged;
+  out.report.gauge_defect = z.gauge_defect;
   return out;
 }
 

@@ -12,7 +12,8 @@
 // (c = b at convergence; taking c = Pᵀ1 keeps the null vector exact before convergence too.)
 // Implicit function theorem: d(f,g)/dθ = −(∂F/∂z)⁻¹ ∂F/∂θ = −H⁻¹ D ∂F/∂θ, so for any parameter θ
 //   dL/dθ = −λᵀ ∂(D F)/∂θ   (D held fixed),   H λ = (ḟ, ġ).
-// Adjoint solve, Schur complement on the g-block:
+// Adjoint solve (core/potential_system.hpp, shared with the Hessian-vector product), Schur
+// complement on the g-block:
 //   S = diag(c) − Pᵀ diag(1/a) P      (PSD, S·1 = c − Pᵀ1 = 0),
 //   S λ_g = ρ := ġ − Pᵀ(ḟ/a)          (Σ ρ = Σ ġ − Σ ḟ: consistent iff the loss is gauge invariant),
 //   λ_f = ḟ/a − diag(1/a) P λ_g,

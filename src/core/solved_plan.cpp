@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/plan_quadratic_generic.hpp"
+
 namespace flashsinkhorn::detail {
 namespace {
 
@@ -42,6 +44,47 @@ std::vector<double> solved_plan::apply_transpose(const std::vector<double>& valu
   }
   plan_rows_result pass = compute_.plan_rows(pass_over(side::y, slot::f, eps_, reweighted.data(), k));
   ++passes_;
+  const std::vector<double>& b = problem_.y.weights;
+  for (std::size_t j = 0; j < b.size(); ++j) {
+    const double mass = b[j] * std::exp(g_[j] / eps_ + pass.lse[j]);
+    for (std::int64_t c = 0; c < k; ++c) pass.weighted[j * k + c] *= mass;
+  }
+  return std::move(pass.weighted);
+}
+
+plan_rows_result solved_plan::quadratic_pass(side rows, slot key, const std::vector<double>& directions,
+                                             const std::vector<double>& values, std::int64_t k,
+                                             two_gemm_path path) const {
+  plan_quadratic_request request;
+  request.rows = rows;
+  request.keys = other(rows);
+  request.key_potential = key;
+  request.eps = eps_;
+  request.directions = directions.data();
+  request.values = values.data();
+  request.k = k;
+  ++passes_;
+  if (path == two_gemm_path::fused) return compute_.plan_quadratic_rows(request);
+  const prepared_cloud& row_cloud = rows == side::x ? problem_.x : problem_.y;
+  const prepared_cloud& key_cloud = rows == side::x ? problem_.y : problem_.x;
+  return plan_quadratic_rows_by_plan_pass(compute_, request, key_cloud.key_role_points(), key_cloud.dim,
+                                          row_cloud.count);
+}
+
+std::vector<double> solved_plan::quadratic_row_average(const std::vector<double>& directions,
+                                                       const std::vector<double>& values, std::int64_t k,
+                                                       two_gemm_path path) const {
+  return std::move(quadratic_pass(side::x, slot::g, directions, values, k, path).weighted);
+}
+
+std::vector<double> solved_plan::quadratic_transpose(const std::vector<double>& directions,
+                                                     const std::vector<double>& values, std::int64_t k,
+                                                     two_gemm_path path) const {
+  std::vector<double> reweighted(values.size());
+  for (std::size_t i = 0; i < key_reweight_.size(); ++i) {
+    for (std::int64_t c = 0; c < k; ++c) reweighted[i * k + c] = values[i * k + c] * key_reweight_[i];
+  }
+  plan_rows_result pass = quadratic_pass(side::y, slot::f, directions, reweighted, k, path);
   const std::vector<double>& b = problem_.y.weights;
   for (std::size_t j = 0; j < b.size(); ++j) {
     const double mass = b[j] * std::exp(g_[j] / eps_ + pass.lse[j]);

@@ -12,6 +12,11 @@
 //                      b_j·exp(g_j/ε + lse_j)  (lse_j of that pass).
 //   column_mass()    = Pᵀ·1 =: c  (= b at convergence; the diagonal of the Schur complement's
 //                      leading part).
+// and their quadratic ("two-GEMM") forms, each one backend::plan_quadratic_rows pass (or its
+// generic O(d²)-value version, core/plan_quadratic_generic.hpp, chosen by `path`):
+//   quadratic_row_average(u, V) = diag(1/a)·[Σ_j P_ij (u_i·y_j) V_j]_i     u (n, dim), V (m, k)
+//   quadratic_transpose(u, U)   = [Σ_i P_ij (u_j·x_i) U_i]_j                u (m, dim), U (n, k)
+// with x, y the prepared points in the keys' role (η⊙q; plain points for a Euclidean cost).
 // Requires balanced sides and a, b > 0 (checked by the caller).
 #pragma once
 
@@ -20,6 +25,7 @@
 
 #include "core/backend.hpp"
 #include "core/prepared_cloud.hpp"
+#include "flashsinkhorn/hessian.hpp"
 
 namespace flashsinkhorn::detail {
 
@@ -32,6 +38,13 @@ class solved_plan {
   // U: (n, k) row-major → (m, k).
   [[nodiscard]] std::vector<double> apply_transpose(const std::vector<double>& values, std::int64_t k) const;
 
+  [[nodiscard]] std::vector<double> quadratic_row_average(const std::vector<double>& directions,
+                                                          const std::vector<double>& values, std::int64_t k,
+                                                          two_gemm_path path) const;
+  [[nodiscard]] std::vector<double> quadratic_transpose(const std::vector<double>& directions,
+                                                        const std::vector<double>& values, std::int64_t k,
+                                                        two_gemm_path path) const;
+
   [[nodiscard]] const std::vector<double>& column_mass() const { return column_mass_; }
   [[nodiscard]] int passes() const { return passes_; }
 
@@ -42,6 +55,9 @@ class solved_plan {
   std::vector<double> g_;             // (m,) the backend's g
   std::vector<double> key_reweight_;  // (n,) w_i = exp((f̃_i − f_i)/ε)
   std::vector<double> column_mass_;   // (m,) Pᵀ1
+
+  plan_rows_result quadratic_pass(side rows, slot key, const std::vector<double>& directions,
+                                  const std::vector<double>& values, std::int64_t k, two_gemm_path path) const;
   mutable int passes_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include "core/backend.hpp"
 #include "core/dual_value.hpp"
 #include "core/epsilon_schedule.hpp"
+#include "core/point_hvp.hpp"
 #include "core/potential_vjp.hpp"
 #include "core/prepare.hpp"
 #include "core/solver_loop.hpp"
@@ -350,6 +351,16 @@ potential_vjp_report solver::potential_vjp(vector_view df, vector_view dg, const
                                            const potential_vjp_options& settings) const {
   state_->require_solved("potential_vjp");
   return detail::potential_vjp(state_->vjp_context(), df, dg, out, settings);
+}
+
+hvp_report solver::hvp_x(matrix_view direction, mutable_matrix_view out, const hvp_options& settings) const {
+  state_->require_solved("hvp_x");
+  return detail::point_hvp(state_->vjp_context(), side::x, direction, out, settings);
+}
+
+hvp_report solver::hvp_y(matrix_view direction, mutable_matrix_view out, const hvp_options& settings) const {
+  state_->require_solved("hvp_y");
+  return detail::point_hvp(state_->vjp_context(), side::y, direction, out, settings);
 }
 
 std::string solver::device_name() const { return state_->device_name(); }

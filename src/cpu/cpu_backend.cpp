@@ -6,6 +6,9 @@
 //                               so the online LSE runs on exp2, see online_lse.hpp)
 //         fold the scores into each row's running LSE (online_lse.hpp)
 //   finish each row: T_i = s‖p_i‖² − ε·LSE_i, fused with damping, blending and the error term.
+// Plan passes carry a P-weighted accumulator per row (FlashAttention's output); the quadratic pass
+// (backend::plan_quadratic_rows) computes a second dot tile u·panelᵀ with the same micro-kernel
+// and weights each term by it — two GEMMs per tile, nothing of size d² anywhere.
 // Memory: the packed clouds, the potentials and O(kGroupRows·kKeyTile) scratch per thread.
 #include "cpu/cpu_backend.hpp"
 
@@ -98,34 +101,20 @@ class cpu_backend final : public backend {
   [[nodiscard]] plan_rows_result plan_rows(const plan_rows_request& request) const override {
     const packed_cloud<T>& rows = cloud(request.rows);
     const packed_cloud<T>& keys = cloud(request.keys);
-    const std::vector<T> bias = key_bias(keys, request.key_potential, request.eps);
-    plan_extras extras{request.k, {}, request.want_cost, {}, {}};
-    if (request.k > 0) {
-      extras.values.assign(static_cast<std::size_t>(keys.tiles * kKeyTile * request.k), T(0));
-      for (std::int64_t j = 0; j < keys.count * request.k; ++j) extras.values[j] = static_cast<T>(request.values[j]);
-    }
-    extras.weighted.assign(static_cast<std::size_t>(rows.count * request.k), 0.0);
-    extras.cost.assign(request.want_cost ? static_cast<std::size_t>(rows.count) : 0, 0.0);
+    plan_extras extras = make_extras(rows, keys, request.values, request.k, request.want_cost);
+    return run_plan_pass(rows, keys, request.key_potential, request.eps, extras);
+  }
 
-    plan_rows_result result;
-    result.lse.resize(static_cast<std::size_t>(rows.count));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for(rows, keys))
-    for (std::int64_t group = 0; group < groups(rows); ++group) {
-      math::lse_state<double> lse[kGroupRows];
-      stream_group(rows, keys, bias, score_scale(request.eps), group, lse, &extras);
-      const std::int64_t first = group * kGroupRows;
-      const std::int64_t last = std::min(first + kGroupRows, rows.count);
-      for (std::int64_t i = first; i < last; ++i) {
-        const math::lse_state<double>& state = lse[i - first];
-        // Scores omit the row's own −s‖p_i‖²/ε (constant along the row); put it back.
-        result.lse[i] = kLn2 * state.value_log2() - cost_scale_ * static_cast<double>(rows.sq_norms[i]) / request.eps;
-        for (std::int64_t c = 0; c < request.k; ++c) extras.weighted[i * request.k + c] /= state.sum;
-        if (request.want_cost) extras.cost[i] /= state.sum;
-      }
-    }
-    result.weighted = std::move(extras.weighted);
-    result.cost = std::move(extras.cost);
-    return result;
+  [[nodiscard]] plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const override {
+    if (request.directions == nullptr || request.values == nullptr || request.k < 1)
+      throw invalid_argument("plan_quadratic_rows: needs directions, values and k ≥ 1");
+    const packed_cloud<T>& rows = cloud(request.rows);
+    const packed_cloud<T>& keys = cloud(request.keys);
+    plan_extras extras = make_extras(rows, keys, request.values, request.k, false);
+    // Padded like rows.points, so a register block of directions is read exactly like one of points.
+    extras.directions.assign(static_cast<std::size_t>(rows.padded_rows * rows.dim), T(0));
+    for (std::int64_t i = 0; i < rows.count * rows.dim; ++i) extras.directions[i] = static_cast<T>(request.directions[i]);
+    return run_plan_pass(rows, keys, request.key_potential, request.eps, extras);
   }
 
   void point_gradient(const point_gradient_request& request) override {
@@ -155,7 +144,7 @@ class cpu_backend final : public backend {
   }
 
  private:
-  // Per-row accumulators of a plan pass: Σ_j e^{S_ij − max}·V_j and Σ_j e^{S_ij − max}·C_ij,
+  // Per-row accumulators of a plan pass: Σ_j e^{S_ij − max}·[u_i·q_j]·V_j and Σ_j e^{S_ij − max}·C_ij,
   // rescaled with the running max exactly like the LSE sum (FlashAttention's output accumulator).
   struct plan_extras {
     std::int64_t k;
@@ -163,7 +152,44 @@ class cpu_backend final : public backend {
     bool want_cost;
     std::vector<double> weighted;   // (rows, k)
     std::vector<double> cost;       // (rows,)
+    std::vector<T> directions;      // (rows padded, dim) u of a quadratic pass, else empty
   };
+
+  plan_extras make_extras(const packed_cloud<T>& rows, const packed_cloud<T>& keys, const double* values,
+                          std::int64_t k, bool want_cost) const {
+    plan_extras extras{k, {}, want_cost, {}, {}, {}};
+    if (k > 0) {
+      extras.values.assign(static_cast<std::size_t>(keys.tiles * kKeyTile * k), T(0));
+      for (std::int64_t j = 0; j < keys.count * k; ++j) extras.values[j] = static_cast<T>(values[j]);
+    }
+    extras.weighted.assign(static_cast<std::size_t>(rows.count * k), 0.0);
+    extras.cost.assign(want_cost ? static_cast<std::size_t>(rows.count) : 0, 0.0);
+    return extras;
+  }
+
+  plan_rows_result run_plan_pass(const packed_cloud<T>& rows, const packed_cloud<T>& keys, slot key_potential,
+                                 double eps, plan_extras& extras) const {
+    const std::vector<T> bias = key_bias(keys, key_potential, eps);
+    plan_rows_result result;
+    result.lse.resize(static_cast<std::size_t>(rows.count));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for(rows, keys))
+    for (std::int64_t group = 0; group < groups(rows); ++group) {
+      math::lse_state<double> lse[kGroupRows];
+      stream_group(rows, keys, bias, score_scale(eps), group, lse, &extras);
+      const std::int64_t first = group * kGroupRows;
+      const std::int64_t last = std::min(first + kGroupRows, rows.count);
+      for (std::int64_t i = first; i < last; ++i) {
+        const math::lse_state<double>& state = lse[i - first];
+        // Scores omit the row's own −s‖p_i‖²/ε (constant along the row); put it back.
+        result.lse[i] = kLn2 * state.value_log2() - cost_scale_ * static_cast<double>(rows.sq_norms[i]) / eps;
+        for (std::int64_t c = 0; c < extras.k; ++c) extras.weighted[i * extras.k + c] /= state.sum;
+        if (extras.want_cost) extras.cost[i] /= state.sum;
+      }
+    }
+    result.weighted = std::move(extras.weighted);
+    result.cost = std::move(extras.cost);
+    return result;
+  }
 
   static int index(slot s) { return static_cast<int>(s); }
   const packed_cloud<T>& cloud(side s) const { return clouds_[static_cast<int>(s)]; }
@@ -198,14 +224,17 @@ class cpu_backend final : public backend {
     const std::int64_t first = group * kGroupRows;
     const std::int64_t blocks = std::min(kGroupRows, rows.padded_rows - first) / kRowBlock;
     for (std::int64_t r = 0; r < kGroupRows; ++r) lse[r] = math::lse_state<double>::identity();
-    alignas(64) T dots[kRowBlock * kKeyTile];
+    alignas(64) T dots[kRowBlock * kKeyTile];    // (kRowBlock, kKeyTile) p·q
+    alignas(64) T u_dots[kRowBlock * kKeyTile];  // (kRowBlock, kKeyTile) u·q, quadratic passes only
     alignas(64) T scores[kKeyTile];
+    const bool quadratic = extras != nullptr && !extras->directions.empty();
     for (std::int64_t tile = 0; tile < keys.tiles; ++tile) {
       const T* panel = keys.panels.data() + tile * keys.dim * kKeyTile;
       const T* tile_bias = bias.data() + tile * kKeyTile;
       for (std::int64_t block = 0; block < blocks; ++block) {
         const std::int64_t row0 = first + block * kRowBlock;
         score_tile_dots<T>(dots, rows.points.data() + row0 * rows.dim, panel, rows.dim);
+        if (quadratic) score_tile_dots<T>(u_dots, extras->directions.data() + row0 * rows.dim, panel, rows.dim);
         for (std::int64_t r = 0; r < kRowBlock && row0 + r < rows.count; ++r) {
           const T* row_dots = dots + r * kKeyTile;
           const T maximum = score_and_max(scores, row_dots, tile_bias, scale, kKeyTile);
@@ -213,14 +242,19 @@ class cpu_backend final : public backend {
           double rescale = 1;
           math::lse_state<double>& state = lse[block * kRowBlock + r];
           if (!fold_tile(state, scores, maximum, kKeyTile, shift, rescale)) continue;
-          if (extras != nullptr) accumulate_plan(*extras, keys, rows.sq_norms[row0 + r], tile, row_dots, scores, shift, rescale, row0 + r);
+          if (extras != nullptr) {
+            const T* row_u_dots = quadratic ? u_dots + r * kKeyTile : nullptr;
+            accumulate_plan(*extras, keys, rows.sq_norms[row0 + r], tile, row_dots, row_u_dots, scores, shift, rescale,
+                            row0 + r);
+          }
         }
       }
     }
   }
 
   void accumulate_plan(plan_extras& extras, const packed_cloud<T>& keys, T row_sq_norm, std::int64_t tile,
-                       const T* row_dots, const T* scores, T shift, double rescale, std::int64_t row) const {
+                       const T* row_dots, const T* row_u_dots, const T* scores, T shift, double rescale,
+                       std::int64_t row) const {
     const std::int64_t k = extras.k;
     double* weighted = extras.weighted.data() + row * k;
     for (std::int64_t c = 0; c < k; ++c) weighted[c] *= rescale;
@@ -228,15 +262,16 @@ class cpu_backend final : public backend {
     for (std::int64_t j = 0; j < kKeyTile; ++j) {
       const std::int64_t key = tile * kKeyTile + j;
       if (key >= keys.count) break;
-      const double e = static_cast<double>(math::fast_exp2_nonpositive(scores[j] - shift));
-      if (e == 0) continue;
+      const double p = static_cast<double>(math::fast_exp2_nonpositive(scores[j] - shift));
+      if (p == 0) continue;
+      const double e = row_u_dots != nullptr ? p * static_cast<double>(row_u_dots[j]) : p;
       const T* v = extras.values.data() + key * k;
 #pragma omp simd
       for (std::int64_t c = 0; c < k; ++c) weighted[c] += e * static_cast<double>(v[c]);
       if (extras.want_cost) {
         const double c_ij = cost_scale_ * (static_cast<double>(row_sq_norm) + static_cast<double>(keys.sq_norms[key]) -
                                            2 * static_cast<double>(row_dots[j]));
-        cost += e * c_ij;
+        cost += p * c_ij;
       }
     }
     if (extras.want_cost) extras.cost[row] = cost;

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/plan_quadratic_generic.hpp"
 #include "core/view_io.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
@@ -239,6 +240,9 @@ class cuda_backend final : public backend {
 
     clouds_[0] = upload_cloud(problem.x, mode_, cost_scale_, stream_.get());
     clouds_[1] = upload_cloud(problem.y, mode_, cost_scale_, stream_.get());
+    host_key_points_[0] = problem.x.key_role_points();
+    host_key_points_[1] = problem.y.key_role_points();
+    dim_ = problem.x.dim;
     for (int s = 0; s < kSlotCount; ++s) {
       const std::int64_t count = cloud(side_of(static_cast<slot>(s))).count;
       slots_[s] = device_buffer<double>(static_cast<std::size_t>(count));
@@ -403,6 +407,46 @@ class cuda_backend final : public backend {
     if (request.want_cost)
       FS_CUDA_CHECK(cudaMemcpyAsync(result.cost.data(), args.cost, n * sizeof(double), cudaMemcpyDeviceToHost,
                                     stream_.get()));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    return result;
+  }
+
+  // fp64: fused into the SIMT plan pass (plan_rows_kernel.cuh: a second dot product u_i·q_j per
+  // term, k value columns). Other modes: not fused yet — the generic O(d²)-value fallback
+  // (core/plan_quadratic_generic.hpp), one tensor-core plan pass with the k·dim values q_j ⊗ V_j.
+  // A fused tensor-core kernel would compute U·Kᵀ next to Q·Kᵀ on each key tile and accumulate
+  // (P∘(U·Kᵀ))·V (plan_mma_kernel.cuh, plan_wgmma_kernel.cuh).
+  [[nodiscard]] plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const override {
+    if (mode_ != precision::fp64) {
+      return plan_quadratic_rows_by_plan_pass(*this, request, host_key_points_[static_cast<int>(request.keys)], dim_,
+                                              cloud(request.rows).count);
+    }
+    if (!(request.eps > 0)) throw invalid_argument("plan_quadratic_rows: eps must be > 0");
+    if (side_of(request.key_potential) != request.keys)
+      throw invalid_argument("plan_quadratic_rows: the key potential slot does not live on the keys' side");
+    if (request.directions == nullptr || request.values == nullptr || request.k < 1)
+      throw invalid_argument("plan_quadratic_rows: needs directions, values and k ≥ 1");
+    refuse_inside_block("plan_quadratic_rows");
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    const auto n = static_cast<std::size_t>(cloud(request.rows).count);
+    const auto m = static_cast<std::size_t>(key_cloud(request.keys).count);
+    const auto k = static_cast<std::size_t>(request.k);
+    const auto d = static_cast<std::size_t>(dim_);
+    plan_rows_launch_args args = plan_args(request.rows, request.keys, request.key_potential, request.eps, k);
+    double* values = reserve(plan_.values, m * k);
+    FS_CUDA_CHECK(cudaMemcpyAsync(values, request.values, m * k * sizeof(double), cudaMemcpyHostToDevice, stream_.get()));
+    double* directions = reserve(plan_.directions, n * d);
+    FS_CUDA_CHECK(cudaMemcpyAsync(directions, request.directions, n * d * sizeof(double), cudaMemcpyHostToDevice,
+                                  stream_.get()));
+    args.values = values;
+    args.directions = directions;
+    FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
+    plan_rows_result result;
+    result.lse.resize(n);
+    result.weighted.resize(n * k);
+    FS_CUDA_CHECK(cudaMemcpyAsync(result.lse.data(), args.lse, n * sizeof(double), cudaMemcpyDeviceToHost, stream_.get()));
+    FS_CUDA_CHECK(cudaMemcpyAsync(result.weighted.data(), args.weighted, n * k * sizeof(double), cudaMemcpyDeviceToHost,
+                                  stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     return result;
   }
@@ -594,11 +638,14 @@ class cuda_backend final : public backend {
   // the scratch is not state).
   struct plan_scratch {
     device_buffer<double> lse, weighted, cost, values;
+    device_buffer<double> directions;                           // u of a quadratic pass (fp64)
     device_buffer<unsigned char> staged;                        // Vᵀ of a caller's values
     std::array<device_buffer<unsigned char>, 2> staged_points;  // Vᵀ of each side's exact points
   };
   mutable plan_scratch plan_;
   std::array<device_buffer<double>, 2> gradients_;  // point gradients, (count, dim) per side
+  std::array<std::vector<double>, 2> host_key_points_;  // η⊙q per side, float64 (plan_quadratic_rows)
+  std::int64_t dim_ = 0;
 };
 
 }  // namespace

@@ -1,6 +1,9 @@
 // The plan pass of the fp64 mode: one thread per row, float64 arithmetic on the stored operands,
 // two passes over the keys (LSE, then the softmax-weighted sums written straight into the caller's
 // row). The other modes run the tensor-core pass (plan_mma_kernel.cuh).
+// With `directions` set it is the fused quadratic ("two-GEMM") pass of backend::plan_quadratic_rows:
+// each term of the weighted sum is also multiplied by u_i·q_j, the second dot product of the row's
+// direction with the same key (weighted_i = Σ_j softmax_ij (u_i·q_j) V_j); lse and cost unchanged.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -24,6 +27,7 @@ struct plan_rows_params {
   const double* key_log_weights;
   const double* key_potential;
   const double* values;  // (keys, k), rows values_stride apart
+  const double* directions;  // (rows, dim) float64, the u_i of a quadratic pass, or nullptr
   std::int64_t values_stride;
   double* lse;
   double* weighted;
@@ -71,8 +75,16 @@ __global__ void plan_rows_kernel(const plan_rows_params p) {
     if (s == -INFINITY) continue;
     const double weight = exp(s - lse);
     cost_sum = fma(weight, cost, cost_sum);
-    if (weighted != nullptr)
-      for (std::int64_t c = 0; c < p.k; ++c) weighted[c] = fma(weight, p.values[j * p.values_stride + c], weighted[c]);
+    if (weighted == nullptr) continue;
+    double value_weight = weight;
+    if (p.directions != nullptr) {  // × u_i·q_j
+      const double* u = p.directions + i * p.dim;
+      const S* key = static_cast<const S*>(p.key_points) + j * p.padded_dim;
+      double u_dot_q = 0;
+      for (std::int64_t c = 0; c < p.dim; ++c) u_dot_q = fma(u[c], to_double(key[c]), u_dot_q);
+      value_weight *= u_dot_q;
+    }
+    for (std::int64_t c = 0; c < p.k; ++c) weighted[c] = fma(value_weight, p.values[j * p.values_stride + c], weighted[c]);
   }
   if (p.cost != nullptr) p.cost[i] = cost_sum;
 }

@@ -41,6 +41,7 @@ cudaError_t launch_plan_fp64(const plan_rows_launch_args& args, cudaStream_t str
   p.key_potential = args.key_potential;
   p.values = args.values;
   p.values_stride = args.values_stride > 0 ? args.values_stride : args.k;
+  p.directions = args.directions;
   p.lse = args.lse;
   p.weighted = args.k > 0 ? args.weighted : nullptr;
   p.cost = args.cost;
@@ -225,6 +226,7 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
   if (args.rows.count <= 0) return cudaSuccess;
   if (args.rows.padded_dim != args.keys.padded_dim) return cudaErrorInvalidValue;
   if (mode == precision::fp64) return launch_plan_fp64(args, stream);
+  if (args.directions != nullptr) return cudaErrorInvalidValue;  // the quadratic pass is fp64-only
 
   const device_cloud_view& keys = args.keys;
   kernels::key_bias_kernel<float><<<blocks_for(keys.padded_count), kElementwiseThreads, 0, stream>>>(

@@ -28,6 +28,10 @@ struct plan_rows_launch_args {
   const double* values = nullptr;         // (keys.count, k), rows values_stride apart, or nullptr
   std::int64_t values_stride = 0;         // 0: k
   std::int64_t k = 0;
+  // fp64 only: (rows.count, rows.dim) float64 per-row directions u_i; the pass is then the fused
+  // quadratic pass Σ_j softmax_ij (u_i·q_j) V_j (plan_rows_kernel.cuh). Other modes refuse it
+  // (cudaErrorInvalidValue); the backend takes the generic path there.
+  const double* directions = nullptr;
   // Tensor-core modes: values_scratch already holds the staged Vᵀ (stage_plan_values), `values`
   // is not read.
   bool values_staged = false;

@@ -48,6 +48,10 @@ class spy_backend final : public backend {
     expect_outside_block("plan_rows");
     return {};
   }
+  [[nodiscard]] plan_rows_result plan_quadratic_rows(const plan_quadratic_request&) const override {
+    expect_outside_block("plan_quadratic_rows");
+    return {};
+  }
   void point_gradient(const point_gradient_request&) override { expect_outside_block("point_gradient"); }
   void read_point_gradient(side, const flashsinkhorn::mutable_matrix_view&) const override {
     expect_outside_block("read_point_gradient");

@@ -1,0 +1,136 @@
+#include "hvp_arguments.hpp"
+
+#include "bad_input.hpp"
+#include "option_names.hpp"
+
+namespace flashsinkhorn::cli {
+namespace {
+
+// "<flag>: '<text>' is not one of <choices>"
+bad_input not_one_of(std::string_view flag, std::string_view text, std::string_view choices) {
+  std::string message(flag);
+  message.append(": '").append(text).append("' is not one of ").append(choices);
+  return bad_input(message);
+}
+
+struct hvp_parse_state {
+  hvp_arguments arguments;
+  bool has_eps = false;
+};
+
+hvp_part parse_part(std::string_view text) {
+  if (text == "full") return hvp_part::full;
+  if (text == "fixed") return hvp_part::fixed_potential;
+  if (text == "implicit") return hvp_part::implicit;
+  throw not_one_of("--part", text, "full, fixed, implicit");
+}
+
+two_gemm_path parse_two_gemm(std::string_view text) {
+  if (text == "fused") return two_gemm_path::fused;
+  if (text == "generic") return two_gemm_path::plan_pass;
+  throw not_one_of("--two-gemm", text, "fused, generic");
+}
+
+cg_preconditioner parse_preconditioner(std::string_view text) {
+  if (text == "diagonal") return cg_preconditioner::diagonal;
+  if (text == "none") return cg_preconditioner::none;
+  throw not_one_of("--preconditioner", text, "diagonal, none");
+}
+
+std::vector<flag_spec> hvp_flags(hvp_parse_state& state) {
+  hvp_arguments& a = state.arguments;
+  options& o = a.solve_options;
+  hvp_options& h = a.settings;
+  std::vector<flag_spec> specs = {
+      {"--x", "FILE", "source points (n, d): .npy, .npz or .csv", [&a](std::string_view v) { a.x_path = v; }},
+      {"--y", "FILE", "target points (m, d)", [&a](std::string_view v) { a.y_path = v; }},
+      {"--a", "FILE", "source weights (n,) (default: uniform)", [&a](std::string_view v) { a.a_path = std::string(v); }},
+      {"--b", "FILE", "target weights (m,) (default: uniform)", [&a](std::string_view v) { a.b_path = std::string(v); }},
+      {"--dir", "FILE", "the direction: (n, d) with --wrt x, (m, d) with --wrt y (required)",
+       [&a](std::string_view v) { a.direction_path = v; }},
+      {"--wrt", "SIDE", "x (default): differentiate w.r.t. the points of X; y: of Y",
+       [&a](std::string_view v) {
+         if (v != "x" && v != "y") throw not_one_of("--wrt", v, "x, y");
+         a.wrt_y = v == "y";
+       }},
+      {"--eps", "E", "entropic temperature eps > 0 (required)",
+       [&state](std::string_view v) {
+         state.arguments.eps = parse_finite_double("--eps", v);
+         state.has_eps = true;
+       }},
+      {"--cost-scale", "S", "s in C = s*|x-y|^2 (default 1)",
+       [&a](std::string_view v) { a.cost_scale = parse_finite_double("--cost-scale", v); }},
+      {"--solver", "K", "alternating (default) or symmetric", [&o](std::string_view v) { o.solver = parse_solver_kind(v); }},
+      {"--iters", "N", "maximum Sinkhorn iterations (default 1000)",
+       [&o](std::string_view v) { o.max_iterations = parse_int("--iters", v, 0); }},
+      {"--tol", "T", "solve until the L1 marginal error <= T (default 1e-6: the HVP is exact at convergence)",
+       [&o](std::string_view v) { o.tolerance = parse_finite_double("--tol", v); }},
+      {"--scaling", "R", "eps-scaling ratio in (0, 1) (default: off)",
+       [&o](std::string_view v) { o.scaling = parse_finite_double("--scaling", v); }},
+      {"--part", "P", "full (default), fixed (frozen potentials, indefinite) or implicit (PSD)",
+       [&h](std::string_view v) { h.part = parse_part(v); }},
+      {"--cg-tol", "T", "relative residual of the potentials' CG solve (default 1e-6)",
+       [&h](std::string_view v) { h.tolerance = parse_finite_double("--cg-tol", v); }},
+      {"--cg-iters", "N", "CG iteration cap (default 500)",
+       [&h](std::string_view v) { h.max_iterations = parse_int("--cg-iters", v, 1); }},
+      {"--preconditioner", "K", "diagonal (default) or none", [&h](std::string_view v) { h.preconditioner = parse_preconditioner(v); }},
+      {"--two-gemm", "K", "fused (default: the backend's pass) or generic (d^2 values)",
+       [&h](std::string_view v) { h.two_gemm = parse_two_gemm(v); }},
+      {"--out", "DIR", "write hvp.npy and hvp.json into DIR (created if missing; required)",
+       [&a](std::string_view v) { a.out_dir = std::string(v); }},
+  };
+  add_run_flags(specs, a.run);
+  return specs;
+}
+
+}  // namespace
+
+hvp_arguments parse_hvp_arguments(std::span<const std::string> args) {
+  hvp_parse_state state;
+  state.arguments.solve_options.tolerance = 1e-6;
+  parse_flags(args, hvp_flags(state), [](const std::string& value) {
+    std::string message = "unexpected argument '";
+    message.append(value).append("' (hvp takes --x, --y, --dir as flags)");
+    throw bad_input(message);
+  });
+  const hvp_arguments& a = state.arguments;
+  if (a.run.help) return state.arguments;
+  if (a.x_path.empty()) throw bad_input("missing required option --x (the source points file)");
+  if (a.y_path.empty()) throw bad_input("missing required option --y (the target points file)");
+  if (a.direction_path.empty()) throw bad_input("missing required option --dir (the direction file)");
+  if (!state.has_eps) throw bad_input("missing required option --eps (the entropic temperature)");
+  if (a.out_dir.empty()) throw bad_input("missing required option --out (the directory for hvp.npy)");
+  // Checked here so that a bad setting is reported before the solve, not after it.
+  if (a.settings.tolerance < 0) throw bad_input("--cg-tol must be >= 0 (a relative residual)");
+  return state.arguments;
+}
+
+std::string hvp_usage() {
+  hvp_parse_state unused;
+  std::string text =
+      "usage: flashsinkhorn hvp --x X.npy --y Y.npy --dir A.npy --eps E --out DIR [options]\n\n"
+      "Solves entropic OT, then writes the exact Hessian-vector product H*A of the converged cost\n"
+      "with respect to the points of X (or Y with --wrt y), streamed (no n x m matrix). Prints\n"
+      "progress on stderr and one JSON object on stdout.\n\noptions:\n";
+  text.append(describe_flags(hvp_flags(unused)));
+  text.append(
+      "\nDIR receives hvp.npy (the product, shape of the direction; float64 with --precision fp64,\n"
+      "float32 otherwise) and hvp.json (the printed summary: CG iterations, residual, plan passes),\n"
+      "all or nothing. Balanced problems with the squared-Euclidean cost only.\n"
+      "\nexample:\n"
+      "  flashsinkhorn hvp --x X.npy --y Y.npy --dir A.npy --eps 0.1 --precision fp64 --out result\n");
+  return text;
+}
+
+std::string name_of(hvp_part part) {
+  switch (part) {
+    case hvp_part::full: return "full";
+    case hvp_part::fixed_potential: return "fixed";
+    case hvp_part::implicit: return "implicit";
+  }
+  return "?";
+}
+
+std::string name_of(two_gemm_path path) { return path == two_gemm_path::fused ? "fused" : "generic"; }
+
+}  // namespace flashsinkhorn::cli

@@ -1,0 +1,41 @@
+// The arguments of `flashsinkhorn hvp`: a balanced problem as for `solve` (no reach, no debiasing,
+// squared-Euclidean cost — what the library's HVP supports), the direction file, the side and part
+// of the Hessian, the CG settings, and the (required) output directory.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+
+#include "flashsinkhorn/hessian.hpp"
+#include "flashsinkhorn/options.hpp"
+#include "run_flags.hpp"
+
+namespace flashsinkhorn::cli {
+
+struct hvp_arguments {
+  std::string x_path;
+  std::string y_path;
+  std::optional<std::string> a_path;
+  std::optional<std::string> b_path;
+  std::string direction_path;  // --dir: (n, d) for --wrt x, (m, d) for --wrt y
+  bool wrt_y = false;
+  double eps = 0;
+  double cost_scale = 1.0;
+  options solve_options;       // solver, iterations, tolerance (default 1e-6 here), scaling
+  hvp_options settings;        // part, CG tolerance, iteration cap, preconditioner, two-GEMM path
+  std::string out_dir;
+  run_flags run;
+};
+
+// Throws bad_input on unknown flags, unparsable values and a missing --x, --y, --dir, --eps or
+// --out (unless --help was given).
+[[nodiscard]] hvp_arguments parse_hvp_arguments(std::span<const std::string> args);
+
+[[nodiscard]] std::string hvp_usage();
+
+// The CLI's words for the enums: full | fixed | implicit, fused | generic.
+[[nodiscard]] std::string name_of(hvp_part part);
+[[nodiscard]] std::string name_of(two_gemm_path path);
+
+}  // namespace flashsinkhorn::cli

@@ -1,0 +1,59 @@
+// Hessian-vector products of the converged value: solver::hvp_x, solver::hvp_y.
+//
+// For the balanced problem, F(X) = OT_ε(X, Y) at converged potentials has the gradient
+//   ∇_{x_i}F = 2s Σ_j P_ij (x_i − y_j)
+// and, for a direction A ∈ R^{n×d}, the exact Hessian-vector product (implicit function theorem)
+//   (H·A)_i = 2s [ a_i A_i + (1/ε) Σ_j P_ij (δf_i + δg_j − dC_ij)(x_i − y_j) ],
+//   dC_ij = 2s (x_i − y_j)·A_i,   [[diag a, P],[Pᵀ, diag b]]·(δf, δg) = ((P∘dC)·1, (P∘dC)ᵀ·1),
+// every product a streamed plan pass, O((n + m)·d) memory. It splits into two parts:
+//   fixed_potential  H_fix·A = 2s [ a_i A_i − (1/ε) Σ_j P_ij dC_ij (x_i − y_j) ]: the Hessian of
+//                    the dual objective with the potentials frozen. Block diagonal (one d×d block
+//                    2s·a_i·(I − (2s/ε)·Cov-like second moment) per point), indefinite in general;
+//                    no linear solve.
+//   implicit         H_imp·A = (2s/ε) Σ_j P_ij (δf_i + δg_j)(x_i − y_j): the potentials' response.
+//                    Positive semi-definite: ⟨A, H_imp·A⟩ = (1/ε)·rᵀ H_pot⁺ r ≥ 0 with
+//                    r = ((P∘dC)1, (P∘dC)ᵀ1) and H_pot = [[diag a, P],[Pᵀ, diag b]] PSD (the dual
+//                    objective is concave in the potentials).
+// H = H_fix + H_imp. The derivation is in docs/math.md ("Hessian-vector products").
+// Y plays the symmetric role (hvp_y: B ∈ R^{m×d}, dC_ij = 2s (y_j − x_i)·B_j).
+// Supported: balanced problems with positive weights, the squared-Euclidean cost (any cost_scale),
+// either solver. Unbalanced, cosine, label costs and debiased solves throw `unsupported`.
+#pragma once
+
+#include "flashsinkhorn/potential_vjp.hpp"
+
+namespace flashsinkhorn {
+
+enum class hvp_part {
+  full,             // H·A = H_fix·A + H_imp·A
+  fixed_potential,  // H_fix·A: block diagonal, indefinite; no CG
+  implicit,         // H_imp·A: PSD; one CG solve
+};
+
+// How the "two-GEMM" term Σ_j P_ij (A_i·y_j)·y_j is streamed.
+enum class two_gemm_path {
+  fused,      // the backend's quadratic plan pass (a second dot tile A·Yᵀ beside X·Yᵀ): k = d values
+  plan_pass,  // the generic fallback: an ordinary plan pass with the d² values y_j ⊗ y_j
+};
+
+struct hvp_options {
+  hvp_part part = hvp_part::full;
+  // CG on the Schur complement of the potentials' system (as potential_vjp_options): stops when
+  // ‖ρ − S·δg‖₂ ≤ tolerance·‖ρ‖₂. float64 reaches ~1e-13; single precision stalls near its roundoff.
+  double tolerance = 1e-6;
+  int max_iterations = 500;  // each iteration is two plan passes with one value column
+  cg_preconditioner preconditioner = cg_preconditioner::diagonal;
+  two_gemm_path two_gemm = two_gemm_path::fused;
+};
+
+// What the product cost. Non-convergence of CG is reported here, never thrown: the product of the
+// last iterate is written either way.
+struct hvp_report {
+  int cg_iterations = 0;         // 0 for the fixed-potential part
+  double relative_residual = 0;  // of the Schur system, recomputed from the returned δg
+  bool converged = true;         // relative_residual ≤ tolerance (true when no CG ran)
+  double gauge_defect = 0;       // Σ(P∘dC)1 − Σ(P∘dC)ᵀ1 as computed: 0 up to roundoff
+  int plan_passes = 0;           // streamed passes over the plan, set-up included
+};
+
+}  // namespace flashsinkhorn

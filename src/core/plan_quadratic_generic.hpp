@@ -1,0 +1,58 @@
+// The O(d²)-value fallback of backend::plan_quadratic_rows, through one ordinary plan pass:
+//   Σ_j softmax_ij (u_i·q_j) V_j = Σ_c u_ic · [Σ_j softmax_ij (q_jc V_j)],
+// i.e. plan_rows with the k·dim values W_j = q_j ⊗ V_j (W_j[c·k + l] = q_jc·V_jl), contracted with
+// u_i on the host. Memory O((keys + rows)·k·dim) — for V = the key points, k·dim = d², which is
+// what the fused two-GEMM pass avoids. Any backend can use it (the CUDA backend does: it has no
+// fused kernel for this product yet). Header-only so that the CUDA library, linked below the core
+// library, can call it.
+// `key_points`: (keys count, dim) float64, the keys' points in their role (η⊙q); these are the
+// exact prepared values, so in the single-precision modes q differs from a fused pass's operands
+// by their rounding (both are within the mode's error budget).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "flashsinkhorn/error.hpp"
+
+namespace flashsinkhorn::detail {
+
+inline plan_rows_result plan_quadratic_rows_by_plan_pass(const backend& compute, const plan_quadratic_request& request,
+                                                         const std::vector<double>& key_points, std::int64_t dim,
+                                                         std::int64_t row_count) {
+  if (request.directions == nullptr || request.values == nullptr || request.k < 1)
+    throw invalid_argument("plan_quadratic_rows: needs directions, values and k ≥ 1");
+  const std::int64_t k = request.k;
+  const auto key_count = static_cast<std::int64_t>(key_points.size()) / dim;
+  const std::int64_t width = dim * k;
+  std::vector<double> outer(static_cast<std::size_t>(key_count * width));
+  for (std::int64_t j = 0; j < key_count; ++j) {
+    for (std::int64_t c = 0; c < dim; ++c) {
+      const double q = key_points[j * dim + c];
+      for (std::int64_t l = 0; l < k; ++l) outer[j * width + c * k + l] = q * request.values[j * k + l];
+    }
+  }
+  plan_rows_request pass;
+  pass.rows = request.rows;
+  pass.keys = request.keys;
+  pass.key_potential = request.key_potential;
+  pass.eps = request.eps;
+  pass.values = outer.data();
+  pass.k = width;
+  plan_rows_result averaged = compute.plan_rows(pass);
+  plan_rows_result out;
+  out.lse = std::move(averaged.lse);
+  out.weighted.assign(static_cast<std::size_t>(row_count * k), 0.0);
+  for (std::int64_t i = 0; i < row_count; ++i) {
+    const double* u = request.directions + i * dim;
+    const double* w = averaged.weighted.data() + i * width;
+    for (std::int64_t c = 0; c < dim; ++c) {
+      for (std::int64_t l = 0; l < k; ++l) out.weighted[i * k + l] += u[c] * w[c * k + l];
+    }
+  }
+  return out;
+}
+
+}  // namespace flashsinkhorn::detail

@@ -1,0 +1,65 @@
+#include "core/potential_system.hpp"
+
+#include <cmath>
+#include <numeric>
+
+#include "core/projected_cg.hpp"
+
+namespace flashsinkhorn::detail {
+namespace {
+
+double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+
+double norm(const std::vector<double>& v) { return std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0)); }
+
+}  // namespace
+
+potential_system_solution solve_potential_system(const solved_plan& plan, const std::vector<double>& a,
+                                                 std::vector<double> r_f, std::vector<double> r_g,
+                                                 const potential_system_settings& settings) {
+  potential_system_solution out;
+  const std::size_t n = r_f.size(), m = r_g.size();
+  // Remove the right-hand side's gauge component: the orthogonal projection onto (1, −1)⊥.
+  out.gauge_defect = sum(r_f) - sum(r_g);
+  const double shift = out.gauge_defect / static_cast<double>(n + m);
+  for (double& v : r_f) v -= shift;
+  for (double& v : r_g) v += shift;
+
+  std::vector<double> rf_over_a(n);
+  for (std::size_t i = 0; i < n; ++i) rf_over_a[i] = r_f[i] / a[i];
+  std::vector<double> rho = plan.apply_transpose(rf_over_a, 1);
+  for (std::size_t j = 0; j < m; ++j) rho[j] = r_g[j] - rho[j];
+  project_out_mean(rho);
+
+  const std::vector<double>& c = plan.column_mass();
+  const linear_map schur = [&](const std::vector<double>& v) {
+    std::vector<double> out_s = plan.apply_transpose(plan.row_average(v, 1), 1);
+    for (std::size_t j = 0; j < v.size(); ++j) out_s[j] = c[j] * v[j] - out_s[j];
+    return out_s;
+  };
+  const std::vector<double> preconditioner =
+      settings.preconditioner == cg_preconditioner::diagonal ? c : std::vector<double>(m, 1.0);
+  projected_cg_outcome cg = projected_cg(schur, rho, preconditioner, {settings.tolerance, settings.max_iterations});
+  out.g = std::move(cg.solution);
+  out.iterations = cg.iterations;
+
+  // The residual of the returned z_g, not the recurrence's (they part at the roundoff floor).
+  const double rho_norm = norm(rho);
+  if (rho_norm > 0) {
+    std::vector<double> residual = schur(out.g);
+    for (std::size_t j = 0; j < m; ++j) residual[j] = rho[j] - residual[j];
+    project_out_mean(residual);
+    out.relative_residual = norm(residual) / rho_norm;
+  }
+  out.converged = out.relative_residual <= settings.tolerance;
+
+  out.f = plan.row_average(out.g, 1);
+  for (std::size_t i = 0; i < n; ++i) out.f[i] = rf_over_a[i] - out.f[i];
+  // Minimum norm: move z along (1, −1) to Σz_f = Σz_g.
+  const double gauge = (sum(out.f) - sum(out.g)) / static_cast<double>(n + m);
+  for (double& v : out.f) v -= gauge;
+  for (double& v : out.g) v += gauge;
+  return out;
+}
+
+}  // namespace flashsinkhorn::detail

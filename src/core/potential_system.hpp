@@ -1,0 +1,43 @@
+// The linearised optimality system of a balanced solve's potentials, solved for its minimum-norm
+// solution — the one linear solve shared by implicit differentiation (potential_vjp.cpp, the
+// adjoint) and the Hessian-vector product (point_hvp.cpp, the tangent: the system is symmetric).
+//
+//   H·(z_f, z_g) = (r_f, r_g),   H = [[diag(a), P], [Pᵀ, diag(c)]],   c = Pᵀ1 (= b at convergence),
+// with the plan P of core/solved_plan.hpp (P·1 = a exactly). H is PSD with the one null vector
+// (1, −1) (H·(1, −1) = (a − P1, Pᵀ1 − c) = 0), so the system is solvable iff Σ r_f = Σ r_g.
+// The right-hand side's component along (1, −1) is removed first (r_f ← r_f − t, r_g ← r_g + t,
+// t = (Σr_f − Σr_g)/(n + m), reported as gauge_defect), then
+//   Schur complement on the g block:  S = diag(c) − Pᵀ diag(1/a) P   (PSD, S·1 = 0),
+//   S z_g = ρ := r_g − Pᵀ(r_f/a),     z_f = r_f/a − diag(1/a) P z_g,
+// by projected preconditioned CG (core/projected_cg.hpp): each S·v is one x-rows pass
+// (diag(1/a)P·v) and one y-rows pass (Pᵀ·u), k = 1. Finally z moves along (1, −1) to
+// Σz_f = Σz_g: z = H⁺ r.
+#pragma once
+
+#include <vector>
+
+#include "core/solved_plan.hpp"
+#include "flashsinkhorn/potential_vjp.hpp"
+
+namespace flashsinkhorn::detail {
+
+struct potential_system_settings {
+  double tolerance = 1e-6;  // on ‖ρ − S z_g‖₂ / ‖ρ‖₂
+  int max_iterations = 500;
+  cg_preconditioner preconditioner = cg_preconditioner::diagonal;
+};
+
+struct potential_system_solution {
+  std::vector<double> f, g;       // z = H⁺ r
+  int iterations = 0;             // CG iterations
+  double relative_residual = 0;   // ‖ρ − S z_g‖/‖ρ‖ recomputed from z_g (0 when ρ = 0)
+  bool converged = false;         // relative_residual ≤ tolerance
+  double gauge_defect = 0;        // Σ r_f − Σ r_g as given
+};
+
+// r_f: (n,), r_g: (m,); a: the x weights (P·1).
+potential_system_solution solve_potential_system(const solved_plan& plan, const std::vector<double>& a,
+                                                 std::vector<double> r_f, std::vector<double> r_g,
+                                                 const potential_system_settings& settings);
+
+}  // namespace flashsinkhorn::detail

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The `flashsinkhorn hvp` contract: exit 0 with one JSON line holding the CG report; DIR holds
+# exactly hvp.npy (the direction's shape; float64 in fp64, float32 otherwise) and hvp.json; the
+# product is symmetric (<B, H A> = <A, H B>); --wrt y; bad input exits 2 with one error line and
+# leaves no files.
+#
+# usage: hvp_test.sh FLASHSINKHORN_BINARY SCRATCH_DIR
+set -u
+
+binary=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+scratch=$(mkdir -p "$2" && cd "$2" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+python=${PYTHON:-python3}
+rm -rf "$scratch"
+mkdir -p "$scratch/fixtures"
+"$python" "$here/hvp_fixtures.py" make "$scratch/fixtures" || { echo "FAIL: cannot write fixtures"; exit 1; }
+cd "$scratch/fixtures" || exit 1
+
+failures=0
+pass() { echo "ok    $1"; }
+fail() { failures=$((failures + 1)); echo "FAIL  $1: $2"; }
+
+keys="cost iterations converged n m d eps wrt part cg_iterations cg_relative_residual cg_converged plan_passes device precision out"
+# good NAME OUTDIR DESCR SHAPE ARGS...: exit 0, JSON with the keys, exactly hvp.npy + hvp.json.
+good() {
+  local name=$1 out=$2 descr=$3 shape=$4
+  shift 4
+  "$binary" hvp "$@" --out "$out" --quiet >"$scratch/$name.json" 2>"$scratch/$name.stderr"
+  local status=$?
+  [[ $status -eq 0 ]] || { fail "$name" "exit $status: $(head -c 400 "$scratch/$name.stderr")"; return; }
+  local problem
+  problem=$("$python" -c '
+import json, sys
+summary = json.loads(open(sys.argv[1]).read())
+missing = [k for k in sys.argv[2].split() if k not in summary]
+if missing: sys.exit("missing keys: " + " ".join(missing))
+if not summary["cg_converged"] and summary["part"] != "fixed": sys.exit("CG did not converge")
+stored = json.loads(open(sys.argv[3]).read())
+if stored != summary: sys.exit("hvp.json differs from stdout")
+' "$scratch/$name.json" "$keys" "$out/hvp.json" 2>&1) || { fail "$name" "$problem"; return; }
+  local listing
+  listing=$(ls -A "$out" | tr '\n' ' ')
+  [[ $listing == "hvp.json hvp.npy " ]] || { fail "$name" "DIR holds: $listing"; return; }
+  problem=$("$python" "$here/npy_fixtures.py" check "$out/hvp.npy" "$descr" "$shape" 2>&1) || { fail "$name" "$problem"; return; }
+  pass "$name"
+}
+
+# bad NAME ARGS...: exit 2, one stderr line, no output directory left behind.
+bad() {
+  local name=$1
+  shift
+  rm -rf "$scratch/bad_out"
+  "$binary" hvp "$@" >"$scratch/$name.out" 2>"$scratch/$name.stderr"
+  local status=$?
+  [[ $status -eq 2 ]] || { fail "$name" "exit $status, expected 2: $(head -c 300 "$scratch/$name.stderr")"; return; }
+  [[ $(wc -l <"$scratch/$name.stderr") -eq 1 ]] || { fail "$name" "stderr is not one line"; return; }
+  [[ ! -e "$scratch/bad_out" ]] || { fail "$name" "left $scratch/bad_out behind"; return; }
+  pass "$name"
+}
+
+common=(--x x.npy --y y.npy --eps 0.3)
+good fp64_a "$scratch/a" "<f8" "7,2" "${common[@]}" --dir dir_a.npy --precision fp64 --tol 1e-12 --cg-tol 1e-12
+good fp64_b "$scratch/b" "<f8" "7,2" "${common[@]}" --dir dir_b.npy --precision fp64 --tol 1e-12 --cg-tol 1e-12
+if problem=$("$python" "$here/hvp_fixtures.py" symmetric dir_a.npy "$scratch/a/hvp.npy" dir_b.npy "$scratch/b/hvp.npy" 2>&1); then
+  pass symmetric
+else
+  fail symmetric "$problem"
+fi
+good wrt_y "$scratch/y" "<f8" "6,2" "${common[@]}" --dir dir_y.npy --wrt y --precision fp64 --two-gemm generic
+good fp32 "$scratch/f32" "<f4" "7,2" "${common[@]}" --dir dir_a.npy --device cpu
+good implicit "$scratch/imp" "<f8" "7,2" "${common[@]}" --dir dir_a.npy --part implicit --precision fp64 --preconditioner none
+good fixed "$scratch/fix" "<f8" "7,2" "${common[@]}" --dir dir_a.npy --part fixed --precision fp64
+
+bad wrong_shape "${common[@]}" --dir dir_bad.npy --out "$scratch/bad_out"
+bad wrong_side "${common[@]}" --dir dir_a.npy --wrt y --out "$scratch/bad_out"
+bad missing_dir "${common[@]}" --out "$scratch/bad_out"
+bad missing_out "${common[@]}" --dir dir_a.npy
+bad missing_file "${common[@]}" --dir nowhere.npy --out "$scratch/bad_out"
+bad bad_part "${common[@]}" --dir dir_a.npy --part everything --out "$scratch/bad_out"
+bad bad_cg_tol "${common[@]}" --dir dir_a.npy --cg-tol -1 --out "$scratch/bad_out"
+bad bad_eps --x x.npy --y y.npy --eps -1 --dir dir_a.npy --out "$scratch/bad_out"
+
+if "$binary" hvp --help | grep -q -- "--cg-tol"; then pass help; else fail help "--help does not list --cg-tol"; fi
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all hvp CLI cases passed"

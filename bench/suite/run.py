@@ -196,6 +196,8 @@ def sweep(args) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--case", help=argparse.SUPPRESS)
+    ap.add_argument("--stamp", metavar="COMMAND",
+                    help="copy JSON lines from stdin to stdout with machine, commit, date and COMMAND added")
     ap.add_argument("--impls", default="flashsinkhorn-cli,flash-sinkhorn,geomloss-tensorized,geomloss-online,"
                                        "ott-dense,ott-online,pot-dense-log,pot-lazy")
     ap.add_argument("--ops", default="forward,forward_gradient,hvp,converge")
@@ -216,6 +218,13 @@ def main() -> int:
     ap.add_argument("--no-eval", action="store_true", help="skip the marginal-error evaluation")
     ap.add_argument("--out", default=f"bench/results/suite_{protocol.now()[:10]}.jsonl")
     args = ap.parse_args()
+    if args.stamp:
+        header = {"suite": "flashsinkhorn-bench-suite", "schema": 1, "machine": protocol.machine(),
+                  "commit": protocol.commit(), "date": protocol.now(), "command": args.stamp}
+        for line in sys.stdin:
+            if line.strip().startswith("{"):
+                print(json.dumps({**json.loads(line), **header}), flush=True)
+        return 0
     if args.case:
         case = Case.from_json(args.case)
         if case.threads:

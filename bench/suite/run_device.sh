@@ -11,7 +11,8 @@
 #   SUITE_DS          d values [3,8,64,512,1024]
 #   SUITE_PRECISIONS  for the peers and flashsinkhorn-cli/-py [tf32]
 #   SUITE_BUDGET      seconds per case, the stop rule's limit [120; the 600 needs a call of its own]
-#   SUITE_DEADLINE    seconds of sweep after which no case starts [360]
+#   SUITE_DEADLINE    seconds (from this script's start) after which no case starts [360]; the C++
+#                     benches stop starting sizes at half of it
 #   SUITE_REPEATS     timed calls per case [5]   SUITE_MAX_ITERS  converge's iteration cap [2000]
 #   SUITE_CPP         1: our C++ forward and plan/gradient benches on the same grid first [1]
 #   SUITE_CPP_PRECISIONS  their precisions [tf32,bf16,fp32]   SUITE_CPP_TIMEOUT  seconds each [150]
@@ -64,7 +65,11 @@ if [[ "${SUITE_CPP:-1}" != 0 ]]; then
   for n in ${ns//,/ }; do for d in ${ds//,/ }; do sizes+="${sizes:+,}${n}x$d"; done; done
   cpp_precisions="${SUITE_CPP_PRECISIONS:-tf32,bf16,fp32}"
   # One size per process: a size that runs out of time or memory costs only itself.
+  # The C++ part gets at most half the deadline; the sizes left over are logged as not run.
   for size in ${sizes//,/ }; do
+    if (( SECONDS > ${SUITE_DEADLINE:-360} / 2 )); then
+      echo "C++ benches: $size not run (${SECONDS}s used, half of SUITE_DEADLINE)" | tee -a "$log"; continue
+    fi
     # (rows stamped with commit, machine, date and the command by run.py --stamp)
     timeout "${SUITE_CPP_TIMEOUT:-150}" "$build/bench/flashsinkhorn_gpu_bench" --sizes "$size" --precisions "$cpp_precisions" \
       2>> "$log" | python3 bench/suite/run.py --stamp "flashsinkhorn_gpu_bench --sizes $size --precisions $cpp_precisions" \
@@ -78,7 +83,7 @@ if [[ "${SUITE_CPP:-1}" != 0 ]]; then
 fi
 
 if [[ "${SUITE_KEOPS_DOCTOR:-1}" != 0 && "$impls" == *geomloss-online* ]]; then
-  timeout 900 python3 bench/suite/keops_doctor.py --out "$out/suite_${tag}_keops.jsonl" --env-out /tmp/keops_choice.env \
+  timeout 330 python3 bench/suite/keops_doctor.py --timeout 100 --out "$out/suite_${tag}_keops.jsonl" --env-out /tmp/keops_choice.env \
     >> "$log" 2>&1 || echo "KeOps: no configuration passed (suite_${tag}_keops.jsonl has each error)" | tee -a "$log"
   # shellcheck disable=SC1091
   [[ -f /tmp/keops_choice.env ]] && source /tmp/keops_choice.env
@@ -86,7 +91,7 @@ fi
 
 python3 bench/suite/run.py --impls "$impls" --ops "$ops" \
   --ns "$ns" --ds "$ds" --precisions "${SUITE_PRECISIONS:-tf32}" --device "${SUITE_DEVICE:-cuda}" --budget "${SUITE_BUDGET:-120}" \
-  --deadline "${SUITE_DEADLINE:-360}" --repeats "${SUITE_REPEATS:-5}" --max-iters "${SUITE_MAX_ITERS:-2000}" \
+  --deadline "$(( ${SUITE_DEADLINE:-360} - SECONDS > 30 ? ${SUITE_DEADLINE:-360} - SECONDS : 30 ))" --repeats "${SUITE_REPEATS:-5}" --max-iters "${SUITE_MAX_ITERS:-2000}" \
   --out "$out/suite_${tag}.jsonl" 2>> "$log"
 status=$?
 tail -n 60 "$log"

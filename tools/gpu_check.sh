@@ -8,6 +8,10 @@
 # .deps/) and, for the peer, .whl/ with the
 # flash-sinkhorn wheel (and the nanobind wheel the Python stage builds with). STAGES="build gpu bench sanitize python" selects stages; they run in the order
 # of the default list, the results that matter most first when the device time is short.
+# Stage `suite` (not in the default list) runs the issue-7 benchmark suite, bench/suite/run_device.sh,
+# with the peers staged by tools/stage_peer_wheels.sh; e.g.
+#   FS_COMMIT=... STAGES="build suite" SUITE_NS=10000,50000 SUITE_DS=64 tools/gpu_check.sh
+# (its SUITE_* variables: bench/suite/run_device.sh; it stops starting cases at DEADLINE).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/out}"
@@ -18,7 +22,7 @@ logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
 rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES-build gpu demo study bench plan profile sanitize python cpu}"  # STAGES="" runs none
+stages="${STAGES-build gpu demo study bench plan profile sanitize python cpu}"  # STAGES="" runs none; +suite
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -127,6 +131,15 @@ if has plan; then
   FS_COMMIT="${FS_COMMIT:-unknown}" python3 bench/merge_gradient_results.py "$out/plan_pass_$(date -u +%F).json" \
     "$logs/plan_ours.jsonl" "$logs/plan_peer.jsonl" >> "$logs/plan.log" 2>&1 || { echo "plan merge failed"; status=1; }
   cat "$logs/plan.log"
+fi
+if has suite; then
+  # The whole remaining budget goes to the suite: run.py starts no case after SUITE_DEADLINE, and the
+  # rows already written stay if the stage is stopped.
+  left=$(( deadline - SECONDS ))
+  (( left > 60 )) || left=60
+  SUITE_DEADLINE="${SUITE_DEADLINE:-$(( left - 60 > 30 ? left - 60 : 30 ))}" OUT="$out" BUILD_DIR="$build" \
+    timeout "$(( left + 30 ))" bench/suite/run_device.sh > "$logs/suite.log" 2>&1 || { echo "suite failed or cut short"; status=1; }
+  tail -40 "$logs/suite.log"
 fi
 if has profile; then
   # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call);

@@ -1,0 +1,329 @@
+"""The protocol every driver of the benchmark suite shares (issue 7; SPEC §5).
+
+Problem: x, y ~ N(0, I_d) (n = m points), weights a, b = U[0,1) + 0.1 normalised, cost C = ‖x − y‖²
+(s = 1), ε = 0.1. Data are generated once on the host with NumPy (seed 0, float64: x, then y, then a,
+then b — the draw order of bench/cpu_forward_bench.py) and cached as .npy files, so every peer reads
+the same arrays; each driver casts them to its working dtype.
+
+Operations (`Case.op`):
+  forward           `iters` (10) fixed iterations at fixed ε from zero potentials, the value returned
+  forward_gradient  the forward, then ∇x of the value
+  hvp               the forward, then one Hessian-vector product ∇²_x(value)·A, A ~ N(0, I) (seed 1)
+  converge          ε-scaling (ratio `scaling`) down to ε, then iterations until the peer's own
+                    marginal-error test reaches `tol` (1e-4) or `max_iters`
+
+Measurements: a warm-up call (compilation, autotuning: its time is `first_call_ms`), then `repeats`
+timed calls, median `ms` (CUDA events for torch peers, wall clock after block_until_ready for JAX,
+wall clock of synchronous calls otherwise — `timer` says which). Peak device memory from the
+framework's allocator where it has one (`peak_device_bytes_source` says which); the parent adds the
+peak of nvidia-smi's memory.used minus the value before the case (`peak_device_bytes_smi`, the whole
+device, CUDA context included). Marginal error: the same evaluator for every peer, from its potentials
+mapped to the convention P_ij = a_i b_j exp((f_i + g_j − C_ij)/ε) (`marginal_errors`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SEED = 0
+EPS = 0.1
+ITERS = 10
+TOL = 1e-4
+SCALING = 0.5
+RESULT_MARKER = "SUITE_RESULT "
+# Exact marginal errors up to this many (i, j) pairs; beyond, an unbiased estimate from sampled rows
+# and columns (each sampled row's error is exact: it sums over every column).
+EXACT_PAIRS = 4e8
+SAMPLED_LINES = 2048
+
+
+class Unsupported(Exception):
+    """The peer has no such operation or mode (recorded as status 'unsupported', with the reason)."""
+
+
+@dataclasses.dataclass
+class Case:
+    impl: str
+    op: str
+    n: int
+    d: int
+    precision: str = "tf32"
+    device: str = "cuda"
+    eps: float = EPS
+    iters: int = ITERS
+    tol: float = TOL
+    scaling: float = SCALING
+    max_iters: int = 2000
+    warmup: int = 1
+    repeats: int = 5
+    threads: int = 0
+    data_dir: str = "/tmp/fs_suite_data"
+    evaluate: bool = True
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @staticmethod
+    def from_json(text: str) -> "Case":
+        return Case(**json.loads(text))
+
+
+# ----------------------------------------------------------------------------- data
+def data_paths(data_dir: str, n: int, d: int) -> dict[str, Path]:
+    base = Path(data_dir) / f"n{n}_d{d}_seed{SEED}"
+    return {name: base / f"{name}.npy" for name in ("x", "y", "a", "b")}
+
+
+def make_data(n: int, d: int):
+    """x, y ~ N(0, I_d), weights U[0,1) + 0.1 normalised; float64, seed SEED, n = m."""
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    x = rng.standard_normal((n, d))
+    y = rng.standard_normal((n, d))
+    a = rng.random(n) + 0.1
+    b = rng.random(n) + 0.1
+    return x, y, a / a.sum(), b / b.sum()
+
+
+def ensure_data(data_dir: str, n: int, d: int, dtype: str = "float32") -> dict[str, Path]:
+    """Writes the arrays once (float32 points, float64 weights; `dtype` float64 adds x64/y64)."""
+    import numpy as np
+
+    paths = data_paths(data_dir, n, d)
+    if dtype == "float64":
+        paths["x"], paths["y"] = paths["x"].with_name("x64.npy"), paths["y"].with_name("y64.npy")
+    if all(p.exists() for p in paths.values()):
+        return paths
+    paths["x"].parent.mkdir(parents=True, exist_ok=True)
+    x, y, a, b = make_data(n, d)
+    for name, arr in (("x", x), ("y", y)):
+        tmp = paths[name].with_suffix(".tmp.npy")
+        np.save(tmp, arr.astype(dtype))
+        tmp.rename(paths[name])
+    for name, arr in (("a", a), ("b", b)):
+        if not paths[name].exists():
+            tmp = paths[name].with_suffix(".tmp.npy")
+            np.save(tmp, arr)
+            tmp.rename(paths[name])
+    return paths
+
+
+def load_data(case: Case, dtype: str = "float32"):
+    """(x, y, a, b) as NumPy arrays: points in `dtype`, weights float64 (cast by the driver)."""
+    import numpy as np
+
+    paths = ensure_data(case.data_dir, case.n, case.d, "float64" if dtype == "float64" else "float32")
+    x, y = np.load(paths["x"]), np.load(paths["y"])
+    if x.dtype != np.dtype(dtype):
+        x, y = x.astype(dtype), y.astype(dtype)
+    return x, y, np.load(paths["a"]), np.load(paths["b"])
+
+
+def hvp_direction(n: int, d: int):
+    import numpy as np
+
+    return np.random.default_rng(SEED + 1).standard_normal((n, d)).astype(np.float32)
+
+
+def torch_dtype(precision: str):
+    import torch
+
+    return torch.float64 if precision == "fp64" else torch.float32
+
+
+def set_torch_tf32(precision: str) -> None:
+    import torch
+
+    allow = precision in ("tf32", "bf16")
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    torch.backends.cudnn.allow_tf32 = allow
+
+
+# ----------------------------------------------------------------------------- timing
+def median(values: list[float]) -> float:
+    s = sorted(values)
+    return s[len(s) // 2] if len(s) % 2 else 0.5 * (s[len(s) // 2 - 1] + s[len(s) // 2])
+
+
+def time_torch(call, case: Case) -> dict:
+    """Warm-up, then `repeats` calls timed with CUDA events (CPU: wall clock); peak allocator bytes."""
+    import torch
+
+    cuda = case.device.startswith("cuda")
+    t0 = time.perf_counter()
+    out = call()
+    if cuda:
+        torch.cuda.synchronize()
+    first_ms = (time.perf_counter() - t0) * 1e3
+    for _ in range(max(case.warmup - 1, 0)):
+        out = call()
+    repeats = adaptive_repeats(case, first_ms)
+    times = []
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    for _ in range(repeats):
+        if cuda:
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = call()
+            stop.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(stop))
+        else:
+            t0 = time.perf_counter()
+            out = call()
+            times.append((time.perf_counter() - t0) * 1e3)
+    record = {"ms": median(times), "ms_min": min(times), "ms_all": times, "first_call_ms": first_ms,
+              "repeats": repeats, "timer": "cuda events" if cuda else "wall clock"}
+    if cuda:
+        record["peak_device_bytes"] = int(torch.cuda.max_memory_allocated())
+        record["peak_device_bytes_source"] = "torch.cuda.max_memory_allocated (timed calls; inputs included)"
+    else:
+        record.update(host_memory())
+    return record, out
+
+
+def time_wall(call, case: Case, sync=lambda out: out) -> dict:
+    """Warm-up, then `repeats` calls timed by the wall clock, each ended by `sync(out)`."""
+    t0 = time.perf_counter()
+    out = sync(call())
+    first_ms = (time.perf_counter() - t0) * 1e3
+    for _ in range(max(case.warmup - 1, 0)):
+        out = sync(call())
+    repeats = adaptive_repeats(case, first_ms)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = sync(call())
+        times.append((time.perf_counter() - t0) * 1e3)
+    return {"ms": median(times), "ms_min": min(times), "ms_all": times, "first_call_ms": first_ms,
+            "repeats": repeats, "timer": "wall clock (synchronised)"}, out
+
+
+def adaptive_repeats(case: Case, first_ms: float) -> int:
+    """Fewer repeats for slow calls: at most ~60 s of timed calls (the warm-up call included compiles)."""
+    return max(1, min(case.repeats, int(60e3 / max(first_ms, 1e-3))))
+
+
+def host_memory() -> dict:
+    import resource
+
+    return {"peak_host_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "peak_host_rss_source": "ru_maxrss of the case's process (interpreter and data included)"}
+
+
+# ----------------------------------------------------------------------------- marginal error
+def marginal_errors(x, y, a, b, f, g, eps: float, device: str = "cuda") -> dict:
+    """‖P1 − a‖₁ and ‖Pᵀ1 − b‖₁ for P_ij = a_i b_j exp((f_i + g_j − ‖x_i − y_j‖²)/ε), float64.
+
+    Every peer's potentials are mapped to this convention first. Exact when n·m ≤ EXACT_PAIRS, else
+    the L1 sums are estimated from SAMPLED_LINES uniformly sampled rows (and columns), each summed over
+    all columns (rows): unbiased, and the method is recorded.
+    """
+    import numpy as np
+    import torch
+
+    dev = torch.device(device if (device.startswith("cuda") and torch.cuda.is_available()) else "cpu")
+    as64 = lambda v: torch.as_tensor(np.asarray(v, dtype=np.float64), device=dev)  # noqa: E731
+    n, m = len(a), len(b)
+    exact = n * m <= EXACT_PAIRS
+    rows = None if exact else np.sort(np.random.default_rng(SEED + 2).choice(n, min(SAMPLED_LINES, n), replace=False))
+    cols = None if exact else np.sort(np.random.default_rng(SEED + 3).choice(m, min(SAMPLED_LINES, m), replace=False))
+
+    def side(xs, ys, ws, wt, fs, gt, pick):
+        # error_i = w_i · |exp(f_i/ε + LSE_j[(g_j − C_ij)/ε + log w'_j]) − 1|
+        idx = np.arange(len(ws)) if pick is None else pick
+        ys_t, gt_t, lwt = as64(ys), as64(gt), torch.log(as64(wt))
+        yy = (ys_t * ys_t).sum(1)
+        total = 0.0
+        chunk = max(1, int(2e8 // max(len(wt), 1)))
+        for start in range(0, len(idx), chunk):
+            sel = idx[start:start + chunk]
+            xs_t = as64(xs[sel])
+            cost = (xs_t * xs_t).sum(1)[:, None] + yy[None, :] - 2.0 * xs_t @ ys_t.T
+            lse = torch.logsumexp((gt_t[None, :] - cost) / eps + lwt[None, :], dim=1)
+            ratio = torch.exp(as64(fs[sel]) / eps + lse)
+            total += float((as64(ws[sel]) * (ratio - 1.0).abs()).sum())
+        return total * (len(ws) / len(idx))
+
+    if not (np.all(np.isfinite(f)) and np.all(np.isfinite(g))):
+        return {"marginal_error": float("nan"), "marginal_error_method": "potentials not finite"}
+    row = side(x, y, a, b, f, g, rows)
+    col = side(y, x, b, a, g, f, cols)
+    return {"marginal_error": max(row, col), "marginal_error_rows_l1": row, "marginal_error_cols_l1": col,
+            "marginal_error_method": "exact (float64)" if exact
+            else f"estimated from {SAMPLED_LINES} sampled rows and columns (float64)"}
+
+
+def dual_value(a, b, f, g) -> float:
+    import numpy as np
+
+    return float(np.dot(np.asarray(a, np.float64), np.asarray(f, np.float64))
+                 + np.dot(np.asarray(b, np.float64), np.asarray(g, np.float64)))
+
+
+# ----------------------------------------------------------------------------- provenance
+def versions(modules=("numpy", "torch", "triton", "jax", "jaxlib", "flash_sinkhorn", "geomloss", "pykeops",
+                      "keopscore", "ott", "ot", "flashsinkhorn")) -> dict:
+    out = {"python": platform.python_version()}
+    for name in modules:
+        if name in sys.modules or name in ("numpy", "torch"):
+            try:
+                out[name] = __import__(name).__version__
+            except Exception:  # noqa: BLE001 — what is missing is simply not listed
+                pass
+    return out
+
+
+def machine() -> dict:
+    info = {"host": os.environ.get("FS_MACHINE", platform.node()), "platform": platform.platform(),
+            "cpus": os.cpu_count()}
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+        if smi.returncode == 0:
+            info["gpu"] = smi.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=20).stdout
+        m = re.search(r"^Model name:\s+(.*)$", lscpu, re.M)
+        if m:
+            info["cpu_model"] = m.group(1).strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return info
+
+
+def commit() -> str:
+    if os.environ.get("FS_COMMIT"):
+        return os.environ["FS_COMMIT"]
+    try:
+        out = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False

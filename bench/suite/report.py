@@ -1,0 +1,554 @@
+#!/usr/bin/env python3
+"""Writes BENCHMARKS.md and the PNG plots under bench/plots/ from the committed results JSON.
+
+    python3 bench/suite/report.py            # regenerates both from bench/results/
+    python3 bench/suite/report.py --results DIR --markdown OUT.md --plots DIR
+
+Reads: the suite's JSON lines (bench/suite/run.py and run_device.sh: `suite_*.jsonl`, C++ rows
+stamped by run.py --stamp included) and the earlier formats, converted: gpu_forward_*.json
+(bench/run_gpu_bench.sh), plan_pass_*.json (bench/merge_gradient_results.py) and cpu_forward_*.json
+(bench/cpu_forward_bench.py). Other files are listed as not converted. Nothing is measured here.
+Plots need matplotlib; without it the markdown is still written and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OURS = "flashsinkhorn"
+PEER = "flash-sinkhorn"
+FORWARD_GOAL, FORWARD_GRADIENT_GOAL = 2.0, 2.5
+
+
+# ----------------------------------------------------------------------------- reading
+def read_json_lines(path: Path) -> list[dict]:
+    rows = []
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            rows.append(json.loads(line))
+    return rows
+
+
+def load(results: Path) -> tuple[list[dict], list[dict], list[str]]:
+    """(rows, sources, not_converted): rows in one normalised form; sources: one entry per file."""
+    rows, sources, skipped = [], [], []
+    for path in sorted(results.glob("*.json*")):
+        name = path.name
+        try:
+            if name.endswith(".jsonl"):
+                data = read_json_lines(path)
+                if data and "suite" in data[0]:
+                    converted = [suite_row(r, name) for r in data]
+                    sources.append(source(name, data[0], kind="suite", rows=len(converted)))
+                else:
+                    skipped.append(name)
+                    continue
+            else:
+                data = json.loads(path.read_text())
+                kind = data.get("benchmark") if isinstance(data, dict) else None
+                if kind == "gpu_forward":
+                    converted = [gpu_forward_row(r, data, name) for r in data["rows"]]
+                elif kind in ("plan_pass", "plan_pass_and_gradient"):
+                    converted = [plan_row(r, data, name) for r in data["rows"]]
+                elif kind == "cpu_forward":
+                    converted = [cpu_forward_row(r, data, name) for r in data["results"]]
+                else:
+                    skipped.append(name)
+                    continue
+                sources.append(source(name, data, kind=kind, rows=len(converted)))
+        except (ValueError, KeyError, TypeError) as error:
+            skipped.append(f"{name} (unreadable: {type(error).__name__}: {error})")
+            continue
+        rows.extend(converted)
+    return rows, sources, skipped
+
+
+def source(name: str, meta: dict, kind: str, rows: int) -> dict:
+    machine = meta.get("machine")
+    if isinstance(machine, dict):
+        machine = machine.get("gpu") or machine.get("model_name") or machine.get("host") or machine.get("platform")
+    return {"file": name, "kind": kind, "commit": str(meta.get("commit", "?"))[:60], "date": str(meta.get("date", "?")),
+            "machine": str(machine or "?"), "rows": rows,
+            "command": meta.get("command") or {
+                "gpu_forward": "tools/gpu_check.sh, stage bench (bench/run_gpu_bench.sh); command not recorded in the file",
+                "plan_pass": "STAGES='build gpu plan' tools/gpu_check.sh",
+                "plan_pass_and_gradient": "tools/gpu_check.sh, stage plan (bench/merge_gradient_results.py)",
+                "cpu_forward": "python3 bench/cpu_forward_bench.py",
+            }.get(kind, "not recorded in the file")}
+
+
+def base(file: str, meta: dict) -> dict:
+    return {"file": file, "commit": meta.get("commit"), "date": meta.get("date")}
+
+
+def suite_row(r: dict, file: str) -> dict:
+    out = base(file, r)
+    if "op" not in r:  # a C++ row stamped by run.py --stamp
+        out.update(impl=OURS, variant=f"C++ {r.get('kernel') or r.get('bench', 'bench')}", n=r["n"], d=r["d"],
+                   precision=r["precision"], device="gpu", status="ok" if r.get("finite", True) else "not finite")
+        if "forward_gradient_ms" in r:
+            out.update(op="forward_gradient", ms=r["forward_gradient_ms"])
+        elif "ms_per_iteration" in r:
+            iters = r.get("iterations", 10)
+            out.update(op="forward", ms=r["ms_per_iteration"] * iters, ms_per_iteration=r["ms_per_iteration"],
+                       roofline_floor_ms=r.get("roofline_floor_ms"), roofline_fraction=r.get("roofline_fraction"),
+                       peak_bytes=r.get("device_bytes"), peak_source="device bytes held by the backend")
+        else:
+            out.update(op="plan_pass")
+        return out
+    impl = r["impl"]
+    out.update(impl=OURS if impl.startswith("flashsinkhorn") else impl, variant=impl, op=r["op"], n=r["n"], d=r["d"],
+               precision=r["precision"], device="gpu" if r.get("device", "cuda").startswith("cuda") else "cpu",
+               status=r["status"], ms=r.get("ms"), ms_per_iteration=r.get("ms_per_iteration"),
+               marginal_error=r.get("marginal_error"), reached_tol=r.get("reached_tol"),
+               iterations=r.get("iterations"), error=r.get("error") or r.get("reason"), budget=None)
+    peak = r.get("peak_device_bytes") if out["device"] == "gpu" else r.get("peak_host_rss_bytes")
+    source_name = r.get("peak_device_bytes_source") if out["device"] == "gpu" else r.get("peak_host_rss_source")
+    if peak is None and r.get("peak_device_bytes_smi") is not None:
+        peak, source_name = r["peak_device_bytes_smi"], "nvidia-smi memory.used, peak minus before"
+    out.update(peak_bytes=peak, peak_source=source_name)
+    return out
+
+
+def gpu_forward_row(r: dict, meta: dict, file: str) -> dict:
+    out = base(file, meta)
+    ours = r["impl"] == OURS
+    iters = r.get("iterations", 10)
+    out.update(impl=r["impl"], variant=(f"C++ {r.get('kernel', '?')}" if ours else r["impl"]), op="forward",
+               n=r["n"], d=r["d"], precision=r["precision"], device="gpu",
+               status="error" if r.get("error") else "ok", error=r.get("error"),
+               ms_per_iteration=r.get("ms_per_iteration"),
+               ms=None if r.get("ms_per_iteration") is None else r["ms_per_iteration"] * iters,
+               roofline_floor_ms=r.get("roofline_floor_ms"), roofline_fraction=r.get("roofline_fraction"),
+               peak_bytes=r.get("device_bytes") if ours else r.get("peak_bytes"),
+               peak_source="device bytes held by the backend" if ours else "torch.cuda.max_memory_allocated")
+    return out
+
+
+def plan_row(r: dict, meta: dict, file: str) -> dict:
+    out = base(file, meta)
+    if r["impl"] == OURS and r.get("forward_gradient_ms") is not None:
+        out.update(op="forward_gradient", ms=r["forward_gradient_ms"])
+    elif r["impl"] == PEER and r.get("ms_forward_gradient") is not None:
+        out.update(op="forward_gradient", ms=r["ms_forward_gradient"], peak_bytes=r.get("peak_bytes"),
+                   peak_source="torch.cuda.max_memory_allocated")
+    else:
+        out.update(op="plan_pass")
+    out.update(impl=r["impl"], variant="C++ plan bench" if r["impl"] == OURS else r["impl"], n=r["n"], d=r["d"],
+               precision=r["precision"], device="gpu", status="error" if r.get("error") else "ok",
+               half_step_ms=r.get("half_step_ms"), plan_ms=r.get("plan_ms"), gradient_ms=r.get("gradient_ms"),
+               k=r.get("k"))
+    return out
+
+
+def cpu_forward_row(r: dict, meta: dict, file: str) -> dict:
+    out = base(file, meta)
+    names = {"flashsinkhorn": OURS, "pot": "pot-dense-log", "geomloss": "geomloss-tensorized"}
+    out.update(impl=names.get(r["name"], r["name"]), variant=r["name"], op="forward", n=r["n"], d=r["d"],
+               precision=r["precision"], device="cpu", status="error" if "error" in r else "ok",
+               error=r.get("error"), ms=None if "seconds" not in r else 1e3 * r["seconds"], iterations=r.get("iters"),
+               ms_per_iteration=None if "seconds" not in r else 1e3 * r["seconds"] / r["iters"],
+               peak_bytes=None if "peak_rss_mb" not in r else r["peak_rss_mb"] * 2 ** 20,
+               peak_source="peak RSS of the process", marginal_error=r.get("marginal_error"))
+    return out
+
+
+# ----------------------------------------------------------------------------- formatting
+def fmt_ms(value) -> str:
+    if value is None or not isinstance(value, (int, float)) or math.isnan(value):
+        return "–"
+    return f"{value:.3g}" if value < 100 else f"{value:,.0f}"
+
+
+def fmt_bytes(value) -> str:
+    if value is None:
+        return "–"
+    for unit, size in (("GB", 2 ** 30), ("MB", 2 ** 20), ("kB", 2 ** 10)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def fmt_x(value) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def table(header: list[str], body: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
+    return lines + [""]
+
+
+def cell(row: dict | None, key: str = "ms", fmt=fmt_ms) -> str:
+    if row is None:
+        return "–"
+    if row.get("status") not in (None, "ok"):
+        return row["status"].upper() if row["status"] in ("oom", "timeout", "crash") else row["status"]
+    return fmt(row.get(key))
+
+
+def best(rows: list[dict], key: str = "ms") -> dict | None:
+    ok = [r for r in rows if r.get("status") == "ok" and r.get(key) is not None]
+    return min(ok, key=lambda r: r[key]) if ok else None
+
+
+def latest(rows: list[dict], sources: list[dict], kind: str) -> tuple[str | None, list[dict]]:
+    files = sorted((s for s in sources if s["kind"] == kind), key=lambda s: s["date"])
+    if not files:
+        return None, []
+    name = files[-1]["file"]
+    return name, [r for r in rows if r["file"] == name]
+
+
+# ----------------------------------------------------------------------------- sections
+def gpu_forward_section(rows, sources) -> tuple[list[str], list[dict]]:
+    name, chosen = latest(rows, sources, "gpu_forward")
+    out = ["## GPU forward, fixed iterations (C++ benchmark + flash-sinkhorn, same session)", ""]
+    if not name:
+        return out + ["No gpu_forward results.", ""], []
+    out += [f"Latest session: `{name}`. ms per iteration (10 alternating iterations, ε = 0.1, CUDA-event "
+            "medians); speedup = flash-sinkhorn's tf32 (or same-precision) time over ours; floor = the roofline "
+            "floor max(4n²d / tensor peak, 2n² / ex2 rate) of SPEC §6.", ""]
+    peers = {(r["n"], r["d"], r["precision"]): r for r in chosen if r["impl"] == PEER and r["status"] == "ok"}
+    body, claims = [], []
+    for r in sorted((r for r in chosen if r["impl"] == OURS), key=lambda r: (r["d"], r["n"], r["precision"], r["variant"])):
+        peer = peers.get((r["n"], r["d"], r["precision"])) or peers.get((r["n"], r["d"], "tf32"))
+        speedup = None if not peer or not r.get("ms_per_iteration") else peer["ms_per_iteration"] / r["ms_per_iteration"]
+        body.append([f"{r['n']:,}", r["d"], r["precision"], r["variant"].replace("C++ ", ""), fmt_ms(r["ms_per_iteration"]),
+                     fmt_ms(peer["ms_per_iteration"]) if peer else "–", fmt_x(speedup), fmt_ms(r.get("roofline_floor_ms")),
+                     "–" if r.get("roofline_fraction") is None else f"{r['roofline_fraction']:.0%}",
+                     fmt_bytes(r.get("peak_bytes")), fmt_bytes(peer.get("peak_bytes")) if peer else "–"])
+        claims.append({**r, "speedup": speedup})
+    out += table(["n", "d", "precision", "kernel", "ours ms/iter", "flash-sinkhorn ms/iter", "speedup", "floor ms",
+                  "of floor", "ours device bytes", "flash-sinkhorn peak"], body)
+    earlier = sorted((s for s in sources if s["kind"] == "gpu_forward" and s["file"] != name), key=lambda s: s["date"])
+    if earlier:
+        out += ["Earlier sessions (same protocol; kept for the history of the kernels):", ""]
+        summary = []
+        for s in earlier:
+            speeds = [r.get("speedup") for r in speedups_of(rows, s["file"]) if r.get("speedup")]
+            summary.append([f"`{s['file']}`", s["commit"][:12], s["date"][:16], s["rows"],
+                            f"{min(speeds):.2f}–{max(speeds):.2f}×" if speeds else "–"])
+        out += table(["file", "commit", "date", "rows", "speedup range vs flash-sinkhorn"], summary)
+    return out, claims
+
+
+def speedups_of(rows, file):
+    chosen = [r for r in rows if r["file"] == file]
+    peers = {(r["n"], r["d"], r["precision"]): r for r in chosen if r["impl"] == PEER and r["status"] == "ok"}
+    out = []
+    for r in chosen:
+        if r["impl"] != OURS or not r.get("ms_per_iteration"):
+            continue
+        peer = peers.get((r["n"], r["d"], r["precision"])) or peers.get((r["n"], r["d"], "tf32"))
+        if peer:
+            out.append({**r, "speedup": peer["ms_per_iteration"] / r["ms_per_iteration"]})
+    return out
+
+
+def plan_section(rows, sources) -> list[str]:
+    name, chosen = latest(rows, sources, "plan_pass")
+    name2, chosen2 = latest(rows, sources, "plan_pass_and_gradient")
+    if name2 and (not name or name2 > name):
+        name, chosen = name2, chosen2
+    out = ["## Plan pass and gradient (C++ benchmark)", ""]
+    if not name:
+        return out + ["No plan-pass results.", ""]
+    out += [f"`{name}`: one softmin half-step against the plan pass (P·V with V = Y, k = d; host upload and "
+            "download included) and, where measured, the gradient pass (results on the device).", ""]
+    body = [[f"{r['n']:,}", r["d"], r["precision"], fmt_ms(r.get("half_step_ms")), fmt_ms(r.get("plan_ms")),
+             fmt_ms(r.get("gradient_ms")), fmt_ms(r.get("ms") if r.get("op") == "forward_gradient" else None)]
+            for r in sorted(chosen, key=lambda r: (r["d"], r["n"], r["precision"])) if r["impl"] == OURS]
+    return out + table(["n", "d", "precision", "half-step ms", "plan pass ms", "gradient ms", "forward+gradient ms"], body)
+
+
+def suite_section(rows, sources) -> tuple[list[str], list[dict]]:
+    suite = [r for r in rows if r["file"].startswith("suite") and r.get("op") in
+             ("forward", "forward_gradient", "hvp", "converge")]
+    out = ["## Benchmark suite (bench/suite: every peer on the same arrays, same session)", ""]
+    if not suite:
+        return out + ["No suite results committed yet: run `bench/suite/run_device.sh` on the GPU machine "
+                      "(tools/gpu_check.sh stage `suite`) and commit its `suite_*.jsonl` under bench/results/.", ""], []
+    by_file = defaultdict(list)
+    for r in suite:
+        by_file[r["file"]].append(r)
+    for file, group in sorted(by_file.items()):
+        for device in ("gpu", "cpu"):
+            for op in ("forward", "forward_gradient", "hvp", "converge"):
+                sel = [r for r in group if r["op"] == op and r["device"] == device]
+                if not sel:
+                    continue
+                impls = sorted({r["variant"] for r in sel}, key=lambda v: (not v.startswith("flashsinkhorn"), v))
+                out += [f"### `{file}`: {op} ({device})", "",
+                        "ms per call (median); OOM / TIMEOUT / error / skipped (stop rule) / unsupported as "
+                        "recorded; ratio = peer / ours (ours = the fastest flashsinkhorn row).", ""]
+                body = []
+                for key in sorted({(r["d"], r["n"], r["precision"]) for r in sel}):
+                    at = {r["variant"]: r for r in sel if (r["d"], r["n"], r["precision"]) == key}
+                    ours = best([r for v, r in at.items() if r["impl"] == OURS])
+                    cells = []
+                    for v in impls:
+                        r = at.get(v)
+                        text = cell(r)
+                        if r is not None and r["impl"] != OURS and ours and r.get("status") == "ok" and r.get("ms"):
+                            text += f" ({r['ms'] / ours['ms']:.2f}×)"
+                        cells.append(text)
+                    body.append([key[0], f"{key[1]:,}", key[2], *cells])
+                out += table(["d", "n", "precision", *impls], body)
+                mem = [[key[0], f"{key[1]:,}", key[2], *[cell({**r}, "peak_bytes", fmt_bytes) if r else "–"
+                                                          for r in [next((x for x in sel if x["variant"] == v and
+                                                                          (x["d"], x["n"], x["precision"]) == key), None)
+                                                                    for v in impls]]]
+                       for key in sorted({(r["d"], r["n"], r["precision"]) for r in sel})]
+                out += ["Peak memory (each row's source: allocator, JAX memory stats or nvidia-smi; see the JSON):", ""]
+                out += table(["d", "n", "precision", *impls], mem)
+                if op in ("forward", "converge"):
+                    err = [[key[0], f"{key[1]:,}", key[2], *[cell(r, "marginal_error", lambda v: "–" if v is None else f"{v:.1e}")
+                                                             if r else "–" for r in
+                                                             [next((x for x in sel if x["variant"] == v and
+                                                                    (x["d"], x["n"], x["precision"]) == key), None)
+                                                              for v in impls]]]
+                           for key in sorted({(r["d"], r["n"], r["precision"]) for r in sel})]
+                    out += ["Marginal error reached (max of the L1 row and column errors, one float64 evaluator "
+                            "for all, from each peer's potentials):", ""]
+                    out += table(["d", "n", "precision", *impls], err)
+    # largest n within the per-case budget
+    reach = defaultdict(lambda: (0, ""))
+    for r in suite:
+        key = (r["variant"], r["op"], r["d"], r["device"])
+        if r["status"] == "ok" and r["n"] > reach[key][0]:
+            reach[key] = (r["n"], reach[key][1])
+        if r["status"] in ("oom", "timeout", "error", "crash"):
+            reach[key] = (reach[key][0], f"{r['status']} at n = {r['n']:,}")
+    out += ["### Largest n reached per peer (within the per-case budget of the run)", ""]
+    out += table(["implementation", "operation", "d", "device", "largest n ok", "first failure"],
+                 [[k[0], k[1], k[2], k[3], f"{v[0]:,}" if v[0] else "none", v[1] or "–"] for k, v in sorted(reach.items())])
+    return out, suite
+
+
+def cpu_section(rows, sources) -> list[str]:
+    name, chosen = latest(rows, sources, "cpu_forward")
+    out = ["## CPU (2 cores): ours vs POT vs GeomLoss tensorized on CPU torch", ""]
+    if not name:
+        return out + ["No CPU results.", ""]
+    out += [f"`{name}` (committed; not re-measured when this file was generated): 100 alternating iterations "
+            "(GeomLoss: its ε-schedule made 100 entries long at the same ε), wall clock of the whole call, peak RSS "
+            "per process. ratio = peer time / ours at the same precision.", ""]
+    ours = {(r["n"], r["d"], r["precision"]): r for r in chosen if r["impl"] == OURS and r["status"] == "ok"}
+    body = []
+    for r in sorted(chosen, key=lambda r: (r["n"], r["precision"], r["impl"] != OURS, r["impl"])):
+        mine = ours.get((r["n"], r["d"], r["precision"]))
+        ratio = None if r["impl"] == OURS or not mine or not r.get("ms") else r["ms"] / mine["ms"]
+        body.append([r["impl"], f"{r['n']:,}", r["d"], r["precision"], r.get("iterations", "–"),
+                     cell(r, "ms", lambda v: f"{v / 1e3:.3g} s"), fmt_x(ratio), cell(r, "peak_bytes", fmt_bytes)])
+    return out + table(["implementation", "n", "d", "precision", "iterations", "time", "ratio to ours", "peak RSS"], body)
+
+
+def claims_section(forward_claims, suite_rows, rows) -> list[str]:
+    out = ["## Claims checked", ""]
+    # 1. forward ≥ 2× flash-sinkhorn at n ≥ 10,000 (best of our tf32 / bf16 kernels per size)
+    per_size = defaultdict(list)
+    for r in forward_claims:
+        if r["n"] >= 10000 and r.get("speedup") and r["precision"] in ("tf32", "bf16"):
+            per_size[(r["n"], r["d"], r["precision"])].append(r)
+    suite_fw = suite_speedups(suite_rows, "forward")
+    lines = []
+    for key, group in sorted(per_size.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
+        top = max(group, key=lambda r: r["speedup"])
+        verdict = "met" if top["speedup"] >= FORWARD_GOAL else f"short by {FORWARD_GOAL / top['speedup']:.2f}×"
+        lines.append([f"{key[0]:,}", key[1], key[2], top["variant"].replace("C++ ", ""), fmt_x(top["speedup"]), verdict])
+    out += [f"**Forward ≥ {FORWARD_GOAL:g}× flash-sinkhorn at n ≥ 10,000** (latest gpu_forward session, our fastest "
+            "kernel per size and precision against flash-sinkhorn's tf32):", ""]
+    out += table(["n", "d", "precision", "kernel", "speedup", "verdict"], lines) if lines else ["No rows.", ""]
+    if suite_fw:
+        out += ["Suite rows (same arrays):", ""] + table(["n", "d", "precision", "speedup", "verdict"], [
+            [f"{n:,}", d, p, fmt_x(s), "met" if s >= FORWARD_GOAL else f"short by {FORWARD_GOAL / s:.2f}×"]
+            for (n, d, p), s in sorted(suite_fw.items()) if n >= 10000])
+    # 2. forward + gradient ≥ 2.5×
+    fg = suite_speedups(suite_rows, "forward_gradient")
+    fg.update(plan_speedups(rows))
+    out += [f"**Forward + gradient ≥ {FORWARD_GRADIENT_GOAL:g}× flash-sinkhorn at n ≥ 10,000:**", ""]
+    fg = {k: v for k, v in fg.items() if k[0] >= 10000}
+    if fg:
+        out += table(["n", "d", "precision", "speedup", "verdict"], [
+            [f"{n:,}", d, p, fmt_x(s), "met" if s >= FORWARD_GRADIENT_GOAL else f"short by {FORWARD_GRADIENT_GOAL / s:.2f}×"]
+            for (n, d, p), s in sorted(fg.items())])
+    else:
+        out += ["Not measured yet: no committed result holds both our forward + gradient time and "
+                "flash-sinkhorn's on the same sizes (the suite's `forward_gradient` operation and the plan "
+                "stage of tools/gpu_check.sh produce them).", ""]
+    # 3. linear memory up to n = 1e6, dense peers out of memory
+    out += ["**Linear memory up to n = 10⁶ while dense peers run out:**", ""]
+    mem = [r for r in suite_rows if r["impl"] == OURS and r["status"] == "ok" and r.get("peak_bytes") and r["device"] == "gpu"]
+    if mem:
+        body = []
+        for r in sorted(mem, key=lambda r: (r["op"], r["d"], r["n"])):
+            body.append([r["op"], r["d"], f"{r['n']:,}", fmt_bytes(r["peak_bytes"]),
+                         f"{r['peak_bytes'] / (r['n'] * r['d'] * 4 * 2):.2f}"])
+        out += table(["operation", "d", "n", "peak", "peak / (2·n·d·4 B)"], body)
+        dense = [r for r in suite_rows if r["variant"] in ("geomloss-tensorized", "ott-dense", "pot-dense-log")
+                 and r["status"] == "oom"]
+        out += [("Dense peers out of memory: " + ", ".join(sorted({f"{r['variant']} at n = {r['n']:,} (d = {r['d']})"
+                                                                     for r in dense}))) if dense
+                else "No dense peer ran out of memory in the committed suite rows.", ""]
+    else:
+        out += ["Not measured yet: no committed suite rows with our peak device memory (the gpu_forward rows give "
+                "the backend's own buffers only: see the forward table's 'ours device bytes').", ""]
+    return out
+
+
+def suite_speedups(suite_rows, op) -> dict:
+    out = {}
+    keys = {(r["n"], r["d"], r["precision"]) for r in suite_rows if r["op"] == op}
+    for key in keys:
+        at = [r for r in suite_rows if r["op"] == op and (r["n"], r["d"], r["precision"]) == key]
+        ours, peer = best([r for r in at if r["impl"] == OURS]), best([r for r in at if r["impl"] == PEER])
+        if ours and peer:
+            out[key] = peer["ms"] / ours["ms"]
+    return out
+
+
+def plan_speedups(rows) -> dict:
+    out = {}
+    for file in {r["file"] for r in rows if r.get("op") == "forward_gradient" and not r["file"].startswith("suite")}:
+        at = [r for r in rows if r["file"] == file and r.get("op") == "forward_gradient" and r["status"] == "ok"]
+        peers = {(r["n"], r["d"]): r for r in at if r["impl"] == PEER}
+        for r in at:
+            peer = peers.get((r["n"], r["d"]))
+            if r["impl"] == OURS and peer:
+                out[(r["n"], r["d"], r["precision"])] = peer["ms"] / r["ms"]
+    return out
+
+
+# ----------------------------------------------------------------------------- plots
+def plots(rows, sources, forward_claims, suite_rows, plot_dir: Path) -> list[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    # Series: suite rows when there are any, else the latest gpu_forward session.
+    if any(r["op"] == "forward" and r["device"] == "gpu" for r in suite_rows):
+        series_rows = [r for r in suite_rows if r["device"] == "gpu"]
+        label = lambda r: f"{r['variant']} {r['precision']}"  # noqa: E731
+        what = "suite"
+    else:
+        _, series_rows = latest(rows, sources, "gpu_forward")
+        label = lambda r: f"{r['impl']} {r['precision']}" + (f" [{r['variant'][4:]}]" if r["impl"] == OURS else "")  # noqa: E731
+        what = "gpu_forward (latest session)"
+
+    def figure(name, title, ylabel, pick, value, logy=True):
+        ds = sorted({r["d"] for r in series_rows if pick(r)})
+        if not ds:
+            return
+        fig, axes = plt.subplots(1, len(ds), figsize=(4.6 * len(ds), 3.8), squeeze=False)
+        labels = sorted({label(r) for r in series_rows if pick(r)})
+        colour = {name_: plt.cm.tab20(i % 20) for i, name_ in enumerate(labels)}  # one colour per series
+        for ax, d in zip(axes[0], ds):
+            lines = defaultdict(list)
+            for r in series_rows:
+                if r["d"] == d and pick(r) and r.get("status") == "ok" and value(r) is not None:
+                    lines[label(r)].append((r["n"], value(r)))
+            for name_, pts in sorted(lines.items()):
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name_, color=colour[name_])
+            ax.legend(fontsize=6)
+            ax.set_xscale("log")
+            if logy:
+                ax.set_yscale("log")
+            ax.set_title(f"d = {d}")
+            ax.set_xlabel("n = m")
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][0].set_ylabel(ylabel)
+        fig.suptitle(f"{title} — {what}", fontsize=9)
+        fig.tight_layout()
+        path = plot_dir / name
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(str(path))
+
+    figure("time_vs_n.png", "forward, 10 iterations", "ms per iteration", lambda r: r["op"] == "forward",
+           lambda r: r.get("ms_per_iteration") or (r["ms"] / 10 if r.get("ms") else None))
+    figure("memory_vs_n.png", "peak device memory (forward)", "bytes", lambda r: r["op"] == "forward",
+           lambda r: r.get("peak_bytes"))
+    # speedup vs flash-sinkhorn
+    speed = [r for r in forward_claims if r.get("speedup")]
+    if speed:
+        ds = sorted({r["d"] for r in speed})
+        fig, axes = plt.subplots(1, len(ds), figsize=(4.2 * len(ds), 3.6), squeeze=False)
+        for ax, d in zip(axes[0], ds):
+            lines = defaultdict(list)
+            for r in speed:
+                if r["d"] == d:
+                    lines[f"{r['precision']} [{r['variant'][4:]}]"].append((r["n"], r["speedup"]))
+            for name_, pts in sorted(lines.items()):
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name_)
+            ax.legend(fontsize=6)
+            ax.axhline(FORWARD_GOAL, color="k", ls="--", lw=0.8)
+            ax.axhline(1.0, color="grey", lw=0.6)
+            ax.set_xscale("log")
+            ax.set_title(f"d = {d}")
+            ax.set_xlabel("n = m")
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][0].set_ylabel("flash-sinkhorn time / ours (forward)")
+        fig.suptitle("speedup over flash-sinkhorn (dashed: the 2× goal) — latest gpu_forward session", fontsize=9)
+        fig.tight_layout()
+        path = plot_dir / "speedup_vs_flash_sinkhorn.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(str(path))
+    return written
+
+
+# ----------------------------------------------------------------------------- main
+def render(results: Path, markdown: Path, plot_dir: Path) -> str:
+    rows, sources, skipped = load(results)
+    forward, forward_claims = gpu_forward_section(rows, sources)
+    suite, suite_rows = suite_section(rows, sources)
+    written = plots(rows, sources, forward_claims, suite_rows, plot_dir)
+    rel = lambda p: Path(p).resolve().relative_to(markdown.resolve().parent) if Path(p).resolve().is_relative_to(markdown.resolve().parent) else Path(p)  # noqa: E731
+    lines = ["# Benchmarks", "",
+             "Generated by `python3 bench/suite/report.py` from the JSON under `bench/results/` (do not edit by hand; "
+             "rerun it after adding results). Every number below is read from a committed file named in its section; "
+             "the commands and commits that produced each file are listed at the end.", ""]
+    lines += claims_section(forward_claims, suite_rows, rows)
+    lines += forward + plan_section(rows, sources) + suite + cpu_section(rows, sources)
+    lines += ["## Plots", ""]
+    lines += [f"![{Path(p).stem}]({rel(p)})" for p in written] if written else \
+        ["(matplotlib is not installed: no plots were written.)"]
+    lines += ["", "## Sources", ""]
+    lines += table(["file", "kind", "rows", "commit", "date", "machine", "command"],
+                   [[f"`{s['file']}`", s["kind"], s["rows"], f"`{s['commit']}`", s["date"], s["machine"],
+                     f"`{s['command']}`" if s["command"] and not s["command"].startswith("not ") else s["command"]]
+                    for s in sources])
+    if skipped:
+        lines += ["Not converted (other formats, reported elsewhere): " + ", ".join(f"`{s}`" for s in skipped), ""]
+    text = "\n".join(lines).rstrip() + "\n"
+    markdown.write_text(text)
+    return text
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--results", default=str(REPO / "bench/results"))
+    ap.add_argument("--markdown", default=str(REPO / "BENCHMARKS.md"))
+    ap.add_argument("--plots", default=str(REPO / "bench/plots"))
+    args = ap.parse_args(argv)
+    render(Path(args.results), Path(args.markdown), Path(args.plots))
+    print(f"wrote {args.markdown} and the plots under {args.plots}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""bench/suite/report.py on fixture results: the tables, the claims and the plots are produced, so the
+report cannot rot while no new results arrive. Nothing here measures anything."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+REPORT = Path(__file__).resolve().parents[2] / "bench" / "suite" / "report.py"
+
+
+def load_report():
+    spec = importlib.util.spec_from_file_location("bench_report", REPORT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_fixture(results: Path) -> None:
+    results.mkdir()
+    ours = {"impl": "flashsinkhorn", "kernel": "wgmma-tma", "n": 10000, "m": 10000, "d": 64, "precision": "tf32",
+            "iterations": 10, "ms_per_iteration": 0.15, "roofline_floor_ms": 0.065, "roofline_fraction": 0.43,
+            "device_bytes": 10485760, "finite": True}
+    peer = {"impl": "flash-sinkhorn", "n": 10000, "m": 10000, "d": 64, "precision": "tf32", "iterations": 10,
+            "ms_per_iteration": 0.45, "peak_bytes": 18001408}
+    slow = {**ours, "n": 50000, "ms_per_iteration": 3.0, "roofline_floor_ms": 1.62}
+    slow_peer = {**peer, "n": 50000, "ms_per_iteration": 4.5}
+    (results / "gpu_forward_2099-01-01.json").write_text(json.dumps(
+        {"benchmark": "gpu_forward", "commit": "abc1234", "date": "2099-01-01T00:00:00+00:00", "machine": "fixture",
+         "rows": [ours, peer, slow, slow_peer]}))
+    (results / "cpu_forward_2099-01-01.json").write_text(json.dumps(
+        {"benchmark": "cpu_forward", "commit": "abc1234", "date": "2099-01-01", "machine": {"model_name": "fixture"},
+         "results": [{"name": "flashsinkhorn", "precision": "fp32", "n": 5000, "d": 64, "iters": 100, "seconds": 6.0,
+                      "peak_rss_mb": 43.0},
+                     {"name": "pot", "precision": "fp32", "n": 5000, "d": 64, "iters": 100, "seconds": 55.0,
+                      "peak_rss_mb": 1400.0}]}))
+    header = {"suite": "flashsinkhorn-bench-suite", "schema": 1, "machine": {"gpu": "fixture GPU"}, "commit": "abc1234",
+              "date": "2099-01-01T00:00:00+00:00", "command": "run.py (fixture)", "device": "cuda", "precision": "tf32",
+              "d": 64}
+    suite = [
+        {**header, "impl": "flashsinkhorn-cli", "op": "forward", "n": 10000, "status": "ok", "ms": 1.6,
+         "ms_per_iteration": 0.16, "marginal_error": 0.05, "peak_device_bytes_smi": 3 << 20},
+        {**header, "impl": "flash-sinkhorn", "op": "forward", "n": 10000, "status": "ok", "ms": 4.8,
+         "ms_per_iteration": 0.46, "marginal_error": 0.05, "peak_device_bytes": 18 << 20},
+        {**header, "impl": "geomloss-tensorized", "op": "forward", "n": 10000, "status": "oom",
+         "error": "OutOfMemoryError: CUDA out of memory"},
+        {**header, "impl": "geomloss-tensorized", "op": "forward", "n": 50000, "status": "skipped",
+         "reason": "n = 10000 ended with status oom"},
+        {**header, "impl": "flashsinkhorn-cli", "op": "converge", "n": 10000, "status": "ok", "ms": 20.0,
+         "marginal_error": 9e-5, "reached_tol": True},
+        {**header, "impl": "flashsinkhorn", "kernel": "wgmma-tma", "n": 10000, "precision": "tf32",
+         "forward_gradient_ms": 2.0, "suite": "flashsinkhorn-bench-suite"},
+    ]
+    suite[-1].pop("op", None)
+    suite.append({**header, "impl": "flash-sinkhorn", "op": "forward_gradient", "n": 10000, "status": "ok", "ms": 6.0})
+    (results / "suite_2099-01-01.jsonl").write_text("".join(json.dumps(r) + "\n" for r in suite))
+    (results / "unrelated_2099.json").write_text(json.dumps({"benchmark": "something_else"}))
+
+
+def test_report_writes_tables_claims_and_plots(tmp_path):
+    report = load_report()
+    results, markdown, plots = tmp_path / "results", tmp_path / "BENCHMARKS.md", tmp_path / "plots"
+    write_fixture(results)
+    text = report.render(results, markdown, plots)
+    assert markdown.read_text() == text
+    # the forward table and the claim with its verdicts (3.00× met at 10,000; 1.50× short by 1.33×)
+    assert "| 10,000 | 64 | tf32 | wgmma-tma | 0.15 | 0.45 | 3.00× |" in text
+    assert "short by 1.33×" in text and "| met |" in text
+    # the suite: statuses recorded as such, ratios to ours, the marginal error, the largest n reached
+    assert "OOM" in text and "skipped" in text
+    assert "4.8 (3.00×)" in text  # 4.8 ms / 1.6 ms
+    assert "9.0e-05" in text
+    assert "| geomloss-tensorized | forward | 64 | gpu | none | oom at n = 10,000 |" in text
+    # forward + gradient from the stamped C++ row against the peer: 6.0 / 2.0
+    assert "| 10,000 | 64 | tf32 | 3.00× | met |" in text
+    # the CPU section and the sources with their commands; the unknown file listed, not converted
+    assert "| pot-dense-log | 5,000 | 64 | fp32 | 100 | 55 s | 9.17× |" in text
+    assert "`run.py (fixture)`" in text and "`unrelated_2099.json`" in text
+
+
+def test_report_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    report = load_report()
+    results = tmp_path / "results"
+    write_fixture(results)
+    report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    for name in ("time_vs_n.png", "memory_vs_n.png", "speedup_vs_flash_sinkhorn.png"):
+        path = tmp_path / "plots" / name
+        assert path.exists() and path.read_bytes()[:4] == b"\x89PNG", name

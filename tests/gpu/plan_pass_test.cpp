@@ -1,6 +1,7 @@
-// The tensor-core plan pass (plan_mma_kernel.cuh) against the float64 CPU backend and the CPU
-// backend of the same mode, for value widths that take one, two and three column tiles, no values
-// at all, and a math fact: with a column of ones in V, P̃·1 = 1 (the rows of the normalised plan sum
+// The tensor-core plan passes (plan_mma_kernel.cuh with the cost; without it, on sm_90a,
+// plan_wgmma_kernel.cuh and plan_wgmma_streamed_kernel.cuh) against the float64 CPU backend and the
+// CPU backend of the same mode, for value widths from 1 to 2,048 (one to 32 column tiles, paired
+// halves), no values at all, d from 1 to 512, and a math fact: with a column of ones in V, P̃·1 = 1 (the rows of the normalised plan sum
 // to one in every mode, because the row sum adds the same rounded P the product sees), up to float
 // summation over the m keys.
 #include <gtest/gtest.h>
@@ -133,7 +134,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(plan_case{1, 1, 1, 1}, plan_case{7, 97, 3, 1}, plan_case{300, 517, 20, 64},
                       plan_case{300, 517, 20, 65}, plan_case{130, 200, 64, 130}, plan_case{97, 150, 100, 0},
                       plan_case{129, 65, 512, 3}, plan_case{2000, 3000, 64, 64}, plan_case{260, 300, 128, 65},
-                      plan_case{300, 400, 256, 130}),
+                      plan_case{300, 400, 256, 130}, plan_case{70, 90, 8, 2048}, plan_case{60, 130, 256, 2048}),
     [](const ::testing::TestParamInfo<plan_case>& param_info) {
       const plan_case& c = param_info.param;
       std::string name;

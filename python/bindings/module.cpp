@@ -131,6 +131,28 @@ nb::tuple potential_vjp(bound_solver& s, nb::handle df, nb::handle dg, nb::handl
                         report.plan_passes);
 }
 
+// solver::hvp_x / hvp_y (hessian.hpp): H·A into `out` (the shape of A); `part` 0 full, 1 fixed
+// potentials, 2 implicit; the report as (cg_iterations, relative_residual, converged, gauge_defect,
+// plan_passes).
+nb::tuple hessian_vector_product(bound_solver& s, bool wrt_y, nb::handle direction, nb::handle out, int part,
+                                 double tolerance, int max_iterations, bool diagonal_preconditioner) {
+  const array_argument da = input_argument(direction, "direction"), oa = output_argument(out, "out");
+  const matrix_view dv = as_matrix(da, "direction");
+  const mutable_matrix_view ov = as_mutable_matrix(oa, "out");
+  hvp_options settings;
+  settings.part = part == 1 ? hvp_part::fixed_potential : part == 2 ? hvp_part::implicit : hvp_part::full;
+  settings.tolerance = tolerance;
+  settings.max_iterations = max_iterations;
+  settings.preconditioner = diagonal_preconditioner ? cg_preconditioner::diagonal : cg_preconditioner::none;
+  hvp_report report;
+  {
+    nb::gil_scoped_release unlocked;
+    report = wrt_y ? s.get().hvp_y(dv, ov, settings) : s.get().hvp_x(dv, ov, settings);
+  }
+  return nb::make_tuple(report.cg_iterations, report.relative_residual, report.converged, report.gauge_defect,
+                        report.plan_passes);
+}
+
 // A new bound solver, or the library's exception (bad input) before any Python object exists: the
 // binding exposes this factory rather than a throwing __init__ (on the H200 machine, Python 3.12,
 // an exception leaving Solver.__init__ crashed the interpreter; a plain function's exceptions take
@@ -264,6 +286,10 @@ NB_MODULE(_core, m) {
            "grad_a"_a.none(), "grad_b"_a.none(), "tolerance"_a, "max_iterations"_a, "diagonal_preconditioner"_a,
            "solver::potential_vjp (potential_vjp.hpp): ∂L/∂(X, Y, a, b) of a loss of (f, g) into the given "
            "arrays; returns (iterations, relative_residual, converged, gauge_defect, plan_passes).")
+      .def("hvp", &py::hessian_vector_product, "wrt_y"_a, "direction"_a, "out"_a, "part"_a, "tolerance"_a,
+           "max_iterations"_a, "diagonal_preconditioner"_a,
+           "solver::hvp_x / hvp_y (hessian.hpp): H·A into out; returns (cg_iterations, relative_residual, "
+           "converged, gauge_defect, plan_passes).")
       .def_prop_ro("device_name", [](py::bound_solver& s) { return s.get().device_name(); })
       .def_prop_ro(
           "input_addresses",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from . import _core
 from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available
 from ._labels import LabelCost
-from ._functional import PotentialVjp, SinkhornResult, Solver, apply_plan, barycentric_map, sinkhorn
+from ._functional import HessianVectorProduct, PotentialVjp, SinkhornResult, Solver, apply_plan, barycentric_map, sinkhorn
 from ._samples_loss import SamplesLoss
 
 __version__ = "0.1.0"
@@ -22,6 +22,7 @@ __core_version__ = _core.version()
 __all__ = [
     "CudaError",
     "Error",
+    "HessianVectorProduct",
     "InvalidArgument",
     "LabelCost",
     "OutOfMemory",

@@ -175,6 +175,28 @@ class Solver:
         grads = [None if out is None else frame.give_back(out) for out in outs]
         return PotentialVjp(*grads, *report)
 
+    _HVP_PARTS = {"full": 0, "fixed": 1, "implicit": 2}
+
+    def hvp(self, direction: Array, *, wrt: str = "x", part: str = "full", tol: float = 1e-6, iters: int = 500,
+            preconditioner: str = "diagonal") -> HessianVectorProduct:
+        """H·A = d/dt ∇F(X + tA) of the converged value F (balanced, squared-Euclidean; wrt='y' for the
+        points of y), exact and streamed: the frozen-potential part H_fix·A (part='fixed', indefinite)
+        plus the potentials' response H_imp·A (part='implicit', PSD; one CG solve on the Schur
+        complement of the potentials' system, every product a plan pass). See docs/math.md."""
+        if wrt not in ("x", "y"):
+            raise ValueError(f"wrt must be 'x' or 'y', got {wrt!r}")
+        if part not in self._HVP_PARTS:
+            raise ValueError(f"part must be 'full', 'fixed' or 'implicit', got {part!r}")
+        if preconditioner not in ("diagonal", "none"):
+            raise ValueError(f"preconditioner must be 'diagonal' or 'none', got {preconditioner!r}")
+        frame = self._frame
+        out = frame.empty_host((self._n if wrt == "x" else self._m, self._d))
+        if not (isinstance(direction, np.ndarray) or is_tensor(direction)):
+            direction = np.asarray(direction)
+        report = self._core.hvp(wrt == "y", host_array(direction, frame), out, self._HVP_PARTS[part], tol, iters,
+                                preconditioner == "diagonal")
+        return HessianVectorProduct(frame.give_back(out), *report)
+
     def gradient_b(self) -> Array:
         """∂cost/∂b_k = (h_k − ⟨b̃, h⟩)/Σb with h = T_g(f) (− g_bb when debiased); h when not normalising."""
         out = self._frame.empty_host((self._m,))
@@ -192,6 +214,18 @@ class PotentialVjp:
     grad_a: Array | None
     grad_b: Array | None
     iterations: int
+    relative_residual: float
+    converged: bool
+    gauge_defect: float
+    plan_passes: int
+
+
+@dataclass(slots=True)
+class HessianVectorProduct:
+    """H·A of the converged value with respect to the points of x (or y), and what its CG solve did."""
+
+    product: Array
+    cg_iterations: int
     relative_residual: float
     converged: bool
     gauge_defect: float

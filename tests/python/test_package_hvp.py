@@ -1,0 +1,61 @@
+"""Hessian-vector products from Python (Solver.hvp): against central differences of the library's
+exact gradient at tight convergence, symmetry ⟨B, H A⟩ = ⟨A, H B⟩, the split full = fixed +
+implicit with the implicit part PSD, and argument errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flashsinkhorn._core")
+import flashsinkhorn as fs  # noqa: E402
+
+from package_helpers import converged_kwargs, random_problem  # noqa: E402
+
+
+def solved(x, y, a, b, **overrides):
+    s = fs.Solver(x, y, a, b, **converged_kwargs(eps=0.5, **overrides))
+    s.solve()
+    return s
+
+
+@pytest.mark.parametrize("wrt", ["x", "y"])
+def test_hvp_matches_differences_of_the_gradient(wrt):
+    x, y, a, b = random_problem(81, 9, 7, 3)
+    direction = np.random.default_rng(82).normal(size=(x if wrt == "x" else y).shape)
+    product = solved(x, y, a, b).hvp(direction, wrt=wrt, tol=1e-12)
+    assert product.converged and product.cg_iterations > 0
+    h = 1e-5
+
+    def gradient(t):
+        xs, ys = (x + t * direction, y) if wrt == "x" else (x, y + t * direction)
+        s = solved(xs, ys, a, b)
+        return s.gradient_x() if wrt == "x" else s.gradient_y()
+
+    differences = (gradient(h) - gradient(-h)) / (2 * h)
+    np.testing.assert_allclose(product.product, differences, rtol=1e-6, atol=1e-7 * np.abs(differences).max())
+
+
+def test_symmetry_and_parts():
+    x, y, a, b = random_problem(83, 8, 6, 2)
+    s = solved(x, y, a, b)
+    rng = np.random.default_rng(84)
+    u, v = rng.normal(size=x.shape), rng.normal(size=x.shape)
+    hu, hv = s.hvp(u, tol=1e-12).product, s.hvp(v, tol=1e-12).product
+    assert np.vdot(v, hu) == pytest.approx(np.vdot(u, hv), rel=1e-9)
+    fixed, implicit = s.hvp(u, part="fixed").product, s.hvp(u, part="implicit", tol=1e-12).product
+    np.testing.assert_allclose(fixed + implicit, hu, rtol=1e-9, atol=1e-12)
+    assert s.hvp(fixed, part="fixed").cg_iterations == 0
+    for w in (u, v, rng.normal(size=x.shape)):
+        assert np.vdot(w, s.hvp(w, part="implicit", tol=1e-12).product) >= -1e-12
+
+
+def test_bad_arguments_are_named():
+    x, y, a, b = random_problem(85, 5, 4, 2)
+    s = solved(x, y, a, b)
+    with pytest.raises(ValueError, match="wrt"):
+        s.hvp(np.zeros((5, 2)), wrt="z")
+    with pytest.raises(ValueError, match="part"):
+        s.hvp(np.zeros((5, 2)), part="psd")
+    with pytest.raises(fs.InvalidArgument):
+        s.hvp(np.zeros((4, 2)))  # X has 5 points

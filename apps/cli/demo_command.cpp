@@ -30,10 +30,7 @@ bool runs_on_cuda(const run_flags& run) {
 
 void run_demo_command(std::span<const std::string> args) {
   const demo_arguments arguments = parse_demo_arguments(args);
-  if (arguments.run.help) {
-    std::fputs(demo_usage().c_str(), stdout);
-    return;
-  }
+  if (printed_usage(arguments.run, demo_usage)) return;
   const std::int64_t points = arguments.points.value_or(runs_on_cuda(arguments.run) ? kCudaPoints : kCpuPoints);
   const point_cloud source = sample_blobs(points, kSourceSeed);
   const point_cloud target = sample_ring(points, kTargetSeed);

@@ -13,11 +13,6 @@ bad_input not_one_of(std::string_view flag, std::string_view text, std::string_v
   return bad_input(message);
 }
 
-struct hvp_parse_state {
-  hvp_arguments arguments;
-  bool has_eps = false;
-};
-
 hvp_part parse_part(std::string_view text) {
   if (text == "full") return hvp_part::full;
   if (text == "fixed") return hvp_part::fixed_potential;
@@ -37,15 +32,12 @@ cg_preconditioner parse_preconditioner(std::string_view text) {
   throw not_one_of("--preconditioner", text, "diagonal, none");
 }
 
-std::vector<flag_spec> hvp_flags(hvp_parse_state& state) {
-  hvp_arguments& a = state.arguments;
+std::vector<flag_spec> hvp_flags(hvp_arguments& a) {
   options& o = a.solve_options;
   hvp_options& h = a.settings;
-  std::vector<flag_spec> specs = {
-      {"--x", "FILE", "source points (n, d): .npy, .npz or .csv", [&a](std::string_view v) { a.x_path = v; }},
-      {"--y", "FILE", "target points (m, d)", [&a](std::string_view v) { a.y_path = v; }},
-      {"--a", "FILE", "source weights (n,) (default: uniform)", [&a](std::string_view v) { a.a_path = std::string(v); }},
-      {"--b", "FILE", "target weights (m,) (default: uniform)", [&a](std::string_view v) { a.b_path = std::string(v); }},
+  std::vector<flag_spec> specs;
+  add_point_file_flags(specs, a.files);
+  specs.insert(specs.end(), {
       {"--dir", "FILE", "the direction: (n, d) with --wrt x, (m, d) with --wrt y (required)",
        [&a](std::string_view v) { a.direction_path = v; }},
       {"--wrt", "SIDE", "x (default): differentiate w.r.t. the points of X; y: of Y",
@@ -53,13 +45,9 @@ std::vector<flag_spec> hvp_flags(hvp_parse_state& state) {
          if (v != "x" && v != "y") throw not_one_of("--wrt", v, "x, y");
          a.wrt_y = v == "y";
        }},
-      {"--eps", "E", "entropic temperature eps > 0 (required)",
-       [&state](std::string_view v) {
-         state.arguments.eps = parse_finite_double("--eps", v);
-         state.has_eps = true;
-       }},
-      {"--cost-scale", "S", "s in C = s*|x-y|^2 (default 1)",
-       [&a](std::string_view v) { a.cost_scale = parse_finite_double("--cost-scale", v); }},
+  });
+  add_eps_flags(specs, a.files);
+  specs.insert(specs.end(), {
       {"--solver", "K", "alternating (default) or symmetric", [&o](std::string_view v) { o.solver = parse_solver_kind(v); }},
       {"--iters", "N", "maximum Sinkhorn iterations (default 1000)",
        [&o](std::string_view v) { o.max_iterations = parse_int("--iters", v, 0); }},
@@ -78,7 +66,7 @@ std::vector<flag_spec> hvp_flags(hvp_parse_state& state) {
        [&h](std::string_view v) { h.two_gemm = parse_two_gemm(v); }},
       {"--out", "DIR", "write hvp.npy and hvp.json into DIR (created if missing; required)",
        [&a](std::string_view v) { a.out_dir = std::string(v); }},
-  };
+  });
   add_run_flags(specs, a.run);
   return specs;
 }
@@ -86,27 +74,26 @@ std::vector<flag_spec> hvp_flags(hvp_parse_state& state) {
 }  // namespace
 
 hvp_arguments parse_hvp_arguments(std::span<const std::string> args) {
-  hvp_parse_state state;
-  state.arguments.solve_options.tolerance = 1e-6;
-  parse_flags(args, hvp_flags(state), [](const std::string& value) {
+  hvp_arguments arguments;
+  arguments.solve_options.tolerance = 1e-6;
+  parse_flags(args, hvp_flags(arguments), [](const std::string& value) {
     std::string message = "unexpected argument '";
     message.append(value).append("' (hvp takes --x, --y, --dir as flags)");
     throw bad_input(message);
   });
-  const hvp_arguments& a = state.arguments;
-  if (a.run.help) return state.arguments;
-  if (a.x_path.empty()) throw bad_input("missing required option --x (the source points file)");
-  if (a.y_path.empty()) throw bad_input("missing required option --y (the target points file)");
+  const hvp_arguments& a = arguments;
+  if (a.run.help) return arguments;
+  require_point_files(a.files);
   if (a.direction_path.empty()) throw bad_input("missing required option --dir (the direction file)");
-  if (!state.has_eps) throw bad_input("missing required option --eps (the entropic temperature)");
+  require_eps(a.files);
   if (a.out_dir.empty()) throw bad_input("missing required option --out (the directory for hvp.npy)");
   // Checked here so that a bad setting is reported before the solve, not after it.
   if (a.settings.tolerance < 0) throw bad_input("--cg-tol must be >= 0 (a relative residual)");
-  return state.arguments;
+  return arguments;
 }
 
 std::string hvp_usage() {
-  hvp_parse_state unused;
+  hvp_arguments unused;
   std::string text =
       "usage: flashsinkhorn hvp --x X.npy --y Y.npy --dir A.npy --eps E --out DIR [options]\n\n"
       "Solves entropic OT, then writes the exact Hessian-vector product H*A of the converged cost\n"

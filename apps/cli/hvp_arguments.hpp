@@ -9,19 +9,15 @@
 
 #include "flashsinkhorn/hessian.hpp"
 #include "flashsinkhorn/options.hpp"
+#include "problem_files.hpp"
 #include "run_flags.hpp"
 
 namespace flashsinkhorn::cli {
 
 struct hvp_arguments {
-  std::string x_path;
-  std::string y_path;
-  std::optional<std::string> a_path;
-  std::optional<std::string> b_path;
+  problem_files files;         // --x, --y, --a, --b, --eps, --cost-scale
   std::string direction_path;  // --dir: (n, d) for --wrt x, (m, d) for --wrt y
   bool wrt_y = false;
-  double eps = 0;
-  double cost_scale = 1.0;
   options solve_options;       // solver, iterations, tolerance (default 1e-6 here), scaling
   hvp_options settings;        // part, CG tolerance, iteration cap, preconditioner, two-GEMM path
   std::string out_dir;

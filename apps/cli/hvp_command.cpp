@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,7 +17,9 @@
 #include "json_object.hpp"
 #include "npy.hpp"
 #include "option_names.hpp"
+#include "problem_files.hpp"
 #include "progress_reporter.hpp"
+#include "solve_session.hpp"
 
 namespace flashsinkhorn::cli {
 namespace {
@@ -27,13 +28,7 @@ json_object describe(const problem& p, const hvp_arguments& arguments, const opt
                      const hvp_report& report, double hvp_seconds) {
   json_object json;
   json.add("cost", r.cost);
-  json.add("iterations", r.iterations);
-  json.add("marginal_error", r.marginal_error);
-  json.add("converged", r.converged);
-  json.add("n", p.x.rows);
-  json.add("m", p.y.rows);
-  json.add("d", p.x.cols);
-  json.add("eps", r.eps);
+  add_solve_summary(json, p, r);
   json.add("cost_scale", p.cost_scale);
   json.add("wrt", arguments.wrt_y ? "y" : "x");
   json.add("part", name_of(arguments.settings.part));
@@ -57,25 +52,10 @@ json_object describe(const problem& p, const hvp_arguments& arguments, const opt
 
 void run_hvp_command(std::span<const std::string> args) {
   const hvp_arguments arguments = parse_hvp_arguments(args);
-  if (arguments.run.help) {
-    std::fputs(hvp_usage().c_str(), stdout);
-    return;
-  }
-  const loaded_array x = load_array_file(arguments.x_path);
-  const loaded_array y = load_array_file(arguments.y_path);
+  if (printed_usage(arguments.run, hvp_usage)) return;
+  const loaded_problem inputs(arguments.files);
+  const problem& p = inputs.view;
   const loaded_array direction = load_array_file(arguments.direction_path);
-  std::optional<loaded_array> a;
-  std::optional<loaded_array> b;
-  if (arguments.a_path) a = load_array_file(*arguments.a_path);
-  if (arguments.b_path) b = load_array_file(*arguments.b_path);
-
-  problem p;
-  p.x = points_view(x, arguments.x_path);
-  p.y = points_view(y, arguments.y_path);
-  if (a) p.a = weights_view(*a, *arguments.a_path);
-  if (b) p.b = weights_view(*b, *arguments.b_path);
-  p.eps = arguments.eps;
-  p.cost_scale = arguments.cost_scale;
   const matrix_view dir = points_view(direction, arguments.direction_path);
   const std::int64_t rows = arguments.wrt_y ? p.y.rows : p.x.rows;
   if (dir.rows != rows || dir.cols != p.x.cols) {

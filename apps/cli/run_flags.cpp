@@ -1,5 +1,7 @@
 #include "run_flags.hpp"
 
+#include <cstdio>
+
 #include "option_names.hpp"
 
 namespace flashsinkhorn::cli {
@@ -20,6 +22,12 @@ void apply_run_flags(const run_flags& flags, options& o) {
   o.cuda_device = flags.cuda_device;
   o.precision = flags.mode;
   o.cpu_threads = flags.threads;
+}
+
+bool printed_usage(const run_flags& flags, std::string (*usage)()) {
+  if (!flags.help) return false;
+  std::fputs(usage().c_str(), stdout);
+  return true;
 }
 
 }  // namespace flashsinkhorn::cli

@@ -1,6 +1,7 @@
-// Flags shared by `solve` and `demo`: where and how precisely to compute, and how chatty to be.
+// Flags shared by `solve`, `demo` and `hvp`: where and how precisely to compute, and how chatty to be.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "flag_parser.hpp"
@@ -22,5 +23,8 @@ void add_run_flags(std::vector<flag_spec>& specs, run_flags& flags);
 
 // Copies the run flags into library options.
 void apply_run_flags(const run_flags& flags, options& o);
+
+// With --help: prints `usage()` on stdout and returns true (the command then does nothing else).
+[[nodiscard]] bool printed_usage(const run_flags& flags, std::string (*usage)());
 
 }  // namespace flashsinkhorn::cli

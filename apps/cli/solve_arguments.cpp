@@ -6,26 +6,12 @@
 namespace flashsinkhorn::cli {
 namespace {
 
-struct solve_parse_state {
-  solve_arguments arguments;
-  bool has_eps = false;
-};
-
-std::vector<flag_spec> solve_flags(solve_parse_state& state) {
-  solve_arguments& a = state.arguments;
+std::vector<flag_spec> solve_flags(solve_arguments& a) {
   options& o = a.solve_options;
-  std::vector<flag_spec> specs = {
-      {"--x", "FILE", "source points (n, d): .npy, .npz or .csv", [&a](std::string_view v) { a.x_path = v; }},
-      {"--y", "FILE", "target points (m, d)", [&a](std::string_view v) { a.y_path = v; }},
-      {"--a", "FILE", "source weights (n,) (default: uniform)", [&a](std::string_view v) { a.a_path = std::string(v); }},
-      {"--b", "FILE", "target weights (m,) (default: uniform)", [&a](std::string_view v) { a.b_path = std::string(v); }},
-      {"--eps", "E", "entropic temperature eps > 0 (required)",
-       [&state](std::string_view v) {
-         state.arguments.eps = parse_finite_double("--eps", v);
-         state.has_eps = true;
-       }},
-      {"--cost-scale", "S", "s in C = s*|x-y|^2 (default 1; 0.5 is GeomLoss's convention)",
-       [&a](std::string_view v) { a.cost_scale = parse_finite_double("--cost-scale", v); }},
+  std::vector<flag_spec> specs;
+  add_point_file_flags(specs, a.files);
+  add_eps_flags(specs, a.files);
+  specs.insert(specs.end(), {
       {"--cost", "K", "sqeuclidean (default) or cosine", [&o](std::string_view v) { o.cost = parse_cost_kind(v); }},
       {"--solver", "K", "alternating (default) or symmetric (GeomLoss)",
        [&o](std::string_view v) { o.solver = parse_solver_kind(v); }},
@@ -47,7 +33,7 @@ std::vector<flag_spec> solve_flags(solve_parse_state& state) {
        [&a](std::string_view v) { a.out_dir = std::string(v); }},
       {"--grad", "", "also write the gradients of cost into DIR of --out (grad_*.npy; see below)",
        [&a](std::string_view) { a.write_gradients = true; }},
-  };
+  });
   add_run_flags(specs, a.run);
   return specs;
 }
@@ -55,28 +41,26 @@ std::vector<flag_spec> solve_flags(solve_parse_state& state) {
 }  // namespace
 
 solve_arguments parse_solve_arguments(std::span<const std::string> args) {
-  solve_parse_state state;
+  solve_arguments arguments;
   int positional_count = 0;
-  parse_flags(args, solve_flags(state), [&](const std::string& value) {
+  parse_flags(args, solve_flags(arguments), [&](const std::string& value) {
     // `solve X Y` is accepted as a shorthand for `solve --x X --y Y`.
-    std::string& target = positional_count == 0 ? state.arguments.x_path : state.arguments.y_path;
+    std::string& target = positional_count == 0 ? arguments.files.x_path : arguments.files.y_path;
     if (positional_count >= 2 || !target.empty()) throw bad_input("unexpected argument '" + value + "'");
     target = value;
     ++positional_count;
   });
-  const solve_arguments& a = state.arguments;
-  if (a.run.help) return state.arguments;
-  if (a.x_path.empty()) throw bad_input("missing required option --x (the source points file)");
-  if (a.y_path.empty()) throw bad_input("missing required option --y (the target points file)");
-  if (!state.has_eps) throw bad_input("missing required option --eps (the entropic temperature)");
-  if (a.write_gradients && !a.out_dir) {
+  if (arguments.run.help) return arguments;
+  require_point_files(arguments.files);
+  require_eps(arguments.files);
+  if (arguments.write_gradients && !arguments.out_dir) {
     throw bad_input("--grad needs --out DIR: the gradients are written there as grad_x.npy, grad_y.npy, ...");
   }
-  return state.arguments;
+  return arguments;
 }
 
 std::string solve_usage() {
-  solve_parse_state unused;
+  solve_arguments unused;
   std::string text =
       "usage: flashsinkhorn solve --x X.npy --y Y.npy --eps E [options]\n\n"
       "Solves entropic optimal transport between two point clouds. Prints progress on stderr\n"

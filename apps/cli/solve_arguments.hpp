@@ -6,17 +6,13 @@
 #include <string>
 
 #include "flashsinkhorn/options.hpp"
+#include "problem_files.hpp"
 #include "run_flags.hpp"
 
 namespace flashsinkhorn::cli {
 
 struct solve_arguments {
-  std::string x_path;
-  std::string y_path;
-  std::optional<std::string> a_path;
-  std::optional<std::string> b_path;
-  double eps = 0;
-  double cost_scale = 1.0;
+  problem_files files;  // --x, --y, --a, --b, --eps, --cost-scale
   options solve_options;  // cost, solver, iterations, tolerance, scaling, reach, debias
   std::optional<std::string> out_dir;
   bool write_gradients = false;  // --grad: the gradient files too (needs --out)

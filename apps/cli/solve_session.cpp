@@ -24,13 +24,7 @@ json_object describe(const problem& p, const options& o, const result& r) {
   json.add("cost", r.cost);
   json.add("primal_cost", r.primal_cost);
   json.add("relative_entropy", r.relative_entropy);
-  json.add("iterations", r.iterations);
-  json.add("marginal_error", r.marginal_error);
-  json.add("converged", r.converged);
-  json.add("n", p.x.rows);
-  json.add("m", p.y.rows);
-  json.add("d", p.x.cols);
-  json.add("eps", r.eps);
+  add_solve_summary(json, p, r);
   json.add("device", r.device);
   json.add("seconds", r.time.total_seconds);
   json.add("prepare_seconds", r.time.prepare_seconds);
@@ -50,6 +44,16 @@ json_object describe(const problem& p, const options& o, const result& r) {
 }
 
 }  // namespace
+
+void add_solve_summary(json_object& json, const problem& p, const result& r) {
+  json.add("iterations", r.iterations);
+  json.add("marginal_error", r.marginal_error);
+  json.add("converged", r.converged);
+  json.add("n", p.x.rows);
+  json.add("m", p.y.rows);
+  json.add("d", p.x.cols);
+  json.add("eps", r.eps);
+}
 
 json_object solve_and_describe(const problem& p, options o, const run_flags& run, const output_request& request) {
   progress_reporter reporter(run.quiet, o.tolerance);

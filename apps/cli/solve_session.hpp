@@ -8,6 +8,7 @@
 
 #include "flashsinkhorn/options.hpp"
 #include "flashsinkhorn/problem.hpp"
+#include "flashsinkhorn/result.hpp"
 #include "json_object.hpp"
 #include "run_flags.hpp"
 
@@ -27,6 +28,10 @@ struct output_request {
 // Errors: the library's exceptions; bad_input for an unusable --out (before solving);
 // std::runtime_error when a result is not finite or a file cannot be written (nothing is left
 // behind in the directory then).
+// The keys every command that solves reports, in this order: iterations, marginal_error,
+// converged, n, m, d, eps.
+void add_solve_summary(json_object& json, const problem& p, const result& r);
+
 [[nodiscard]] json_object solve_and_describe(const problem& p, options o, const run_flags& run,
                                              const output_request& request);
 

@@ -20,7 +20,8 @@ from functools import partial
 
 import numpy as np
 
-from protocol import Case, Unsupported, hvp_direction, load_data, set_torch_tf32, time_torch
+from protocol import (Case, Unsupported, hvp_direction, load_data, set_torch_tf32, time_torch,
+                      time_torch_forward_gradient)
 
 
 def _softmin(variant: str, d: int):
@@ -100,14 +101,7 @@ def run(case: Case, variant: str) -> dict:
         return (a * f).sum() + (b * g).sum()
 
     if case.op == "forward_gradient":
-        def call():
-            value = value_of(xg)
-            (grad,) = torch.autograd.grad(value, xg)
-            return value, grad
-        timing, (value, grad) = time_torch(call, case)
-        record.update(timing)
-        record["value_reported"] = float(value)
-        record["gradient_norm"] = float(grad.norm())
+        record.update(time_torch_forward_gradient(value_of, xg, case))
         return record, None
     if case.op == "hvp":
         direction = torch.as_tensor(hvp_direction(case.n, case.d), dtype=dt, device=dev)

@@ -195,6 +195,19 @@ def time_torch(call, case: Case) -> dict:
     return record, out
 
 
+def time_torch_forward_gradient(value_of, x, case: Case) -> dict:
+    """time_torch of value_of(x) and its gradient w.r.t. x (one torch.autograd.grad, x requires grad);
+    the timing fields, then value_reported and gradient_norm (‖∇_x value‖₂)."""
+    import torch
+
+    def call():
+        value = value_of(x)
+        (grad,) = torch.autograd.grad(value, x)
+        return value, grad
+    timing, (value, grad) = time_torch(call, case)
+    return {**timing, "value_reported": float(value), "gradient_norm": float(grad.norm())}
+
+
 def time_wall(call, case: Case, sync=lambda out: out) -> dict:
     """Warm-up, then `repeats` calls timed by the wall clock, each ended by `sync(out)`."""
     t0 = time.perf_counter()

@@ -75,6 +75,21 @@ struct plan_rows_request {
   bool want_cost = false;
 };
 
+// The request for a pass with rows on `rows` against the side that holds `key` (the usual pairing:
+// x-rows keyed by a g-slot, y-rows by an f-slot).
+[[nodiscard]] inline plan_rows_request plan_pass_request(side rows, slot key, double eps, const double* values,
+                                                         std::int64_t k, bool want_cost = false) {
+  plan_rows_request request;
+  request.rows = rows;
+  request.keys = side_of(key);
+  request.key_potential = key;
+  request.eps = eps;
+  request.values = values;
+  request.k = k;
+  request.want_cost = want_cost;
+  return request;
+}
+
 struct plan_rows_result {
   std::vector<double> lse;       // (rows count,)
   std::vector<double> weighted;  // (rows count, k)

@@ -132,6 +132,72 @@ adjoint solve_adjoint(const solved_plan& plan, const std::vector<double>& a, std
   return out;
 }
 
+// The gradients of one side, from the pass over the other cloud Z (points z, adjoint λ_Z) stacked
+// as V = [Z, λ_Z∘Z, λ_Z] (columns [0, d) Z, [d, 2d) λ_Z∘Z, 2d λ_Z). With A the pass's rows,
+//   ∂L/∂p_i = 2s·w_i·(λ_i (μ_i p_i − A_i[0,d)) + A_i[2d] p_i − A_i[d,2d)),   ∂L/∂(weight)_i = −ε A_i[2d] / ν_i,
+// where X: A = diag(1/a)·P·V(Y), w = a, μ = 1, ν = 1;  Y: A = Pᵀ·V(X), w = 1, μ = c = Pᵀ1, ν = b.
+// The sides are mirror images; the factors of 1 are exact, so each side computes what it always did.
+void assemble_side_gradients(side which, const potential_vjp_context& context, const solved_plan& plan,
+                             const adjoint& lambda, const potential_vjp_outputs& outputs) {
+  const bool on_x = which == side::x;
+  const mutable_matrix_view& grad_points = on_x ? outputs.grad_x : outputs.grad_y;
+  const mutable_vector_view& grad_weights = on_x ? outputs.grad_a : outputs.grad_b;
+  const bool want_points = !grad_points.empty(), want_weights = !grad_weights.empty();
+  if (!want_points && !want_weights) return;
+
+  const prepared_inputs& in = context.inputs;
+  const prepared_cloud& own = on_x ? in.kernel.x : in.kernel.y;
+  const prepared_cloud& other = on_x ? in.kernel.y : in.kernel.x;
+  const std::vector<double>& own_lambda = on_x ? lambda.f : lambda.g;
+  const std::vector<double>& other_lambda = on_x ? lambda.g : lambda.f;
+  // d: the kernels' dimension; the caller's points are its first in.dim columns (a label cost
+  // appends constant coordinates, whose gradient columns are dropped).
+  const std::int64_t count = own.count, other_count = other.count, d = in.kernel.x.dim;
+  const double two_s = 2 * in.kernel.cost_scale;
+  const double eps = context.eps;
+
+  const std::int64_t k = 2 * d + 1;
+  std::vector<double> values(static_cast<std::size_t>(other_count * k));
+  for (std::int64_t j = 0; j < other_count; ++j) {
+    for (std::int64_t c = 0; c < d; ++c) {
+      values[j * k + c] = other.points[j * d + c];
+      values[j * k + d + c] = other_lambda[j] * other.points[j * d + c];
+    }
+    values[j * k + 2 * d] = other_lambda[j];
+  }
+  const std::vector<double> rows = on_x ? plan.row_average(values, k) : plan.apply_transpose(values, k);
+  const std::vector<double>& column_mass = plan.column_mass();
+
+  if (want_points) {
+    std::vector<double> grad(static_cast<std::size_t>(count * d));
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double weight = on_x ? own.weights[i] : 1.0;  // w_i
+      const double mass = on_x ? 1.0 : column_mass[i];    // μ_i
+      const double lambda_sum = rows[i * k + 2 * d];
+      for (std::int64_t c = 0; c < d; ++c) {
+        const double p = own.points[i * d + c];
+        grad[i * d + c] = two_s * weight *
+                          (own_lambda[i] * (mass * p - rows[i * k + c]) + lambda_sum * p - rows[i * k + d + c]);
+      }
+    }
+    if (context.solve_options.cost == cost_kind::cosine) {
+      through_normalisation(grad, on_x ? in.x_input : in.y_input, on_x ? in.x_norms : in.y_norms, d);
+    }
+    write_leading_columns(grad_points, grad, count, d, on_x ? "potential_vjp grad_x" : "potential_vjp grad_y");
+  }
+  if (want_weights) {
+    std::vector<double> grad(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double divisor = on_x ? 1.0 : own.weights[i];  // ν_i
+      grad[i] = -eps * rows[i * k + 2 * d] / divisor;
+    }
+    if (context.solve_options.normalize_weights) {
+      through_weight_normalisation(grad, own.weights, on_x ? in.mass_a : in.mass_b);
+    }
+    write_vector(grad_weights, grad, on_x ? "potential_vjp grad_a" : "potential_vjp grad_b");
+  }
+}
+
 }  // namespace
 
 potential_vjp_report potential_vjp(const potential_vjp_context& context, const vector_view& df_view,
@@ -142,9 +208,7 @@ potential_vjp_report potential_vjp(const potential_vjp_context& context, const v
   const prepared_inputs& in = context.inputs;
   const prepared_cloud& x = in.kernel.x;
   const prepared_cloud& y = in.kernel.y;
-  // d: the kernels' dimension; the caller's points are its first in.dim columns (a label cost
-  // appends constant coordinates, whose gradient columns are dropped).
-  const std::int64_t n = x.count, m = y.count, d = x.dim;
+  const std::int64_t n = x.count, m = y.count;
   const std::vector<double> df = read_cotangent(df_view, n, "df", "X");
   const std::vector<double> dg = read_cotangent(dg_view, m, "dg", "Y");
   const bool want_x = !outputs.grad_x.empty(), want_y = !outputs.grad_y.empty();
@@ -159,74 +223,9 @@ potential_vjp_report potential_vjp(const potential_vjp_context& context, const v
 
   const solved_plan plan(context.compute, in.kernel, context.eps);
   adjoint lambda = solve_adjoint(plan, x.weights, df, dg, settings);
-  const double two_s = 2 * in.kernel.cost_scale;
-  const double eps = context.eps;
 
-  if (want_x || want_a) {
-    // diag(1/a)·P·[Y, λ_g∘Y, λ_g]: columns [0, d) Ȳ, [d, 2d) B, 2d β.
-    const std::int64_t k = 2 * d + 1;
-    std::vector<double> values(static_cast<std::size_t>(m * k));
-    for (std::int64_t j = 0; j < m; ++j) {
-      for (std::int64_t c = 0; c < d; ++c) {
-        values[j * k + c] = y.points[j * d + c];
-        values[j * k + d + c] = lambda.g[j] * y.points[j * d + c];
-      }
-      values[j * k + 2 * d] = lambda.g[j];
-    }
-    const std::vector<double> avg = plan.row_average(values, k);
-    if (want_x) {
-      std::vector<double> grad(static_cast<std::size_t>(n * d));
-      for (std::int64_t i = 0; i < n; ++i) {
-        const double beta = avg[i * k + 2 * d];
-        for (std::int64_t c = 0; c < d; ++c) {
-          const double xi = x.points[i * d + c];
-          grad[i * d + c] = two_s * x.weights[i] *
-                            (lambda.f[i] * (xi - avg[i * k + c]) + beta * xi - avg[i * k + d + c]);
-        }
-      }
-      if (context.solve_options.cost == cost_kind::cosine) through_normalisation(grad, in.x_input, in.x_norms, d);
-      write_leading_columns(outputs.grad_x, grad, n, d, "potential_vjp grad_x");
-    }
-    if (want_a) {
-      std::vector<double> grad(static_cast<std::size_t>(n));
-      for (std::int64_t i = 0; i < n; ++i) grad[i] = -eps * avg[i * k + 2 * d];
-      if (context.solve_options.normalize_weights) through_weight_normalisation(grad, x.weights, in.mass_a);
-      write_vector(outputs.grad_a, grad, "potential_vjp grad_a");
-    }
-  }
-  if (want_y || want_b) {
-    // Pᵀ·[X, λ_f∘X, λ_f]: columns [0, d) PᵀX, [d, 2d) Pᵀ(λ_f∘X), 2d Pᵀλ_f.
-    const std::int64_t k = 2 * d + 1;
-    std::vector<double> values(static_cast<std::size_t>(n * k));
-    for (std::int64_t i = 0; i < n; ++i) {
-      for (std::int64_t c = 0; c < d; ++c) {
-        values[i * k + c] = x.points[i * d + c];
-        values[i * k + d + c] = lambda.f[i] * x.points[i * d + c];
-      }
-      values[i * k + 2 * d] = lambda.f[i];
-    }
-    const std::vector<double> sums = plan.apply_transpose(values, k);
-    const std::vector<double>& col = plan.column_mass();
-    if (want_y) {
-      std::vector<double> grad(static_cast<std::size_t>(m * d));
-      for (std::int64_t j = 0; j < m; ++j) {
-        const double weighted_lambda = sums[j * k + 2 * d];
-        for (std::int64_t c = 0; c < d; ++c) {
-          const double yj = y.points[j * d + c];
-          grad[j * d + c] = two_s * (lambda.g[j] * (col[j] * yj - sums[j * k + c]) + weighted_lambda * yj -
-                                     sums[j * k + d + c]);
-        }
-      }
-      if (context.solve_options.cost == cost_kind::cosine) through_normalisation(grad, in.y_input, in.y_norms, d);
-      write_leading_columns(outputs.grad_y, grad, m, d, "potential_vjp grad_y");
-    }
-    if (want_b) {
-      std::vector<double> grad(static_cast<std::size_t>(m));
-      for (std::int64_t j = 0; j < m; ++j) grad[j] = -eps * sums[j * k + 2 * d] / y.weights[j];
-      if (context.solve_options.normalize_weights) through_weight_normalisation(grad, y.weights, in.mass_b);
-      write_vector(outputs.grad_b, grad, "potential_vjp grad_b");
-    }
-  }
+  assemble_side_gradients(side::x, context, plan, lambda, outputs);
+  assemble_side_gradients(side::y, context, plan, lambda, outputs);
   lambda.report.plan_passes = plan.passes();
   return lambda.report;
 }

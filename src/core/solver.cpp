@@ -215,15 +215,7 @@ class solver_state {
   const std::optional<double>& reach(side s) const { return s == side::x ? options_.reach_x : options_.reach_y; }
 
   plan_rows_result plan_pass(side rows, slot key, const double* values, std::int64_t k, bool want_cost) const {
-    plan_rows_request request;
-    request.rows = rows;
-    request.keys = side_of(key);
-    request.key_potential = key;
-    request.eps = eps_;
-    request.values = values;
-    request.k = k;
-    request.want_cost = want_cost;
-    return compute_->plan_rows(request);
+    return compute_->plan_rows(plan_pass_request(rows, key, eps_, values, k, want_cost));
   }
 
   // Row masses of the plan: w_i on a balanced side (rows renormalised), w_i·exp((f_i − T_i)/ε)

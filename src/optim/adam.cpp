@@ -4,6 +4,7 @@
 
 #include "optim/adam_state.hpp"
 #include "optim/evaluator.hpp"
+#include "optim/iteration_bookkeeping.hpp"
 #include "optim/validate_options.hpp"
 
 namespace flashsinkhorn::optim {
@@ -14,33 +15,13 @@ optimizer_result adam(const objective& f, std::vector<double> theta0, const adam
   const std::size_t p = theta0.size();
   detail::evaluator evaluate(f, p);
 
-  optimizer_result result;
-  result.theta = std::move(theta0);
   detail::host_vector gradient(p);
-  result.value = evaluate.value_and_gradient(result.theta, gradient);
-  detail::validate_initial_point(result.value, gradient, "adam");
-  result.gradient_norm = detail::norm2(gradient);
+  optimizer_result result = detail::start_at(evaluate, std::move(theta0), gradient, "adam");
   detail::adam_state state(options, p);
 
-  while (true) {
-    if (result.gradient_norm <= options.gradient_tolerance) {
-      result.status = optimizer_status::converged;
-      break;
-    }
-    if (result.iterations == options.max_iterations) {
-      result.status = optimizer_status::max_iterations;
-      break;
-    }
-    optimizer_iteration record;
-    record.iteration = ++result.iterations;
-    record.step_norm = state.step(gradient, result.theta);
-    record.step_size = options.learning_rate;
-    result.value = evaluate.value_and_gradient(result.theta, gradient);
-    result.gradient_norm = detail::norm2(gradient);
-    record.value = result.value;
-    record.gradient_norm = result.gradient_norm;
-    result.history.push_back(record);
-    if (options.on_iteration) options.on_iteration(record);
+  while (!detail::stop_if_converged(result, options.gradient_tolerance) &&
+         !detail::stop_if_out_of_iterations(result, options.max_iterations)) {
+    detail::adam_iteration(state, evaluate, options, result, gradient);
   }
   result.evaluations = evaluate.counts();
   return result;

@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "flashsinkhorn/optim/adam.hpp"
+#include "optim/evaluator.hpp"
 #include "optim/vector_ops.hpp"
 
 namespace flashsinkhorn::optim::detail {
@@ -23,5 +24,10 @@ class adam_state {
   host_vector second_moment_;  // v
   int steps_ = 0;
 };
+
+// One logged Adam iteration at result.theta with `gradient` = ∇f(θ): the step, f and ∇f at the new θ
+// (into result and `gradient`), and its record (step_size = lr) in result.history and on_iteration.
+void adam_iteration(adam_state& state, evaluator& evaluate, const adam_options& options, optimizer_result& result,
+                    mutable_span gradient);
 
 }  // namespace flashsinkhorn::optim::detail

@@ -5,6 +5,7 @@
 
 #include "optim/adam_state.hpp"
 #include "optim/evaluator.hpp"
+#include "optim/iteration_bookkeeping.hpp"
 #include "optim/validate_options.hpp"
 
 namespace flashsinkhorn::optim {
@@ -52,20 +53,14 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
 
   hybrid_result result;
   optimizer_result& adam_phase = result.adam_phase;
-  adam_phase.theta = std::move(theta0);
   detail::host_vector gradient(p);
-  adam_phase.value = evaluate.value_and_gradient(adam_phase.theta, gradient);
-  detail::validate_initial_point(adam_phase.value, gradient, "hybrid");
-  adam_phase.gradient_norm = detail::norm2(gradient);
+  adam_phase = detail::start_at(evaluate, std::move(theta0), gradient, "hybrid");
   detail::adam_state adam(options.adam, p);
 
   bool switched = false;
   int check_index = 0;
   while (true) {
-    if (adam_phase.gradient_norm <= options.adam.gradient_tolerance) {
-      adam_phase.status = optimizer_status::converged;
-      break;
-    }
+    if (detail::stop_if_converged(adam_phase, options.adam.gradient_tolerance)) break;
     if (adam_phase.iterations % options.check_every == 0) {
       result.lambda_trace.push_back(
           estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index++));
@@ -74,20 +69,8 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
         break;
       }
     }
-    if (adam_phase.iterations == options.adam.max_iterations) {
-      adam_phase.status = optimizer_status::max_iterations;
-      break;
-    }
-    optimizer_iteration record;
-    record.iteration = ++adam_phase.iterations;
-    record.step_norm = adam.step(gradient, adam_phase.theta);
-    record.step_size = options.adam.learning_rate;
-    adam_phase.value = evaluate.value_and_gradient(adam_phase.theta, gradient);
-    adam_phase.gradient_norm = detail::norm2(gradient);
-    record.value = adam_phase.value;
-    record.gradient_norm = adam_phase.gradient_norm;
-    adam_phase.history.push_back(record);
-    if (options.adam.on_iteration) options.adam.on_iteration(record);
+    if (detail::stop_if_out_of_iterations(adam_phase, options.adam.max_iterations)) break;
+    detail::adam_iteration(adam, evaluate, options.adam, adam_phase, gradient);
   }
   adam_phase.evaluations = evaluate.counts();
   result.evaluations = evaluate.counts();

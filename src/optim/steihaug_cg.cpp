@@ -19,23 +19,15 @@ double boundary_step(const_span s, const_span d, double radius) {
 
 steihaug_outcome steihaug_cg(const hessian_product& hessian, const_span gradient, double radius, double eta,
                              int max_iterations, mutable_span step) {
-  const std::size_t p = gradient.size();
-  host_vector residual(gradient.begin(), gradient.end());  // r = H s + g
-  host_vector direction(p);                                // d
-  host_vector hessian_direction(p);                        // H d
-  host_vector hessian_step(p, 0.0);                        // H s, for m(s)
-  copy(gradient, direction);
-  scale(-1, direction);
-  fill(0, step);
-
-  const double stop_norm = eta * norm2(gradient);
-  double residual_squared = dot(residual, residual);
+  host_vector hessian_step(gradient.size(), 0.0);  // H s, for m(s)
+  cg_recurrence cg(gradient, eta, step);
+  const const_span direction = cg.direction();
+  const const_span hessian_direction = cg.hessian_direction();
   steihaug_outcome outcome;
   while (outcome.iterations < max_iterations) {
-    hessian(direction, hessian_direction);
+    const double curvature = cg.multiply(hessian);  // dᵀHd
     ++outcome.iterations;
-    const double curvature = dot(direction, hessian_direction);
-    const double step_length = residual_squared / curvature;
+    const double step_length = cg.step_length(curvature);
     // ‖s + αd‖² = ‖s‖² + 2α sᵀd + α²‖d‖².
     const double next_norm_squared = dot(step, step) + step_length * (2 * dot(step, direction) +
                                                                       step_length * dot(direction, direction));
@@ -48,13 +40,8 @@ steihaug_outcome steihaug_cg(const hessian_product& hessian, const_span gradient
       axpy(tau, hessian_direction, hessian_step);
       break;
     }
-    axpy(step_length, direction, step);
     axpy(step_length, hessian_direction, hessian_step);
-    axpy(step_length, hessian_direction, residual);
-    const double next_residual_squared = dot(residual, residual);
-    if (std::sqrt(next_residual_squared) <= stop_norm) break;
-    negxpby(residual, next_residual_squared / residual_squared, direction);
-    residual_squared = next_residual_squared;
+    if (cg.advance(step_length)) break;
   }
   outcome.model_decrease = -dot(gradient, step) - 0.5 * dot(step, hessian_step);
   return outcome;

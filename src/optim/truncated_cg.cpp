@@ -6,21 +6,12 @@ namespace flashsinkhorn::optim::detail {
 
 truncated_cg_outcome truncated_cg(const hessian_product& hessian, const_span gradient, double eta, int max_iterations,
                                   negative_curvature_step policy, mutable_span step) {
-  const std::size_t p = gradient.size();
-  host_vector residual(gradient.begin(), gradient.end());  // r = H s + g, s = 0
-  host_vector direction(p);                                // d = −r
-  host_vector hessian_direction(p);                        // H d
-  copy(gradient, direction);
-  scale(-1, direction);
-  fill(0, step);
-
-  const double stop_norm = eta * norm2(gradient);
-  double residual_squared = dot(residual, residual);
+  cg_recurrence cg(gradient, eta, step);
+  const const_span direction = cg.direction();
   truncated_cg_outcome outcome;
   while (outcome.iterations < max_iterations) {
-    hessian(direction, hessian_direction);
+    const double curvature = cg.multiply(hessian);  // dᵀHd
     ++outcome.iterations;
-    const double curvature = dot(direction, hessian_direction);  // dᵀHd
     if (curvature <= 0) {
       outcome.negative_curvature = true;
       const bool first_direction = outcome.iterations == 1;
@@ -37,14 +28,7 @@ truncated_cg_outcome truncated_cg(const hessian_product& hessian, const_span gra
       if (first_direction) copy(direction, step);  // −g; otherwise keep the CG iterate s_j
       return outcome;
     }
-    const double step_length = residual_squared / curvature;  // α_j = rᵀr / dᵀHd
-    axpy(step_length, direction, step);
-    axpy(step_length, hessian_direction, residual);
-    const double next_residual_squared = dot(residual, residual);
-    if (std::sqrt(next_residual_squared) <= stop_norm) break;
-    // d ← −r + βd, β = r_{j+1}ᵀr_{j+1} / r_jᵀr_j.
-    negxpby(residual, next_residual_squared / residual_squared, direction);
-    residual_squared = next_residual_squared;
+    if (cg.advance(cg.step_length(curvature))) break;
   }
   return outcome;
 }

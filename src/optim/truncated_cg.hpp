@@ -6,14 +6,10 @@
 // directions of the quadratic model, −g is one, and the curvature direction is oriented.
 #pragma once
 
-#include <functional>
-
 #include "flashsinkhorn/optim/newton_cg.hpp"
-#include "optim/vector_ops.hpp"
+#include "optim/cg_recurrence.hpp"
 
 namespace flashsinkhorn::optim::detail {
-
-using hessian_product = std::function<void(const_span v, mutable_span product)>;
 
 struct truncated_cg_outcome {
   int iterations = 0;               // Hessian-vector products made

@@ -9,6 +9,7 @@
 
 #include "optim/evaluator.hpp"
 #include "optim/forcing_sequence.hpp"
+#include "optim/iteration_bookkeeping.hpp"
 #include "optim/steihaug_cg.hpp"
 #include "optim/validate_options.hpp"
 
@@ -35,12 +36,8 @@ optimizer_result trust_region(const objective& f, std::vector<double> theta0, co
   const std::size_t p = theta0.size();
   detail::evaluator evaluate(f, p);
 
-  optimizer_result result;
-  result.theta = std::move(theta0);
   detail::host_vector gradient(p), step(p), trial(p);
-  result.value = evaluate.value_and_gradient(result.theta, gradient);
-  detail::validate_initial_point(result.value, gradient, "trust_region");
-  result.gradient_norm = detail::norm2(gradient);
+  optimizer_result result = detail::start_at(evaluate, std::move(theta0), gradient, "trust_region");
   detail::forcing_sequence forcing(options.forcing, options.gradient_tolerance, result.gradient_norm);
   const detail::hessian_product hessian = [&](const_span v, mutable_span product) {
     evaluate.hvp(result.theta, v, product);
@@ -48,14 +45,8 @@ optimizer_result trust_region(const objective& f, std::vector<double> theta0, co
 
   double radius = options.initial_radius;
   while (true) {
-    if (result.gradient_norm <= options.gradient_tolerance) {
-      result.status = optimizer_status::converged;
-      break;
-    }
-    if (result.iterations == options.max_iterations) {
-      result.status = optimizer_status::max_iterations;
-      break;
-    }
+    if (detail::stop_if_converged(result, options.gradient_tolerance)) break;
+    if (detail::stop_if_out_of_iterations(result, options.max_iterations)) break;
     if (radius < options.min_radius) {
       result.status = optimizer_status::trust_radius_too_small;
       break;
@@ -85,16 +76,12 @@ optimizer_result trust_region(const objective& f, std::vector<double> theta0, co
     record.accepted = rho > options.acceptance_ratio;
     if (record.accepted) {
       std::swap(result.theta, trial);
-      result.value = evaluate.value_and_gradient(result.theta, gradient);
-      result.gradient_norm = detail::norm2(gradient);
+      detail::evaluate_at_iterate(evaluate, result, gradient);
       forcing.accept(result.gradient_norm);
       record.step_size = 1;
       record.step_norm = step_norm;
     }
-    record.value = result.value;
-    record.gradient_norm = result.gradient_norm;
-    result.history.push_back(record);
-    if (options.on_iteration) options.on_iteration(record);
+    detail::log_iteration(result, record, options.on_iteration);
   }
   result.evaluations = evaluate.counts();
   return result;

@@ -1,0 +1,47 @@
+#include "optim/iteration_bookkeeping.hpp"
+
+#include <utility>
+
+#include "optim/validate_options.hpp"
+
+namespace flashsinkhorn::optim::detail {
+
+optimizer_result start_at(evaluator& evaluate, std::vector<double> theta0, mutable_span gradient,
+                          std::string_view method) {
+  optimizer_result result;
+  result.theta = std::move(theta0);
+  result.value = evaluate.value_and_gradient(result.theta, gradient);
+  validate_initial_point(result.value, gradient, method);
+  result.gradient_norm = norm2(gradient);
+  return result;
+}
+
+bool stop_if_converged(optimizer_result& result, double gradient_tolerance) {
+  if (result.gradient_norm <= gradient_tolerance) {  // false for NaN: a NaN norm never converges
+    result.status = optimizer_status::converged;
+    return true;
+  }
+  return false;
+}
+
+bool stop_if_out_of_iterations(optimizer_result& result, int max_iterations) {
+  if (result.iterations == max_iterations) {
+    result.status = optimizer_status::max_iterations;
+    return true;
+  }
+  return false;
+}
+
+void evaluate_at_iterate(evaluator& evaluate, optimizer_result& result, mutable_span gradient) {
+  result.value = evaluate.value_and_gradient(result.theta, gradient);
+  result.gradient_norm = norm2(gradient);
+}
+
+void log_iteration(optimizer_result& result, optimizer_iteration record, const iteration_callback& on_iteration) {
+  record.value = result.value;
+  record.gradient_norm = result.gradient_norm;
+  result.history.push_back(record);
+  if (on_iteration) on_iteration(record);
+}
+
+}  // namespace flashsinkhorn::optim::detail

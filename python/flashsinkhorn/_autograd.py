@@ -34,6 +34,7 @@ class SinkhornFunction(torch.autograd.Function):
                                     result.iterations, result.marginal_error, result.converged, result.eps,
                                     result.device, result.seconds, solver, result.f_aa, result.g_bb)
         ctx.save_for_backward(*(v for v in (x, y, a, b) if v is not None))
+        ctx.set_materialize_grads(False)  # an unused output's gradient arrives as None, not zeros
         return result.cost, result.f, result.g
 
     @staticmethod
@@ -41,12 +42,14 @@ class SinkhornFunction(torch.autograd.Function):
         solver: Solver = ctx.solver
         need = ctx.needs_input_grad[:4]
         with torch.no_grad():
-            grads = [grad_cost.detach() * method() if wanted else None
+            grads = [grad_cost.detach() * method() if wanted and grad_cost is not None else None
                      for wanted, method in zip(need, (solver.gradient_x, solver.gradient_y, solver.gradient_a,
                                                       solver.gradient_b))]
-            if _nonzero(grad_f) or _nonzero(grad_g):
-                implicit = solver.potential_vjp(grad_f.detach(), grad_g.detach(), x=need[0], y=need[1], a=need[2],
-                                                b=need[3], tol=1e-10 if grad_f.dtype == torch.float64 else 1e-6)
+            if grad_f is not None or grad_g is not None:
+                df, dg = (None if v is None else v.detach() for v in (grad_f, grad_g))
+                dtype = (df if df is not None else dg).dtype
+                implicit = solver.potential_vjp(df, dg, x=need[0], y=need[1], a=need[2], b=need[3],
+                                                tol=1e-10 if dtype == torch.float64 else 1e-6)
                 grads = [g if extra is None else (extra if g is None else g + extra)
                          for g, extra in zip(grads, (implicit.grad_x, implicit.grad_y, implicit.grad_a,
                                                      implicit.grad_b))]
@@ -54,10 +57,6 @@ class SinkhornFunction(torch.autograd.Function):
             inputs = ctx.saved_tensors
             grads = [None if g is None else _FirstOrderOnly.apply(g, *inputs) for g in grads]
         return (*grads, None)
-
-
-def _nonzero(grad: Any) -> bool:
-    return grad is not None and bool(torch.any(grad != 0))
 
 
 class _FirstOrderOnly(torch.autograd.Function):

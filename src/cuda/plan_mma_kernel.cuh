@@ -82,8 +82,11 @@ struct plan_value_operands {
   using mma_policy = std::conditional_t<std::is_same_v<Op, fp32_split_operands>, fp32_split_operands, tf32_operands>;
   static constexpr int kKeysPerStep = 8;
   static constexpr int kValueStride = plan_tile::kValueStride;
+  // Whether P is rounded before the product (tf32 policy): then the LSE needs its own unrounded sum;
+  // in fp32 the two sums are the same and one is kept.
+  static constexpr bool kRoundsP = std::is_same_v<mma_policy, tf32_operands>;
   __device__ __forceinline__ static float round(float p) {
-    if constexpr (std::is_same_v<mma_policy, tf32_operands>) return __uint_as_float(to_tf32(p));
+    if constexpr (kRoundsP) return __uint_as_float(to_tf32(p));
     return p;
   }
   // A fragment of key step c from the scores' C fragment of n8 group c.
@@ -163,7 +166,7 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
   float o[kValueFragments][4] = {};              // (16 rows, kValueCols) Σ P·V, C layout
   float row_max[2] = {-INFINITY, -INFINITY};     // rows g and g + 8, log₂ units, quad-agreed
   float row_sum[2] = {0.f, 0.f};                 // this thread's keys' share of l (rounded P)
-  float lse_sum[2] = {0.f, 0.f};                 // the same of the unrounded P, for the LSE
+  float lse_sum[2] = {0.f, 0.f};                 // the same of the unrounded P, for the LSE (kRoundsP)
   float cost_sum[2] = {0.f, 0.f};                // the same of Σ P·(s‖q‖² − 2s·p·q), unrounded P
 
   for (int load = 0; load < loads; ++load) {
@@ -215,7 +218,7 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
       const row_max_step step = advance_row_max(row_max[h], tile_max);
       const float reference = step.reference, rescale = step.rescale;
       row_sum[h] *= rescale;
-      lse_sum[h] *= rescale;
+      if constexpr (Values::kRoundsP) lse_sum[h] *= rescale;
       cost_sum[h] *= rescale;
 #pragma unroll
       for (int vf = 0; vf < kValueFragments; ++vf) {
@@ -229,7 +232,7 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
           const float dot = s[0][nf][2 * h + e];
           const float exact = fast_exp2(fmaf(dot, p.score_scale_log2, bias[nf][e]) - reference);
           const float weight = Values::round(exact);
-          lse_sum[h] += exact;
+          if constexpr (Values::kRoundsP) lse_sum[h] += exact;
           row_sum[h] += weight;
           if constexpr (kCost) cost_sum[h] = fmaf(exact, fmaf(-p.cost_scale2, dot, key_norm[nf][e]), cost_sum[h]);
           s[0][nf][2 * h + e] = weight;
@@ -240,7 +243,7 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h], c = cost_sum[h], exact = lse_sum[h];
+    float l = row_sum[h], c = cost_sum[h], exact = Values::kRoundsP ? lse_sum[h] : row_sum[h];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     exact += __shfl_xor_sync(0xffffffffu, exact, 1);

@@ -19,6 +19,10 @@
 
 namespace flashsinkhorn::detail {
 
+// The host memory this fallback may take ((keys + rows)·k·dim float64 values) before it refuses:
+// at d = 784 and m = 60,000 it would need 295 GB; a clear error beats std::bad_alloc.
+inline constexpr double kGenericQuadraticMaxBytes = 4.0 * (1ull << 30);
+
 inline plan_rows_result plan_quadratic_rows_by_plan_pass(const backend& compute, const plan_quadratic_request& request,
                                                          const std::vector<double>& key_points, std::int64_t dim,
                                                          std::int64_t row_count) {
@@ -27,6 +31,14 @@ inline plan_rows_result plan_quadratic_rows_by_plan_pass(const backend& compute,
   const std::int64_t k = request.k;
   const auto key_count = static_cast<std::int64_t>(key_points.size()) / dim;
   const std::int64_t width = dim * k;
+  const double bytes = 8.0 * static_cast<double>(key_count + row_count) * static_cast<double>(width);
+  if (bytes > kGenericQuadraticMaxBytes) {
+    std::string message = "plan_quadratic_rows: the generic pass would hold ";
+    message.append(std::to_string(static_cast<long long>(bytes / (1 << 20)))).append(" MiB of k·d = ");
+    message.append(std::to_string(width)).append(" values per point (limit 4 GiB); this backend and precision ");
+    message.append("have no fused two-GEMM pass yet — use the CPU backend or fp64 on CUDA, or a smaller d");
+    throw unsupported(message);
+  }
   std::vector<double> outer(static_cast<std::size_t>(key_count * width));
   for (std::int64_t j = 0; j < key_count; ++j) {
     for (std::int64_t c = 0; c < dim; ++c) {

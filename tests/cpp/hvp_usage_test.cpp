@@ -210,3 +210,25 @@ TEST(HvpErrors, UnsupportedProblemsAndBadArguments) {
 }
 
 }  // namespace
+
+// The generic two-GEMM pass holds (m + n)·d² float64 values; past 4 GiB it refuses with a message
+// instead of failing an allocation (m = n = 700, d = 800: 7.2 GiB). One Sinkhorn iteration suffices:
+// the check comes before any product.
+TEST(HvpErrors, GenericTwoGemmPassRefusesTooManyValues) {
+  const std::int64_t n = 700, d = 800;
+  const reference::cloud x = reference::random_cloud(n, d, 21), y = reference::random_cloud(n, d, 22);
+  fs::options o = fixed_iterations(1, fs::precision::fp64);
+  o.cpu_threads = 1;
+  fs::solver s(make_problem(x, y, 400.0, 1.0), o);
+  s.solve();
+  std::vector<double> a(static_cast<std::size_t>(n * d), 1e-3), out(a.size());
+  fs::hvp_options settings;
+  settings.two_gemm = fs::two_gemm_path::plan_pass;
+  settings.part = fs::hvp_part::fixed_potential;
+  try {
+    s.hvp_x(fs::host_matrix(a.data(), n, d), fs::host_matrix(out.data(), n, d), settings);
+    ADD_FAILURE() << "expected flashsinkhorn::unsupported";
+  } catch (const fs::unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("no fused two-GEMM pass"), std::string::npos) << e.what();
+  }
+}

@@ -14,6 +14,7 @@
 
 #include "arrays.hpp"
 #include "errors.hpp"
+#include "optim.hpp"
 #include "flashsinkhorn/flashsinkhorn.hpp"
 
 namespace nb = nanobind;
@@ -311,6 +312,8 @@ NB_MODULE(_core, m) {
         nb::rv_policy::take_ownership,
         "A Solver for x, y, a, b, initial_f, initial_g: NumPy arrays or DLPack tensors/capsules (read in place "
         "when float32/float64 with a readable layout, else converted once), None for the optional ones.");
+
+  py::bind_optimizers(m);
 
   m.def("version", &fs::version, "The C++ library's version, \"major.minor.patch\".");
   m.def("cuda_available", &fs::cuda_available, "True when this build has CUDA and a CUDA device is visible.");

@@ -14,6 +14,7 @@ from . import _core
 from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available
 from ._labels import LabelCost
 from ._functional import HessianVectorProduct, PotentialVjp, SinkhornResult, Solver, apply_plan, barycentric_map, sinkhorn
+from ._optimize import LanczosResult, OptimizeResult, lanczos, newton, trust_region
 from ._samples_loss import SamplesLoss
 
 __version__ = "0.1.0"
@@ -25,6 +26,8 @@ __all__ = [
     "HessianVectorProduct",
     "InvalidArgument",
     "LabelCost",
+    "LanczosResult",
+    "OptimizeResult",
     "OutOfMemory",
     "PotentialVjp",
     "SamplesLoss",
@@ -34,5 +37,8 @@ __all__ = [
     "apply_plan",
     "barycentric_map",
     "cuda_available",
+    "lanczos",
+    "newton",
     "sinkhorn",
+    "trust_region",
 ]

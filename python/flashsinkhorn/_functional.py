@@ -197,6 +197,21 @@ class Solver:
                                 preconditioner == "diagonal")
         return HessianVectorProduct(frame.give_back(out), *report)
 
+    def lambda_min(self, *, wrt: str = "x", part: str = "full", max_steps: int = 50, tol: float = 1e-6,
+                   hvp_tol: float = 1e-8, seed: int = 0):
+        """λ_min and λ_max of the Hessian of the converged value with respect to the points of x (or y)
+        by Lanczos on `hvp` (one HVP per step): a negative λ_min marks a saddle or a non-convex region.
+        Returns a flashsinkhorn.LanczosResult (the Ritz vector is flattened, shape (n·d,))."""
+        from ._optimize import lanczos
+
+        rows = self._n if wrt == "x" else self._m
+
+        def apply(v: np.ndarray) -> np.ndarray:
+            product = self.hvp(v.reshape(rows, self._d), wrt=wrt, part=part, tol=hvp_tol).product
+            return np.asarray(product, dtype=np.float64).ravel()
+
+        return lanczos(apply, rows * self._d, max_steps=max_steps, tol=tol, seed=seed)
+
     def gradient_b(self) -> Array:
         """∂cost/∂b_k = (h_k − ⟨b̃, h⟩)/Σb with h = T_g(f) (− g_bb when debiased); h when not normalising."""
         out = self._frame.empty_host((self._m,))

@@ -1,0 +1,137 @@
+// flashsinkhorn._core optimisers (flashsinkhorn::optim, include/flashsinkhorn/optim/): Lanczos
+// extremes, Newton-CG and the trust region over θ ∈ R^p, with the operator, gradient and HVP given
+// as Python callables on 1-d float64 NumPy arrays. The library runs on the calling thread with the
+// GIL held (every step calls back into Python); the arrays handed to the callables are copies that
+// they may keep.
+#include "optim.hpp"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flashsinkhorn/error.hpp"
+#include "flashsinkhorn/optimize.hpp"
+
+namespace flashsinkhorn::python {
+namespace {
+
+namespace optim = flashsinkhorn::optim;
+using namespace nb::literals;
+
+// A fresh float64 NumPy vector holding `values`.
+nb::object numpy_copy(optim::const_span values) {
+  nb::module_ numpy = nb::module_::import_("numpy");
+  nb::object array = numpy.attr("empty")(values.size(), "dtype"_a = "float64");
+  auto view = nb::cast<nb::ndarray<double, nb::ndim<1>, nb::c_contig, nb::device::cpu>>(array);
+  std::copy(values.begin(), values.end(), view.data());
+  return array;
+}
+
+// Copies a callable's result (anything numpy.asarray takes, of p float64 values) into `out`.
+void copy_result(nb::handle result, optim::mutable_span out, const char* what) {
+  nb::module_ numpy = nb::module_::import_("numpy");
+  nb::object flat = numpy.attr("ascontiguousarray")(result, "dtype"_a = "float64").attr("ravel")();
+  auto view = nb::cast<nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>>(flat);
+  if (view.shape(0) != out.size()) {
+    std::string message(what);
+    message.append(" returned ").append(std::to_string(view.shape(0))).append(" values, expected ");
+    message.append(std::to_string(out.size()));
+    throw invalid_argument(message);
+  }
+  std::copy(view.data(), view.data() + out.size(), out.begin());
+}
+
+// objective from Python: value(θ) → float (may be None), gradient(θ) → (f, g), hvp(θ, v) → Hv.
+optim::objective objective_of(nb::object value, nb::object gradient, nb::object hvp) {
+  optim::objective f;
+  if (!value.is_none())
+    f.value = [value](optim::const_span theta) { return nb::cast<double>(value(numpy_copy(theta))); };
+  f.gradient = [gradient](optim::const_span theta, optim::mutable_span g) {
+    const nb::tuple pair = nb::cast<nb::tuple>(gradient(numpy_copy(theta)));
+    copy_result(pair[1], g, "gradient");
+    return nb::cast<double>(pair[0]);
+  };
+  f.hvp = [hvp](optim::const_span theta, optim::const_span v, optim::mutable_span product) {
+    copy_result(hvp(numpy_copy(theta), numpy_copy(v)), product, "hvp");
+  };
+  return f;
+}
+
+nb::dict report_of(const optim::optimizer_result& r) {
+  nb::dict out;
+  out["theta"] = numpy_copy(r.theta);
+  out["value"] = r.value;
+  out["gradient_norm"] = r.gradient_norm;
+  out["iterations"] = r.iterations;
+  out["status"] = std::string(optim::to_string(r.status));
+  out["evaluations"] = nb::make_tuple(r.evaluations.values, r.evaluations.gradients, r.evaluations.hvps);
+  nb::list history;
+  for (const optim::optimizer_iteration& it : r.history)
+    history.append(nb::make_tuple(it.iteration, it.value, it.gradient_norm, it.cg_iterations, it.step_size,
+                                  it.negative_curvature, it.trust_radius, it.accepted));
+  out["history"] = history;
+  return out;
+}
+
+}  // namespace
+
+void bind_optimizers(nb::module_& m) {
+  m.def(
+      "lanczos_extremes",
+      [](nb::object apply, int dimension, int max_steps, double tolerance, bool smallest_only, std::uint64_t seed) {
+        optim::lanczos_options o;
+        o.max_steps = max_steps;
+        o.tolerance = tolerance;
+        o.target = smallest_only ? optim::lanczos_target::smallest : optim::lanczos_target::both;
+        o.seed = seed;
+        const optim::symmetric_operator op = [apply](optim::const_span x, optim::mutable_span y) {
+          copy_result(apply(numpy_copy(x)), y, "apply");
+        };
+        const optim::lanczos_result r = optim::lanczos_extremes(op, dimension, o);
+        nb::dict out;
+        out["lambda_min"] = r.lambda_min;
+        out["lambda_max"] = r.lambda_max;
+        out["ritz_vector_min"] = numpy_copy(r.ritz_vector_min);
+        out["residual_min"] = r.residual_min;
+        out["residual_max"] = r.residual_max;
+        out["steps"] = r.steps;
+        out["converged"] = r.converged;
+        return out;
+      },
+      "apply"_a, "dimension"_a, "max_steps"_a, "tolerance"_a, "smallest_only"_a, "seed"_a,
+      "flashsinkhorn::optim::lanczos_extremes: extreme eigenvalues of the symmetric operator v ↦ apply(v).");
+  m.def(
+      "newton_cg",
+      [](nb::object value, nb::object gradient, nb::object hvp, std::vector<double> theta0, double gradient_tolerance,
+         int max_iterations, int max_cg_iterations) {
+        optim::newton_cg_options o;
+        o.gradient_tolerance = gradient_tolerance;
+        o.max_iterations = max_iterations;
+        o.max_cg_iterations = max_cg_iterations;
+        return report_of(optim::newton_cg(objective_of(value, gradient, hvp), std::move(theta0), o));
+      },
+      "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "gradient_tolerance"_a, "max_iterations"_a,
+      "max_cg_iterations"_a, "flashsinkhorn::optim::newton_cg (truncated Newton, Armijo, negative curvature).");
+  m.def(
+      "trust_region",
+      [](nb::object value, nb::object gradient, nb::object hvp, std::vector<double> theta0, double gradient_tolerance,
+         int max_iterations, int max_cg_iterations, double initial_radius) {
+        optim::trust_region_options o;
+        o.gradient_tolerance = gradient_tolerance;
+        o.max_iterations = max_iterations;
+        o.max_cg_iterations = max_cg_iterations;
+        o.initial_radius = initial_radius;
+        o.max_radius = std::max(o.max_radius, initial_radius);
+        return report_of(optim::trust_region(objective_of(value, gradient, hvp), std::move(theta0), o));
+      },
+      "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "gradient_tolerance"_a, "max_iterations"_a,
+      "max_cg_iterations"_a, "initial_radius"_a, "flashsinkhorn::optim::trust_region (Steihaug–Toint CG).");
+}
+
+}  // namespace flashsinkhorn::python

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/normalisation_chain_rules.hpp"
 #include "core/potential_system.hpp"
 #include "core/solved_plan.hpp"
 #include "core/view_io.hpp"
@@ -94,24 +95,6 @@ std::vector<double> read_cotangent(const vector_view& view, std::int64_t count, 
   return values;
 }
 
-// x ← (I − x̂x̂ᵀ)·∇/‖x‖ per row: the chain rule through the cosine cost's x̂ = x/‖x‖.
-void through_normalisation(std::vector<double>& grad, const std::vector<double>& input,
-                           const std::vector<double>& norms, std::int64_t dim) {
-  for (std::size_t i = 0; i < norms.size(); ++i) {
-    const double* x = &input[i * dim];
-    double* g = &grad[i * dim];
-    double radial = 0;
-    for (std::int64_t c = 0; c < dim; ++c) radial += x[c] / norms[i] * g[c];
-    for (std::int64_t c = 0; c < dim; ++c) g[c] = (g[c] - radial * x[c] / norms[i]) / norms[i];
-  }
-}
-
-// ∂/∂w_k of h(w̃), w̃ = w/Σw: (h_k − ⟨w̃, h⟩)/Σw.
-void through_weight_normalisation(std::vector<double>& h, const std::vector<double>& normalised, double mass) {
-  const double mean = std::inner_product(h.begin(), h.end(), normalised.begin(), 0.0);
-  for (double& v : h) v = (v - mean) / mass;
-}
-
 // The adjoint λ = H⁺(ḟ, ġ) (core/potential_system.hpp) and how CG got there.
 struct adjoint {
   std::vector<double> f, g;
@@ -181,7 +164,7 @@ void assemble_side_gradients(side which, const potential_vjp_context& context, c
       }
     }
     if (context.solve_options.cost == cost_kind::cosine) {
-      through_normalisation(grad, on_x ? in.x_input : in.y_input, on_x ? in.x_norms : in.y_norms, d);
+      through_cosine_normalisation(grad, on_x ? in.x_input : in.y_input, on_x ? in.x_norms : in.y_norms, d);
     }
     write_leading_columns(grad_points, grad, count, d, on_x ? "potential_vjp grad_x" : "potential_vjp grad_y");
   }

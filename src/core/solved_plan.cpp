@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "math/point_gradient.hpp"
+
 #include "core/plan_quadratic_generic.hpp"
 
 namespace flashsinkhorn::detail {
@@ -24,15 +26,24 @@ std::vector<double> solved_plan::row_average(const std::vector<double>& values, 
 }
 
 std::vector<double> solved_plan::apply_transpose(const std::vector<double>& values, std::int64_t k) const {
+  const std::vector<double> reweighted = reweight_keys(values, k);
+  plan_rows_result pass = compute_.plan_rows(plan_pass_request(side::y, slot::f, eps_, reweighted.data(), k));
+  ++passes_;
+  return column_masses_times(std::move(pass), k);
+}
+
+std::vector<double> solved_plan::reweight_keys(const std::vector<double>& values, std::int64_t k) const {
   std::vector<double> reweighted(values.size());
   for (std::size_t i = 0; i < key_reweight_.size(); ++i) {
     for (std::int64_t c = 0; c < k; ++c) reweighted[i * k + c] = values[i * k + c] * key_reweight_[i];
   }
-  plan_rows_result pass = compute_.plan_rows(plan_pass_request(side::y, slot::f, eps_, reweighted.data(), k));
-  ++passes_;
+  return reweighted;
+}
+
+std::vector<double> solved_plan::column_masses_times(plan_rows_result pass, std::int64_t k) const {
   const std::vector<double>& b = problem_.y.weights;
   for (std::size_t j = 0; j < b.size(); ++j) {
-    const double mass = b[j] * std::exp(g_[j] / eps_ + pass.lse[j]);
+    const double mass = math::plan_row_mass(b[j], true, g_[j], eps_, pass.lse[j]);
     for (std::int64_t c = 0; c < k; ++c) pass.weighted[j * k + c] *= mass;
   }
   return std::move(pass.weighted);
@@ -66,17 +77,7 @@ std::vector<double> solved_plan::quadratic_row_average(const std::vector<double>
 std::vector<double> solved_plan::quadratic_transpose(const std::vector<double>& directions,
                                                      const std::vector<double>& values, std::int64_t k,
                                                      two_gemm_path path) const {
-  std::vector<double> reweighted(values.size());
-  for (std::size_t i = 0; i < key_reweight_.size(); ++i) {
-    for (std::int64_t c = 0; c < k; ++c) reweighted[i * k + c] = values[i * k + c] * key_reweight_[i];
-  }
-  plan_rows_result pass = quadratic_pass(side::y, slot::f, directions, reweighted, k, path);
-  const std::vector<double>& b = problem_.y.weights;
-  for (std::size_t j = 0; j < b.size(); ++j) {
-    const double mass = b[j] * std::exp(g_[j] / eps_ + pass.lse[j]);
-    for (std::int64_t c = 0; c < k; ++c) pass.weighted[j * k + c] *= mass;
-  }
-  return std::move(pass.weighted);
+  return column_masses_times(quadratic_pass(side::y, slot::f, directions, reweight_keys(values, k), k, path), k);
 }
 
 }  // namespace flashsinkhorn::detail

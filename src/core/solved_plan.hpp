@@ -49,6 +49,11 @@ class solved_plan {
   [[nodiscard]] int passes() const { return passes_; }
 
  private:
+  // U ↦ U∘w (rows scaled by key_reweight_), the values of a y-rows pass keyed on f.
+  [[nodiscard]] std::vector<double> reweight_keys(const std::vector<double>& values, std::int64_t k) const;
+  // A y-rows pass's column softmax averages times the column masses b_j·exp(g_j/ε + lse_j): Pᵀ·U.
+  [[nodiscard]] std::vector<double> column_masses_times(plan_rows_result pass, std::int64_t k) const;
+
   const backend& compute_;
   const prepared_problem& problem_;
   double eps_;

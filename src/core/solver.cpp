@@ -10,6 +10,7 @@
 #include "core/backend.hpp"
 #include "core/dual_value.hpp"
 #include "core/epsilon_schedule.hpp"
+#include "core/normalisation_chain_rules.hpp"
 #include "core/point_hvp.hpp"
 #include "core/potential_vjp.hpp"
 #include "core/prepare.hpp"
@@ -18,6 +19,7 @@
 #include "core/view_io.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "flashsinkhorn/error.hpp"
+#include "math/point_gradient.hpp"
 #ifdef FLASHSINKHORN_HAS_CUDA
 #include "cuda/cuda_backend.hpp"
 #endif
@@ -163,15 +165,8 @@ class solver_state {
     const std::int64_t d = dim();
     std::vector<double> grad(static_cast<std::size_t>(count(rows) * d));
     compute_->read_point_gradient(rows, host_matrix(grad.data(), count(rows), d));
-    const std::vector<double>& input = rows == side::x ? inputs_.x_input : inputs_.y_input;
-    const std::vector<double>& norms = rows == side::x ? inputs_.x_norms : inputs_.y_norms;
-    for (std::int64_t i = 0; i < count(rows); ++i) {
-      double radial = 0;
-      for (std::int64_t c = 0; c < d; ++c) radial += input[i * d + c] / norms[i] * grad[i * d + c];
-      for (std::int64_t c = 0; c < d; ++c) {
-        grad[i * d + c] = (grad[i * d + c] - radial * input[i * d + c] / norms[i]) / norms[i];
-      }
-    }
+    through_cosine_normalisation(grad, rows == side::x ? inputs_.x_input : inputs_.y_input,
+                                 rows == side::x ? inputs_.x_norms : inputs_.y_norms, d);
     write_matrix(out, grad, count(rows), d, name);
   }
 
@@ -189,12 +184,8 @@ class solver_state {
       const std::vector<double> self = compute_->read_potential(rows == side::x ? slot::f_aa : slot::g_bb);
       for (std::size_t i = 0; i < h.size(); ++i) h[i] -= self[i];
     }
-    if (!options_.normalize_weights) return h;
-    const std::vector<double>& w = cloud(rows).weights;
-    const double mass = rows == side::x ? inputs_.mass_a : inputs_.mass_b;
-    double mean = 0;
-    for (std::size_t i = 0; i < h.size(); ++i) mean += w[i] * h[i];
-    for (double& v : h) v = (v - mean) / mass;
+    if (options_.normalize_weights)
+      through_weight_normalisation(h, cloud(rows).weights, rows == side::x ? inputs_.mass_a : inputs_.mass_b);
     return h;
   }
 
@@ -224,7 +215,7 @@ class solver_state {
     std::vector<double> mass = cloud(rows).weights;
     if (!reach(rows)) return mass;
     const std::vector<double> f = compute_->read_potential(row_potential);
-    for (std::size_t i = 0; i < mass.size(); ++i) mass[i] *= std::exp(f[i] / eps_ + lse[i]);
+    for (std::size_t i = 0; i < mass.size(); ++i) mass[i] = math::plan_row_mass(mass[i], true, f[i], eps_, lse[i]);
     return mass;
   }
 

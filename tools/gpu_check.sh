@@ -22,7 +22,7 @@ logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
 rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES-build gpu demo study bench plan profile sanitize python cpu}"  # STAGES="" runs none; +suite
+stages="${STAGES-build gpu demo study bench plan hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -131,6 +131,15 @@ if has plan; then
   FS_COMMIT="${FS_COMMIT:-unknown}" python3 bench/merge_gradient_results.py "$out/plan_pass_$(date -u +%F).json" \
     "$logs/plan_ours.jsonl" "$logs/plan_peer.jsonl" >> "$logs/plan.log" 2>&1 || { echo "plan merge failed"; status=1; }
   cat "$logs/plan.log"
+fi
+if has hvp; then
+  # The streaming HVP against flash-sinkhorn's (issue 5): CG iterations and time against n, the
+  # peer's reached CG residual as our tolerance (bench/hvp_bench.sh), lines into $out/hvp.jsonl.
+  peer_site
+  timeout "${HVP_TIMEOUT:-400}" bench/hvp_bench.sh "$out/hvp.jsonl" "$build/apps/cli/flashsinkhorn" \
+    "${HVP_SIZES:-10000x64,50000x64,200000x64}" "${HVP_PRECISIONS:-tf32 fp32}" "${HVP_PEER_SIZES:-10000x64}" \
+    > "$logs/hvp.log" 2>&1 || { echo "hvp bench failed"; status=1; }
+  cat "$out/hvp.jsonl" "$logs/hvp.log" 2>/dev/null | cut -c1-600
 fi
 if has suite; then
   # The whole remaining budget goes to the suite: run.py starts no case after SUITE_DEADLINE, and the

@@ -64,6 +64,9 @@ std::vector<flag_spec> hvp_flags(hvp_arguments& a) {
       {"--preconditioner", "K", "diagonal (default) or none", [&h](std::string_view v) { h.preconditioner = parse_preconditioner(v); }},
       {"--two-gemm", "K", "fused (default: the backend's pass) or generic (d^2 values)",
        [&h](std::string_view v) { h.two_gemm = parse_two_gemm(v); }},
+      {"--repeat", "N", "timing: compute the product N more times; hvp_seconds is then their median and\n"
+                        "hvp_first_seconds the first call's (default 0)",
+       [&a](std::string_view v) { a.repeat = parse_int("--repeat", v, 0); }},
       {"--out", "DIR", "write hvp.npy and hvp.json into DIR (created if missing; required)",
        [&a](std::string_view v) { a.out_dir = std::string(v); }},
   });

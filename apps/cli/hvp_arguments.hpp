@@ -21,6 +21,7 @@ struct hvp_arguments {
   options solve_options;       // solver, iterations, tolerance (default 1e-6 here), scaling
   hvp_options settings;        // part, CG tolerance, iteration cap, preconditioner, two-GEMM path
   std::string out_dir;
+  int repeat = 0;              // --repeat: timed products after the first (hvp_seconds: their median)
   run_flags run;
 };
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/projected_cg.hpp"
 #include "flashsinkhorn/array_view.hpp"
 
 namespace flashsinkhorn::detail {
@@ -133,6 +134,20 @@ struct point_gradient_request {
   bool accumulate = false;
 };
 
+// The Schur complement of a solved balanced problem's linearised potential system
+// (core/potential_system.hpp) as a backend's passes see it, on m-vectors v:
+//   S·v = c∘v − μ∘A_y(w∘A_x(v))
+//   A_x(v)_i = Σ_j softmax_j(S_i·)·v_j   the x-rows pass keyed by slot g   (= diag(1/a)·P·v)
+//   A_y(u)_j = Σ_i softmax_i(S_j·)·u_i   the y-rows pass keyed by slot f
+// with w (n,) the key reweighting, μ (m,) the column masses and c = Pᵀ1 (m,) of
+// core/solved_plan.hpp.
+struct schur_system {
+  double eps = 1;
+  const std::vector<double>* key_reweight = nullptr;   // w
+  const std::vector<double>* column_masses = nullptr;  // μ
+  const std::vector<double>* column_sums = nullptr;    // c
+};
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -160,6 +175,17 @@ class backend {
   // Copies the first out.cols columns of the gradient buffer of side `s` into `out` (its dtype and
   // strides; host memory, or device memory of this backend's GPU for the CUDA backend).
   virtual void read_point_gradient(side s, const mutable_matrix_view& out) const = 0;
+
+  // Projected preconditioned CG on S·z = rhs (schur_system; core/projected_cg.hpp: the same
+  // recurrence, projections, stopping rule and outcome) where the backend's vectors live, so that
+  // no iteration waits for the host. std::nullopt: this backend has no such solver and the caller
+  // runs core/projected_cg.hpp over plan_rows (the CPU backend, whose vectors are host vectors).
+  [[nodiscard]] virtual std::optional<projected_cg_outcome> solve_schur(const schur_system& /*system*/,
+                                                                        const std::vector<double>& /*rhs*/,
+                                                                        const std::vector<double>& /*diagonal*/,
+                                                                        const projected_cg_settings& /*settings*/) const {
+    return std::nullopt;
+  }
 
   // A block of iterations between two reads: runs iteration(0), …, iteration(count − 1) in order,
   // each once, on the calling thread, before returning. The iterations may only call softmin,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "core/projected_cg.hpp"
 
@@ -39,9 +40,16 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   };
   const std::vector<double> preconditioner =
       settings.preconditioner == cg_preconditioner::diagonal ? c : std::vector<double>(m, 1.0);
-  projected_cg_outcome cg = projected_cg(schur, rho, preconditioner, {settings.tolerance, settings.max_iterations});
-  out.g = std::move(cg.solution);
-  out.iterations = cg.iterations;
+  const projected_cg_settings cg_settings{settings.tolerance, settings.max_iterations};
+  std::optional<projected_cg_outcome> cg;
+  if (!settings.host_cg) cg = plan.compute().solve_schur(plan.schur(), rho, preconditioner, cg_settings);
+  if (cg) {
+    plan.count_passes(2 * cg->iterations);
+  } else {
+    cg = projected_cg(schur, rho, preconditioner, cg_settings);
+  }
+  out.g = std::move(cg->solution);
+  out.iterations = cg->iterations;
 
   // The residual of the returned z_g, not the recurrence's (they part at the roundoff floor).
   const double rho_norm = norm(rho);

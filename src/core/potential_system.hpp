@@ -10,7 +10,8 @@
 //   Schur complement on the g block:  S = diag(c) − Pᵀ diag(1/a) P   (PSD, S·1 = 0),
 //   S z_g = ρ := r_g − Pᵀ(r_f/a),     z_f = r_f/a − diag(1/a) P z_g,
 // by projected preconditioned CG (core/projected_cg.hpp): each S·v is one x-rows pass
-// (diag(1/a)P·v) and one y-rows pass (Pᵀ·u), k = 1. Finally z moves along (1, −1) to
+// (diag(1/a)P·v) and one y-rows pass (Pᵀ·u), k = 1. The backend runs the CG where its vectors live
+// when it can (backend::solve_schur: the CUDA backend, no host round trip per iteration). Finally z moves along (1, −1) to
 // Σz_f = Σz_g: z = H⁺ r.
 #pragma once
 
@@ -25,6 +26,9 @@ struct potential_system_settings {
   double tolerance = 1e-6;  // on ‖ρ − S z_g‖₂ / ‖ρ‖₂
   int max_iterations = 500;
   cg_preconditioner preconditioner = cg_preconditioner::diagonal;
+  // Run core/projected_cg.hpp on the host even when the backend has its own solver
+  // (backend::solve_schur): the reference the device CG is tested against.
+  bool host_cg = false;
 };
 
 struct potential_system_solution {

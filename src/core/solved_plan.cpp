@@ -16,7 +16,24 @@ solved_plan::solved_plan(const backend& compute, const prepared_problem& problem
   const std::vector<double> f = compute_.read_potential(slot::f);
   key_reweight_.resize(f.size());
   for (std::size_t i = 0; i < f.size(); ++i) key_reweight_[i] = std::exp(-rows.lse[i] - f[i] / eps_);
-  column_mass_ = apply_transpose(std::vector<double>(f.size(), 1.0), 1);
+  // The y-rows pass's LSE does not depend on its values: the column masses are fixed here, and
+  // c = Pᵀ1 comes from the same pass.
+  plan_rows_result columns =
+      compute_.plan_rows(plan_pass_request(side::y, slot::f, eps_, key_reweight_.data(), 1));
+  ++passes_;
+  const std::vector<double>& b = problem_.y.weights;
+  column_masses_.resize(b.size());
+  for (std::size_t j = 0; j < b.size(); ++j) column_masses_[j] = math::plan_row_mass(b[j], true, g_[j], eps_, columns.lse[j]);
+  column_mass_ = column_masses_times(std::move(columns), 1);
+}
+
+schur_system solved_plan::schur() const {
+  schur_system system;
+  system.eps = eps_;
+  system.key_reweight = &key_reweight_;
+  system.column_masses = &column_masses_;
+  system.column_sums = &column_mass_;
+  return system;
 }
 
 std::vector<double> solved_plan::row_average(const std::vector<double>& values, std::int64_t k) const {
@@ -41,10 +58,8 @@ std::vector<double> solved_plan::reweight_keys(const std::vector<double>& values
 }
 
 std::vector<double> solved_plan::column_masses_times(plan_rows_result pass, std::int64_t k) const {
-  const std::vector<double>& b = problem_.y.weights;
-  for (std::size_t j = 0; j < b.size(); ++j) {
-    const double mass = math::plan_row_mass(b[j], true, g_[j], eps_, pass.lse[j]);
-    for (std::int64_t c = 0; c < k; ++c) pass.weighted[j * k + c] *= mass;
+  for (std::size_t j = 0; j < column_masses_.size(); ++j) {
+    for (std::int64_t c = 0; c < k; ++c) pass.weighted[j * k + c] *= column_masses_[j];
   }
   return std::move(pass.weighted);
 }

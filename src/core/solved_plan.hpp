@@ -46,12 +46,18 @@ class solved_plan {
                                                         two_gemm_path path) const;
 
   [[nodiscard]] const std::vector<double>& column_mass() const { return column_mass_; }
+  // The Schur complement S = diag(c) − Pᵀ·diag(1/a)·P in the backend's terms (backend.hpp,
+  // schur_system); the vectors are this object's.
+  [[nodiscard]] schur_system schur() const;
+  [[nodiscard]] const backend& compute() const { return compute_; }
+  // Counts passes run outside this object (a backend's solve_schur: two per CG iteration).
+  void count_passes(int passes) const { passes_ += passes; }
   [[nodiscard]] int passes() const { return passes_; }
 
  private:
   // U ↦ U∘w (rows scaled by key_reweight_), the values of a y-rows pass keyed on f.
   [[nodiscard]] std::vector<double> reweight_keys(const std::vector<double>& values, std::int64_t k) const;
-  // A y-rows pass's column softmax averages times the column masses b_j·exp(g_j/ε + lse_j): Pᵀ·U.
+  // A y-rows pass's column softmax averages times the column masses μ: Pᵀ·U.
   [[nodiscard]] std::vector<double> column_masses_times(plan_rows_result pass, std::int64_t k) const;
 
   const backend& compute_;
@@ -59,6 +65,7 @@ class solved_plan {
   double eps_;
   std::vector<double> g_;             // (m,) the backend's g
   std::vector<double> key_reweight_;  // (n,) w_i = exp((f̃_i − f_i)/ε)
+  std::vector<double> column_masses_;  // (m,) μ_j = b_j·exp(g_j/ε + lse_j) of the y-rows pass keyed on f
   std::vector<double> column_mass_;   // (m,) Pᵀ1
 
   plan_rows_result quadratic_pass(side rows, slot key, const std::vector<double>& directions,

@@ -8,6 +8,7 @@
 // block appends a block_op (its steps resolved to buffers and scalars; swap_potentials just moves
 // the slot → buffer map, as always), then graph_cache enqueues the whole sequence — plain the first
 // time, as one CUDA graph launch whenever the same sequence comes again (graph_cache.hpp).
+#include <algorithm>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -28,6 +29,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/graph_cache.hpp"
 #include "cuda/plan_rows_launch.hpp"
+#include "cuda/schur_cg.hpp"
 #include "cuda/point_gradient_launch.hpp"
 #include "cuda/softmin_launch.hpp"
 #include "cuda/tile_config.hpp"
@@ -390,7 +392,7 @@ class cuda_backend final : public backend {
       FS_CUDA_CHECK(cudaMemcpyAsync(values, request.values, m * k * sizeof(double), cudaMemcpyHostToDevice,
                                     stream_.get()));
       args.values = values;
-      args.values_scratch = reserve(plan_.staged, static_cast<std::size_t>(plan_values_bytes(mode_, request.k, keys.padded_count)));
+      args.values_scratch = reserve(plan_.staged, staged_bytes(request.keys, request.k, request.want_cost));
     }
     if (request.want_cost) args.cost = reserve(plan_.cost, n);
     FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
@@ -453,6 +455,49 @@ class cuda_backend final : public backend {
 
   // The plan pass with the keys' exact points as values (cached as staged Vᵀ per side in the
   // tensor-core modes), then the epilogue, all on the stream: nothing crosses to the host.
+  // The CG of the potential system on the device (cuda/schur_cg.hpp). Each product is the x-rows
+  // pass keyed by g on p, the reweighting by w, and the y-rows pass keyed by f, one value column
+  // each: plan_mma_kernel.cuh's FMA pass, exact to fp32 whatever the mode.
+  [[nodiscard]] std::optional<projected_cg_outcome> solve_schur(const schur_system& system,
+                                                                const std::vector<double>& rhs,
+                                                                const std::vector<double>& diagonal,
+                                                                const projected_cg_settings& settings) const override {
+    if (!(system.eps > 0)) throw invalid_argument("solve_schur: eps must be > 0");
+    refuse_inside_block("solve_schur");
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    const auto n = static_cast<std::size_t>(cloud(side::x).count);
+    const auto m = static_cast<std::size_t>(cloud(side::y).count);
+    if (system.key_reweight->size() != n || rhs.size() != m || diagonal.size() != m)
+      throw invalid_argument("solve_schur: vector sizes do not match the clouds");
+    // All scratch at its final size first: nothing is reallocated while passes are in flight.
+    reserve(plan_.lse, std::max(n, m));
+    reserve(plan_.weighted, std::max(n, m));
+    void* staged = reserve(plan_.staged, std::max(staged_bytes(side::y, 1, false), staged_bytes(side::x, 1, false)));
+    device_buffer<double> reweight(n), reweighted(n);
+    FS_CUDA_CHECK(cudaMemcpyAsync(reweight.data(), system.key_reweight->data(), n * sizeof(double),
+                                  cudaMemcpyHostToDevice, stream_.get()));
+
+    const schur_product product = [&](const double* direction, double* out) {
+      plan_rows_launch_args rows = plan_args(side::x, side::y, slot::g, system.eps, 1);
+      rows.values = direction;
+      rows.values_scratch = staged;
+      FS_CUDA_CHECK(launch_plan_rows(mode_, rows, stream_.get()));
+      FS_CUDA_CHECK(launch_hadamard(reweighted.data(), reweight.data(), rows.weighted, static_cast<std::int64_t>(n),
+                                    stream_.get()));
+      plan_rows_launch_args columns = plan_args(side::y, side::x, slot::f, system.eps, 1);
+      columns.values = reweighted.data();
+      columns.values_scratch = staged;
+      columns.weighted = out;
+      FS_CUDA_CHECK(launch_plan_rows(mode_, columns, stream_.get()));
+    };
+    schur_cg_inputs inputs;
+    inputs.column_sums = system.column_sums;
+    inputs.column_masses = system.column_masses;
+    inputs.diagonal = &diagonal;
+    inputs.rhs = &rhs;
+    return device_schur_cg(product, inputs, settings, stream_.get());
+  }
+
   void point_gradient(const point_gradient_request& request) override {
     if (!(request.eps > 0)) throw invalid_argument("point_gradient: eps must be > 0");
     if (side_of(request.key_potential) != request.keys || side_of(request.row_potential) != request.rows)
@@ -572,16 +617,22 @@ class cuda_backend final : public backend {
     return args;
   }
 
+  // Bytes of the staged values of a pass with keys on `keys`, k columns.
+  [[nodiscard]] std::size_t staged_bytes(side keys, std::int64_t k, bool want_cost) const {
+    const device_cloud_view& view = key_cloud(keys);
+    const staged_values_layout layout = plan_values_layout(mode_, view.padded_dim, k, want_cost, max_shared_bytes_);
+    return static_cast<std::size_t>(plan_values_bytes(layout, k, view.padded_count));
+  }
+
   // The staged Vᵀ of the exact points of `keys` (tensor-core modes), staged on first use.
   void* staged_points(side keys) const {
     device_buffer<unsigned char>& staged = plan_.staged_points[static_cast<int>(keys)];
     if (staged.size() > 0) return staged.data();
     const device_cloud_view& view = cloud(keys);
     const exact_points_view& exact = clouds_[static_cast<int>(keys)].exact;
-    staged = device_buffer<unsigned char>(
-        static_cast<std::size_t>(plan_values_bytes(mode_, view.dim, view.padded_count)));
-    const bool permuted = plan_uses_wgmma(mode_, view.padded_dim, view.dim, false, max_shared_bytes_);
-    FS_CUDA_CHECK(stage_plan_values(mode_, permuted, static_cast<const float*>(exact.data), exact.stride, view.count,
+    const staged_values_layout layout = plan_values_layout(mode_, view.padded_dim, view.dim, false, max_shared_bytes_);
+    staged = device_buffer<unsigned char>(static_cast<std::size_t>(plan_values_bytes(layout, view.dim, view.padded_count)));
+    FS_CUDA_CHECK(stage_plan_values(mode_, layout, static_cast<const float*>(exact.data), exact.stride, view.count,
                                     view.padded_count, view.dim, staged.data(), stream_.get()));
     return staged.data();
   }

@@ -16,6 +16,13 @@
 // row finish's division by l normalises exactly (P·1 = 1 up to float accumulation, whatever the
 // mode); the LSE takes the unrounded sum.
 //
+// A single value column (k = 1, kVector: the matrix-vector products of the HVP's CG) skips the
+// tensor cores: each thread adds P·v for its own score elements with one FMA each, v read as fp32
+// from a staged vector (keys_padded floats, zeros in the padding), and P is never rounded. The
+// product is then as accurate as fp32 in every mode — the conjugate gradients on the Schur
+// complement c∘v − Pᵀ(P·v)/a cancel most of each term, and tf32-rounded P or v (2⁻¹¹ relative)
+// left them stalled (docs/cuda_backend.md, "The HVP on the GPU").
+//
 // P as the A operand of the second product, straight from the C layout of the first (PTX
 // fragment layouts; g = lane/4, t = lane%4):
 //   m16n8k8 (tf32): C holds keys 2t, 2t + 1 of each n8 group, A wants k-slots t, t + 4: the keys
@@ -57,7 +64,8 @@ struct plan_mma_params {
   const void* rows_points;          // (rows_padded, padded_dim) stored words
   const void* key_points;           // (keys_padded, padded_dim)
   const float* key_bias;            // (keys_padded,) β·log₂e, −∞ on padded keys
-  const void* values_t;             // (value_tiles·kValueCols, keys_padded) staged Vᵀ, or nullptr
+  const void* values_t;             // (value_tiles·kValueCols, keys_padded) staged Vᵀ, or nullptr;
+                                    // kVector: (keys_padded,) fp32
   const double* row_scaled_sq_norm;  // (rows,) s‖p_i‖²
   const double* key_scaled_sq_norm;  // (keys,) s‖q_j‖²
   double* lse;                      // (rows,)
@@ -103,11 +111,13 @@ struct plan_value_operands {
   }
 };
 
-// kCost: also the cost sum (two FMAs per score).
-template <class Op, bool kCost>
+// kCost: also the cost sum (two FMAs per score). kVector: one value column by FMA (see above).
+template <class Op, bool kCost, bool kVector = false>
 __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const plan_mma_params p) {
   using namespace plan_tile;
   using Values = plan_value_operands<Op>;
+  static_assert(!(kCost && kVector), "the vector pass carries no cost");
+  constexpr bool kRoundsP = Values::kRoundsP && !kVector;
   constexpr int kNFragments = kBlockN / 8;
   constexpr int kValueFragments = kValueCols / 8;
 
@@ -119,7 +129,7 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
 
   const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * kBlockM;
   const int value_tile = blockIdx.y;
-  const bool has_values = p.values_t != nullptr;
+  const bool has_values = !kVector && p.values_t != nullptr;  // Vᵀ tiles through the ring
   const int chunks = static_cast<int>((p.padded_words + kChunkWords - 1) / kChunkWords);
   const int loads_per_tile = chunks + (has_values ? 1 : 0);
   const int key_tiles = static_cast<int>(p.keys_padded / kBlockN);
@@ -168,6 +178,7 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
   float row_sum[2] = {0.f, 0.f};                 // this thread's keys' share of l (rounded P)
   float lse_sum[2] = {0.f, 0.f};                 // the same of the unrounded P, for the LSE (kRoundsP)
   float cost_sum[2] = {0.f, 0.f};                // the same of Σ P·(s‖q‖² − 2s·p·q), unrounded P
+  float vector_sum[2] = {0.f, 0.f};              // kVector: this thread's keys' share of Σ P·v
 
   for (int load = 0; load < loads; ++load) {
     cp_async_wait<kStages - 2>();
@@ -208,6 +219,12 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
         bias[nf][e] = p.key_bias[j];
         if constexpr (kCost) key_norm[nf][e] = j < p.keys ? static_cast<float>(p.key_scaled_sq_norm[j]) : 0.f;
       }
+    [[maybe_unused]] float2 vector[kNFragments];  // v of keys 8nf + 2t, 8nf + 2t + 1
+    if constexpr (kVector) {
+      const auto* v = static_cast<const float2*>(p.values_t) + key0 / 2 + t;
+#pragma unroll
+      for (int nf = 0; nf < kNFragments; ++nf) vector[nf] = v[4 * nf];
+    }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float tile_max = -INFINITY;
@@ -218,8 +235,9 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
       const row_max_step step = advance_row_max(row_max[h], tile_max);
       const float reference = step.reference, rescale = step.rescale;
       row_sum[h] *= rescale;
-      if constexpr (Values::kRoundsP) lse_sum[h] *= rescale;
+      if constexpr (kRoundsP) lse_sum[h] *= rescale;
       cost_sum[h] *= rescale;
+      if constexpr (kVector) vector_sum[h] *= rescale;
 #pragma unroll
       for (int vf = 0; vf < kValueFragments; ++vf) {
         o[vf][2 * h] *= rescale;
@@ -231,10 +249,11 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
         for (int e = 0; e < 2; ++e) {
           const float dot = s[0][nf][2 * h + e];
           const float exact = fast_exp2(fmaf(dot, p.score_scale_log2, bias[nf][e]) - reference);
-          const float weight = Values::round(exact);
-          if constexpr (Values::kRoundsP) lse_sum[h] += exact;
+          const float weight = kRoundsP ? Values::round(exact) : exact;
+          if constexpr (kRoundsP) lse_sum[h] += exact;
           row_sum[h] += weight;
           if constexpr (kCost) cost_sum[h] = fmaf(exact, fmaf(-p.cost_scale2, dot, key_norm[nf][e]), cost_sum[h]);
+          if constexpr (kVector) vector_sum[h] = fmaf(exact, e == 0 ? vector[nf].x : vector[nf].y, vector_sum[h]);
           s[0][nf][2 * h + e] = weight;
         }
     }
@@ -243,13 +262,17 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h], c = cost_sum[h], exact = Values::kRoundsP ? lse_sum[h] : row_sum[h];
+    float l = row_sum[h], c = cost_sum[h], exact = kRoundsP ? lse_sum[h] : row_sum[h], v = vector_sum[h];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     exact += __shfl_xor_sync(0xffffffffu, exact, 1);
     exact += __shfl_xor_sync(0xffffffffu, exact, 2);
     c += __shfl_xor_sync(0xffffffffu, c, 1);
     c += __shfl_xor_sync(0xffffffffu, c, 2);
+    if constexpr (kVector) {
+      v += __shfl_xor_sync(0xffffffffu, v, 1);
+      v += __shfl_xor_sync(0xffffffffu, v, 2);
+    }
     const std::int64_t row = row_block0 + warp * 16 + h * 8 + g;
     if (row >= p.rows) continue;
     const double norm = p.row_scaled_sq_norm[row];
@@ -259,13 +282,17 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
       if (kCost) p.cost[row] = norm + static_cast<double>(c) / static_cast<double>(exact);
     }
     if (p.weighted == nullptr) continue;
+    if constexpr (kVector) {
+      if (t == 0) p.weighted[row] = static_cast<double>(v) * inverse;
+    } else {
 #pragma unroll
-    for (int vf = 0; vf < kValueFragments; ++vf)
+      for (int vf = 0; vf < kValueFragments; ++vf)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const std::int64_t column = static_cast<std::int64_t>(value_tile) * kValueCols + 8 * vf + 2 * t + e;
-        if (column < p.k) p.weighted[row * p.k + column] = static_cast<double>(o[vf][2 * h + e]) * inverse;
-      }
+        for (int e = 0; e < 2; ++e) {
+          const std::int64_t column = static_cast<std::int64_t>(value_tile) * kValueCols + 8 * vf + 2 * t + e;
+          if (column < p.k) p.weighted[row * p.k + column] = static_cast<double>(o[vf][2 * h + e]) * inverse;
+        }
+    }
   }
 }
 

@@ -67,15 +67,25 @@ cudaError_t stage_values(const Source* values, std::int64_t stride, std::int64_t
   return cudaGetLastError();
 }
 
-// Vᵀ in the operand format of `mode`'s P·V product (tf32; fp32 for the 3×TF32 mode), permuted for
-// the Hopper kernel.
+// The values in `layout`: Vᵀ tiles in the operand format of `mode`'s P·V product (tf32; fp32 for
+// the 3×TF32 mode), permuted for the Hopper kernel, or the one fp32 row of the vector pass.
 template <class Source>
-cudaError_t stage_for(precision mode, bool permuted, const Source* values, std::int64_t stride, std::int64_t keys,
-                      std::int64_t keys_padded, std::int64_t k, void* staged, cudaStream_t stream) {
+cudaError_t stage_for(precision mode, staged_values_layout layout, const Source* values, std::int64_t stride,
+                      std::int64_t keys, std::int64_t keys_padded, std::int64_t k, void* staged, cudaStream_t stream) {
   using kernels::value_format;
-  if (mode == precision::fp32) return stage_values<value_format::fp32, false>(values, stride, keys, keys_padded, k, staged, stream);
-  if (permuted) return stage_values<value_format::tf32, true>(values, stride, keys, keys_padded, k, staged, stream);
-  return stage_values<value_format::tf32, false>(values, stride, keys, keys_padded, k, staged, stream);
+  switch (layout) {
+    case staged_values_layout::none: return cudaSuccess;
+    case staged_values_layout::vector:
+      kernels::stage_values_kernel<value_format::fp32, false><<<blocks_for(keys_padded), kElementwiseThreads, 0, stream>>>(
+          static_cast<float*>(staged), values, stride, keys, keys_padded, 1, 1);
+      return cudaGetLastError();
+    case staged_values_layout::permuted_tiles:
+      return stage_values<value_format::tf32, true>(values, stride, keys, keys_padded, k, staged, stream);
+    case staged_values_layout::tiles:
+      if (mode == precision::fp32) return stage_values<value_format::fp32, false>(values, stride, keys, keys_padded, k, staged, stream);
+      return stage_values<value_format::tf32, false>(values, stride, keys, keys_padded, k, staged, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 template <class Op>
@@ -101,14 +111,16 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stre
   p.score_scale_log2 = static_cast<float>(2.0 * args.cost_scale / args.eps * 1.44269504088896340736);
   p.cost_scale2 = static_cast<float>(2.0 * args.cost_scale);
   p.eps = args.eps;
+  const bool vector = args.k == 1 && args.cost == nullptr;
   const dim3 grid(static_cast<unsigned>((rows.count + kBlockM - 1) / kBlockM),
-                  static_cast<unsigned>(args.k > 0 ? value_columns_padded(args.k) / kValueCols : 1));
+                  static_cast<unsigned>(args.k > 1 || (args.k == 1 && !vector) ? value_columns_padded(args.k) / kValueCols : 1));
   auto launch = [&](auto kernel) {
     cudaError_t s = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
     if (s != cudaSuccess) return s;
     kernel<<<grid, kThreads, kSharedBytes, stream>>>(p);
     return cudaGetLastError();
   };
+  if (vector) return launch(kernels::plan_mma_kernel<Op, false, true>);
   return args.cost != nullptr ? launch(kernels::plan_mma_kernel<Op, true>) : launch(kernels::plan_mma_kernel<Op, false>);
 }
 
@@ -201,13 +213,8 @@ cudaError_t launch_plan_wgmma(precision mode, const plan_rows_launch_args& args,
 
 }  // namespace
 
-std::int64_t plan_values_bytes(precision mode, std::int64_t k, std::int64_t keys_padded) {
-  if (k <= 0 || mode == precision::fp64) return 0;
-  return value_columns_padded(k) * keys_padded * static_cast<std::int64_t>(sizeof(float));
-}
-
 bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost, int max_shared_bytes) {
-  if ((mode != precision::tf32 && mode != precision::bf16) || k <= 0 || want_cost) return false;
+  if ((mode != precision::tf32 && mode != precision::bf16) || k <= 1 || want_cost) return false;
   if (!wgmma_available(mode)) return false;
   const std::int64_t words = row_words(mode, padded_dim);
   if (words / 8 > kernels::plan_wgmma::kMaxSteps)  // wide rows: the streamed kernel, whole panels
@@ -215,11 +222,29 @@ bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bo
   return words % 16 == 0 && kernels::make_plan_wgmma_geometry(static_cast<int>(words), max_shared_bytes).fits;
 }
 
-cudaError_t stage_plan_values(precision mode, bool permuted, const float* values, std::int64_t stride,
+staged_values_layout plan_values_layout(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost,
+                                        int max_shared_bytes) {
+  if (k <= 0 || mode == precision::fp64) return staged_values_layout::none;
+  if (k == 1 && !want_cost) return staged_values_layout::vector;
+  return plan_uses_wgmma(mode, padded_dim, k, want_cost, max_shared_bytes) ? staged_values_layout::permuted_tiles
+                                                                          : staged_values_layout::tiles;
+}
+
+std::int64_t plan_values_bytes(staged_values_layout layout, std::int64_t k, std::int64_t keys_padded) {
+  switch (layout) {
+    case staged_values_layout::none: return 0;
+    case staged_values_layout::vector: return keys_padded * static_cast<std::int64_t>(sizeof(float));
+    case staged_values_layout::tiles:
+    case staged_values_layout::permuted_tiles:
+      return value_columns_padded(k) * keys_padded * static_cast<std::int64_t>(sizeof(float));
+  }
+  return 0;
+}
+
+cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const float* values, std::int64_t stride,
                               std::int64_t keys, std::int64_t keys_padded, std::int64_t k, void* staged,
                               cudaStream_t stream) {
-  if (k <= 0 || mode == precision::fp64) return cudaSuccess;
-  return stage_for(mode, permuted, values, stride, keys, keys_padded, k, staged, stream);
+  return stage_for(mode, layout, values, stride, keys, keys_padded, k, staged, stream);
 }
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
@@ -234,9 +259,12 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
       args.eps);
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) return status;
-  const bool hopper = plan_uses_wgmma(mode, args.rows.padded_dim, args.k, args.cost != nullptr, args.max_shared_bytes);
+  const bool want_cost = args.cost != nullptr;
+  const bool hopper = plan_uses_wgmma(mode, args.rows.padded_dim, args.k, want_cost, args.max_shared_bytes);
   if (args.k > 0 && !args.values_staged) {
-    status = stage_for(mode, hopper, args.values, args.values_stride > 0 ? args.values_stride : args.k, keys.count,
+    const staged_values_layout layout =
+        plan_values_layout(mode, args.rows.padded_dim, args.k, want_cost, args.max_shared_bytes);
+    status = stage_for(mode, layout, args.values, args.values_stride > 0 ? args.values_stride : args.k, keys.count,
                        keys.padded_count, args.k, args.values_scratch, stream);
     if (status != cudaSuccess) return status;
   }

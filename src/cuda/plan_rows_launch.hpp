@@ -7,7 +7,7 @@
 //                    plan_wgmma_streamed_kernel.cuh for wide rows)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,
 //                    P·V with P and V in tf32 (fp32: 3×TF32), fp32 accumulation, float64 row
-//                    finish.
+//                    finish; one value column (k = 1, no cost) by fp32 FMAs instead.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -45,20 +45,30 @@ struct plan_rows_launch_args {
   int max_shared_bytes = 48 * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
 };
 
-// Bytes of the staged Vᵀ for k value columns (0 when k == 0 or in fp64).
-std::int64_t plan_values_bytes(precision mode, std::int64_t k, std::int64_t keys_padded);
-
 // Whether the plan pass of a mode, padded row width, k and cost request runs the Hopper kernel
 // (plan_wgmma_kernel.cuh for rows of ≤ 8 k-steps, plan_wgmma_streamed_kernel.cuh for wider rows of
-// whole panels: tf32 and bf16 with values and without the cost, on sm_90a) rather than the
+// whole panels: tf32 and bf16 with k ≥ 2 values and without the cost, on sm_90a) rather than the
 // mma.sync one; its staged Vᵀ is then key-permuted.
 bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost, int max_shared_bytes);
 
-// Stages Vᵀ for the tensor-core modes from float values (keys, k), rows `stride` apart, into
-// `staged` (plan_values_bytes), permuted when the pass will run the Hopper kernel
-// (plan_uses_wgmma): what launch_plan_rows does for float64 values, done once for values that are
-// reused (the keys' exact points of a point gradient; launched with values_staged).
-cudaError_t stage_plan_values(precision mode, bool permuted, const float* values, std::int64_t stride,
+// How the tensor-core modes stage a pass's values (none in fp64):
+//   vector          k = 1 without the cost: one fp32 row (keys_padded floats), the FMA pass of
+//                   plan_mma_kernel.cuh, exact to fp32 in every mode
+//   tiles           Vᵀ (columns padded to 64, keys_padded) in the P·V operand format (tf32; fp32
+//                   for the 3×TF32 mode)
+//   permuted_tiles  the same, key-permuted for the Hopper kernel (plan_uses_wgmma)
+enum class staged_values_layout { none, vector, tiles, permuted_tiles };
+
+staged_values_layout plan_values_layout(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost,
+                                        int max_shared_bytes);
+
+// Bytes of the staged values of k columns in `layout`.
+std::int64_t plan_values_bytes(staged_values_layout layout, std::int64_t k, std::int64_t keys_padded);
+
+// Stages float values (keys, k), rows `stride` apart, into `staged` (plan_values_bytes) in
+// `layout`: what launch_plan_rows does for float64 values, done once for values that are reused
+// (the keys' exact points of a point gradient; launched with values_staged).
+cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const float* values, std::int64_t stride,
                               std::int64_t keys, std::int64_t keys_padded, std::int64_t k, void* staged,
                               cudaStream_t stream);
 

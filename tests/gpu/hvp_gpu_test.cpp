@@ -19,6 +19,16 @@ namespace {
 
 class HvpOnGpu : public ::testing::TestWithParam<fs::precision> {};
 
+double bound(fs::precision mode) {
+  switch (mode) {
+    case fs::precision::fp64: return 1e-8;
+    case fs::precision::fp32: return 1e-4;
+    case fs::precision::tf32: return 2e-2;
+    case fs::precision::bf16: return 1e-1;
+  }
+  return 0;
+}
+
 TEST_P(HvpOnGpu, MatchesTheFloat64CpuBackend) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
   const fs::precision mode = GetParam();
@@ -60,13 +70,18 @@ TEST_P(HvpOnGpu, MatchesTheFloat64CpuBackend) {
       // the Schur complement's conditioning and the cancellation in the second-moment term
       // (M − ȲȲᵀ): 1e-4 of max|H·A|, the brief's bound; the CPU's fp32 is 5e-6 off on a small case
       // (tests/cpp/hvp_usage_test.cpp).
-      EXPECT_LT(error, mode == fs::precision::fp64 ? 1e-8 : 1e-4);
+      // tf32, bf16: the points themselves are rounded (2⁻¹¹, 2⁻⁸ relative), so the GPU solves a
+      // nearby problem; CG still converges because its products are exact to fp32 (the FMA pass).
+      EXPECT_LT(error, bound(mode));
     }
   }
 }
 
 std::string name_of(const ::testing::TestParamInfo<fs::precision>& info) { return std::string(to_string(info.param)); }
 
-INSTANTIATE_TEST_SUITE_P(Modes, HvpOnGpu, ::testing::Values(fs::precision::fp32, fs::precision::fp64), name_of);
+INSTANTIATE_TEST_SUITE_P(Modes, HvpOnGpu,
+                         ::testing::Values(fs::precision::fp32, fs::precision::fp64, fs::precision::tf32,
+                                           fs::precision::bf16),
+                         name_of);
 
 }  // namespace

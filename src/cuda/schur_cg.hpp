@@ -1,0 +1,35 @@
+// The device-resident projected CG on a Schur complement S·v = c∘v − μ∘t(v) (core/backend.hpp,
+// schur_system): the recurrence of core/projected_cg.hpp with every vector and scalar on the GPU
+// (schur_cg_kernels.cuh). The host only enqueues: per iteration the caller's two plan passes, one
+// step kernel and a 40-byte state copy, and it reads that state three iterations late, so the GPU
+// never waits for the host; the iterations enqueued past convergence are no-ops (at most three
+// wasted pairs of passes).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/projected_cg.hpp"
+
+namespace flashsinkhorn::detail {
+
+// Enqueues t = A_y(w∘A_x(p)) on the solve's stream: p and t are device (m,) float64 vectors.
+using schur_product = std::function<void(const double* direction, double* product)>;
+
+struct schur_cg_inputs {
+  const std::vector<double>* column_sums = nullptr;    // c (m,)
+  const std::vector<double>* column_masses = nullptr;  // μ (m,)
+  const std::vector<double>* diagonal = nullptr;       // M (m,) > 0
+  const std::vector<double>* rhs = nullptr;            // (m,)
+};
+
+// out_i = scale_i · in_i on the stream (device float64 vectors).
+cudaError_t launch_hadamard(double* out, const double* scale, const double* in, std::int64_t count, cudaStream_t stream);
+
+projected_cg_outcome device_schur_cg(const schur_product& product, const schur_cg_inputs& inputs,
+                                     const projected_cg_settings& settings, cudaStream_t stream);
+
+}  // namespace flashsinkhorn::detail

@@ -62,6 +62,9 @@ std::vector<flag_spec> hvp_flags(hvp_arguments& a) {
       {"--cg-iters", "N", "CG iteration cap (default 500)",
        [&h](std::string_view v) { h.max_iterations = parse_int("--cg-iters", v, 1); }},
       {"--preconditioner", "K", "diagonal (default) or none", [&h](std::string_view v) { h.preconditioner = parse_preconditioner(v); }},
+      {"--cg-ridge", "R", "damp the CG system, S + R*diag(P^T 1) (default 0: exact; R > 0 is faster on sharp\n"
+                          "plans but biased, like flash-sinkhorn's tau2 and OTT-JAX's ridge)",
+       [&h](std::string_view v) { h.ridge = parse_finite_double("--cg-ridge", v); }},
       {"--two-gemm", "K", "fused (default: the backend's pass) or generic (d^2 values)",
        [&h](std::string_view v) { h.two_gemm = parse_two_gemm(v); }},
       {"--repeat", "N", "timing: compute the product N more times; hvp_seconds is then their median and\n"
@@ -92,6 +95,7 @@ hvp_arguments parse_hvp_arguments(std::span<const std::string> args) {
   if (a.out_dir.empty()) throw bad_input("missing required option --out (the directory for hvp.npy)");
   // Checked here so that a bad setting is reported before the solve, not after it.
   if (a.settings.tolerance < 0) throw bad_input("--cg-tol must be >= 0 (a relative residual)");
+  if (a.settings.ridge < 0) throw bad_input("--cg-ridge must be >= 0");
   return arguments;
 }
 

@@ -43,6 +43,7 @@ struct hvp_options {
   double tolerance = 1e-6;
   int max_iterations = 500;  // each iteration is two plan passes with one value column
   cg_preconditioner preconditioner = cg_preconditioner::diagonal;
+  double ridge = 0;  // damping of the Schur complement, as potential_vjp_options::ridge (biased when > 0)
   two_gemm_path two_gemm = two_gemm_path::fused;
 };
 

@@ -30,6 +30,12 @@ struct potential_vjp_options {
   double tolerance = 1e-6;
   int max_iterations = 500;  // each iteration is two plan passes with one value column
   cg_preconditioner preconditioner = cg_preconditioner::diagonal;
+  // Tikhonov damping of the Schur complement: CG solves (S + ridge·diag(c))·λ_g = ρ instead of
+  // S·λ_g = ρ. 0 (default): the exact solve. ridge > 0 bounds S's condition number by about
+  // (1 + ridge)/ridge, so CG needs far fewer iterations on sharp plans (small ε), at the price of a
+  // biased result — OTT-JAX's ImplicitDiff ridge and flash-sinkhorn's tau2 (its shift ε·tau2 is
+  // ridge = ε·tau2·m for uniform weights). See docs/math.md, "Damping the potential system".
+  double ridge = 0;
 };
 
 // Where the gradients go (host memory, float32 or float64). An empty view is not computed.

@@ -25,6 +25,11 @@ void validate_settings(const hvp_options& settings, const std::string& name) {
     message.append(": max_iterations must be ≥ 1, got ").append(std::to_string(settings.max_iterations));
     throw invalid_argument(message);
   }
+  if (!std::isfinite(settings.ridge) || settings.ridge < 0) {
+    std::string message = name;
+    message.append(": ridge must be a finite number ≥ 0, got ").append(std::to_string(settings.ridge));
+    throw invalid_argument(message);
+  }
 }
 
 void refuse(const std::string& name, const char* why) {
@@ -173,7 +178,7 @@ hvp_report point_hvp(const potential_vjp_context& context, side rows, const matr
     const bool on_x = rows == side::x;
     potential_system_solution delta = solve_potential_system(
         plan, a, on_x ? rho_rows : rho_keys, on_x ? rho_keys : rho_rows,
-        {settings.tolerance, settings.max_iterations, settings.preconditioner});
+        {settings.tolerance, settings.max_iterations, settings.preconditioner, settings.ridge});
     report.cg_iterations = delta.iterations;
     report.relative_residual = delta.relative_residual;
     report.converged = delta.converged;

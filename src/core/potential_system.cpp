@@ -32,7 +32,9 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   for (std::size_t j = 0; j < m; ++j) rho[j] = r_g[j] - rho[j];
   project_out_mean(rho);
 
-  const std::vector<double>& c = plan.column_mass();
+  // S + ridge·diag(c): the diagonal part scaled once.
+  std::vector<double> c = plan.column_mass();
+  for (double& v : c) v *= 1 + settings.ridge;
   const linear_map schur = [&](const std::vector<double>& v) {
     std::vector<double> out_s = plan.apply_transpose(plan.row_average(v, 1), 1);
     for (std::size_t j = 0; j < v.size(); ++j) out_s[j] = c[j] * v[j] - out_s[j];
@@ -40,9 +42,14 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   };
   const std::vector<double> preconditioner =
       settings.preconditioner == cg_preconditioner::diagonal ? c : std::vector<double>(m, 1.0);
-  const projected_cg_settings cg_settings{settings.tolerance, settings.max_iterations};
+  const bool exact = settings.ridge == 0;  // damped: S + ridge·diag(c) is positive definite, no projection
+  const projected_cg_settings cg_settings{settings.tolerance, settings.max_iterations, exact};
   std::optional<projected_cg_outcome> cg;
-  if (!settings.host_cg) cg = plan.compute().solve_schur(plan.schur(), rho, preconditioner, cg_settings);
+  if (!settings.host_cg) {
+    schur_system system = plan.schur();
+    system.column_sums = &c;
+    cg = plan.compute().solve_schur(system, rho, preconditioner, cg_settings);
+  }
   if (cg) {
     plan.count_passes(2 * cg->iterations);
   } else {
@@ -56,7 +63,7 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   if (rho_norm > 0) {
     std::vector<double> residual = schur(out.g);
     for (std::size_t j = 0; j < m; ++j) residual[j] = rho[j] - residual[j];
-    project_out_mean(residual);
+    if (exact) project_out_mean(residual);
     out.relative_residual = norm(residual) / rho_norm;
   }
   out.converged = out.relative_residual <= settings.tolerance;

@@ -26,6 +26,7 @@ struct potential_system_settings {
   double tolerance = 1e-6;  // on ‖ρ − S z_g‖₂ / ‖ρ‖₂
   int max_iterations = 500;
   cg_preconditioner preconditioner = cg_preconditioner::diagonal;
+  double ridge = 0;  // CG on S + ridge·diag(c) (potential_vjp_options::ridge); 0: exact
   // Run core/projected_cg.hpp on the host even when the backend has its own solver
   // (backend::solve_schur): the reference the device CG is tested against.
   bool host_cg = false;

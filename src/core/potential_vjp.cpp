@@ -28,6 +28,9 @@ void validate_settings(const potential_vjp_options& settings) {
     throw invalid_argument(text("potential_vjp: max_iterations must be ≥ 1, got ",
                                 std::to_string(settings.max_iterations)));
   }
+  if (!std::isfinite(settings.ridge) || settings.ridge < 0) {
+    throw invalid_argument(text("potential_vjp: ridge must be a finite number ≥ 0, got ", std::to_string(settings.ridge)));
+  }
 }
 
 void require_supported(const potential_vjp_context& context) {
@@ -104,7 +107,8 @@ struct adjoint {
 adjoint solve_adjoint(const solved_plan& plan, const std::vector<double>& a, std::vector<double> df,
                       std::vector<double> dg, const potential_vjp_options& settings) {
   potential_system_solution z = solve_potential_system(
-      plan, a, std::move(df), std::move(dg), {settings.tolerance, settings.max_iterations, settings.preconditioner});
+      plan, a, std::move(df), std::move(dg),
+      {settings.tolerance, settings.max_iterations, settings.preconditioner, settings.ridge});
   adjoint out;
   out.f = std::move(z.f);
   out.g = std::move(z.g);

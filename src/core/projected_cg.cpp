@@ -30,7 +30,7 @@ projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> r
   out.solution.assign(rhs.size(), 0.0);
   std::vector<double>& x = out.solution;
   std::vector<double>& r = rhs;  // r₀ = rhs − S·0
-  project_out_mean(r);
+  if (settings.project) project_out_mean(r);
   const double initial = std::sqrt(dot(r, r));
   if (!(initial > 0)) return out;
 
@@ -50,7 +50,7 @@ projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> r
       x[i] += alpha * p[i];
       r[i] -= alpha * q[i];
     }
-    project_out_mean(r);
+    if (settings.project) project_out_mean(r);
     ++out.iterations;
     residual = std::sqrt(dot(r, r)) / initial;
     if (residual <= settings.tolerance) break;

@@ -19,6 +19,9 @@ namespace flashsinkhorn::detail {
 struct projected_cg_settings {
   double tolerance = 1e-6;
   int max_iterations = 500;
+  // false: plain preconditioned CG, for a positive definite S (a damped Schur complement, whose
+  // residuals must not be projected: S·1 ≠ 0 there).
+  bool project = true;
 };
 
 struct projected_cg_outcome {

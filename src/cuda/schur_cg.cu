@@ -86,6 +86,7 @@ projected_cg_outcome device_schur_cg(const schur_product& product, const schur_c
   v.residual = residual.data();
   v.direction = direction.data();
   v.tolerance = settings.tolerance;
+  v.project = settings.project;
   v.state = state.data();
 
   state_ring ring;

@@ -4,6 +4,7 @@
 //   step    q = c∘p − μ∘t  (t = A_y(w∘A_x(p)), the two plan passes, enqueued before)
 //           α = rz / pᵀq (breakdown when pᵀq ≤ 0), x += α·p, r ← r − α·q projected onto 1⊥,
 //           stop when ‖r‖ ≤ tolerance·‖r₀‖, else z = r/M, β = rᵀz / rz, p = z + β·p
+// Without projection (a damped S, positive definite) the mean is left in r.
 // Each kernel is one CTA striding over the whole vector, so its reductions are deterministic (one
 // fixed order) and need no grid-wide synchronisation; the vectors are O(m) next to the O(n·m·d)
 // plan passes between them. The scalars stay on the device (schur_cg_state): after a solve
@@ -38,6 +39,7 @@ struct schur_cg_vectors {
   double* residual = nullptr;             // r
   double* direction = nullptr;            // p
   double tolerance = 0;
+  bool project = true;  // residuals onto 1⊥ (false: a damped, positive definite S)
   schur_cg_state* state = nullptr;
 };
 
@@ -68,7 +70,7 @@ __global__ void __launch_bounds__(kSchurCgThreads) schur_cg_start_kernel(schur_c
   double sums[1] = {0};
   for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) sums[0] += rhs[j];
   cta_sums(sums);
-  const double mean = sums[0] / static_cast<double>(v.m);
+  const double mean = v.project ? sums[0] / static_cast<double>(v.m) : 0.0;
   double norms[2] = {0, 0};  // rᵀr, rᵀz
   for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) {
     const double r = rhs[j] - mean;
@@ -114,7 +116,7 @@ __global__ void __launch_bounds__(kSchurCgThreads) schur_cg_step_kernel(schur_cg
     return;
   }
   const double alpha = s.rz / curvature;
-  const double mean = (first[2] - alpha * first[1]) / static_cast<double>(v.m);  // of r − α·q
+  const double mean = v.project ? (first[2] - alpha * first[1]) / static_cast<double>(v.m) : 0.0;  // of r − α·q
 
   double second[2] = {0, 0};  // rᵀr, rᵀz of the new residual
   for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) {

@@ -4,9 +4,10 @@
 # iterations, then one H·A with respect to X.
 #   ours            `flashsinkhorn hvp --iters 50 --tol 0 --repeat 2`, per precision, per CG
 #                   tolerance (CG_TOLS; default 2e-5, the residual flash-sinkhorn's CG reached at
-#                   10,000 × 64 on the H200, and 1e-4), and per system: exact (ridge 0) and damped
-#                   as flash-sinkhorn's (its shift ε·tau2 with tau2 = 1e-5 is ridge = ε·tau2·m here)
-#                   — from n = 200,000 the first precision only, no repeats
+#                   10,000 × 64 on the H200, and 1e-4), and per system (RIDGES, default "0 parity"):
+#                   exact (ridge 0) and damped as flash-sinkhorn's (its shift ε·tau2 with
+#                   tau2 = 1e-5 is ridge = ε·tau2·m here); plus the fixed-potential part alone
+#                   (--part fixed, no CG) — from n = 200,000 the first precision only, no repeats
 #   flash-sinkhorn  bench/hvp_peer.py (its hvp_x_sqeuclid, defaults) in PEER_PRECISIONS at the sizes
 #                   PEER_SIZES, last (its Triton autotuning takes minutes on the first call)
 # One JSON line per run into OUT; ours carry the relative difference from the peer's product when
@@ -39,8 +40,15 @@ for size in ${sizes//,/ }; do
   run_precisions="$precisions" repeat=2
   (( n >= 200000 )) && { run_precisions="${precisions%% *}"; repeat=0; }
   parity_ridge=$(python3 -c "print(0.1 * 1e-5 * $n)")
+  ridges=""
+  for r in ${RIDGES:-0 parity}; do ridges="$ridges ${r/parity/$parity_ridge}"; done
   for precision in $run_precisions; do
-    for ridge in 0 "$parity_ridge"; do
+    # The fixed-potential part alone (no CG): the two-GEMM term's share of the time.
+    dir="$work/$size/ours_${precision}_fixed"
+    "$cli" hvp --x "$work/$size/x.npy" --y "$work/$size/y.npy" --dir "$work/$size/dir.npy" --eps 0.1 --iters 50 \
+      --tol 0 --part fixed --repeat "$repeat" --precision "$precision" --device cuda --quiet --out "$dir" > "$dir.json" \
+      || rm -f "$dir.json"
+    for ridge in $ridges; do
       for cg_tol in $cg_tols; do
         dir="$work/$size/ours_${precision}_${ridge}_$cg_tol"
         if line=$(timeout 200 "$cli" hvp --x "$work/$size/x.npy" --y "$work/$size/y.npy" --dir "$work/$size/dir.npy" \

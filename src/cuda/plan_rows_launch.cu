@@ -88,8 +88,9 @@ cudaError_t stage_for(precision mode, staged_values_layout layout, const Source*
   return cudaErrorInvalidValue;
 }
 
+// `vector`: the one-column FMA pass (staged_values_layout::vector).
 template <class Op>
-cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stream) {
+cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cudaStream_t stream) {
   using namespace kernels::plan_tile;
   const device_cloud_view& rows = args.rows;
   const device_cloud_view& keys = args.keys;
@@ -111,9 +112,8 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, cudaStream_t stre
   p.score_scale_log2 = static_cast<float>(2.0 * args.cost_scale / args.eps * 1.44269504088896340736);
   p.cost_scale2 = static_cast<float>(2.0 * args.cost_scale);
   p.eps = args.eps;
-  const bool vector = args.k == 1 && args.cost == nullptr;
   const dim3 grid(static_cast<unsigned>((rows.count + kBlockM - 1) / kBlockM),
-                  static_cast<unsigned>(args.k > 1 || (args.k == 1 && !vector) ? value_columns_padded(args.k) / kValueCols : 1));
+                  static_cast<unsigned>(args.k > 0 && !vector ? value_columns_padded(args.k) / kValueCols : 1));
   auto launch = [&](auto kernel) {
     cudaError_t s = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
     if (s != cudaSuccess) return s;
@@ -211,8 +211,7 @@ cudaError_t launch_plan_wgmma(precision mode, const plan_rows_launch_args& args,
   }
 }
 
-}  // namespace
-
+// Whether a pass runs the Hopper kernels (staged_values_layout::permuted_tiles).
 bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost, int max_shared_bytes) {
   if ((mode != precision::tf32 && mode != precision::bf16) || k <= 1 || want_cost) return false;
   if (!wgmma_available(mode)) return false;
@@ -221,6 +220,8 @@ bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bo
     return words % wgmma::kPanelWords == 0 && kernels::plan_wgmma_streamed_stages(max_shared_bytes) > 0;
   return words % 16 == 0 && kernels::make_plan_wgmma_geometry(static_cast<int>(words), max_shared_bytes).fits;
 }
+
+}  // namespace
 
 staged_values_layout plan_values_layout(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost,
                                         int max_shared_bytes) {
@@ -259,23 +260,24 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
       args.eps);
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) return status;
-  const bool want_cost = args.cost != nullptr;
-  const bool hopper = plan_uses_wgmma(mode, args.rows.padded_dim, args.k, want_cost, args.max_shared_bytes);
+  // One decision for the staging and the kernel.
+  const staged_values_layout layout =
+      plan_values_layout(mode, args.rows.padded_dim, args.k, args.cost != nullptr, args.max_shared_bytes);
+  const bool hopper = layout == staged_values_layout::permuted_tiles;
+  const bool vector = layout == staged_values_layout::vector;
   if (args.k > 0 && !args.values_staged) {
-    const staged_values_layout layout =
-        plan_values_layout(mode, args.rows.padded_dim, args.k, want_cost, args.max_shared_bytes);
     status = stage_for(mode, layout, args.values, args.values_stride > 0 ? args.values_stride : args.k, keys.count,
                        keys.padded_count, args.k, args.values_scratch, stream);
     if (status != cudaSuccess) return status;
   }
   switch (mode) {
-    case precision::fp32: return launch_plan_mma<kernels::fp32_split_operands>(args, stream);
+    case precision::fp32: return launch_plan_mma<kernels::fp32_split_operands>(args, vector, stream);
     case precision::tf32:
       return hopper ? launch_plan_wgmma<kernels::wgmma_tf32_operands>(mode, args, stream)
-                    : launch_plan_mma<kernels::tf32_operands>(args, stream);
+                    : launch_plan_mma<kernels::tf32_operands>(args, vector, stream);
     case precision::bf16:
       return hopper ? launch_plan_wgmma<kernels::wgmma_bf16_operands>(mode, args, stream)
-                    : launch_plan_mma<kernels::bf16_operands>(args, stream);
+                    : launch_plan_mma<kernels::bf16_operands>(args, vector, stream);
     case precision::fp64: break;
   }
   return cudaErrorInvalidValue;

@@ -45,18 +45,15 @@ struct plan_rows_launch_args {
   int max_shared_bytes = 48 * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
 };
 
-// Whether the plan pass of a mode, padded row width, k and cost request runs the Hopper kernel
-// (plan_wgmma_kernel.cuh for rows of ≤ 8 k-steps, plan_wgmma_streamed_kernel.cuh for wider rows of
-// whole panels: tf32 and bf16 with k ≥ 2 values and without the cost, on sm_90a) rather than the
-// mma.sync one; its staged Vᵀ is then key-permuted.
-bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost, int max_shared_bytes);
-
-// How the tensor-core modes stage a pass's values (none in fp64):
+// How the tensor-core modes stage a pass's values (none in fp64 or without values), which also
+// names the kernel that reads them:
 //   vector          k = 1 without the cost: one fp32 row (keys_padded floats), the FMA pass of
 //                   plan_mma_kernel.cuh, exact to fp32 in every mode
 //   tiles           Vᵀ (columns padded to 64, keys_padded) in the P·V operand format (tf32; fp32
-//                   for the 3×TF32 mode)
-//   permuted_tiles  the same, key-permuted for the Hopper kernel (plan_uses_wgmma)
+//                   for the 3×TF32 mode), for plan_mma_kernel.cuh
+//   permuted_tiles  the same, key-permuted, for the Hopper kernels (plan_wgmma_kernel.cuh for rows
+//                   of ≤ 8 k-steps, plan_wgmma_streamed_kernel.cuh for wider rows of whole panels):
+//                   tf32 and bf16 with k ≥ 2 values and without the cost, on sm_90a
 enum class staged_values_layout { none, vector, tiles, permuted_tiles };
 
 staged_values_layout plan_values_layout(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost,

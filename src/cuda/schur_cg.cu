@@ -66,22 +66,21 @@ cudaError_t launch_hadamard(double* out, const double* scale, const double* in, 
   return cudaGetLastError();
 }
 
-projected_cg_outcome device_schur_cg(const schur_product& product, const schur_cg_inputs& inputs,
+projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const schur_cg_inputs& inputs,
                                      const projected_cg_settings& settings, cudaStream_t stream) {
   const auto m = static_cast<std::int64_t>(inputs.rhs->size());
   projected_cg_outcome out;
   out.solution.assign(static_cast<std::size_t>(m), 0.0);
   if (m == 0) return out;
 
-  device_buffer<double> c, mu, diagonal, rhs, t, solution(m), residual(m), direction(m);
+  device_buffer<double> c, mu, diagonal, rhs, product(m), solution(m), residual(m), direction(m);
   device_buffer<schur_cg_state> state(1);
   kernels::schur_cg_vectors v;
   v.m = m;
   v.column_sums = upload(c, *inputs.column_sums, stream);
   v.column_masses = upload(mu, *inputs.column_masses, stream);
   v.diagonal = upload(diagonal, *inputs.diagonal, stream);
-  t = device_buffer<double>(static_cast<std::size_t>(m));
-  v.product = t.data();
+  v.product = product.data();
   v.solution = solution.data();
   v.residual = residual.data();
   v.direction = direction.data();
@@ -96,7 +95,7 @@ projected_cg_outcome device_schur_cg(const schur_product& product, const schur_c
   // Slot `it` holds the state after `it` steps (slot 0: after the start).
   for (int it = 1; it <= settings.max_iterations; ++it) {
     if (it >= kInFlight && ring.wait(it - kInFlight).done) break;
-    product(v.direction, t.data());
+    enqueue_product(v.direction, product.data());
     kernels::schur_cg_step_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v);
     FS_CUDA_CHECK(cudaGetLastError());
     ring.enqueue_copy(it, v.state, stream);

@@ -4,9 +4,8 @@
 #include <utility>
 
 #include "optim/armijo_search.hpp"
-#include "optim/evaluator.hpp"
-#include "optim/forcing_sequence.hpp"
 #include "optim/iteration_bookkeeping.hpp"
+#include "optim/newton_state.hpp"
 #include "optim/truncated_cg.hpp"
 #include "optim/validate_options.hpp"
 
@@ -14,16 +13,8 @@ namespace flashsinkhorn::optim {
 
 optimizer_result newton_cg(const objective& f, std::vector<double> theta0, const newton_cg_options& options) {
   detail::validate(options);
-  detail::validate_objective(f, theta0.size(), true, "newton_cg");
-  const std::size_t p = theta0.size();
-  detail::evaluator evaluate(f, p);
-
-  detail::host_vector gradient(p), step(p), trial(p);
-  optimizer_result result = detail::start_at(evaluate, std::move(theta0), gradient, "newton_cg");
-  detail::forcing_sequence forcing(options.forcing, options.gradient_tolerance, result.gradient_norm);
-  const detail::hessian_product hessian = [&](const_span v, mutable_span product) {
-    evaluate.hvp(result.theta, v, product);
-  };
+  detail::newton_state state(f, std::move(theta0), options.forcing, options.gradient_tolerance, "newton_cg");
+  auto& [evaluate, gradient, step, trial, result, forcing, hessian] = state;
 
   while (!detail::stop_if_converged(result, options.gradient_tolerance) &&
          !detail::stop_if_out_of_iterations(result, options.max_iterations)) {
@@ -53,7 +44,7 @@ optimizer_result newton_cg(const objective& f, std::vector<double> theta0, const
     detail::log_iteration(result, record, options.on_iteration);
   }
   result.evaluations = evaluate.counts();
-  return result;
+  return std::move(result);
 }
 
 }  // namespace flashsinkhorn::optim

@@ -7,9 +7,8 @@
 #include <limits>
 #include <utility>
 
-#include "optim/evaluator.hpp"
-#include "optim/forcing_sequence.hpp"
 #include "optim/iteration_bookkeeping.hpp"
+#include "optim/newton_state.hpp"
 #include "optim/steihaug_cg.hpp"
 #include "optim/validate_options.hpp"
 
@@ -32,16 +31,8 @@ double reduction_ratio(double value, double trial_value, double predicted) {
 
 optimizer_result trust_region(const objective& f, std::vector<double> theta0, const trust_region_options& options) {
   detail::validate(options);
-  detail::validate_objective(f, theta0.size(), true, "trust_region");
-  const std::size_t p = theta0.size();
-  detail::evaluator evaluate(f, p);
-
-  detail::host_vector gradient(p), step(p), trial(p);
-  optimizer_result result = detail::start_at(evaluate, std::move(theta0), gradient, "trust_region");
-  detail::forcing_sequence forcing(options.forcing, options.gradient_tolerance, result.gradient_norm);
-  const detail::hessian_product hessian = [&](const_span v, mutable_span product) {
-    evaluate.hvp(result.theta, v, product);
-  };
+  detail::newton_state state(f, std::move(theta0), options.forcing, options.gradient_tolerance, "trust_region");
+  auto& [evaluate, gradient, step, trial, result, forcing, hessian] = state;
 
   double radius = options.initial_radius;
   while (true) {
@@ -84,7 +75,7 @@ optimizer_result trust_region(const objective& f, std::vector<double> theta0, co
     detail::log_iteration(result, record, options.on_iteration);
   }
   result.evaluations = evaluate.counts();
-  return result;
+  return std::move(result);
 }
 
 }  // namespace flashsinkhorn::optim

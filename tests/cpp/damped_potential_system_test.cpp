@@ -18,6 +18,7 @@
 #include "core/potential_system.hpp"
 #include "core/prepare.hpp"
 #include "core/solved_plan.hpp"
+#include "cpp/backend_sinkhorn.hpp"
 #include "cpp/hvp_support.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "reference/dense_linear_solve.hpp"
@@ -44,23 +45,6 @@ fd::prepared_cloud cloud(std::int64_t count, std::int64_t dim, double shift, std
   return c;
 }
 
-void sinkhorn(fd::backend& compute, double eps, int iterations) {
-  compute.write_potential(fd::slot::g, {});
-  for (int it = 0; it < iterations; ++it) {
-    fd::softmin_step to_f;
-    to_f.key_potential = fd::slot::g;
-    to_f.out = fd::slot::f;
-    to_f.eps = eps;
-    compute.softmin(to_f);
-    fd::softmin_step to_g = to_f;
-    to_g.rows = fd::side::y;
-    to_g.keys = fd::side::x;
-    to_g.key_potential = fd::slot::f;
-    to_g.out = fd::slot::g;
-    compute.softmin(to_g);
-  }
-}
-
 TEST(DampedPotentialSystem, CgMatchesADenseSolveOfTheDampedMatrix) {
   std::mt19937_64 rng(3);
   fd::prepared_problem problem;
@@ -69,7 +53,7 @@ TEST(DampedPotentialSystem, CgMatchesADenseSolveOfTheDampedMatrix) {
   fd::centre_clouds(problem);
   const double eps = 0.3;
   auto compute = fd::make_cpu_backend(problem, fs::precision::fp64, 1);
-  sinkhorn(*compute, eps, 500);
+  alternate_sinkhorn(*compute, eps, 500);
   const fd::solved_plan plan(*compute, problem, eps);
   const std::size_t n = 37, m = 29;
 

@@ -25,6 +25,7 @@
 #include "core/potential_system.hpp"
 #include "core/prepare.hpp"
 #include "core/solved_plan.hpp"
+#include "cpp/backend_sinkhorn.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "flashsinkhorn/options.hpp"
 #include "gpu/gpu_test_support.hpp"
@@ -41,26 +42,6 @@ double relative_distance(const std::vector<double>& a, const std::vector<double>
     norm += b[i] * b[i];
   }
   return std::sqrt(diff / norm);
-}
-
-// Alternating Sinkhorn half-steps on the backend, g = 0 to start.
-void solve(backend& compute, double eps, int iterations) {
-  compute.write_potential(slot::g, {});
-  for (int it = 0; it < iterations; ++it) {
-    softmin_step to_f;
-    to_f.rows = side::x;
-    to_f.keys = side::y;
-    to_f.key_potential = slot::g;
-    to_f.out = slot::f;
-    to_f.eps = eps;
-    compute.softmin(to_f);
-    softmin_step to_g = to_f;
-    to_g.rows = side::y;
-    to_g.keys = side::x;
-    to_g.key_potential = slot::f;
-    to_g.out = slot::g;
-    compute.softmin(to_g);
-  }
 }
 
 class schur_cg_test : public ::testing::TestWithParam<precision> {
@@ -81,7 +62,7 @@ TEST_P(schur_cg_test, device_cg_matches_the_host_cg_on_the_same_passes) {
   // tens to hundreds of CG iterations at 1e-6, as in the benchmarks.
   const double eps = 1.0;
   auto gpu = make_cuda_backend(problem, mode, 0);
-  solve(*gpu, eps, 1000);
+  testing_support::alternate_sinkhorn(*gpu, eps, 1000);
   const solved_plan plan(*gpu, problem, eps);
 
   std::normal_distribution<double> normal(0.0, 1.0);

@@ -47,7 +47,7 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   std::optional<projected_cg_outcome> cg;
   if (!settings.host_cg) {
     schur_system system = plan.schur();
-    system.column_sums = &c;
+    system.column_sums = &c;  // (1 + ridge)·c: the damped diagonal
     cg = plan.compute().solve_schur(system, rho, preconditioner, cg_settings);
   }
   if (cg) {

@@ -11,8 +11,9 @@
 //   S z_g = ρ := r_g − Pᵀ(r_f/a),     z_f = r_f/a − diag(1/a) P z_g,
 // by projected preconditioned CG (core/projected_cg.hpp): each S·v is one x-rows pass
 // (diag(1/a)P·v) and one y-rows pass (Pᵀ·u), k = 1. The backend runs the CG where its vectors live
-// when it can (backend::solve_schur: the CUDA backend, no host round trip per iteration). Finally z moves along (1, −1) to
-// Σz_f = Σz_g: z = H⁺ r.
+// when it can (backend::solve_schur: the CUDA backend, no host round trip per iteration).
+// Finally z moves along (1, −1) to Σz_f = Σz_g: z = H⁺ r.
+// With ridge > 0 CG solves the damped (S + ridge·diag(c))·z_g = ρ instead, unprojected.
 #pragma once
 
 #include <vector>

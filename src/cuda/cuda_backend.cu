@@ -453,8 +453,6 @@ class cuda_backend final : public backend {
     return result;
   }
 
-  // The plan pass with the keys' exact points as values (cached as staged Vᵀ per side in the
-  // tensor-core modes), then the epilogue, all on the stream: nothing crosses to the host.
   // The CG of the potential system on the device (cuda/schur_cg.hpp). Each product is the x-rows
   // pass keyed by g on p, the reweighting by w, and the y-rows pass keyed by f, one value column
   // each: plan_mma_kernel.cuh's FMA pass, exact to fp32 whatever the mode.
@@ -498,6 +496,8 @@ class cuda_backend final : public backend {
     return device_schur_cg(product, inputs, settings, stream_.get());
   }
 
+  // The plan pass with the keys' exact points as values (cached as staged Vᵀ per side in the
+  // tensor-core modes), then the epilogue, all on the stream: nothing crosses to the host.
   void point_gradient(const point_gradient_request& request) override {
     if (!(request.eps > 0)) throw invalid_argument("point_gradient: eps must be > 0");
     if (side_of(request.key_potential) != request.keys || side_of(request.row_potential) != request.rows)

@@ -12,6 +12,7 @@
 # with the peers staged by tools/stage_peer_wheels.sh; e.g.
 #   FS_COMMIT=... STAGES="build suite" SUITE_NS=10000,50000 SUITE_DS=64 tools/gpu_check.sh
 # (its SUITE_* variables: bench/suite/run_device.sh; it stops starting cases at DEADLINE).
+# GPU_TEST_FILTER narrows the `gpu` stage to some gtest cases (e.g. "*quadratic*:*Hvp*").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/out}"
@@ -64,7 +65,7 @@ fi
 gpu_tests="$build/tests/gpu/flashsinkhorn_gpu_tests"
 if has gpu; then
   echo "== GPU tests" >> "$logs/tests.log"
-  timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_brief=0 >> "$logs/tests.log" 2>&1 || { echo "GPU tests failed"; status=1; }
+  timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_brief=0 --gtest_filter="${GPU_TEST_FILTER:-*}" >> "$logs/tests.log" 2>&1 || { echo "GPU tests failed"; status=1; }
   grep -E "^\[  (PASSED|FAILED) |tests ran|FAILED  \]" "$logs/tests.log" | tail -15
   # The same backend cases on the mma.sync kernel family (sm_90a builds pick wgmma for tf32/bf16).
   if [[ "${GPU_TEST_MMA:-1}" != 0 ]]; then

@@ -2,9 +2,8 @@
 //   Σ_j softmax_ij (u_i·q_j) V_j = Σ_c u_ic · [Σ_j softmax_ij (q_jc V_j)],
 // i.e. plan_rows with the k·dim values W_j = q_j ⊗ V_j (W_j[c·k + l] = q_jc·V_jl), contracted with
 // u_i on the host. Memory O((keys + rows)·k·dim) — for V = the key points, k·dim = d², which is
-// what the fused two-GEMM pass avoids. Any backend can use it (the CUDA backend does: it has no
-// fused kernel for this product yet). Header-only so that the CUDA library, linked below the core
-// library, can call it.
+// what the fused two-GEMM pass avoids. Both backends fuse the product; this pass stays as the
+// reference the fused ones are tested and measured against (two_gemm_path::plan_pass).
 // `key_points`: (keys count, dim) float64, the keys' points in their role (η⊙q); these are the
 // exact prepared values, so in the single-precision modes q differs from a fused pass's operands
 // by their rounding (both are within the mode's error budget).
@@ -35,8 +34,8 @@ inline plan_rows_result plan_quadratic_rows_by_plan_pass(const backend& compute,
   if (bytes > kGenericQuadraticMaxBytes) {
     std::string message = "plan_quadratic_rows: the generic pass would hold ";
     message.append(std::to_string(static_cast<long long>(bytes / (1 << 20)))).append(" MiB of k·d = ");
-    message.append(std::to_string(width)).append(" values per point (limit 4 GiB); this backend and precision ");
-    message.append("have no fused two-GEMM pass yet — use the CPU backend or fp64 on CUDA, or a smaller d");
+    message.append(std::to_string(width)).append(" values per point (limit 4 GiB); use the fused pass ");
+    message.append("(two_gemm_path::fused, the default) or a smaller d");
     throw unsupported(message);
   }
   std::vector<double> outer(static_cast<std::size_t>(key_count * width));

@@ -21,7 +21,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/plan_quadratic_generic.hpp"
 #include "core/view_io.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
@@ -89,7 +88,7 @@ struct device_cloud {
 
 // The points in the storage type of `mode`, (padded_n, padded_d) with zero padding; `rounded`, when
 // given, receives the stored values as doubles, (n, d).
-std::vector<unsigned char> encode_points(const std::vector<double>& points, std::int64_t n, std::int64_t d,
+std::vector<unsigned char> encode_points(const double* points, std::int64_t n, std::int64_t d,
                                          std::int64_t padded_n, std::int64_t padded_d, precision mode,
                                          std::vector<double>* rounded) {
   const std::int64_t element = storage_bytes(mode);
@@ -97,7 +96,7 @@ std::vector<unsigned char> encode_points(const std::vector<double>& points, std:
   if (rounded != nullptr) rounded->assign(static_cast<std::size_t>(n * d), 0.0);
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t c = 0; c < d; ++c) {
-      const double x = points[static_cast<std::size_t>(i * d + c)];
+      const double x = points[i * d + c];
       unsigned char* dst = bytes.data() + (i * padded_d + c) * element;
       double stored = x;
       switch (mode) {
@@ -140,7 +139,7 @@ device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double co
   const std::int64_t padded_n = tile::round_up(n, tile::kRowPadding);
   const std::int64_t padded_d = softmin_padded_dim(mode, d);
   std::vector<double> rounded;
-  out.points = upload(encode_points(cloud.points, n, d, padded_n, padded_d, mode, &rounded), stream);
+  out.points = upload(encode_points(cloud.points.data(), n, d, padded_n, padded_d, mode, &rounded), stream);
   if (mode == precision::tf32 || mode == precision::bf16) {
     const std::vector<float> exact(cloud.points.begin(), cloud.points.end());
     out.exact_points = upload(exact, stream);
@@ -149,7 +148,7 @@ device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double co
     out.exact = {out.points.data(), padded_d, mode == precision::fp64};
   }
   if (cloud.negative_dim > 0)
-    out.key_points = upload(encode_points(cloud.key_points, n, d, padded_n, padded_d, mode, nullptr), stream);
+    out.key_points = upload(encode_points(cloud.key_points.data(), n, d, padded_n, padded_d, mode, nullptr), stream);
   std::vector<double> sq_norm(static_cast<std::size_t>(n), 0.0);
   for (std::int64_t i = 0; i < n; ++i)
     sq_norm[static_cast<std::size_t>(i)] = cost_scale * signed_sq_norm(rounded.data() + i * d, d, cloud.negative_dim);
@@ -242,8 +241,6 @@ class cuda_backend final : public backend {
 
     clouds_[0] = upload_cloud(problem.x, mode_, cost_scale_, stream_.get());
     clouds_[1] = upload_cloud(problem.y, mode_, cost_scale_, stream_.get());
-    host_key_points_[0] = problem.x.key_role_points();
-    host_key_points_[1] = problem.y.key_role_points();
     dim_ = problem.x.dim;
     for (int s = 0; s < kSlotCount; ++s) {
       const std::int64_t count = cloud(side_of(static_cast<slot>(s))).count;
@@ -413,16 +410,10 @@ class cuda_backend final : public backend {
     return result;
   }
 
-  // fp64: fused into the SIMT plan pass (plan_rows_kernel.cuh: a second dot product u_i·q_j per
-  // term, k value columns). Other modes: not fused yet — the generic O(d²)-value fallback
-  // (core/plan_quadratic_generic.hpp), one tensor-core plan pass with the k·dim values q_j ⊗ V_j.
-  // A fused tensor-core kernel would compute U·Kᵀ next to Q·Kᵀ on each key tile and accumulate
-  // (P∘(U·Kᵀ))·V (plan_mma_kernel.cuh, plan_wgmma_kernel.cuh).
+  // Fused in every mode: fp64 in the SIMT plan pass (plan_rows_kernel.cuh: a second dot product
+  // u_i·q_j per term), the other modes on tensor cores (plan_mma_kernel.cuh: U = u·Kᵀ beside the
+  // scores, O += (P∘U)·V), with u stored like the rows' points.
   [[nodiscard]] plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const override {
-    if (mode_ != precision::fp64) {
-      return plan_quadratic_rows_by_plan_pass(*this, request, host_key_points_[static_cast<int>(request.keys)], dim_,
-                                              cloud(request.rows).count);
-    }
     if (!(request.eps > 0)) throw invalid_argument("plan_quadratic_rows: eps must be > 0");
     if (side_of(request.key_potential) != request.keys)
       throw invalid_argument("plan_quadratic_rows: the key potential slot does not live on the keys' side");
@@ -430,18 +421,28 @@ class cuda_backend final : public backend {
       throw invalid_argument("plan_quadratic_rows: needs directions, values and k ≥ 1");
     refuse_inside_block("plan_quadratic_rows");
     FS_CUDA_CHECK(cudaSetDevice(device_));
-    const auto n = static_cast<std::size_t>(cloud(request.rows).count);
+    const device_cloud_view& rows = cloud(request.rows);
+    const auto n = static_cast<std::size_t>(rows.count);
     const auto m = static_cast<std::size_t>(key_cloud(request.keys).count);
     const auto k = static_cast<std::size_t>(request.k);
     const auto d = static_cast<std::size_t>(dim_);
     plan_rows_launch_args args = plan_args(request.rows, request.keys, request.key_potential, request.eps, k);
     double* values = reserve(plan_.values, m * k);
     FS_CUDA_CHECK(cudaMemcpyAsync(values, request.values, m * k * sizeof(double), cudaMemcpyHostToDevice, stream_.get()));
-    double* directions = reserve(plan_.directions, n * d);
-    FS_CUDA_CHECK(cudaMemcpyAsync(directions, request.directions, n * d * sizeof(double), cudaMemcpyHostToDevice,
-                                  stream_.get()));
     args.values = values;
-    args.directions = directions;
+    if (mode_ == precision::fp64) {
+      double* directions = reserve(plan_.directions, n * d);
+      FS_CUDA_CHECK(cudaMemcpyAsync(directions, request.directions, n * d * sizeof(double), cudaMemcpyHostToDevice,
+                                    stream_.get()));
+      args.directions = directions;
+    } else {
+      const std::vector<unsigned char> stored =
+          encode_points(request.directions, rows.count, dim_, rows.padded_count, rows.padded_dim, mode_, nullptr);
+      unsigned char* directions = reserve(plan_.stored_directions, stored.size());
+      FS_CUDA_CHECK(cudaMemcpyAsync(directions, stored.data(), stored.size(), cudaMemcpyHostToDevice, stream_.get()));
+      args.stored_directions = directions;
+      args.values_scratch = reserve(plan_.staged, staged_bytes(request.keys, request.k, false, true));
+    }
     FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
     plan_rows_result result;
     result.lse.resize(n);
@@ -449,7 +450,7 @@ class cuda_backend final : public backend {
     FS_CUDA_CHECK(cudaMemcpyAsync(result.lse.data(), args.lse, n * sizeof(double), cudaMemcpyDeviceToHost, stream_.get()));
     FS_CUDA_CHECK(cudaMemcpyAsync(result.weighted.data(), args.weighted, n * k * sizeof(double), cudaMemcpyDeviceToHost,
                                   stream_.get()));
-    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));  // `stored` dies when we return
     return result;
   }
 
@@ -618,9 +619,10 @@ class cuda_backend final : public backend {
   }
 
   // Bytes of the staged values of a pass with keys on `keys`, k columns.
-  [[nodiscard]] std::size_t staged_bytes(side keys, std::int64_t k, bool want_cost) const {
+  [[nodiscard]] std::size_t staged_bytes(side keys, std::int64_t k, bool want_cost, bool quadratic = false) const {
     const device_cloud_view& view = key_cloud(keys);
-    const staged_values_layout layout = plan_values_layout(mode_, view.padded_dim, k, want_cost, max_shared_bytes_);
+    const staged_values_layout layout =
+        plan_values_layout(mode_, view.padded_dim, k, want_cost, max_shared_bytes_, quadratic);
     return static_cast<std::size_t>(plan_values_bytes(layout, k, view.padded_count));
   }
 
@@ -690,12 +692,12 @@ class cuda_backend final : public backend {
   struct plan_scratch {
     device_buffer<double> lse, weighted, cost, values;
     device_buffer<double> directions;                           // u of a quadratic pass (fp64)
+    device_buffer<unsigned char> stored_directions;             // u of a quadratic pass, stored (other modes)
     device_buffer<unsigned char> staged;                        // Vᵀ of a caller's values
     std::array<device_buffer<unsigned char>, 2> staged_points;  // Vᵀ of each side's exact points
   };
   mutable plan_scratch plan_;
   std::array<device_buffer<double>, 2> gradients_;  // point gradients, (count, dim) per side
-  std::array<std::vector<double>, 2> host_key_points_;  // η⊙q per side, float64 (plan_quadratic_rows)
   std::int64_t dim_ = 0;
 };
 

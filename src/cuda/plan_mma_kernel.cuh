@@ -23,6 +23,14 @@
 // complement c∘v − Pᵀ(P·v)/a cancel most of each term, and tf32-rounded P or v (2⁻¹¹ relative)
 // left them stalled (docs/cuda_backend.md, "The HVP on the GPU").
 //
+// The quadratic pass (kQuadratic, backend.hpp's plan_quadratic_rows: the HVP's "two-GEMM" term)
+//   weighted_i = Σ_j softmax_j(S_i·)·(u_i·q_j)·V_j
+// streams a third operand: the rows' directions u, stored like the rows' points (the mode's format
+// and padding), one more query block per feature chunk of the ring. The warp computes U = u·Kᵀ
+// beside S = Q·Kᵀ from the same key chunk (the same MMA policy), and the A operand of O += ·V is
+// P∘U instead of P; l sums the unrounded P. Nothing of (P∘U) or of the d×d matrices Σ_j P_ij q_j q_jᵀ
+// is ever stored: the memory is that of an ordinary plan pass plus the directions.
+//
 // P as the A operand of the second product, straight from the C layout of the first (PTX
 // fragment layouts; g = lane/4, t = lane%4):
 //   m16n8k8 (tf32): C holds keys 2t, 2t + 1 of each n8 group, A wants k-slots t, t + 4: the keys
@@ -56,6 +64,9 @@ inline constexpr int kQueryChunkBytes = kBlockM * kChunkStride * 4;
 inline constexpr int kKeyChunkBytes = kBlockN * kChunkStride * 4;
 inline constexpr int kStageBytes = kQueryChunkBytes + kKeyChunkBytes;  // ≥ a Vᵀ tile (18 KiB)
 inline constexpr int kSharedBytes = kStages * kStageBytes;
+// The quadratic pass: each stage also holds the directions' chunk, after the keys'.
+inline constexpr int kQuadraticStageBytes = kStageBytes + kQueryChunkBytes;
+inline constexpr int kQuadraticSharedBytes = kStages * kQuadraticStageBytes;
 static_assert(kValueCols * kValueStride * 4 <= kStageBytes);
 static_assert(kBlockN % 16 == 0 && kValueCols % 8 == 0);
 }  // namespace plan_tile
@@ -66,6 +77,7 @@ struct plan_mma_params {
   const float* key_bias;            // (keys_padded,) β·log₂e, −∞ on padded keys
   const void* values_t;             // (value_tiles·kValueCols, keys_padded) staged Vᵀ, or nullptr;
                                     // kVector: (keys_padded,) fp32
+  const void* directions;           // kQuadratic: (rows_padded, padded_dim) stored words, as rows_points
   const double* row_scaled_sq_norm;  // (rows,) s‖p_i‖²
   const double* key_scaled_sq_norm;  // (keys,) s‖q_j‖²
   double* lse;                      // (rows,)
@@ -111,13 +123,18 @@ struct plan_value_operands {
   }
 };
 
-// kCost: also the cost sum (two FMAs per score). kVector: one value column by FMA (see above).
-template <class Op, bool kCost, bool kVector = false>
+// kCost: also the cost sum (two FMAs per score). kVector: one value column by FMA. kQuadratic: the
+// quadratic pass, each term weighted by u_i·q_j (see above).
+template <class Op, bool kCost, bool kVector = false, bool kQuadratic = false>
 __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const plan_mma_params p) {
   using namespace plan_tile;
   using Values = plan_value_operands<Op>;
-  static_assert(!(kCost && kVector), "the vector pass carries no cost");
-  constexpr bool kRoundsP = Values::kRoundsP && !kVector;
+  static_assert(!(kCost && kVector) && !(kQuadratic && (kCost || kVector)),
+                "the vector and quadratic passes carry no cost, and are not both");
+  // Whether P itself is rounded for the product (then l and the LSE keep separate sums); the
+  // quadratic pass rounds P∘U instead, and l is the unrounded Σ P.
+  constexpr bool kRoundsP = Values::kRoundsP && !kVector && !kQuadratic;
+  constexpr int kStage = kQuadratic ? kQuadraticStageBytes : kStageBytes;
   constexpr int kNFragments = kBlockN / 8;
   constexpr int kValueFragments = kValueCols / 8;
 
@@ -138,7 +155,8 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
   const auto* rows_points = static_cast<const std::uint32_t*>(p.rows_points);
   const auto* key_points = static_cast<const std::uint32_t*>(p.key_points);
   const auto* values_t = static_cast<const std::uint32_t*>(p.values_t);
-  auto stage_ptr = [&](int load) { return shared + (load % kStages) * kStageBytes; };
+  const auto* directions = static_cast<const std::uint32_t*>(p.directions);
+  auto stage_ptr = [&](int load) { return shared + (load % kStages) * kStage; };
 
   // Rows [row0, row0 + count) × words [c·kChunkWords, +width) into a tile of stride kChunkStride.
   auto load_chunk = [&](std::uint32_t* tile, const std::uint32_t* global, std::int64_t row0, int count, int chunk) {
@@ -158,6 +176,7 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
       if (part < chunks) {
         load_chunk(stage, rows_points, row_block0, kBlockM, part);
         load_chunk(stage + kQueryChunkBytes / 4, key_points, key0, kBlockN, part);
+        if constexpr (kQuadratic) load_chunk(stage + kStageBytes / 4, directions, row_block0, kBlockM, part);
       } else {  // Vᵀ rows of this CTA's value columns, keys [key0, key0 + kBlockN)
         constexpr int kPieces = kBlockN / 4;
         for (int idx = threadIdx.x; idx < kValueCols * kPieces; idx += kThreads) {
@@ -173,6 +192,7 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
   for (int load = 0; load < kStages - 1; ++load) issue_load(load);
 
   float s[1][kNFragments][4];                    // this warp's (16 rows, kBlockN keys): scores, then P
+  [[maybe_unused]] float u[1][kNFragments][4];   // kQuadratic: the same tile of u·q
   float o[kValueFragments][4] = {};              // (16 rows, kValueCols) Σ P·V, C layout
   float row_max[2] = {-INFINITY, -INFINITY};     // rows g and g + 8, log₂ units, quad-agreed
   float row_sum[2] = {0.f, 0.f};                 // this thread's keys' share of l (rounded P)
@@ -201,11 +221,17 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
 #pragma unroll
       for (int nf = 0; nf < kNFragments; ++nf)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[0][nf][e] = 0.f;
+        for (int e = 0; e < 4; ++e) {
+          s[0][nf][e] = 0.f;
+          if constexpr (kQuadratic) u[0][nf][e] = 0.f;
+        }
     }
     const int width = static_cast<int>(min64(kChunkWords, p.padded_words - static_cast<std::int64_t>(part) * kChunkWords));
-    accumulate_chunk_scores<Op, 1>(s, stage + (warp * 16 + g) * kChunkStride + 4 * t,
-                                   stage + kQueryChunkBytes / 4 + g * kChunkStride + 4 * t, kChunkStride, width);
+    const std::uint32_t* key_rows = stage + kQueryChunkBytes / 4 + g * kChunkStride + 4 * t;
+    accumulate_chunk_scores<Op, 1>(s, stage + (warp * 16 + g) * kChunkStride + 4 * t, key_rows, kChunkStride, width);
+    if constexpr (kQuadratic)
+      accumulate_chunk_scores<Op, 1>(u, stage + kStageBytes / 4 + (warp * 16 + g) * kChunkStride + 4 * t, key_rows,
+                                     kChunkStride, width);
     if (part != chunks - 1) continue;
 
     // The online softmax over this key tile: keys 8nf + 2t + e%2 of rows g (e < 2) and g + 8.
@@ -254,7 +280,11 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
           row_sum[h] += weight;
           if constexpr (kCost) cost_sum[h] = fmaf(exact, fmaf(-p.cost_scale2, dot, key_norm[nf][e]), cost_sum[h]);
           if constexpr (kVector) vector_sum[h] = fmaf(exact, e == 0 ? vector[nf].x : vector[nf].y, vector_sum[h]);
-          s[0][nf][2 * h + e] = weight;
+          if constexpr (kQuadratic) {
+            s[0][nf][2 * h + e] = Values::round(exact * u[0][nf][2 * h + e]);
+          } else {
+            s[0][nf][2 * h + e] = weight;
+          }
         }
     }
   }

@@ -88,7 +88,8 @@ cudaError_t stage_for(precision mode, staged_values_layout layout, const Source*
   return cudaErrorInvalidValue;
 }
 
-// `vector`: the one-column FMA pass (staged_values_layout::vector).
+// `vector`: the one-column FMA pass (staged_values_layout::vector); stored_directions: the
+// quadratic pass.
 template <class Op>
 cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cudaStream_t stream) {
   using namespace kernels::plan_tile;
@@ -99,6 +100,7 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cuda
   p.key_points = keys.points;
   p.key_bias = args.bias_scratch;
   p.values_t = args.k > 0 ? args.values_scratch : nullptr;
+  p.directions = args.stored_directions;
   p.row_scaled_sq_norm = rows.scaled_sq_norm;
   p.key_scaled_sq_norm = keys.scaled_sq_norm;
   p.lse = args.lse;
@@ -114,14 +116,19 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cuda
   p.eps = args.eps;
   const dim3 grid(static_cast<unsigned>((rows.count + kBlockM - 1) / kBlockM),
                   static_cast<unsigned>(args.k > 0 && !vector ? value_columns_padded(args.k) / kValueCols : 1));
-  auto launch = [&](auto kernel) {
-    cudaError_t s = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+  auto launch = [&](auto kernel, int shared_bytes) {
+    cudaError_t s = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
     if (s != cudaSuccess) return s;
-    kernel<<<grid, kThreads, kSharedBytes, stream>>>(p);
+    kernel<<<grid, kThreads, shared_bytes, stream>>>(p);
     return cudaGetLastError();
   };
-  if (vector) return launch(kernels::plan_mma_kernel<Op, false, true>);
-  return args.cost != nullptr ? launch(kernels::plan_mma_kernel<Op, true>) : launch(kernels::plan_mma_kernel<Op, false>);
+  if (args.stored_directions != nullptr) {
+    if (args.k <= 0 || args.cost != nullptr || kQuadraticSharedBytes > args.max_shared_bytes) return cudaErrorInvalidValue;
+    return launch(kernels::plan_mma_kernel<Op, false, false, true>, kQuadraticSharedBytes);
+  }
+  if (vector) return launch(kernels::plan_mma_kernel<Op, false, true>, kSharedBytes);
+  return args.cost != nullptr ? launch(kernels::plan_mma_kernel<Op, true>, kSharedBytes)
+                              : launch(kernels::plan_mma_kernel<Op, false>, kSharedBytes);
 }
 
 // What both Hopper plan kernels take: the panel tensor maps of the rows, the keys (rows of `words`
@@ -224,8 +231,9 @@ bool plan_uses_wgmma(precision mode, std::int64_t padded_dim, std::int64_t k, bo
 }  // namespace
 
 staged_values_layout plan_values_layout(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost,
-                                        int max_shared_bytes) {
+                                        int max_shared_bytes, bool quadratic) {
   if (k <= 0 || mode == precision::fp64) return staged_values_layout::none;
+  if (quadratic) return staged_values_layout::tiles;
   if (k == 1 && !want_cost) return staged_values_layout::vector;
   return plan_uses_wgmma(mode, padded_dim, k, want_cost, max_shared_bytes) ? staged_values_layout::permuted_tiles
                                                                           : staged_values_layout::tiles;
@@ -251,8 +259,11 @@ cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
   if (args.rows.count <= 0) return cudaSuccess;
   if (args.rows.padded_dim != args.keys.padded_dim) return cudaErrorInvalidValue;
-  if (mode == precision::fp64) return launch_plan_fp64(args, stream);
-  if (args.directions != nullptr) return cudaErrorInvalidValue;  // the quadratic pass is fp64-only
+  if (mode == precision::fp64) {
+    if (args.stored_directions != nullptr) return cudaErrorInvalidValue;
+    return launch_plan_fp64(args, stream);
+  }
+  if (args.directions != nullptr) return cudaErrorInvalidValue;  // float64 directions: the fp64 pass's
 
   const device_cloud_view& keys = args.keys;
   kernels::key_bias_kernel<float><<<blocks_for(keys.padded_count), kElementwiseThreads, 0, stream>>>(
@@ -261,8 +272,8 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) return status;
   // One decision for the staging and the kernel.
-  const staged_values_layout layout =
-      plan_values_layout(mode, args.rows.padded_dim, args.k, args.cost != nullptr, args.max_shared_bytes);
+  const staged_values_layout layout = plan_values_layout(mode, args.rows.padded_dim, args.k, args.cost != nullptr,
+                                                         args.max_shared_bytes, args.stored_directions != nullptr);
   const bool hopper = layout == staged_values_layout::permuted_tiles;
   const bool vector = layout == staged_values_layout::vector;
   if (args.k > 0 && !args.values_staged) {

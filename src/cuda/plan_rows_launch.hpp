@@ -7,7 +7,8 @@
 //                    plan_wgmma_streamed_kernel.cuh for wide rows)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,
 //                    P·V with P and V in tf32 (fp32: 3×TF32), fp32 accumulation, float64 row
-//                    finish; one value column (k = 1, no cost) by fp32 FMAs instead.
+//                    finish; one value column (k = 1, no cost) by fp32 FMAs instead; the
+//                    quadratic pass with a third operand U = u·Kᵀ beside the scores.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,10 +29,13 @@ struct plan_rows_launch_args {
   const double* values = nullptr;         // (keys.count, k), rows values_stride apart, or nullptr
   std::int64_t values_stride = 0;         // 0: k
   std::int64_t k = 0;
-  // fp64 only: (rows.count, rows.dim) float64 per-row directions u_i; the pass is then the fused
-  // quadratic pass Σ_j softmax_ij (u_i·q_j) V_j (plan_rows_kernel.cuh). Other modes refuse it
-  // (cudaErrorInvalidValue); the backend takes the generic path there.
+  // Per-row directions u_i: the pass is then the fused quadratic pass Σ_j softmax_ij (u_i·q_j) V_j.
+  // fp64: (rows.count, rows.dim) float64 (plan_rows_kernel.cuh). Tensor-core modes: stored like the
+  // rows' points, (rows.padded_count, padded_dim) in the mode's format with zero padding
+  // (plan_mma_kernel.cuh's quadratic pass, values staged as tiles). Giving the other one refuses
+  // (cudaErrorInvalidValue).
   const double* directions = nullptr;
+  const void* stored_directions = nullptr;
   // Tensor-core modes: values_scratch already holds the staged Vᵀ (stage_plan_values), `values`
   // is not read.
   bool values_staged = false;
@@ -54,10 +58,11 @@ struct plan_rows_launch_args {
 //   permuted_tiles  the same, key-permuted, for the Hopper kernels (plan_wgmma_kernel.cuh for rows
 //                   of ≤ 8 k-steps, plan_wgmma_streamed_kernel.cuh for wider rows of whole panels):
 //                   tf32 and bf16 with k ≥ 2 values and without the cost, on sm_90a
+// A quadratic pass (stored_directions) always stages tiles: only plan_mma_kernel.cuh fuses it.
 enum class staged_values_layout { none, vector, tiles, permuted_tiles };
 
 staged_values_layout plan_values_layout(precision mode, std::int64_t padded_dim, std::int64_t k, bool want_cost,
-                                        int max_shared_bytes);
+                                        int max_shared_bytes, bool quadratic = false);
 
 // Bytes of the staged values of k columns in `layout`.
 std::int64_t plan_values_bytes(staged_values_layout layout, std::int64_t k, std::int64_t keys_padded);

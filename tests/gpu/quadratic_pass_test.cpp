@@ -1,0 +1,164 @@
+// The fused quadratic ("two-GEMM") pass of the CUDA backend (backend.hpp, plan_quadratic_rows)
+//   weighted_i = Σ_j softmax_j(S_i·)·(u_i·q_j)·V_j
+// in every mode against the float64 CPU backend, against the CPU backend of the same mode, and
+// against a math fact: u_i·(Σ_j softmax_ij q_j ⊗ V_j) — the generic pass of
+// core/plan_quadratic_generic.hpp run on the GPU itself, which contracts an ordinary plan pass of
+// the d·k values q_j ⊗ V_j with u_i. Shapes cover one feature chunk and several, a ragged last
+// chunk, one value column and several value tiles, and d = 1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/plan_quadratic_generic.hpp"
+#include "core/prepare.hpp"
+#include "cpu/cpu_backend.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "flashsinkhorn/options.hpp"
+#include "gpu/gpu_test_support.hpp"
+
+namespace {
+
+using flashsinkhorn::precision;
+using namespace flashsinkhorn::detail;
+
+struct quadratic_case {
+  std::int64_t n, m, d, k;
+};
+
+class quadratic_pass_test : public ::testing::TestWithParam<quadratic_case> {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  }
+};
+
+// The relative precision of the pass's operands in `mode`: the points and directions are stored in
+// the mode's format, the scores and u·q come from the mode's MMA policy, and P∘U is rounded to the
+// P·V operand format (tf32 for tf32 and bf16; fp32 is 3×TF32 throughout).
+double operand_roundoff(precision mode) {
+  switch (mode) {
+    case precision::fp64: return 0x1p-53;
+    case precision::fp32: return 0x1p-21;
+    case precision::tf32: return 0x1p-11;
+    case precision::bf16: return 0x1p-8;
+  }
+  return 0;
+}
+
+// max over rows i of |got_i − want_i| / bound_i, bound_i = tol · ‖u_i‖ · max_j‖q_j‖ · max|V|: the
+// size of the terms of row i, whatever their cancellation.
+double worst_scaled_error(const std::vector<double>& got, const std::vector<double>& want,
+                          const std::vector<double>& row_scale, std::int64_t k) {
+  EXPECT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (std::size_t idx = 0; idx < std::min(got.size(), want.size()); ++idx) {
+    const double diff = std::abs(got[idx] - want[idx]) / row_scale[idx / static_cast<std::size_t>(k)];
+    worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
+  }
+  return worst;
+}
+
+TEST_P(quadratic_pass_test, matches_float64_the_cpu_backend_and_the_generic_pass) {
+  const quadratic_case c = GetParam();
+  std::mt19937_64 rng(static_cast<std::uint64_t>(13 * c.n + 7 * c.m + 5 * c.d + c.k));
+  prepared_problem problem;
+  problem.x = gpu_tests::random_cloud(c.n, c.d, true, rng, 0.0);
+  problem.y = gpu_tests::random_cloud(c.m, c.d, true, rng, 0.4);
+  centre_clouds(problem);
+  const double scale = gpu_tests::largest_cost(problem);
+  const double eps = 0.1 * static_cast<double>(c.d) + 0.05;
+
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> g(static_cast<std::size_t>(c.m));
+  for (auto& v : g) v = 0.3 * eps * normal(rng);
+  std::vector<double> directions(static_cast<std::size_t>(c.n * c.d));
+  for (auto& v : directions) v = normal(rng);
+  std::vector<double> values(static_cast<std::size_t>(c.m * c.k));
+  for (auto& v : values) v = normal(rng);
+  plan_quadratic_request request;
+  request.rows = side::x;
+  request.keys = side::y;
+  request.key_potential = slot::g;
+  request.eps = eps;
+  request.directions = directions.data();
+  request.values = values.data();
+  request.k = c.k;
+
+  double key_norm = 0, v_max = 0;
+  for (std::int64_t j = 0; j < c.m; ++j) {
+    double sq = 0;
+    for (std::int64_t l = 0; l < c.d; ++l) sq += problem.y.points[j * c.d + l] * problem.y.points[j * c.d + l];
+    key_norm = std::max(key_norm, std::sqrt(sq));
+  }
+  for (double v : values) v_max = std::max(v_max, std::abs(v));
+  std::vector<double> row_scale(static_cast<std::size_t>(c.n));
+  for (std::int64_t i = 0; i < c.n; ++i) {
+    double sq = 0;
+    for (std::int64_t l = 0; l < c.d; ++l) sq += directions[i * c.d + l] * directions[i * c.d + l];
+    row_scale[i] = std::sqrt(sq) * key_norm * v_max;
+  }
+
+  auto exact = make_cpu_backend(problem, precision::fp64, 0);
+  exact->write_potential(slot::g, g);
+  const plan_rows_result want = exact->plan_quadratic_rows(request);
+
+  for (const precision mode : {precision::fp64, precision::fp32, precision::tf32, precision::bf16}) {
+    const std::string mode_name(flashsinkhorn::to_string(mode));
+    SCOPED_TRACE(mode_name);
+    auto gpu = make_cuda_backend(problem, mode, 0);
+    auto cpu = make_cpu_backend(problem, mode, 0);
+    gpu->write_potential(slot::g, g);
+    cpu->write_potential(slot::g, g);
+    const plan_rows_result got = gpu->plan_quadratic_rows(request);
+    const plan_rows_result same_mode = cpu->plan_quadratic_rows(request);
+    const plan_rows_result generic =
+        plan_quadratic_rows_by_plan_pass(*gpu, request, problem.y.key_role_points(), c.d, c.n);
+    ASSERT_EQ(got.weighted.size(), static_cast<std::size_t>(c.n * c.k));
+
+    // Each weight moves by exp(2·score error) − 1 (its score and the LSE; plan_pass_test.cpp), u·q
+    // and q by the operands' rounding, P∘U by the product operand's: a few units of the mode's
+    // roundoff, times the row's term size. The float accumulation over m keys adds m·2⁻²⁴.
+    const double u = operand_roundoff(mode);
+    const double float_score_tol = 64 * 0x1p-24 * scale / eps;
+    const double score_tol = 2 * u * scale / eps + float_score_tol;
+    const double tol = std::expm1(2 * score_tol) + 6 * u + static_cast<double>(c.m) * 0x1p-24 + 1e-9;
+    const double tol_same_mode = std::expm1(2 * float_score_tol) + 6 * u + static_cast<double>(c.m) * 0x1p-24 + 1e-9;
+    const double vs_exact = worst_scaled_error(got.weighted, want.weighted, row_scale, c.k);
+    const double vs_cpu = worst_scaled_error(got.weighted, same_mode.weighted, row_scale, c.k);
+    const double vs_generic = worst_scaled_error(got.weighted, generic.weighted, row_scale, c.k);
+    std::cout << "[ quadratic " << mode_name << " n" << c.n << " m" << c.m << " d" << c.d << " k" << c.k
+              << " ] scaled error vs float64 " << vs_exact << ", vs CPU " << vs_cpu << ", vs generic " << vs_generic
+              << " (bound " << tol << ")\n";
+    EXPECT_LE(vs_exact, tol) << "weighted vs float64";
+    EXPECT_LE(vs_cpu, tol_same_mode) << "weighted vs the CPU backend of the same mode";
+    EXPECT_LE(vs_generic, tol) << "weighted vs u_i·(Σ_j softmax_ij q_j ⊗ V_j)";
+    double lse_error = 0;
+    for (std::int64_t i = 0; i < c.n; ++i) lse_error = std::max(lse_error, std::abs(got.lse[i] - want.lse[i]));
+    EXPECT_LE(lse_error, score_tol) << "lse vs float64";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    shapes, quadratic_pass_test,
+    ::testing::Values(quadratic_case{1, 1, 1, 1}, quadratic_case{37, 101, 3, 3}, quadratic_case{300, 517, 20, 1},
+                      quadratic_case{300, 517, 20, 20}, quadratic_case{200, 333, 64, 64},
+                      quadratic_case{130, 150, 100, 65}, quadratic_case{90, 70, 257, 130},
+                      quadratic_case{1500, 2100, 64, 64}),
+    [](const ::testing::TestParamInfo<quadratic_case>& param_info) {
+      const quadratic_case& c = param_info.param;
+      std::string name;
+      for (const auto& [label, value] : {std::pair{"n", c.n}, {"_m", c.m}, {"_d", c.d}, {"_k", c.k}}) {
+        name.append(label);
+        name.append(std::to_string(value));
+      }
+      return name;
+    });
+
+}  // namespace

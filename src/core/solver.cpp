@@ -15,6 +15,7 @@
 #include "core/potential_vjp.hpp"
 #include "core/prepare.hpp"
 #include "core/solver_loop.hpp"
+#include "core/traced_backend.hpp"
 #include "core/validate.hpp"
 #include "core/view_io.hpp"
 #include "cpu/cpu_backend.hpp"
@@ -39,7 +40,7 @@ std::optional<double> squared(const std::optional<double>& reach) {
   return *reach * *reach;
 }
 
-std::unique_ptr<backend> make_backend(const prepared_problem& prepared, const options& o) {
+std::unique_ptr<backend> make_untraced_backend(const prepared_problem& prepared, const options& o) {
   const bool want_cuda = o.device == device_kind::cuda || (o.device == device_kind::automatic && cuda_available());
   if (!want_cuda) return make_cpu_backend(prepared, o.precision, o.cpu_threads);
 #ifdef FLASHSINKHORN_HAS_CUDA
@@ -52,6 +53,13 @@ std::unique_ptr<backend> make_backend(const prepared_problem& prepared, const op
 #else
   throw unsupported("device cuda was requested but this build of flashsinkhorn has no CUDA backend");
 #endif
+}
+
+// FLASHSINKHORN_TRACE=1: every backend call timed on stderr (core/traced_backend.hpp).
+std::unique_ptr<backend> make_backend(const prepared_problem& prepared, const options& o) {
+  std::unique_ptr<backend> compute = make_untraced_backend(prepared, o);
+  if (tracing_requested()) return make_traced_backend(std::move(compute));
+  return compute;
 }
 
 }  // namespace

@@ -29,7 +29,6 @@
 #include "cuda/graph_cache.hpp"
 #include "cuda/plan_rows_launch.hpp"
 #include "cuda/schur_cg.hpp"
-#include "cuda/signed_plan_product.hpp"
 #include "cuda/point_gradient_launch.hpp"
 #include "cuda/softmin_launch.hpp"
 #include "cuda/tile_config.hpp"
@@ -455,10 +454,9 @@ class cuda_backend final : public backend {
     return result;
   }
 
-  // The CG of the potential system on the device (cuda/schur_cg.hpp). Each product is
-  // A_y(w∘A_x(p)): the x-rows half-step keyed by g and the y-rows one keyed by f, each run twice on
-  // log-weights shifted by log p± (cuda/signed_plan_product.hpp) — the tuned softmin kernels, with
-  // fp32 sums of unrounded P whatever the mode — after one reference half-step per side.
+  // The CG of the potential system on the device (cuda/schur_cg.hpp). Each product is the x-rows
+  // pass keyed by g on p, the reweighting by w, and the y-rows pass keyed by f, one value column
+  // each: plan_mma_kernel.cuh's FMA pass, exact to fp32 whatever the mode.
   [[nodiscard]] std::optional<projected_cg_outcome> solve_schur(const schur_system& system,
                                                                 const std::vector<double>& rhs,
                                                                 const std::vector<double>& diagonal,
@@ -471,20 +469,25 @@ class cuda_backend final : public backend {
     if (system.key_reweight->size() != n || rhs.size() != m || diagonal.size() != m)
       throw invalid_argument("solve_schur: vector sizes do not match the clouds");
     // All scratch at its final size first: nothing is reallocated while passes are in flight.
-    device_buffer<double> reweight(n), reweighted(n), reference_x(n), reference_y(m);
-    signed_product_scratch scratch_x, scratch_y;
+    reserve(plan_.lse, std::max(n, m));
+    reserve(plan_.weighted, std::max(n, m));
+    void* staged = reserve(plan_.staged, std::max(staged_bytes(side::y, 1, false), staged_bytes(side::x, 1, false)));
+    device_buffer<double> reweight(n), reweighted(n);
     FS_CUDA_CHECK(cudaMemcpyAsync(reweight.data(), system.key_reweight->data(), n * sizeof(double),
                                   cudaMemcpyHostToDevice, stream_.get()));
-    const softmin_launch_args x_rows = half_step_args(side::x, side::y, slot::g, system.eps);
-    const softmin_launch_args y_rows = half_step_args(side::y, side::x, slot::f, system.eps);
-    FS_CUDA_CHECK(enqueue_reference_half_step(mode_, x_rows, reference_x.data(), stream_.get()));
-    FS_CUDA_CHECK(enqueue_reference_half_step(mode_, y_rows, reference_y.data(), stream_.get()));
 
     const schur_product product = [&](const double* direction, double* out) {
-      FS_CUDA_CHECK(enqueue_signed_plan_product(mode_, x_rows, reference_x.data(), direction, reweight.data(),
-                                                reweighted.data(), scratch_x, stream_.get()));
-      FS_CUDA_CHECK(enqueue_signed_plan_product(mode_, y_rows, reference_y.data(), reweighted.data(), nullptr, out,
-                                                scratch_y, stream_.get()));
+      plan_rows_launch_args rows = plan_args(side::x, side::y, slot::g, system.eps, 1);
+      rows.values = direction;
+      rows.values_scratch = staged;
+      FS_CUDA_CHECK(launch_plan_rows(mode_, rows, stream_.get()));
+      FS_CUDA_CHECK(launch_hadamard(reweighted.data(), reweight.data(), rows.weighted, static_cast<std::int64_t>(n),
+                                    stream_.get()));
+      plan_rows_launch_args columns = plan_args(side::y, side::x, slot::f, system.eps, 1);
+      columns.values = reweighted.data();
+      columns.values_scratch = staged;
+      columns.weighted = out;
+      FS_CUDA_CHECK(launch_plan_rows(mode_, columns, stream_.get()));
     };
     schur_cg_inputs inputs;
     inputs.column_sums = system.column_sums;
@@ -634,16 +637,6 @@ class cuda_backend final : public backend {
     FS_CUDA_CHECK(stage_plan_values(mode_, layout, static_cast<const float*>(exact.data), exact.stride, view.count,
                                     view.padded_count, view.dim, staged.data(), stream_.get()));
     return staged.data();
-  }
-
-  // A plain half-step of `rows` against `keys` keyed by slot `key` (out, previous unset).
-  [[nodiscard]] softmin_launch_args half_step_args(side rows, side keys, slot key, double eps) const {
-    block_op op;
-    op.rows = rows;
-    op.keys = keys;
-    op.key_potential = slot_data(key);
-    op.eps = eps;
-    return launch_args(op);
   }
 
   [[nodiscard]] softmin_launch_args launch_args(const block_op& op) const {

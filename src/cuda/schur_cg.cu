@@ -58,6 +58,14 @@ double* upload(device_buffer<double>& buffer, const std::vector<double>& values,
 
 }  // namespace
 
+cudaError_t launch_hadamard(double* out, const double* scale, const double* in, std::int64_t count, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  if (count <= 0) return cudaSuccess;
+  kernels::hadamard_kernel<<<static_cast<unsigned>((count + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      out, scale, in, count);
+  return cudaGetLastError();
+}
+
 projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const schur_cg_inputs& inputs,
                                      const projected_cg_settings& settings, cudaStream_t stream) {
   const auto m = static_cast<std::int64_t>(inputs.rhs->size());

@@ -26,6 +26,9 @@ struct schur_cg_inputs {
   const std::vector<double>* rhs = nullptr;            // (m,)
 };
 
+// out_i = scale_i · in_i on the stream (device float64 vectors).
+cudaError_t launch_hadamard(double* out, const double* scale, const double* in, std::int64_t count, cudaStream_t stream);
+
 projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const schur_cg_inputs& inputs,
                                      const projected_cg_settings& settings, cudaStream_t stream);
 

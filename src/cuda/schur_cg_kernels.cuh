@@ -143,4 +143,10 @@ __global__ void __launch_bounds__(kSchurCgThreads) schur_cg_step_kernel(schur_cg
     v.direction[j] = v.residual[j] / v.diagonal[j] + beta * v.direction[j];
 }
 
+// out_i = scale_i · in_i.
+__global__ void hadamard_kernel(double* out, const double* scale, const double* in, std::int64_t count) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = scale[i] * in[i];
+}
+
 }  // namespace flashsinkhorn::detail::kernels

@@ -1,15 +1,17 @@
-// The device-resident CG of the potential system (cuda/schur_cg.hpp, backend::solve_schur)
-// against the host CG of core/projected_cg.hpp over the same backend's plan passes, in every
-// mode, on a problem solved by the backend's own Sinkhorn steps:
-//   - both reach the tolerance, and the device solution's residual, recomputed on the host from
-//     the returned z_g (potential_system.cpp), is within it: the device CG solves the system the
-//     host's passes define;
-//   - the two solutions agree and take nearly the same number of iterations. The device's
-//     products run through softmin half-steps on shifted log-weights (signed_plan_product.hpp),
-//     the host's through single-column plan passes (plan_mma_kernel.cuh's FMA pass): two
-//     summations of the same unrounded P, both fp32-accurate in every mode.
-// The tf32 and bf16 cases are why neither rounds P or v to the tensor cores' operand format: with
-// P and v in tf32 in the products, CG stalled at a residual of 0.15 on 10,000 × 64.
+// The device-resident CG of the potential system (cuda/schur_cg.hpp,
+// backend::solve_schur) against the host CG of core/projected_cg.hpp over the
+// same backend's passes, in every mode, on a problem solved by the backend's
+// own Sinkhorn steps:
+//   - both reach the tolerance, and the device solution's residual, recomputed
+//   on the host from
+//     the returned z_g (potential_system.cpp), is within it: the device CG
+//     solves the system the host's passes define;
+//   - the two solutions agree (the same recurrence in float64; only reduction
+//   orders differ) and
+//     take nearly the same number of iterations.
+// The tf32 and bf16 cases are the reason for the FMA pass (plan_mma_kernel.cuh,
+// k = 1): with P and v rounded to tf32 in the products, CG stalled at a
+// residual of 0.15 on 10,000 × 64.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Hessian-vector products of the converged value: solver::hvp_x, solver::hvp_y.
+// Hessian-vector products of the converged value: solver::hvp_x, solver::hvp_y, solver::hvp_xy.
 //
 // For the balanced problem, F(X) = OT_ε(X, Y) at converged potentials has the gradient
 //   ∇_{x_i}F = 2s Σ_j P_ij (x_i − y_j)
@@ -16,6 +16,11 @@
 //                    objective is concave in the potentials).
 // H = H_fix + H_imp. The derivation is in docs/math.md ("Hessian-vector products").
 // Y plays the symmetric role (hvp_y: B ∈ R^{m×d}, dC_ij = 2s (y_j − x_i)·B_j).
+// Joint (hvp_xy): for (A, B) on both clouds, dC_ij = 2s (x_i − y_j)·(A_i − B_j), one CG solve, and
+//   (H·(A, B))_x,i = 2s [ a_i A_i − (P·B)_i + (1/ε) Σ_j P_ij (δf_i + δg_j − dC_ij)(x_i − y_j) ]
+// (y mirrored with Pᵀ): H_xx·A + H_xy·B and H_yx·A + H_yy·B, the derivative of (∇_X F, ∇_Y F) —
+// what a double backward needs. The parts split the same way; the fixed-potential part couples
+// x_i and y_j (not block diagonal), the implicit part stays PSD on the joint space.
 // Supported: balanced problems with positive weights, the squared-Euclidean cost (any cost_scale),
 // either solver. Unbalanced, cosine, label costs and debiased solves throw `unsupported`.
 #pragma once

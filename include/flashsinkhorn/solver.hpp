@@ -72,6 +72,12 @@ class solver {
   // not debiased (else unsupported). Throws invalid_argument before solve() or on bad shapes.
   hvp_report hvp_x(matrix_view direction, mutable_matrix_view out, const hvp_options& settings = {}) const;
   hvp_report hvp_y(matrix_view direction, mutable_matrix_view out, const hvp_options& settings = {}) const;
+  // The joint product with respect to both clouds (hessian.hpp): for A (n, d) on X and B (m, d) on
+  // Y, out_x = H_xx·A + H_xy·B (n, d) and out_y = H_yx·A + H_yy·B (m, d) — the derivative of
+  // (gradient_x, gradient_y) along (A, B), one CG solve for both. An empty direction is zero; an
+  // empty output is not computed (at least one of each). Same support and settings as hvp_x.
+  hvp_report hvp_xy(matrix_view direction_x, matrix_view direction_y, mutable_matrix_view out_x,
+                    mutable_matrix_view out_y, const hvp_options& settings = {}) const;
 
   [[nodiscard]] std::string device_name() const;
 

@@ -99,13 +99,18 @@ struct plan_rows_result {
 
 // Per-row results of a quadratic plan pass (rows, keys, key potential and eps as in plan_rows):
 //   lse_i       = LSE_j S_ij
-//   weighted_i  = Σ_j softmax_j(S_i·) · (u_i·q_j) · V_j
-// u: (rows count, dim) float64 row-major, one direction per row; q_j: the keys' points in their
-// role (η⊙q, prepared_cloud::key_role_points) as the backend stores them (rounded to the precision
-// mode, like the scores' operands); V: (keys count, k) float64. With V = the keys' points this is
+//   weighted_i  = Σ_j softmax_j(S_i·) · (u_i·z_j) · V_j
+// u: (rows count, dim) float64 row-major, one direction per row; V: (keys count, k) float64;
+// z_j: a key-side vector, by default (key_directions == nullptr) the keys' points in their role
+// (η⊙q, prepared_cloud::key_role_points) as the backend stores them (rounded to the precision
+// mode, like the scores' operands). With z = V = the keys' points this is
 // Σ_j softmax_ij (u_i·q_j) q_j, i.e. (Σ_j softmax_ij q_j q_jᵀ)·u_i without the d×d matrices.
+// With key_directions given, z_j is that row of it, used as given (no η, the scores unchanged):
+// the joint Hessian-vector product's cross term Σ_j P_ij (x_i·B_j) y_j is u = x, z = B, V = y
+// (core/joint_hvp.hpp). A backend whose supports_key_directions() is false must not be sent one
+// (core/solved_plan.cpp falls back to the generic pass).
 // The generic implementation (core/plan_quadratic_generic.hpp) is one plan_rows pass with the
-// k·dim values q_j ⊗ V_j; a backend may instead fuse the second product into its tile loop.
+// k·dim values z_j ⊗ V_j; a backend may instead fuse the second product into its tile loop.
 struct plan_quadratic_request {
   side rows = side::x;
   side keys = side::y;
@@ -114,6 +119,8 @@ struct plan_quadratic_request {
   const double* directions = nullptr;  // (rows count, dim), required
   const double* values = nullptr;      // (keys count, k), required
   std::int64_t k = 0;                  // ≥ 1
+  // (keys count, dim) z_j; nullptr: the keys' points in their role (the single-cloud HVP's pass).
+  const double* key_directions = nullptr;
 };
 
 // The gradient of a plan's value with respect to the points p of `rows` (envelope theorem):
@@ -169,6 +176,9 @@ class backend {
 
   // result.cost stays empty.
   [[nodiscard]] virtual plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const = 0;
+  // Whether plan_quadratic_rows honours request.key_directions. false (the default): the caller
+  // must not set it and runs the generic pass instead (core/plan_quadratic_generic.hpp).
+  [[nodiscard]] virtual bool supports_key_directions() const { return false; }
 
   virtual void point_gradient(const point_gradient_request& request) = 0;
 

@@ -1,9 +1,11 @@
 // The O(d²)-value fallback of backend::plan_quadratic_rows, through one ordinary plan pass:
-//   Σ_j softmax_ij (u_i·q_j) V_j = Σ_c u_ic · [Σ_j softmax_ij (q_jc V_j)],
-// i.e. plan_rows with the k·dim values W_j = q_j ⊗ V_j (W_j[c·k + l] = q_jc·V_jl), contracted with
-// u_i on the host. Memory O((keys + rows)·k·dim) — for V = the key points, k·dim = d², which is
-// what the fused two-GEMM pass avoids. Both backends fuse the product; this pass stays as the
-// reference the fused ones are tested and measured against (two_gemm_path::plan_pass).
+//   Σ_j softmax_ij (u_i·z_j) V_j = Σ_c u_ic · [Σ_j softmax_ij (z_jc V_j)],
+// i.e. plan_rows with the k·dim values W_j = z_j ⊗ V_j (W_j[c·k + l] = z_jc·V_jl), contracted with
+// u_i on the host. z = request.key_directions when given, else the keys' points q. Memory
+// O((keys + rows)·k·dim) — for V = the key points, k·dim = d², which is what the fused two-GEMM
+// pass avoids. Both backends fuse the product; this pass stays as the reference the fused ones are
+// tested and measured against (two_gemm_path::plan_pass), and serves key_directions on a backend
+// that does not fuse them (backend::supports_key_directions).
 // `key_points`: (keys count, dim) float64, the keys' points in their role (η⊙q); these are the
 // exact prepared values, so in the single-precision modes q differs from a fused pass's operands
 // by their rounding (both are within the mode's error budget).
@@ -38,11 +40,12 @@ inline plan_rows_result plan_quadratic_rows_by_plan_pass(const backend& compute,
     message.append("(two_gemm_path::fused, the default) or a smaller d");
     throw unsupported(message);
   }
+  const double* z = request.key_directions != nullptr ? request.key_directions : key_points.data();  // (keys, dim)
   std::vector<double> outer(static_cast<std::size_t>(key_count * width));
   for (std::int64_t j = 0; j < key_count; ++j) {
     for (std::int64_t c = 0; c < dim; ++c) {
-      const double q = key_points[j * dim + c];
-      for (std::int64_t l = 0; l < k; ++l) outer[j * width + c * k + l] = q * request.values[j * k + l];
+      const double z_jc = z[j * dim + c];
+      for (std::int64_t l = 0; l < k; ++l) outer[j * width + c * k + l] = z_jc * request.values[j * k + l];
     }
   }
   plan_rows_request pass;

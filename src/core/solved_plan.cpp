@@ -65,8 +65,8 @@ std::vector<double> solved_plan::column_masses_times(plan_rows_result pass, std:
 }
 
 plan_rows_result solved_plan::quadratic_pass(side rows, slot key, const std::vector<double>& directions,
-                                             const std::vector<double>& values, std::int64_t k,
-                                             two_gemm_path path) const {
+                                             const std::vector<double>& values, std::int64_t k, two_gemm_path path,
+                                             const double* key_directions) const {
   plan_quadratic_request request;
   request.rows = rows;
   request.keys = other(rows);
@@ -75,8 +75,10 @@ plan_rows_result solved_plan::quadratic_pass(side rows, slot key, const std::vec
   request.directions = directions.data();
   request.values = values.data();
   request.k = k;
+  request.key_directions = key_directions;
   ++passes_;
-  if (path == two_gemm_path::fused) return compute_.plan_quadratic_rows(request);
+  const bool fusable = key_directions == nullptr || compute_.supports_key_directions();
+  if (path == two_gemm_path::fused && fusable) return compute_.plan_quadratic_rows(request);
   const prepared_cloud& row_cloud = rows == side::x ? problem_.x : problem_.y;
   const prepared_cloud& key_cloud = rows == side::x ? problem_.y : problem_.x;
   return plan_quadratic_rows_by_plan_pass(compute_, request, key_cloud.key_role_points(), key_cloud.dim,
@@ -85,14 +87,16 @@ plan_rows_result solved_plan::quadratic_pass(side rows, slot key, const std::vec
 
 std::vector<double> solved_plan::quadratic_row_average(const std::vector<double>& directions,
                                                        const std::vector<double>& values, std::int64_t k,
-                                                       two_gemm_path path) const {
-  return std::move(quadratic_pass(side::x, slot::g, directions, values, k, path).weighted);
+                                                       two_gemm_path path, const double* key_directions) const {
+  return std::move(quadratic_pass(side::x, slot::g, directions, values, k, path, key_directions).weighted);
 }
 
 std::vector<double> solved_plan::quadratic_transpose(const std::vector<double>& directions,
                                                      const std::vector<double>& values, std::int64_t k,
-                                                     two_gemm_path path) const {
-  return column_masses_times(quadratic_pass(side::y, slot::f, directions, reweight_keys(values, k), k, path), k);
+                                                     two_gemm_path path, const double* key_directions) const {
+  // The reweighting w_i scales each term once: through V, never through z.
+  return column_masses_times(
+      quadratic_pass(side::y, slot::f, directions, reweight_keys(values, k), k, path, key_directions), k);
 }
 
 }  // namespace flashsinkhorn::detail

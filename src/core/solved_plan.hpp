@@ -14,9 +14,11 @@
 //                      leading part).
 // and their quadratic ("two-GEMM") forms, each one backend::plan_quadratic_rows pass (or its
 // generic O(d²)-value version, core/plan_quadratic_generic.hpp, chosen by `path`):
-//   quadratic_row_average(u, V) = diag(1/a)·[Σ_j P_ij (u_i·y_j) V_j]_i     u (n, dim), V (m, k)
-//   quadratic_transpose(u, U)   = [Σ_i P_ij (u_j·x_i) U_i]_j                u (m, dim), U (n, k)
-// with x, y the prepared points in the keys' role (η⊙q; plain points for a Euclidean cost).
+//   quadratic_row_average(u, V, z) = diag(1/a)·[Σ_j P_ij (u_i·z_j) V_j]_i   u (n, dim), V (m, k), z (m, dim)
+//   quadratic_transpose(u, U, z)   = [Σ_i P_ij (u_j·z_i) U_i]_j             u (m, dim), U (n, k), z (n, dim)
+// with z the keys' own points in their role (η⊙q; plain points for a Euclidean cost) when
+// key_directions is nullptr, else key_directions. A backend that does not fuse key directions
+// (backend::supports_key_directions) gets the generic pass for those, whatever `path` says.
 // Requires balanced sides and a, b > 0 (checked by the caller).
 #pragma once
 
@@ -40,10 +42,12 @@ class solved_plan {
 
   [[nodiscard]] std::vector<double> quadratic_row_average(const std::vector<double>& directions,
                                                           const std::vector<double>& values, std::int64_t k,
-                                                          two_gemm_path path) const;
+                                                          two_gemm_path path,
+                                                          const double* key_directions = nullptr) const;
   [[nodiscard]] std::vector<double> quadratic_transpose(const std::vector<double>& directions,
                                                         const std::vector<double>& values, std::int64_t k,
-                                                        two_gemm_path path) const;
+                                                        two_gemm_path path,
+                                                        const double* key_directions = nullptr) const;
 
   [[nodiscard]] const std::vector<double>& column_mass() const { return column_mass_; }
   // The Schur complement S = diag(c) − Pᵀ·diag(1/a)·P in the backend's terms (backend.hpp,
@@ -69,7 +73,8 @@ class solved_plan {
   std::vector<double> column_mass_;   // (m,) Pᵀ1
 
   plan_rows_result quadratic_pass(side rows, slot key, const std::vector<double>& directions,
-                                  const std::vector<double>& values, std::int64_t k, two_gemm_path path) const;
+                                  const std::vector<double>& values, std::int64_t k, two_gemm_path path,
+                                  const double* key_directions) const;
   mutable int passes_ = 0;
 };
 

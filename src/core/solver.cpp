@@ -10,6 +10,7 @@
 #include "core/backend.hpp"
 #include "core/dual_value.hpp"
 #include "core/epsilon_schedule.hpp"
+#include "core/joint_hvp.hpp"
 #include "core/normalisation_chain_rules.hpp"
 #include "core/point_hvp.hpp"
 #include "core/potential_vjp.hpp"
@@ -352,6 +353,12 @@ hvp_report solver::hvp_x(matrix_view direction, mutable_matrix_view out, const h
 hvp_report solver::hvp_y(matrix_view direction, mutable_matrix_view out, const hvp_options& settings) const {
   state_->require_solved("hvp_y");
   return detail::point_hvp(state_->vjp_context(), side::y, direction, out, settings);
+}
+
+hvp_report solver::hvp_xy(matrix_view direction_x, matrix_view direction_y, mutable_matrix_view out_x,
+                          mutable_matrix_view out_y, const hvp_options& settings) const {
+  state_->require_solved("hvp_xy");
+  return detail::joint_hvp(state_->vjp_context(), direction_x, direction_y, out_x, out_y, settings);
 }
 
 std::string solver::device_name() const { return state_->device_name(); }

@@ -43,10 +43,12 @@ class traced_backend final : public backend {
   }
   [[nodiscard]] plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const override {
     plan_rows_result result;
-    timed("plan_quadratic_rows " + pass_name(request.rows, request.keys) + " k=" + std::to_string(request.k),
+    timed("plan_quadratic_rows " + pass_name(request.rows, request.keys) + " k=" + std::to_string(request.k) +
+              (request.key_directions != nullptr ? " +key directions" : ""),
           [&] { result = inner_->plan_quadratic_rows(request); });
     return result;
   }
+  [[nodiscard]] bool supports_key_directions() const override { return inner_->supports_key_directions(); }
   void point_gradient(const point_gradient_request& request) override {
     timed("point_gradient " + pass_name(request.rows, request.keys) + " (enqueue)",
           [&] { inner_->point_gradient(request); });

@@ -8,7 +8,8 @@
 //   finish each row: T_i = s‖p_i‖² − ε·LSE_i, fused with damping, blending and the error term.
 // Plan passes carry a P-weighted accumulator per row (FlashAttention's output); the quadratic pass
 // (backend::plan_quadratic_rows) computes a second dot tile u·panelᵀ with the same micro-kernel
-// and weights each term by it — two GEMMs per tile, nothing of size d² anywhere.
+// and weights each term by it — two GEMMs per tile, nothing of size d² anywhere. With
+// key_directions z the second tile is u·z_panelᵀ against z packed like the key panels.
 // Memory: the packed clouds, the potentials and O(kGroupRows·kKeyTile) scratch per thread.
 #include "cpu/cpu_backend.hpp"
 
@@ -114,8 +115,11 @@ class cpu_backend final : public backend {
     // Padded like rows.points, so a register block of directions is read exactly like one of points.
     extras.directions.assign(static_cast<std::size_t>(rows.padded_rows * rows.dim), T(0));
     for (std::int64_t i = 0; i < rows.count * rows.dim; ++i) extras.directions[i] = static_cast<T>(request.directions[i]);
+    if (request.key_directions != nullptr) extras.key_directions = key_panels(keys, request.key_directions);
     return run_plan_pass(rows, keys, request.key_potential, request.eps, extras);
   }
+
+  [[nodiscard]] bool supports_key_directions() const override { return true; }
 
   void point_gradient(const point_gradient_request& request) override {
     const packed_cloud<T>& rows = cloud(request.rows);
@@ -144,7 +148,7 @@ class cpu_backend final : public backend {
   }
 
  private:
-  // Per-row accumulators of a plan pass: Σ_j e^{S_ij − max}·[u_i·q_j]·V_j and Σ_j e^{S_ij − max}·C_ij,
+  // Per-row accumulators of a plan pass: Σ_j e^{S_ij − max}·[u_i·z_j]·V_j and Σ_j e^{S_ij − max}·C_ij,
   // rescaled with the running max exactly like the LSE sum (FlashAttention's output accumulator).
   struct plan_extras {
     std::int64_t k;
@@ -153,11 +157,23 @@ class cpu_backend final : public backend {
     std::vector<double> weighted;   // (rows, k)
     std::vector<double> cost;       // (rows,)
     std::vector<T> directions;      // (rows padded, dim) u of a quadratic pass, else empty
+    std::vector<T> key_directions;  // (tiles, dim, kKeyTile) z of a quadratic pass; empty: the key panels
   };
+
+  // z (keys count, dim) row-major, laid out like keys.panels (padding keys zero; their bias is −∞).
+  static std::vector<T> key_panels(const packed_cloud<T>& keys, const double* z) {
+    std::vector<T> panels(static_cast<std::size_t>(keys.tiles * keys.dim * kKeyTile), T(0));
+    for (std::int64_t j = 0; j < keys.count; ++j) {
+      const std::int64_t tile = j / kKeyTile, lane = j % kKeyTile;
+      for (std::int64_t c = 0; c < keys.dim; ++c)
+        panels[(tile * keys.dim + c) * kKeyTile + lane] = static_cast<T>(z[j * keys.dim + c]);
+    }
+    return panels;
+  }
 
   plan_extras make_extras(const packed_cloud<T>& rows, const packed_cloud<T>& keys, const double* values,
                           std::int64_t k, bool want_cost) const {
-    plan_extras extras{k, {}, want_cost, {}, {}, {}};
+    plan_extras extras{k, {}, want_cost, {}, {}, {}, {}};
     if (k > 0) {
       extras.values.assign(static_cast<std::size_t>(keys.tiles * kKeyTile * k), T(0));
       for (std::int64_t j = 0; j < keys.count * k; ++j) extras.values[j] = static_cast<T>(values[j]);
@@ -225,16 +241,19 @@ class cpu_backend final : public backend {
     const std::int64_t blocks = std::min(kGroupRows, rows.padded_rows - first) / kRowBlock;
     for (std::int64_t r = 0; r < kGroupRows; ++r) lse[r] = math::lse_state<double>::identity();
     alignas(64) T dots[kRowBlock * kKeyTile];    // (kRowBlock, kKeyTile) p·q
-    alignas(64) T u_dots[kRowBlock * kKeyTile];  // (kRowBlock, kKeyTile) u·q, quadratic passes only
+    alignas(64) T u_dots[kRowBlock * kKeyTile];  // (kRowBlock, kKeyTile) u·z, quadratic passes only
     alignas(64) T scores[kKeyTile];
     const bool quadratic = extras != nullptr && !extras->directions.empty();
+    const T* second_panels =
+        quadratic && !extras->key_directions.empty() ? extras->key_directions.data() : keys.panels.data();
     for (std::int64_t tile = 0; tile < keys.tiles; ++tile) {
       const T* panel = keys.panels.data() + tile * keys.dim * kKeyTile;
+      const T* second_panel = second_panels + tile * keys.dim * kKeyTile;  // (dim, kKeyTile) z, or the keys
       const T* tile_bias = bias.data() + tile * kKeyTile;
       for (std::int64_t block = 0; block < blocks; ++block) {
         const std::int64_t row0 = first + block * kRowBlock;
         score_tile_dots<T>(dots, rows.points.data() + row0 * rows.dim, panel, rows.dim);
-        if (quadratic) score_tile_dots<T>(u_dots, extras->directions.data() + row0 * rows.dim, panel, rows.dim);
+        if (quadratic) score_tile_dots<T>(u_dots, extras->directions.data() + row0 * rows.dim, second_panel, rows.dim);
         for (std::int64_t r = 0; r < kRowBlock && row0 + r < rows.count; ++r) {
           const T* row_dots = dots + r * kKeyTile;
           const T maximum = score_and_max(scores, row_dots, tile_bias, scale, kKeyTile);

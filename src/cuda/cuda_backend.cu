@@ -410,9 +410,12 @@ class cuda_backend final : public backend {
     return result;
   }
 
-  // Fused in every mode: fp64 in the SIMT plan pass (plan_rows_kernel.cuh: a second dot product
-  // u_i·q_j per term), the other modes on tensor cores (plan_mma_kernel.cuh: U = u·Kᵀ beside the
-  // scores, O += (P∘U)·V), with u stored like the rows' points.
+  // Fused in every mode, key directions included: fp64 in the SIMT plan pass (plan_rows_kernel.cuh:
+  // a second dot product u_i·z_j per term), the other modes on tensor cores (plan_mma_kernel.cuh:
+  // U = u·Zᵀ beside the scores, O += (P∘U)·V), with u stored like the rows' points and z like the
+  // keys'.
+  [[nodiscard]] bool supports_key_directions() const override { return true; }
+
   [[nodiscard]] plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const override {
     if (!(request.eps > 0)) throw invalid_argument("plan_quadratic_rows: eps must be > 0");
     if (side_of(request.key_potential) != request.keys)
@@ -427,20 +430,16 @@ class cuda_backend final : public backend {
     const auto k = static_cast<std::size_t>(request.k);
     const auto d = static_cast<std::size_t>(dim_);
     plan_rows_launch_args args = plan_args(request.rows, request.keys, request.key_potential, request.eps, k);
-    double* values = reserve(plan_.values, m * k);
-    FS_CUDA_CHECK(cudaMemcpyAsync(values, request.values, m * k * sizeof(double), cudaMemcpyHostToDevice, stream_.get()));
-    args.values = values;
+    args.values = upload_to(plan_.values, request.values, m * k);
+    const device_cloud_view& keys = key_cloud(request.keys);
     if (mode_ == precision::fp64) {
-      double* directions = reserve(plan_.directions, n * d);
-      FS_CUDA_CHECK(cudaMemcpyAsync(directions, request.directions, n * d * sizeof(double), cudaMemcpyHostToDevice,
-                                    stream_.get()));
-      args.directions = directions;
+      args.directions = upload_to(plan_.directions, request.directions, n * d);
+      if (request.key_directions != nullptr)
+        args.key_directions = upload_to(plan_.key_directions, request.key_directions, m * d);
     } else {
-      const std::vector<unsigned char> stored =
-          encode_points(request.directions, rows.count, dim_, rows.padded_count, rows.padded_dim, mode_, nullptr);
-      unsigned char* directions = reserve(plan_.stored_directions, stored.size());
-      FS_CUDA_CHECK(cudaMemcpyAsync(directions, stored.data(), stored.size(), cudaMemcpyHostToDevice, stream_.get()));
-      args.stored_directions = directions;
+      args.stored_directions = upload_stored(plan_.stored_directions, request.directions, rows);
+      if (request.key_directions != nullptr)
+        args.stored_key_directions = upload_stored(plan_.stored_key_directions, request.key_directions, keys);
       args.values_scratch = reserve(plan_.staged, staged_bytes(request.keys, request.k, false, true));
     }
     FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
@@ -450,7 +449,7 @@ class cuda_backend final : public backend {
     FS_CUDA_CHECK(cudaMemcpyAsync(result.lse.data(), args.lse, n * sizeof(double), cudaMemcpyDeviceToHost, stream_.get()));
     FS_CUDA_CHECK(cudaMemcpyAsync(result.weighted.data(), args.weighted, n * k * sizeof(double), cudaMemcpyDeviceToHost,
                                   stream_.get()));
-    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));  // `stored` dies when we return
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     return result;
   }
 
@@ -472,6 +471,8 @@ class cuda_backend final : public backend {
     reserve(plan_.lse, std::max(n, m));
     reserve(plan_.weighted, std::max(n, m));
     void* staged = reserve(plan_.staged, std::max(staged_bytes(side::y, 1, false), staged_bytes(side::x, 1, false)));
+    reserve(plan_.partials, static_cast<std::size_t>(
+                                std::max(vector_partial_bytes(side::x, side::y), vector_partial_bytes(side::y, side::x))));
     device_buffer<double> reweight(n), reweighted(n);
     FS_CUDA_CHECK(cudaMemcpyAsync(reweight.data(), system.key_reweight->data(), n * sizeof(double),
                                   cudaMemcpyHostToDevice, stream_.get()));
@@ -615,7 +616,36 @@ class cuda_backend final : public backend {
     args.weighted = k > 0 ? reserve(plan_.weighted, n * k) : nullptr;
     args.bias_scratch = reinterpret_cast<float*>(bias_.data());  // the softmin's β buffer, 8 bytes a key
     args.max_shared_bytes = max_shared_bytes_;
+    args.sm_count = sm_count_;
+    if (k == 1) {
+      args.partial_scratch_capacity = vector_partial_bytes(rows, keys);
+      args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(args.partial_scratch_capacity));
+    }
     return args;
+  }
+
+  // `count` host doubles into `buffer` (grown as needed), enqueued on the stream.
+  double* upload_to(device_buffer<double>& buffer, const double* host, std::size_t count) const {
+    double* device = reserve(buffer, count);
+    FS_CUDA_CHECK(cudaMemcpyAsync(device, host, count * sizeof(double), cudaMemcpyHostToDevice, stream_.get()));
+    return device;
+  }
+
+  // Per-point vectors (view.count, dim) float64 stored like the points of `view` (the mode's format
+  // and padding, encode_points) into `buffer`. A pageable upload returns once its bytes are staged,
+  // so the encoded copy may die before the copy completes.
+  const void* upload_stored(device_buffer<unsigned char>& buffer, const double* host,
+                            const device_cloud_view& view) const {
+    const std::vector<unsigned char> stored =
+        encode_points(host, view.count, view.dim, view.padded_count, view.padded_dim, mode_, nullptr);
+    unsigned char* device = reserve(buffer, stored.size());
+    FS_CUDA_CHECK(cudaMemcpyAsync(device, stored.data(), stored.size(), cudaMemcpyHostToDevice, stream_.get()));
+    return device;
+  }
+
+  // Bytes of the key-split partial states of a one-column pass of `rows` against `keys`.
+  [[nodiscard]] std::int64_t vector_partial_bytes(side rows, side keys) const {
+    return plan_vector_partial_bytes(mode_, cloud(rows), key_cloud(keys), sm_count_);
   }
 
   // Bytes of the staged values of a pass with keys on `keys`, k columns.
@@ -693,7 +723,10 @@ class cuda_backend final : public backend {
     device_buffer<double> lse, weighted, cost, values;
     device_buffer<double> directions;                           // u of a quadratic pass (fp64)
     device_buffer<unsigned char> stored_directions;             // u of a quadratic pass, stored (other modes)
+    device_buffer<double> key_directions;                       // z of a quadratic pass (fp64)
+    device_buffer<unsigned char> stored_key_directions;         // z of a quadratic pass, stored (other modes)
     device_buffer<unsigned char> staged;                        // Vᵀ of a caller's values
+    device_buffer<unsigned char> partials;                      // key-split states of one-column passes
     std::array<device_buffer<unsigned char>, 2> staged_points;  // Vᵀ of each side's exact points
   };
   mutable plan_scratch plan_;

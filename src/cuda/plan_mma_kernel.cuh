@@ -18,17 +18,20 @@
 //
 // A single value column (k = 1, kVector: the matrix-vector products of the HVP's CG) skips the
 // tensor cores: each thread adds P·v for its own score elements with one FMA each, v read as fp32
-// from a staged vector (keys_padded floats, zeros in the padding), and P is never rounded. The
+// from a staged vector (keys_padded floats, zeros in the padding), and P is never rounded. With few
+// row blocks the keys are split over grid.y (key_splits.hpp): each CTA then leaves its rows'
+// partial state (row maximum, Σ P, Σ P·v) and plan_vector_combine_kernel merges the splits. The
 // product is then as accurate as fp32 in every mode — the conjugate gradients on the Schur
 // complement c∘v − Pᵀ(P·v)/a cancel most of each term, and tf32-rounded P or v (2⁻¹¹ relative)
 // left them stalled (docs/cuda_backend.md, "The HVP on the GPU").
 //
 // The quadratic pass (kQuadratic, backend.hpp's plan_quadratic_rows: the HVP's "two-GEMM" term)
-//   weighted_i = Σ_j softmax_j(S_i·)·(u_i·q_j)·V_j
+//   weighted_i = Σ_j softmax_j(S_i·)·(u_i·z_j)·V_j
 // streams a third operand: the rows' directions u, stored like the rows' points (the mode's format
-// and padding), one more query block per feature chunk of the ring. The warp computes U = u·Kᵀ
-// beside S = Q·Kᵀ from the same key chunk (the same MMA policy), and the A operand of O += ·V is
-// P∘U instead of P; l sums the unrounded P. Nothing of (P∘U) or of the d×d matrices Σ_j P_ij q_j q_jᵀ
+// and padding), one more query block per feature chunk of the ring. The warp computes U = u·Zᵀ
+// beside S = Q·Kᵀ (the same MMA policy), and the A operand of O += ·V is P∘U instead of P; l sums
+// the unrounded P. Z is the key chunk itself (z_j = q_j), or, with key_directions (the joint HVP's
+// cross terms), a fourth operand stored like the keys, one more key block per chunk. Nothing of (P∘U) or of the d×d matrices Σ_j P_ij q_j q_jᵀ
 // is ever stored: the memory is that of an ordinary plan pass plus the directions.
 //
 // P as the A operand of the second product, straight from the C layout of the first (PTX
@@ -64,12 +67,23 @@ inline constexpr int kQueryChunkBytes = kBlockM * kChunkStride * 4;
 inline constexpr int kKeyChunkBytes = kBlockN * kChunkStride * 4;
 inline constexpr int kStageBytes = kQueryChunkBytes + kKeyChunkBytes;  // ≥ a Vᵀ tile (18 KiB)
 inline constexpr int kSharedBytes = kStages * kStageBytes;
-// The quadratic pass: each stage also holds the directions' chunk, after the keys'.
+// The quadratic pass: each stage also holds the directions' chunk, after the keys', and with
+// key directions their chunk last.
 inline constexpr int kQuadraticStageBytes = kStageBytes + kQueryChunkBytes;
 inline constexpr int kQuadraticSharedBytes = kStages * kQuadraticStageBytes;
+inline constexpr int kKeyDirectionsStageBytes = kQuadraticStageBytes + kKeyChunkBytes;
+inline constexpr int kKeyDirectionsSharedBytes = kStages * kKeyDirectionsStageBytes;
 static_assert(kValueCols * kValueStride * 4 <= kStageBytes);
 static_assert(kBlockN % 16 == 0 && kValueCols % 8 == 0);
 }  // namespace plan_tile
+
+// One split's state of a row of the one-column pass: the row maximum (log₂ units), Σ P and Σ P·v
+// over the split's keys, both relative to that maximum.
+struct plan_vector_partial {
+  float max;
+  float sum;
+  float weighted;
+};
 
 struct plan_mma_params {
   const void* rows_points;          // (rows_padded, padded_dim) stored words
@@ -78,6 +92,7 @@ struct plan_mma_params {
   const void* values_t;             // (value_tiles·kValueCols, keys_padded) staged Vᵀ, or nullptr;
                                     // kVector: (keys_padded,) fp32
   const void* directions;           // kQuadratic: (rows_padded, padded_dim) stored words, as rows_points
+  const void* key_directions;       // kQuadratic: (keys_padded, padded_dim) as key_points, or nullptr
   const double* row_scaled_sq_norm;  // (rows,) s‖p_i‖²
   const double* key_scaled_sq_norm;  // (keys,) s‖q_j‖²
   double* lse;                      // (rows,)
@@ -91,6 +106,11 @@ struct plan_mma_params {
   float score_scale_log2;           // (2s/ε)·log₂e
   float cost_scale2;                // 2s
   double eps;
+  // kVector with key splits: grid.y splits of tiles_per_split key tiles, partial states
+  // (splits, rows_padded) written to `partials` instead of the outputs. nullptr: one split.
+  plan_vector_partial* partials;
+  std::int64_t rows_padded;
+  int tiles_per_split;
 };
 
 // The operand policy of the P·V product: tf32 for the tf32 and bf16 modes (P in bf16 would move
@@ -134,7 +154,9 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
   // Whether P itself is rounded for the product (then l and the LSE keep separate sums); the
   // quadratic pass rounds P∘U instead, and l is the unrounded Σ P.
   constexpr bool kRoundsP = Values::kRoundsP && !kVector && !kQuadratic;
-  constexpr int kStage = kQuadratic ? kQuadraticStageBytes : kStageBytes;
+  const bool key_directions_given = kQuadratic && p.key_directions != nullptr;
+  const int stage_bytes = !kQuadratic ? kStageBytes : key_directions_given ? kKeyDirectionsStageBytes
+                                                                           : kQuadraticStageBytes;
   constexpr int kNFragments = kBlockN / 8;
   constexpr int kValueFragments = kValueCols / 8;
 
@@ -145,18 +167,23 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
   const int t = lane % 4;
 
   const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * kBlockM;
-  const int value_tile = blockIdx.y;
+  // grid.y: value tiles, or key splits of the vector pass.
+  const bool split = kVector && p.partials != nullptr;
+  const int value_tile = split ? 0 : static_cast<int>(blockIdx.y);
+  const int all_tiles = static_cast<int>(p.keys_padded / kBlockN);
+  const int tile_begin = split ? static_cast<int>(blockIdx.y) * p.tiles_per_split : 0;
+  const int key_tiles = split ? max(0, min(all_tiles, tile_begin + p.tiles_per_split) - tile_begin) : all_tiles;
   const bool has_values = !kVector && p.values_t != nullptr;  // Vᵀ tiles through the ring
   const int chunks = static_cast<int>((p.padded_words + kChunkWords - 1) / kChunkWords);
   const int loads_per_tile = chunks + (has_values ? 1 : 0);
-  const int key_tiles = static_cast<int>(p.keys_padded / kBlockN);
   const int loads = key_tiles * loads_per_tile;
 
   const auto* rows_points = static_cast<const std::uint32_t*>(p.rows_points);
   const auto* key_points = static_cast<const std::uint32_t*>(p.key_points);
   const auto* values_t = static_cast<const std::uint32_t*>(p.values_t);
   const auto* directions = static_cast<const std::uint32_t*>(p.directions);
-  auto stage_ptr = [&](int load) { return shared + (load % kStages) * kStage; };
+  const auto* key_directions = static_cast<const std::uint32_t*>(p.key_directions);
+  auto stage_ptr = [&](int load) { return shared + (load % kStages) * stage_bytes; };
 
   // Rows [row0, row0 + count) × words [c·kChunkWords, +width) into a tile of stride kChunkStride.
   auto load_chunk = [&](std::uint32_t* tile, const std::uint32_t* global, std::int64_t row0, int count, int chunk) {
@@ -171,12 +198,15 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
   auto issue_load = [&](int load) {
     if (load < loads) {
       const int part = load % loads_per_tile;
-      const std::int64_t key0 = static_cast<std::int64_t>(load / loads_per_tile) * kBlockN;
+      const std::int64_t key0 = static_cast<std::int64_t>(tile_begin + load / loads_per_tile) * kBlockN;
       auto* stage = reinterpret_cast<std::uint32_t*>(stage_ptr(load));
       if (part < chunks) {
         load_chunk(stage, rows_points, row_block0, kBlockM, part);
         load_chunk(stage + kQueryChunkBytes / 4, key_points, key0, kBlockN, part);
-        if constexpr (kQuadratic) load_chunk(stage + kStageBytes / 4, directions, row_block0, kBlockM, part);
+        if constexpr (kQuadratic) {
+          load_chunk(stage + kStageBytes / 4, directions, row_block0, kBlockM, part);
+          if (key_directions_given) load_chunk(stage + kQuadraticStageBytes / 4, key_directions, key0, kBlockN, part);
+        }
       } else {  // Vᵀ rows of this CTA's value columns, keys [key0, key0 + kBlockN)
         constexpr int kPieces = kBlockN / 4;
         for (int idx = threadIdx.x; idx < kValueCols * kPieces; idx += kThreads) {
@@ -229,13 +259,16 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
     const int width = static_cast<int>(min64(kChunkWords, p.padded_words - static_cast<std::int64_t>(part) * kChunkWords));
     const std::uint32_t* key_rows = stage + kQueryChunkBytes / 4 + g * kChunkStride + 4 * t;
     accumulate_chunk_scores<Op, 1>(s, stage + (warp * 16 + g) * kChunkStride + 4 * t, key_rows, kChunkStride, width);
-    if constexpr (kQuadratic)
-      accumulate_chunk_scores<Op, 1>(u, stage + kStageBytes / 4 + (warp * 16 + g) * kChunkStride + 4 * t, key_rows,
+    if constexpr (kQuadratic) {
+      const std::uint32_t* z_rows =
+          key_directions_given ? stage + kQuadraticStageBytes / 4 + g * kChunkStride + 4 * t : key_rows;
+      accumulate_chunk_scores<Op, 1>(u, stage + kStageBytes / 4 + (warp * 16 + g) * kChunkStride + 4 * t, z_rows,
                                      kChunkStride, width);
+    }
     if (part != chunks - 1) continue;
 
     // The online softmax over this key tile: keys 8nf + 2t + e%2 of rows g (e < 2) and g + 8.
-    const std::int64_t key0 = static_cast<std::int64_t>(load / loads_per_tile) * kBlockN;
+    const std::int64_t key0 = static_cast<std::int64_t>(tile_begin + load / loads_per_tile) * kBlockN;
     float bias[kNFragments][2], key_norm[kNFragments][2];
 #pragma unroll
     for (int nf = 0; nf < kNFragments; ++nf)
@@ -305,6 +338,10 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
     }
     const std::int64_t row = row_block0 + warp * 16 + h * 8 + g;
     if (row >= p.rows) continue;
+    if (split) {
+      if (t == 0) p.partials[blockIdx.y * p.rows_padded + row] = {row_max[h], exact, v};
+      continue;
+    }
     const double norm = p.row_scaled_sq_norm[row];
     const double inverse = l > 0 ? 1.0 / static_cast<double>(l) : 0.0;
     if (value_tile == 0 && t == 0) {
@@ -324,6 +361,26 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
         }
     }
   }
+}
+
+// Merges the key splits of the one-column pass, one thread per row: with M = max_s m_s,
+//   l = Σ_s l_s·2^(m_s − M),  w = Σ_s w_s·2^(m_s − M),  lse = M·ln 2 + ln l − s‖p‖²/ε,  weighted = w/l
+// (the same finish as one split's).
+__global__ void plan_vector_combine_kernel(const plan_mma_params p, int splits) {
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= p.rows) return;
+  float top = -INFINITY;
+  for (int s = 0; s < splits; ++s) top = fmaxf(top, p.partials[s * p.rows_padded + row].max);
+  double sum = 0, weighted = 0;
+  for (int s = 0; s < splits; ++s) {
+    const plan_vector_partial part = p.partials[s * p.rows_padded + row];
+    if (part.max == -INFINITY) continue;  // a split without keys, or with only −∞ scores
+    const double scale = exp2(static_cast<double>(part.max) - static_cast<double>(top));
+    sum += scale * part.sum;
+    weighted += scale * part.weighted;
+  }
+  p.lse[row] = static_cast<double>(top) * 0.69314718055994530942 + log(sum) - p.row_scaled_sq_norm[row] / p.eps;
+  if (p.weighted != nullptr) p.weighted[row] = sum > 0 ? weighted / sum : 0.0;
 }
 
 }  // namespace flashsinkhorn::detail::kernels

@@ -2,8 +2,9 @@
 // two passes over the keys (LSE, then the softmax-weighted sums written straight into the caller's
 // row). The other modes run the tensor-core pass (plan_mma_kernel.cuh).
 // With `directions` set it is the fused quadratic ("two-GEMM") pass of backend::plan_quadratic_rows:
-// each term of the weighted sum is also multiplied by u_i·q_j, the second dot product of the row's
-// direction with the same key (weighted_i = Σ_j softmax_ij (u_i·q_j) V_j); lse and cost unchanged.
+// each term of the weighted sum is also multiplied by u_i·z_j, the second dot product of the row's
+// direction with the key's z_j — the key's stored point, or the key's row of `key_directions`
+// (weighted_i = Σ_j softmax_ij (u_i·z_j) V_j); lse and cost unchanged.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -28,6 +29,7 @@ struct plan_rows_params {
   const double* key_potential;
   const double* values;  // (keys, k), rows values_stride apart
   const double* directions;  // (rows, dim) float64, the u_i of a quadratic pass, or nullptr
+  const double* key_directions;  // (keys, dim) float64 z_j of a quadratic pass, or nullptr: the keys' points
   std::int64_t values_stride;
   double* lse;
   double* weighted;
@@ -77,12 +79,17 @@ __global__ void plan_rows_kernel(const plan_rows_params p) {
     cost_sum = fma(weight, cost, cost_sum);
     if (weighted == nullptr) continue;
     double value_weight = weight;
-    if (p.directions != nullptr) {  // × u_i·q_j
+    if (p.directions != nullptr) {  // × u_i·z_j
       const double* u = p.directions + i * p.dim;
-      const S* key = static_cast<const S*>(p.key_points) + j * p.padded_dim;
-      double u_dot_q = 0;
-      for (std::int64_t c = 0; c < p.dim; ++c) u_dot_q = fma(u[c], to_double(key[c]), u_dot_q);
-      value_weight *= u_dot_q;
+      double u_dot_z = 0;
+      if (p.key_directions != nullptr) {
+        const double* z = p.key_directions + j * p.dim;
+        for (std::int64_t c = 0; c < p.dim; ++c) u_dot_z = fma(u[c], z[c], u_dot_z);
+      } else {
+        const S* key = static_cast<const S*>(p.key_points) + j * p.padded_dim;
+        for (std::int64_t c = 0; c < p.dim; ++c) u_dot_z = fma(u[c], to_double(key[c]), u_dot_z);
+      }
+      value_weight *= u_dot_z;
     }
     for (std::int64_t c = 0; c < p.k; ++c) weighted[c] = fma(value_weight, p.values[j * p.values_stride + c], weighted[c]);
   }

@@ -1,8 +1,10 @@
 // Host launch of the plan pass (plan_rows_launch.hpp).
 #include "cuda/plan_rows_launch.hpp"
 
+#include <algorithm>
 #include <type_traits>
 
+#include "cuda/key_splits.hpp"
 #include "cuda/plan_mma_kernel.cuh"
 #include "cuda/plan_rows_kernel.cuh"
 #include "cuda/plan_values_kernel.cuh"
@@ -42,6 +44,7 @@ cudaError_t launch_plan_fp64(const plan_rows_launch_args& args, cudaStream_t str
   p.values = args.values;
   p.values_stride = args.values_stride > 0 ? args.values_stride : args.k;
   p.directions = args.directions;
+  p.key_directions = args.key_directions;
   p.lse = args.lse;
   p.weighted = args.k > 0 ? args.weighted : nullptr;
   p.cost = args.cost;
@@ -88,7 +91,27 @@ cudaError_t stage_for(precision mode, staged_values_layout layout, const Source*
   return cudaErrorInvalidValue;
 }
 
-// `vector`: the one-column FMA pass (staged_values_layout::vector); stored_directions: the
+// The key splits of the one-column pass (key_splits.hpp): as many CTAs of it as fit on an SM.
+template <class Op>
+split_plan plan_vector_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {
+  using namespace kernels::plan_tile;
+  int ctas_per_sm = 0;
+  cudaFuncSetAttribute(kernels::plan_mma_kernel<Op, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       kSharedBytes);
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernels::plan_mma_kernel<Op, false, true>, kThreads,
+                                                    kSharedBytes) != cudaSuccess)
+    ctas_per_sm = 1;
+  return plan_key_splits((rows.count + kBlockM - 1) / kBlockM, keys.padded_count / kBlockN,
+                         static_cast<std::int64_t>(sm_count) * std::max(1, ctas_per_sm), tile::kMaxSplits,
+                         tile::kMinTilesPerSplit);
+}
+
+std::int64_t vector_partial_bytes(const device_cloud_view& rows, int splits) {
+  return splits > 1 ? splits * rows.padded_count * static_cast<std::int64_t>(sizeof(kernels::plan_vector_partial)) : 0;
+}
+
+// `vector`: the one-column FMA pass (staged_values_layout::vector), its keys split when few row
+// blocks would leave SMs idle and the scratch holds the partial states; stored_directions: the
 // quadratic pass.
 template <class Op>
 cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cudaStream_t stream) {
@@ -101,6 +124,7 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cuda
   p.key_bias = args.bias_scratch;
   p.values_t = args.k > 0 ? args.values_scratch : nullptr;
   p.directions = args.stored_directions;
+  p.key_directions = args.stored_key_directions;
   p.row_scaled_sq_norm = rows.scaled_sq_norm;
   p.key_scaled_sq_norm = keys.scaled_sq_norm;
   p.lse = args.lse;
@@ -114,8 +138,19 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cuda
   p.score_scale_log2 = static_cast<float>(2.0 * args.cost_scale / args.eps * 1.44269504088896340736);
   p.cost_scale2 = static_cast<float>(2.0 * args.cost_scale);
   p.eps = args.eps;
+  split_plan splits;
+  if (vector) {
+    splits = plan_vector_splits<Op>(rows, keys, args.sm_count);
+    if (vector_partial_bytes(rows, splits.splits) > args.partial_scratch_capacity) splits = split_plan{};
+  }
+  if (splits.splits > 1) {
+    p.partials = static_cast<kernels::plan_vector_partial*>(args.partial_scratch);
+    p.rows_padded = rows.padded_count;
+    p.tiles_per_split = splits.tiles_per_split;
+  }
   const dim3 grid(static_cast<unsigned>((rows.count + kBlockM - 1) / kBlockM),
-                  static_cast<unsigned>(args.k > 0 && !vector ? value_columns_padded(args.k) / kValueCols : 1));
+                  static_cast<unsigned>(vector ? splits.splits
+                                               : (args.k > 0 ? value_columns_padded(args.k) / kValueCols : 1)));
   auto launch = [&](auto kernel, int shared_bytes) {
     cudaError_t s = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
     if (s != cudaSuccess) return s;
@@ -123,10 +158,16 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cuda
     return cudaGetLastError();
   };
   if (args.stored_directions != nullptr) {
-    if (args.k <= 0 || args.cost != nullptr || kQuadraticSharedBytes > args.max_shared_bytes) return cudaErrorInvalidValue;
-    return launch(kernels::plan_mma_kernel<Op, false, false, true>, kQuadraticSharedBytes);
+    const int shared_bytes = args.stored_key_directions != nullptr ? kKeyDirectionsSharedBytes : kQuadraticSharedBytes;
+    if (args.k <= 0 || args.cost != nullptr || shared_bytes > args.max_shared_bytes) return cudaErrorInvalidValue;
+    return launch(kernels::plan_mma_kernel<Op, false, false, true>, shared_bytes);
   }
-  if (vector) return launch(kernels::plan_mma_kernel<Op, false, true>, kSharedBytes);
+  if (vector) {
+    const cudaError_t status = launch(kernels::plan_mma_kernel<Op, false, true>, kSharedBytes);
+    if (status != cudaSuccess || splits.splits <= 1) return status;
+    kernels::plan_vector_combine_kernel<<<blocks_for(rows.count), kElementwiseThreads, 0, stream>>>(p, splits.splits);
+    return cudaGetLastError();
+  }
   return args.cost != nullptr ? launch(kernels::plan_mma_kernel<Op, true>, kSharedBytes)
                               : launch(kernels::plan_mma_kernel<Op, false>, kSharedBytes);
 }
@@ -250,6 +291,17 @@ std::int64_t plan_values_bytes(staged_values_layout layout, std::int64_t k, std:
   return 0;
 }
 
+std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
+                                       int sm_count) {
+  switch (mode) {
+    case precision::fp32: return vector_partial_bytes(rows, plan_vector_splits<kernels::fp32_split_operands>(rows, keys, sm_count).splits);
+    case precision::tf32: return vector_partial_bytes(rows, plan_vector_splits<kernels::tf32_operands>(rows, keys, sm_count).splits);
+    case precision::bf16: return vector_partial_bytes(rows, plan_vector_splits<kernels::bf16_operands>(rows, keys, sm_count).splits);
+    case precision::fp64: return 0;
+  }
+  return 0;
+}
+
 cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const float* values, std::int64_t stride,
                               std::int64_t keys, std::int64_t keys_padded, std::int64_t k, void* staged,
                               cudaStream_t stream) {
@@ -260,10 +312,12 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
   if (args.rows.count <= 0) return cudaSuccess;
   if (args.rows.padded_dim != args.keys.padded_dim) return cudaErrorInvalidValue;
   if (mode == precision::fp64) {
-    if (args.stored_directions != nullptr) return cudaErrorInvalidValue;
+    if (args.stored_directions != nullptr || args.stored_key_directions != nullptr) return cudaErrorInvalidValue;
     return launch_plan_fp64(args, stream);
   }
-  if (args.directions != nullptr) return cudaErrorInvalidValue;  // float64 directions: the fp64 pass's
+  // float64 directions are the fp64 pass's; stored key directions need stored directions.
+  if (args.directions != nullptr || args.key_directions != nullptr) return cudaErrorInvalidValue;
+  if (args.stored_key_directions != nullptr && args.stored_directions == nullptr) return cudaErrorInvalidValue;
 
   const device_cloud_view& keys = args.keys;
   kernels::key_bias_kernel<float><<<blocks_for(keys.padded_count), kElementwiseThreads, 0, stream>>>(

@@ -36,6 +36,10 @@ struct plan_rows_launch_args {
   // (cudaErrorInvalidValue).
   const double* directions = nullptr;
   const void* stored_directions = nullptr;
+  // The z_j of a quadratic pass (backend.hpp, key_directions), in the same two forms: fp64
+  // (keys.count, dim) float64; tensor-core modes stored like the keys' points. nullptr: z = q.
+  const double* key_directions = nullptr;
+  const void* stored_key_directions = nullptr;
   // Tensor-core modes: values_scratch already holds the staged Vᵀ (stage_plan_values), `values`
   // is not read.
   bool values_staged = false;
@@ -46,6 +50,11 @@ struct plan_rows_launch_args {
   // (plan_values_bytes); unused in fp64.
   float* bias_scratch = nullptr;
   void* values_scratch = nullptr;
+  // The one-column pass's key-split partial states (plan_vector_partial_bytes); with less, it
+  // runs with fewer splits (at least one).
+  void* partial_scratch = nullptr;
+  std::int64_t partial_scratch_capacity = 0;
+  int sm_count = 132;
   int max_shared_bytes = 48 * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
 };
 
@@ -73,6 +82,11 @@ std::int64_t plan_values_bytes(staged_values_layout layout, std::int64_t k, std:
 cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const float* values, std::int64_t stride,
                               std::int64_t keys, std::int64_t keys_padded, std::int64_t k, void* staged,
                               cudaStream_t stream);
+
+// Bytes of the partial states the one-column pass (staged_values_layout::vector) of `rows`
+// against `keys` splits its keys into on a device of `sm_count` SMs (0 when it does not split).
+std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
+                                       int sm_count);
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "cuda/kernel_variant.hpp"
+#include "cuda/key_splits.hpp"
 #include "cuda/softmin_fp64_kernel.cuh"
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/softmin_wgmma_kernel.cuh"
@@ -249,42 +250,11 @@ kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_b
   return shape;
 }
 
-struct split_plan {
-  int splits = 1;
-  int tiles_per_split = 1;
-  int key_tiles = 1;
-  int row_blocks = 1;
-};
-
-// Picks the split count minimising (waves of CTAs) × (key tiles per CTA): 1,000 rows are 8 row
-// blocks, so the key range is cut until the 132 SMs are busy; 50,000 rows may still gain from a
-// split that rounds the last wave up.
+// The key splits of a softmin launch (key_splits.hpp) for this kernel's shape.
 split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_t keys, int sm_count) {
-  split_plan plan;
-  plan.row_blocks = static_cast<int>(std::max<std::int64_t>(1, (rows + shape.block_m - 1) / shape.block_m));
-  plan.key_tiles = static_cast<int>(std::max<std::int64_t>(1, (keys + shape.block_n - 1) / shape.block_n));
-  const std::int64_t slots = static_cast<std::int64_t>(std::max(1, sm_count)) * shape.ctas_per_sm;
-  auto cost = [&](int tiles_per_split, int splits) {
-    const std::int64_t ctas = static_cast<std::int64_t>(plan.row_blocks) * splits;
-    const std::int64_t waves = (ctas + slots - 1) / slots;
-    // + 1 tile: the fixed cost of a CTA (query load, epilogue, partial write).
-    return static_cast<double>(waves) * (tiles_per_split + 1);
-  };
-  plan.splits = 1;
-  plan.tiles_per_split = plan.key_tiles;
-  double best = cost(plan.key_tiles, 1);
-  for (int wanted = 2; wanted <= tile::kMaxSplits; ++wanted) {
-    if (plan.key_tiles < wanted * tile::kMinTilesPerSplit) break;
-    const int tiles_per_split = (plan.key_tiles + wanted - 1) / wanted;
-    const int splits = (plan.key_tiles + tiles_per_split - 1) / tiles_per_split;
-    const double c = cost(tiles_per_split, splits);
-    if (c < 0.97 * best) {
-      best = c;
-      plan.splits = splits;
-      plan.tiles_per_split = tiles_per_split;
-    }
-  }
-  return plan;
+  return plan_key_splits((rows + shape.block_m - 1) / shape.block_m, (keys + shape.block_n - 1) / shape.block_n,
+                         static_cast<std::int64_t>(std::max(1, sm_count)) * shape.ctas_per_sm, tile::kMaxSplits,
+                         tile::kMinTilesPerSplit);
 }
 
 }  // namespace

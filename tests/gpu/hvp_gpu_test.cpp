@@ -1,9 +1,9 @@
-// solver::hvp_x / hvp_y on the CUDA backend against the float64 CPU backend, on a converged
-// problem (odd sizes, d = 17): fp32 (3×TF32 plan passes) and fp64, the full product and, with the
-// generic two-GEMM path forced, the same. The CUDA backend's plan_quadratic_rows is fused in fp64
-// (the SIMT plan pass with a second dot product u_i·q_j per term, plan_rows_kernel.cuh) and the
-// generic pass with the d² values y_j ⊗ y_j (k = 289 here) in the other modes, where both paths
-// therefore run the same device code; the CPU reference uses its fused pass. Skips without a GPU.
+// solver::hvp_x / hvp_y / hvp_xy on the CUDA backend against the float64 CPU backend, on a
+// converged problem (odd sizes, d = 17), in every mode: the full product with the fused two-GEMM
+// pass (fp64: the SIMT plan pass with a second dot product per term, plan_rows_kernel.cuh; other
+// modes: U = u·Zᵀ beside the scores on tensor cores, plan_mma_kernel.cuh) and with the generic
+// pass of the d² values y_j ⊗ y_j (k = 289 here) forced; the joint product with its cross terms'
+// key directions (z_j = B_j) fused the same way. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -75,6 +75,45 @@ TEST_P(HvpOnGpu, MatchesTheFloat64CpuBackend) {
       EXPECT_LT(error, bound(mode));
     }
   }
+}
+
+// The joint product H·(A, B) on the GPU against the CPU's float64 one: its cross terms run the
+// quadratic pass with key directions (backend.hpp), fused on the GPU in every mode.
+TEST_P(HvpOnGpu, JointProductMatchesTheFloat64CpuBackend) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const fs::precision mode = GetParam();
+  const reference::cloud x = reference::random_cloud(613, 9, 53);
+  const reference::cloud y = reference::random_cloud(541, 9, 54, 1.0, 0.4);
+  const double eps = 2.0;
+  fs::options on_cpu = tight_fp64();
+  on_cpu.tolerance = 1e-12;
+  fs::solver cpu(make_problem(x, y, eps, 1.0), on_cpu);
+  ASSERT_TRUE(cpu.solve().converged);
+  fs::options on_gpu = fixed_iterations(2000, mode);
+  on_gpu.device = fs::device_kind::cuda;
+  on_gpu.tolerance = mode == fs::precision::fp64 ? 1e-12 : 1e-7;
+  fs::solver gpu(make_problem(x, y, eps, 1.0), on_gpu);
+  gpu.solve();
+
+  const std::vector<double> a = random_direction(x.count * x.dim, 11), b = random_direction(y.count * y.dim, 12);
+  auto joint = [&](const fs::solver& s, const fs::hvp_options& settings, fs::hvp_report* report) {
+    std::vector<double> out(a.size() + b.size());
+    const fs::hvp_report r = s.hvp_xy(fs::host_matrix(a.data(), x.count, x.dim), fs::host_matrix(b.data(), y.count, y.dim),
+                                      fs::host_matrix(out.data(), x.count, x.dim),
+                                      fs::host_matrix(out.data() + a.size(), y.count, y.dim), settings);
+    if (report != nullptr) *report = r;
+    return out;
+  };
+  const std::vector<double> expected = joint(cpu, tight_hvp(), nullptr);
+  fs::hvp_options settings = tight_hvp();
+  if (mode != fs::precision::fp64) settings.tolerance = 1e-6;
+  fs::hvp_report report;
+  const std::vector<double> got = joint(gpu, settings, &report);
+  const double error = relative_max_error(got, expected);
+  std::cout << "[ joint hvp " << to_string(mode) << " ] CG " << report.cg_iterations << " iterations, residual "
+            << report.relative_residual << "; relative error " << error << "\n";
+  EXPECT_TRUE(report.converged) << report.relative_residual;
+  EXPECT_LT(error, bound(mode));
 }
 
 std::string name_of(const ::testing::TestParamInfo<fs::precision>& info) { return std::string(to_string(info.param)); }

@@ -134,7 +134,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(plan_case{1, 1, 1, 1}, plan_case{7, 97, 3, 1}, plan_case{300, 517, 20, 64},
                       plan_case{300, 517, 20, 65}, plan_case{130, 200, 64, 130}, plan_case{97, 150, 100, 0},
                       plan_case{129, 65, 512, 3}, plan_case{2000, 3000, 64, 64}, plan_case{260, 300, 128, 65},
-                      plan_case{300, 400, 256, 130}, plan_case{70, 90, 8, 2048}, plan_case{60, 130, 256, 2048}),
+                      plan_case{300, 400, 256, 130}, plan_case{70, 90, 8, 2048}, plan_case{60, 130, 256, 2048},
+                      plan_case{300, 5000, 20, 1}, plan_case{1500, 9000, 64, 1}),
     [](const ::testing::TestParamInfo<plan_case>& param_info) {
       const plan_case& c = param_info.param;
       std::string name;

@@ -132,26 +132,57 @@ nb::tuple potential_vjp(bound_solver& s, nb::handle df, nb::handle dg, nb::handl
                         report.plan_passes);
 }
 
-// solver::hvp_x / hvp_y (hessian.hpp): H·A into `out` (the shape of A); `part` 0 full, 1 fixed
-// potentials, 2 implicit; the report as (cg_iterations, relative_residual, converged, gauge_defect,
-// plan_passes).
-nb::tuple hessian_vector_product(bound_solver& s, bool wrt_y, nb::handle direction, nb::handle out, int part,
-                                 double tolerance, int max_iterations, bool diagonal_preconditioner) {
-  const array_argument da = input_argument(direction, "direction"), oa = output_argument(out, "out");
-  const matrix_view dv = as_matrix(da, "direction");
-  const mutable_matrix_view ov = as_mutable_matrix(oa, "out");
+// hvp_options from the Python arguments: `part` 0 full, 1 fixed potentials, 2 implicit.
+hvp_options hvp_settings(int part, double tolerance, int max_iterations, bool diagonal_preconditioner) {
   hvp_options settings;
   settings.part = part == 1 ? hvp_part::fixed_potential : part == 2 ? hvp_part::implicit : hvp_part::full;
   settings.tolerance = tolerance;
   settings.max_iterations = max_iterations;
   settings.preconditioner = diagonal_preconditioner ? cg_preconditioner::diagonal : cg_preconditioner::none;
+  return settings;
+}
+
+nb::tuple hvp_report_tuple(const hvp_report& report) {
+  return nb::make_tuple(report.cg_iterations, report.relative_residual, report.converged, report.gauge_defect,
+                        report.plan_passes);
+}
+
+// solver::hvp_x / hvp_y (hessian.hpp): H·A into `out` (the shape of A); the report as
+// (cg_iterations, relative_residual, converged, gauge_defect, plan_passes).
+nb::tuple hessian_vector_product(bound_solver& s, bool wrt_y, nb::handle direction, nb::handle out, int part,
+                                 double tolerance, int max_iterations, bool diagonal_preconditioner) {
+  const array_argument da = input_argument(direction, "direction"), oa = output_argument(out, "out");
+  const matrix_view dv = as_matrix(da, "direction");
+  const mutable_matrix_view ov = as_mutable_matrix(oa, "out");
+  const hvp_options settings = hvp_settings(part, tolerance, max_iterations, diagonal_preconditioner);
   hvp_report report;
   {
     nb::gil_scoped_release unlocked;
     report = wrt_y ? s.get().hvp_y(dv, ov, settings) : s.get().hvp_x(dv, ov, settings);
   }
-  return nb::make_tuple(report.cg_iterations, report.relative_residual, report.converged, report.gauge_defect,
-                        report.plan_passes);
+  return hvp_report_tuple(report);
+}
+
+// solver::hvp_xy (hessian.hpp): directions A (n, d), B (m, d) (None: zero) into out_x, out_y (None:
+// not computed); the report as for hvp.
+nb::tuple joint_hessian_vector_product(bound_solver& s, nb::handle direction_x, nb::handle direction_y,
+                                       nb::handle out_x, nb::handle out_y, int part, double tolerance,
+                                       int max_iterations, bool diagonal_preconditioner) {
+  const array_argument ax = optional_input(direction_x, "direction_x");
+  const array_argument ay = optional_input(direction_y, "direction_y");
+  const array_argument ox = out_x.is_none() ? array_argument{} : output_argument(out_x, "out_x");
+  const array_argument oy = out_y.is_none() ? array_argument{} : output_argument(out_y, "out_y");
+  const matrix_view axv = direction_x.is_none() ? matrix_view{} : as_matrix(ax, "direction_x");
+  const matrix_view ayv = direction_y.is_none() ? matrix_view{} : as_matrix(ay, "direction_y");
+  const mutable_matrix_view oxv = out_x.is_none() ? mutable_matrix_view{} : as_mutable_matrix(ox, "out_x");
+  const mutable_matrix_view oyv = out_y.is_none() ? mutable_matrix_view{} : as_mutable_matrix(oy, "out_y");
+  const hvp_options settings = hvp_settings(part, tolerance, max_iterations, diagonal_preconditioner);
+  hvp_report report;
+  {
+    nb::gil_scoped_release unlocked;
+    report = s.get().hvp_xy(axv, ayv, oxv, oyv, settings);
+  }
+  return hvp_report_tuple(report);
 }
 
 // A new bound solver, or the library's exception (bad input) before any Python object exists: the
@@ -291,6 +322,10 @@ NB_MODULE(_core, m) {
            "max_iterations"_a, "diagonal_preconditioner"_a,
            "solver::hvp_x / hvp_y (hessian.hpp): H·A into out; returns (cg_iterations, relative_residual, "
            "converged, gauge_defect, plan_passes).")
+      .def("hvp_xy", &py::joint_hessian_vector_product, "direction_x"_a.none(), "direction_y"_a.none(),
+           "out_x"_a.none(), "out_y"_a.none(), "part"_a, "tolerance"_a, "max_iterations"_a, "diagonal_preconditioner"_a,
+           "solver::hvp_xy (hessian.hpp): H·(A, B) into out_x, out_y (None: zero direction / not computed); "
+           "returns (cg_iterations, relative_residual, converged, gauge_defect, plan_passes).")
       .def_prop_ro("device_name", [](py::bound_solver& s) { return s.get().device_name(); })
       .def_prop_ro(
           "input_addresses",

@@ -13,7 +13,8 @@ from __future__ import annotations
 from . import _core
 from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available
 from ._labels import LabelCost
-from ._functional import HessianVectorProduct, PotentialVjp, SinkhornResult, Solver, apply_plan, barycentric_map, sinkhorn
+from ._functional import (HessianVectorProduct, JointHessianVectorProduct, PotentialVjp, SinkhornResult, Solver,
+                          apply_plan, barycentric_map, sinkhorn)
 from ._optimize import LanczosResult, OptimizeResult, lanczos, newton, trust_region
 from ._samples_loss import SamplesLoss
 
@@ -25,6 +26,7 @@ __all__ = [
     "Error",
     "HessianVectorProduct",
     "InvalidArgument",
+    "JointHessianVectorProduct",
     "LabelCost",
     "LanczosResult",
     "OptimizeResult",

@@ -197,6 +197,31 @@ class Solver:
                                 preconditioner == "diagonal")
         return HessianVectorProduct(frame.give_back(out), *report)
 
+    def hvp_xy(self, dx: Array | None, dy: Array | None, *, x: bool = True, y: bool = True, part: str = "full",
+               tol: float = 1e-6, iters: int = 500, preconditioner: str = "diagonal") -> JointHessianVectorProduct:
+        """H·(A, B) = (H_xx A + H_xy B, H_yx A + H_yy B) = d/dt (∇_X F, ∇_Y F)(X + tA, Y + tB): the joint
+        Hessian-vector product of the converged value with respect to both clouds, exact and streamed,
+        with one CG solve for dC_ij = 2s (x_i − y_j)·(A_i − B_j) (docs/math.md). dx (n, d) and dy (m, d)
+        are A and B (None: zero, not both); x / y choose the products computed (the other comes back
+        None). `part`, `tol`, `iters`, `preconditioner` as in `hvp`. This is what torch's double
+        backward through `sinkhorn` calls."""
+        if dx is None and dy is None:
+            raise ValueError("hvp_xy needs dx, dy or both (None is a zero direction)")
+        if not (x or y):
+            raise ValueError("hvp_xy: ask for at least one product (x=True or y=True)")
+        if part not in self._HVP_PARTS:
+            raise ValueError(f"part must be 'full', 'fixed' or 'implicit', got {part!r}")
+        if preconditioner not in ("diagonal", "none"):
+            raise ValueError(f"preconditioner must be 'diagonal' or 'none', got {preconditioner!r}")
+        frame = self._frame
+        outs = [frame.empty_host((rows, self._d)) if wanted else None
+                for wanted, rows in ((x, self._n), (y, self._m))]
+        directions = [None if v is None else host_array(v if isinstance(v, np.ndarray) or is_tensor(v)
+                                                         else np.asarray(v), frame) for v in (dx, dy)]
+        report = self._core.hvp_xy(*directions, *outs, self._HVP_PARTS[part], tol, iters,
+                                   preconditioner == "diagonal")
+        return JointHessianVectorProduct(*(None if out is None else frame.give_back(out) for out in outs), *report)
+
     def lambda_min(self, *, wrt: str = "x", part: str = "full", max_steps: int = 50, tol: float = 1e-6,
                    hvp_tol: float = 1e-8, seed: int = 0):
         """λ_min and λ_max of the Hessian of the converged value with respect to the points of x (or y)
@@ -247,6 +272,20 @@ class HessianVectorProduct:
     plan_passes: int
 
 
+@dataclass(slots=True)
+class JointHessianVectorProduct:
+    """H_xx A + H_xy B (product_x) and H_yx A + H_yy B (product_y) of the converged value (None where not
+    asked for), and what the one CG solve did."""
+
+    product_x: Array | None
+    product_y: Array | None
+    cg_iterations: int
+    relative_residual: float
+    converged: bool
+    gauge_defect: float
+    plan_passes: int
+
+
 def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None, *, eps: float,
              cost_scale: float = 1.0, cost: str = "sqeuclidean", solver: str = "alternating",
              scaling: float | None = None, diameter: float | None = None, iters: int = 1000, tol: float = 1e-4,
@@ -281,8 +320,10 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
       labels: a LabelCost — the OTDD cost s·(λx‖x − y‖² + λy·W[l, l']) instead of s‖x − y‖².
 
     Returns:
-      SinkhornResult; with torch inputs that require grad, `cost` is differentiable (first order:
-      ∇x, ∇y from the streamed envelope gradients, ∇a, ∇b on balanced sides).
+      SinkhornResult; with torch inputs that require grad, `cost` is differentiable: first order
+      (∇x, ∇y from the streamed envelope gradients, ∇a, ∇b on balanced sides) and second order in x
+      and y (torch.autograd.grad(..., create_graph=True) then grad again runs the joint streamed HVP,
+      Solver.hvp_xy: balanced, squared-Euclidean, not debiased).
 
     Raises:
       flashsinkhorn.InvalidArgument (a ValueError) with the library's message for unusable input.

@@ -59,6 +59,9 @@ class SamplesLoss(_Base):
     Not supported (NotImplementedError): loss other than "sinkhorn", p ≠ 2, a custom cost function,
     the "multiscale" backend, cluster labels.
 
+    Second derivatives in x, y (double backward: the joint streamed HVP) need debias=False and no
+    reach; with debias=True they raise NotImplementedError (the HVP of the self terms is missing).
+
     With a reach, gradients differ from GeomLoss's by design: ours are the derivatives of the
     returned value (checked by finite differences); GeomLoss's are (1 + ε/2ρ)/(1 + ε/ρ) times those.
     """

@@ -3,8 +3,8 @@ converged value) for x, y, a, b, debiased and unbalanced included, and needs_inp
 the potentials: test_package_potential_vjp.py).
 
 The value is the converged dual value, so its derivative is the envelope gradient the library
-streams; the solves run to a marginal error of 1e-13, far below gradcheck's tolerances. Double
-backward (the HVP) is not available yet and must say so."""
+streams; the solves run to a marginal error of 1e-13, far below gradcheck's tolerances. Second
+derivatives (double backward through the joint HVP): test_package_double_backward.py."""
 
 from __future__ import annotations
 
@@ -76,14 +76,6 @@ def test_grad_output_scales():
     solver.solve()
     torch.testing.assert_close(x.grad, 3.0 * solver.gradient_x(), rtol=1e-12, atol=0)
     torch.testing.assert_close(b.grad, 3.0 * solver.gradient_b(), rtol=1e-12, atol=0)
-
-
-def test_double_backward_is_not_available_yet():
-    x, y, _, _ = tensors(45, 5, 4, 2)
-    cost = fs.sinkhorn(x, y, eps=0.5, threads=1).cost
-    (gx,) = torch.autograd.grad(cost, x, create_graph=True)
-    with pytest.raises(NotImplementedError, match="double backward"):
-        torch.autograd.grad(gx.sum(), x)
 
 
 def test_float32_gradients_match_float64():

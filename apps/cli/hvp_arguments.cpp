@@ -127,4 +127,8 @@ std::string name_of(hvp_part part) {
 
 std::string name_of(two_gemm_path path) { return path == two_gemm_path::fused ? "fused" : "generic"; }
 
+std::string name_of(cg_preconditioner preconditioner) {
+  return preconditioner == cg_preconditioner::diagonal ? "diagonal" : "none";
+}
+
 }  // namespace flashsinkhorn::cli

@@ -34,5 +34,6 @@ struct hvp_arguments {
 // The CLI's words for the enums: full | fixed | implicit, fused | generic.
 [[nodiscard]] std::string name_of(hvp_part part);
 [[nodiscard]] std::string name_of(two_gemm_path path);
+[[nodiscard]] std::string name_of(cg_preconditioner preconditioner);
 
 }  // namespace flashsinkhorn::cli

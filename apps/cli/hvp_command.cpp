@@ -39,6 +39,7 @@ json_object describe(const problem& p, const hvp_arguments& arguments, const opt
   json.add("cg_converged", report.converged);
   json.add("cg_tolerance", arguments.settings.tolerance);
   json.add("cg_ridge", arguments.settings.ridge);
+  json.add("cg_preconditioner", name_of(arguments.settings.preconditioner));
   json.add("plan_passes", report.plan_passes);
   json.add("gauge_defect", report.gauge_defect);
   json.add("device", r.device);

@@ -20,7 +20,7 @@ failures=0
 pass() { echo "ok    $1"; }
 fail() { failures=$((failures + 1)); echo "FAIL  $1: $2"; }
 
-keys="cost iterations converged n m d eps wrt part cg_iterations cg_relative_residual cg_converged plan_passes device precision out"
+keys="cost iterations converged n m d eps wrt part cg_iterations cg_relative_residual cg_converged cg_ridge cg_preconditioner plan_passes device precision out"
 # good NAME OUTDIR DESCR SHAPE ARGS...: exit 0, JSON with the keys, exactly hvp.npy + hvp.json.
 good() {
   local name=$1 out=$2 descr=$3 shape=$4

@@ -323,7 +323,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
       SinkhornResult; with torch inputs that require grad, `cost` is differentiable: first order
       (∇x, ∇y from the streamed envelope gradients, ∇a, ∇b on balanced sides) and second order in x
       and y (torch.autograd.grad(..., create_graph=True) then grad again runs the joint streamed HVP,
-      Solver.hvp_xy: balanced, squared-Euclidean, not debiased).
+      Solver.hvp_xy: balanced, squared-Euclidean; with debias=True it is H_OT·(A, B) − ½(H_T_a·A, H_T_b·B)
+      from plain replays of OT(a, b), OT(a, a), OT(b, b), solved at the first second derivative).
 
     Raises:
       flashsinkhorn.InvalidArgument (a ValueError) with the library's message for unusable input.

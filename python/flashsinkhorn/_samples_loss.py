@@ -59,8 +59,11 @@ class SamplesLoss(_Base):
     Not supported (NotImplementedError): loss other than "sinkhorn", p ≠ 2, a custom cost function,
     the "multiscale" backend, cluster labels.
 
-    Second derivatives in x, y (double backward: the joint streamed HVP) need debias=False and no
-    reach; with debias=True they raise NotImplementedError (the HVP of the self terms is missing).
+    Second derivatives in x, y (double backward: the joint streamed HVP) need no reach. With
+    debias=True the product is H_S·(A, B) = H_OT·(A, B) − ½(H_T_α·A, H_T_β·B), T_α(X) = OT_ε(α, α) with
+    X on both sides: three plain solves replay the forward's (same schedule, diameter and iterations)
+    at the first second derivative, per batch item. Exact second derivatives need a converged solve
+    (iters, tol); with the schedule-only default they are those of the schedule's potentials.
 
     With a reach, gradients differ from GeomLoss's by design: ours are the derivatives of the
     returned value (checked by finite differences); GeomLoss's are (1 + ε/2ρ)/(1 + ε/ρ) times those.

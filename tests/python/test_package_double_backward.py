@@ -3,8 +3,9 @@
 gradgradcheck (float64, central differences of the library's first derivatives) for x only, y only,
 x and y, through `sinkhorn` and SamplesLoss's batch path; grad(create_graph=True) then grad again
 equals Solver.hvp / Solver.hvp_xy; grad_output ≠ 1 (a loss of cost²); torch.autograd.functional.hvp;
-and the clear errors where no exact second derivative exists (debiased, weights, third order,
-torch.func). Solves run to a marginal error of 1e-13, the HVP's CG to 1e-10 (float64)."""
+and the clear errors where no exact second derivative exists (unbalanced, weights, third order,
+torch.func); debiased values in test_package_double_backward_debiased.py. Solves run to a marginal
+error of 1e-13, the HVP's CG to 1e-10 (float64)."""
 
 from __future__ import annotations
 
@@ -167,17 +168,6 @@ def first_gradients(seed=105, **kwargs):
     cost = fs.sinkhorn(x, y, a, b, **converged_kwargs(**kwargs)).cost
     (gx,) = torch.autograd.grad(cost, x, create_graph=True)
     return x, gx
-
-
-def test_debiased_double_backward_raises():
-    x, gx = first_gradients(eps=0.5, debias=True)
-    with pytest.raises(NotImplementedError, match="debiased"):
-        torch.autograd.grad(gx.sum(), x)
-    xs = torch.randn(5, 2, dtype=torch.float64, requires_grad=True)
-    value = fs.SamplesLoss("sinkhorn", p=2, blur=0.7)(xs, torch.randn(4, 2, dtype=torch.float64))  # debias=True
-    (g,) = torch.autograd.grad(value, xs, create_graph=True)
-    with pytest.raises(NotImplementedError, match="self terms"):
-        torch.autograd.grad(g.sum(), xs)
 
 
 def test_unbalanced_double_backward_raises():

@@ -7,7 +7,8 @@
 Reads: the suite's JSON lines (bench/suite/run.py and run_device.sh: `suite_*.jsonl`, C++ rows
 stamped by run.py --stamp included) and the earlier formats, converted: gpu_forward_*.json
 (bench/run_gpu_bench.sh), plan_pass_*.json (bench/merge_gradient_results.py) and cpu_forward_*.json
-(bench/cpu_forward_bench.py). Other files are listed as not converted. Nothing is measured here.
+(bench/cpu_forward_bench.py); the HVP runs of bench/hvp_bench.sh (hvp_*.jsonl) go to report_hvp.py's
+section. Other files are listed as not converted. Nothing is measured here.
 Plots need matplotlib; without it the markdown is still written and says so.
 """
 
@@ -18,6 +19,9 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
+
+from markdown import table
+from report_hvp import hvp_section, is_hvp_file
 
 REPO = Path(__file__).resolve().parents[2]
 OURS = "flashsinkhorn"
@@ -42,6 +46,8 @@ def load(results: Path) -> tuple[list[dict], list[dict], list[str]]:
         name = path.name
         try:
             if name.endswith(".jsonl"):
+                if is_hvp_file(path):
+                    continue  # report_hvp.py's section
                 data = read_json_lines(path)
                 if data and "suite" in data[0]:
                     converted = [suite_row(r, name) for r in data]
@@ -177,12 +183,6 @@ def fmt_bytes(value) -> str:
 
 def fmt_x(value) -> str:
     return "–" if value is None else f"{value:.2f}×"
-
-
-def table(header: list[str], body: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
-    return lines + [""]
 
 
 def cell(row: dict | None, key: str = "ms", fmt=fmt_ms) -> str:
@@ -523,7 +523,7 @@ def render(results: Path, markdown: Path, plot_dir: Path) -> str:
              "rerun it after adding results). Every number below is read from a committed file named in its section; "
              "the commands and commits that produced each file are listed at the end.", ""]
     lines += claims_section(forward_claims, suite_rows, rows)
-    lines += forward + plan_section(rows, sources) + suite + cpu_section(rows, sources)
+    lines += forward + plan_section(rows, sources) + hvp_section(results, sources) + suite + cpu_section(rows, sources)
     lines += ["## Plots", ""]
     lines += [f"![{Path(p).stem}]({rel(p)})" for p in written] if written else \
         ["(matplotlib is not installed: no plots were written.)"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from markdown import table
+from report_tables import table
 
 HVP_GOAL = 5.0
 

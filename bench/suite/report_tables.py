@@ -1,4 +1,4 @@
-"""Markdown helpers shared by the report's sections (bench/suite/report.py, report_hvp.py)."""
+"""Markdown table helpers shared by the report's sections (bench/suite/report.py, report_hvp.py)."""
 
 from __future__ import annotations
 

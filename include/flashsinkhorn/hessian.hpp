@@ -1,4 +1,5 @@
-// Hessian-vector products of the converged value: solver::hvp_x, solver::hvp_y, solver::hvp_xy.
+// Hessian-vector products of the converged value: solver::hvp_x, solver::hvp_y, solver::hvp_xy,
+// solver::hvp_self.
 //
 // For the balanced problem, F(X) = OT_ε(X, Y) at converged potentials has the gradient
 //   ∇_{x_i}F = 2s Σ_j P_ij (x_i − y_j)
@@ -21,6 +22,10 @@
 // (y mirrored with Pᵀ): H_xx·A + H_xy·B and H_yx·A + H_yy·B, the derivative of (∇_X F, ∇_Y F) —
 // what a double backward needs. The parts split the same way; the fixed-potential part couples
 // x_i and y_j (not block diagonal), the implicit part stays PSD on the joint space.
+// Self (hvp_self, a symmetric problem X ≡ Y, a ≡ b — the debiasing term OT_ε(a, X; a, X)): the
+// Hessian of X ↦ F(X, X), H_self·A = (H·(A, A))_x + (H·(A, A))_y, with the potentials' response
+// δf = δg = δ from (diag a + P)·δ = (P∘dC)·1, positive definite and well conditioned, where the
+// general system's Schur complement is nearly singular for a self-problem at small ε.
 // Supported: balanced problems with positive weights, the squared-Euclidean cost (any cost_scale),
 // either solver. Unbalanced, cosine, label costs and debiased solves throw `unsupported`.
 #pragma once

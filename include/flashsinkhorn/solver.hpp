@@ -79,6 +79,12 @@ class solver {
   hvp_report hvp_xy(matrix_view direction_x, matrix_view direction_y, mutable_matrix_view out_x,
                     mutable_matrix_view out_y, const hvp_options& settings = {}) const;
 
+  // For a problem whose two sides are the same (X and Y, a and b equal: OT_ε(a, X; a, X)), the
+  // Hessian of X ↦ OT_ε(a, X; a, X) along A (n, d) into out (n, d) (hessian.hpp): what the
+  // debiasing terms of a Sinkhorn divergence need. invalid_argument for a problem that is not
+  // symmetric or a ridge ≠ 0; otherwise as hvp_x.
+  hvp_report hvp_self(matrix_view direction, mutable_matrix_view out, const hvp_options& settings = {}) const;
+
   [[nodiscard]] std::string device_name() const;
 
  private:

@@ -147,10 +147,12 @@ nb::tuple hvp_report_tuple(const hvp_report& report) {
                         report.plan_passes);
 }
 
-// solver::hvp_x / hvp_y (hessian.hpp): H·A into `out` (the shape of A); the report as
-// (cg_iterations, relative_residual, converged, gauge_defect, plan_passes).
-nb::tuple hessian_vector_product(bound_solver& s, bool wrt_y, nb::handle direction, nb::handle out, int part,
-                                 double tolerance, int max_iterations, bool diagonal_preconditioner) {
+// One direction into one output (the shape of A) through `product` (a solver's hvp_x, hvp_y or
+// hvp_self), the GIL released; the report as (cg_iterations, relative_residual, converged,
+// gauge_defect, plan_passes).
+template <class Product>
+nb::tuple one_direction_product(nb::handle direction, nb::handle out, int part, double tolerance, int max_iterations,
+                                bool diagonal_preconditioner, const Product& product) {
   const array_argument da = input_argument(direction, "direction"), oa = output_argument(out, "out");
   const matrix_view dv = as_matrix(da, "direction");
   const mutable_matrix_view ov = as_mutable_matrix(oa, "out");
@@ -158,9 +160,27 @@ nb::tuple hessian_vector_product(bound_solver& s, bool wrt_y, nb::handle directi
   hvp_report report;
   {
     nb::gil_scoped_release unlocked;
-    report = wrt_y ? s.get().hvp_y(dv, ov, settings) : s.get().hvp_x(dv, ov, settings);
+    report = product(dv, ov, settings);
   }
   return hvp_report_tuple(report);
+}
+
+// solver::hvp_x / hvp_y (hessian.hpp): H·A into `out`.
+nb::tuple hessian_vector_product(bound_solver& s, bool wrt_y, nb::handle direction, nb::handle out, int part,
+                                 double tolerance, int max_iterations, bool diagonal_preconditioner) {
+  return one_direction_product(direction, out, part, tolerance, max_iterations, diagonal_preconditioner,
+                               [&](const matrix_view& a, const mutable_matrix_view& o, const hvp_options& settings) {
+                                 return wrt_y ? s.get().hvp_y(a, o, settings) : s.get().hvp_x(a, o, settings);
+                               });
+}
+
+// solver::hvp_self (hessian.hpp): the Hessian of X ↦ OT_ε(a, X; a, X) along A into `out`.
+nb::tuple self_hessian_vector_product(bound_solver& s, nb::handle direction, nb::handle out, int part,
+                                      double tolerance, int max_iterations, bool diagonal_preconditioner) {
+  return one_direction_product(direction, out, part, tolerance, max_iterations, diagonal_preconditioner,
+                               [&](const matrix_view& a, const mutable_matrix_view& o, const hvp_options& settings) {
+                                 return s.get().hvp_self(a, o, settings);
+                               });
 }
 
 // solver::hvp_xy (hessian.hpp): directions A (n, d), B (m, d) (None: zero) into out_x, out_y (None:
@@ -322,6 +342,10 @@ NB_MODULE(_core, m) {
            "max_iterations"_a, "diagonal_preconditioner"_a,
            "solver::hvp_x / hvp_y (hessian.hpp): H·A into out; returns (cg_iterations, relative_residual, "
            "converged, gauge_defect, plan_passes).")
+      .def("hvp_self", &py::self_hessian_vector_product, "direction"_a, "out"_a, "part"_a, "tolerance"_a,
+           "max_iterations"_a, "diagonal_preconditioner"_a,
+           "solver::hvp_self (hessian.hpp): the Hessian of X -> OT(a, X; a, X) along A into out, on a symmetric "
+           "problem; returns (cg_iterations, relative_residual, converged, gauge_defect, plan_passes).")
       .def("hvp_xy", &py::joint_hessian_vector_product, "direction_x"_a.none(), "direction_y"_a.none(),
            "out_x"_a.none(), "out_y"_a.none(), "part"_a, "tolerance"_a, "max_iterations"_a, "diagonal_preconditioner"_a,
            "solver::hvp_xy (hessian.hpp): H·(A, B) into out_x, out_y (None: zero direction / not computed); "

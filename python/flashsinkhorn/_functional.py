@@ -182,9 +182,12 @@ class Solver:
         """H·A = d/dt ∇F(X + tA) of the converged value F (balanced, squared-Euclidean; wrt='y' for the
         points of y), exact and streamed: the frozen-potential part H_fix·A (part='fixed', indefinite)
         plus the potentials' response H_imp·A (part='implicit', PSD; one CG solve on the Schur
-        complement of the potentials' system, every product a plan pass). See docs/math.md."""
-        if wrt not in ("x", "y"):
-            raise ValueError(f"wrt must be 'x' or 'y', got {wrt!r}")
+        complement of the potentials' system, every product a plan pass). See docs/math.md.
+        wrt='self', on a solver of a symmetric problem (x, x, a, a): the Hessian of
+        X ↦ OT_ε(a, X; a, X) (a Sinkhorn divergence's debiasing term), (H·(A, A))_x + (H·(A, A))_y,
+        whose potentials' response solves the well-conditioned (diag a + P)·δ = ρ."""
+        if wrt not in ("x", "y", "self"):
+            raise ValueError(f"wrt must be 'x', 'y' or 'self', got {wrt!r}")
         if part not in self._HVP_PARTS:
             raise ValueError(f"part must be 'full', 'fixed' or 'implicit', got {part!r}")
         if preconditioner not in ("diagonal", "none"):
@@ -193,8 +196,8 @@ class Solver:
         out = frame.empty_host((self._n if wrt == "x" else self._m, self._d))
         if not (isinstance(direction, np.ndarray) or is_tensor(direction)):
             direction = np.asarray(direction)
-        report = self._core.hvp(wrt == "y", host_array(direction, frame), out, self._HVP_PARTS[part], tol, iters,
-                                preconditioner == "diagonal")
+        arguments = (host_array(direction, frame), out, self._HVP_PARTS[part], tol, iters, preconditioner == "diagonal")
+        report = self._core.hvp_self(*arguments) if wrt == "self" else self._core.hvp(wrt == "y", *arguments)
         return HessianVectorProduct(frame.give_back(out), *report)
 
     def hvp_xy(self, dx: Array | None, dy: Array | None, *, x: bool = True, y: bool = True, part: str = "full",

@@ -178,6 +178,20 @@ void add_implicit_part(const oriented_plan& plan, const side_view& v, const key_
   }
 }
 
+// ½(u + v): the two sides' right-hand sides of a symmetric problem, equal up to the solve's
+// convergence.
+std::vector<double> average(const std::vector<double>& u, const std::vector<double>& v) {
+  std::vector<double> mean(u.size());
+  for (std::size_t i = 0; i < u.size(); ++i) mean[i] = 0.5 * (u[i] + v[i]);
+  return mean;
+}
+
+// Whether the prepared problem is its own mirror image: the same points and weights on both sides.
+bool is_symmetric(const prepared_problem& kernel) {
+  return kernel.x.count == kernel.y.count && kernel.x.points == kernel.y.points &&
+         kernel.x.weights == kernel.y.weights;
+}
+
 }  // namespace
 
 hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_hvp_vectors& vectors,
@@ -200,8 +214,11 @@ hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_
   const side_before_solve y = terms_before_solve(plan_y, view_y, d, two_s, eps, settings.part);
   hvp_report report;
   if (settings.part != hvp_part::fixed_potential) {
-    const potential_system_solution delta = solve_potential_system(
-        plan, a, x.rho, y.rho, {settings.tolerance, settings.max_iterations, settings.preconditioner, settings.ridge});
+    const potential_system_settings solve{settings.tolerance, settings.max_iterations, settings.preconditioner,
+                                          settings.ridge};
+    const potential_system_solution delta =
+        vectors.symmetric ? solve_symmetric_potential_system(plan, a, average(x.rho, y.rho), solve)
+                          : solve_potential_system(plan, a, x.rho, y.rho, solve);
     report.cg_iterations = delta.iterations;
     report.relative_residual = delta.relative_residual;
     report.converged = delta.converged;
@@ -239,6 +256,32 @@ hvp_report joint_hvp(const potential_vjp_context& context, const matrix_view& di
   const hvp_report report = joint_hvp_products(context, vectors, settings);
   if (!out_x.empty()) write_matrix(out_x, product_x, n, d, name + " out_x");
   if (!out_y.empty()) write_matrix(out_y, product_y, m, d, name + " out_y");
+  return report;
+}
+
+hvp_report self_hvp(const potential_vjp_context& context, const matrix_view& direction, const mutable_matrix_view& out,
+                    const hvp_options& settings) {
+  const std::string name = "hvp_self";
+  check_hvp_settings(settings, name);
+  require_hvp_support(context, name);
+  const prepared_problem& kernel = context.inputs.kernel;
+  if (!is_symmetric(kernel))
+    throw invalid_argument(name + ": the problem is not symmetric (X and Y, a and b must be the same arrays: "
+                                  "OT_ε(a, X; a, X)); use hvp_xy");
+  if (settings.ridge != 0)
+    throw invalid_argument(name + ": ridge must be 0 (the symmetric system is positive definite, no damping needed)");
+  const std::int64_t n = kernel.x.count, d = kernel.x.dim;
+  check_output_shape(out, n, d, name);
+  const std::vector<double> a = read_hvp_direction(direction, n, d, name);
+  std::vector<double> product_x, product_y;
+  joint_hvp_vectors vectors;
+  vectors.direction_x = vectors.direction_y = &a;
+  vectors.product_x = &product_x;
+  vectors.product_y = &product_y;
+  vectors.symmetric = true;
+  const hvp_report report = joint_hvp_products(context, vectors, settings);
+  for (std::size_t e = 0; e < product_x.size(); ++e) product_x[e] += product_y[e];
+  write_matrix(out, product_x, n, d, name);
   return report;
 }
 

@@ -60,6 +60,10 @@ struct joint_hvp_vectors {
   const std::vector<double>* direction_y = nullptr;  // B (m, d)
   std::vector<double>* product_x = nullptr;          // (n, d) ← H_xx A + H_xy B
   std::vector<double>* product_y = nullptr;          // (m, d) ← H_yx A + H_yy B
+  // The problem is symmetric (X ≡ Y, a ≡ b) and so is the direction (A ≡ B): the potentials'
+  // response from (diag(a) + P)·δ = ρ (solve_symmetric_potential_system) instead of the Schur
+  // complement. solver::hvp_self.
+  bool symmetric = false;
 };
 
 // The products, on a context that passed require_hvp_support and hvp settings that passed
@@ -72,5 +76,12 @@ hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_
 hvp_report joint_hvp(const potential_vjp_context& context, const matrix_view& direction_x,
                      const matrix_view& direction_y, const mutable_matrix_view& out_x, const mutable_matrix_view& out_y,
                      const hvp_options& settings);
+
+// solver::hvp_self (hessian.hpp): on a symmetric problem (X ≡ Y, a ≡ b as prepared; else
+// invalid_argument), the Hessian of X ↦ OT_ε(a, X; a, X) along A (n, d):
+//   H_self·A = (H·(A, A))_x + (H·(A, A))_y   (the chain rule for X ↦ (X, X)),
+// the potentials' response from the symmetric system (vectors.symmetric).
+hvp_report self_hvp(const potential_vjp_context& context, const matrix_view& direction, const mutable_matrix_view& out,
+                    const hvp_options& settings);
 
 }  // namespace flashsinkhorn::detail

@@ -77,4 +77,32 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   return out;
 }
 
+potential_system_solution solve_symmetric_potential_system(const solved_plan& plan, const std::vector<double>& a,
+                                                           const std::vector<double>& r,
+                                                           const potential_system_settings& settings) {
+  potential_system_solution out;
+  const std::size_t n = r.size();
+  // (diag(a) + P)·v = a∘(v + A_x(v)), A_x = diag(1/a)·P the x-rows pass.
+  const linear_map system = [&](const std::vector<double>& v) {
+    std::vector<double> product = plan.row_average(v, 1);
+    for (std::size_t i = 0; i < n; ++i) product[i] = a[i] * (v[i] + product[i]);
+    return product;
+  };
+  const std::vector<double> preconditioner =
+      settings.preconditioner == cg_preconditioner::diagonal ? a : std::vector<double>(n, 1.0);
+  projected_cg_outcome cg =
+      projected_cg(system, r, preconditioner, {settings.tolerance, settings.max_iterations, /*project=*/false});
+  out.iterations = cg.iterations;
+  const double r_norm = norm(r);
+  if (r_norm > 0) {
+    std::vector<double> residual = system(cg.solution);
+    for (std::size_t i = 0; i < n; ++i) residual[i] = r[i] - residual[i];
+    out.relative_residual = norm(residual) / r_norm;
+  }
+  out.converged = out.relative_residual <= settings.tolerance;
+  out.f = cg.solution;
+  out.g = std::move(cg.solution);
+  return out;
+}
+
 }  // namespace flashsinkhorn::detail

@@ -46,4 +46,17 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
                                                  std::vector<double> r_f, std::vector<double> r_g,
                                                  const potential_system_settings& settings);
 
+// The same system on a symmetric problem (X ≡ Y, a ≡ b: P = Pᵀ, c = a at convergence) with a
+// symmetric right-hand side r_f = r_g = r (a direction (A, A): the debiasing term OT_ε(a, X; a, X)
+// moving X on both sides). Its minimum-norm solution is z_f = z_g = δ with
+//   (diag(a) + P)·δ = r,
+// positive definite (P's spectrum relative to diag(a) lies in [−1, 1] and the gauge (1, −1) is
+// gone), and far better conditioned than the Schur complement diag(c) − Pᵀdiag(1/a)P, which for
+// a self-problem at small ε is nearly zero (P ≈ diag(a): every point mostly matched to itself).
+// Plain preconditioned CG (diag(a)), one x-rows pass (k = 1) per iteration, on the host's vectors.
+// relative_residual = ‖r − (diag(a) + P)δ‖/‖r‖; gauge_defect = 0.
+potential_system_solution solve_symmetric_potential_system(const solved_plan& plan, const std::vector<double>& a,
+                                                           const std::vector<double>& r,
+                                                           const potential_system_settings& settings);
+
 }  // namespace flashsinkhorn::detail

@@ -361,6 +361,11 @@ hvp_report solver::hvp_xy(matrix_view direction_x, matrix_view direction_y, muta
   return detail::joint_hvp(state_->vjp_context(), direction_x, direction_y, out_x, out_y, settings);
 }
 
+hvp_report solver::hvp_self(matrix_view direction, mutable_matrix_view out, const hvp_options& settings) const {
+  state_->require_solved("hvp_self");
+  return detail::self_hvp(state_->vjp_context(), direction, out, settings);
+}
+
 std::string solver::device_name() const { return state_->device_name(); }
 
 result solve(const problem& p, const options& o) { return solver(p, o).solve(); }

@@ -21,35 +21,58 @@ class HvpOnGpu : public ::testing::TestWithParam<fs::precision> {};
 
 double bound(fs::precision mode) {
   switch (mode) {
-    case fs::precision::fp64: return 1e-8;
-    case fs::precision::fp32: return 1e-4;
-    case fs::precision::tf32: return 2e-2;
-    case fs::precision::bf16: return 1e-1;
+    case fs::precision::fp64:
+      return 1e-8;
+    case fs::precision::fp32:
+      return 1e-4;
+    case fs::precision::tf32:
+      return 2e-2;
+    case fs::precision::bf16:
+      return 1e-1;
   }
   return 0;
 }
+
+// The same problem solved on the CPU in float64 (to 1e-12) and on the GPU in `mode` (to 1e-12 in
+// fp64, 1e-7 otherwise), and the HVP settings of the GPU side (CG to 1e-6 in single precision).
+struct cpu_and_gpu {
+  fs::solver cpu, gpu;
+  fs::hvp_options gpu_settings;
+
+  cpu_and_gpu(const reference::cloud& x, const reference::cloud& y, double eps, fs::precision mode,
+              fs::solver_kind kind)
+      : cpu(make_problem(x, y, eps, 1.0), options_on_cpu(kind)),
+        gpu(make_problem(x, y, eps, 1.0), options_on_gpu(mode, kind)),
+        gpu_settings(tight_hvp()) {
+    if (mode != fs::precision::fp64) gpu_settings.tolerance = 1e-6;
+  }
+  static fs::options options_on_cpu(fs::solver_kind kind) {
+    fs::options o = tight_fp64();
+    o.tolerance = 1e-12;
+    o.solver = kind;
+    return o;
+  }
+  static fs::options options_on_gpu(fs::precision mode, fs::solver_kind kind) {
+    fs::options o = fixed_iterations(2000, mode);
+    o.device = fs::device_kind::cuda;
+    o.tolerance = mode == fs::precision::fp64 ? 1e-12 : 1e-7;
+    o.solver = kind;
+    return o;
+  }
+};
 
 TEST_P(HvpOnGpu, MatchesTheFloat64CpuBackend) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
   const fs::precision mode = GetParam();
   const reference::cloud x = reference::random_cloud(1031, 17, 51);
   const reference::cloud y = reference::random_cloud(777, 17, 52, 1.0, 0.4);
-  const double eps = 2.0;
-
-  fs::options on_cpu = tight_fp64();
-  on_cpu.tolerance = 1e-12;
-  fs::solver cpu(make_problem(x, y, eps, 1.0), on_cpu);
-  ASSERT_TRUE(cpu.solve().converged);
-
-  fs::options on_gpu = fixed_iterations(2000, mode);
-  on_gpu.device = fs::device_kind::cuda;
-  on_gpu.tolerance = mode == fs::precision::fp64 ? 1e-12 : 1e-7;
-  fs::solver gpu(make_problem(x, y, eps, 1.0), on_gpu);
-  const fs::result rg = gpu.solve();
+  cpu_and_gpu solved(x, y, 2.0, mode, fs::solver_kind::alternating);
+  const fs::solver &cpu = solved.cpu, &gpu = solved.gpu;
+  ASSERT_TRUE(solved.cpu.solve().converged);
+  const fs::result rg = solved.gpu.solve();
   EXPECT_NE(rg.device.find("cuda"), std::string::npos) << rg.device;
 
-  fs::hvp_options settings = tight_hvp();
-  if (mode != fs::precision::fp64) settings.tolerance = 1e-6;
+  fs::hvp_options settings = solved.gpu_settings;
   for (bool on_x : {true, false}) {
     const reference::cloud& side = on_x ? x : y;
     const std::vector<double> a = random_direction(side.count * side.dim, on_x ? 7 : 8);
@@ -84,33 +107,51 @@ TEST_P(HvpOnGpu, JointProductMatchesTheFloat64CpuBackend) {
   const fs::precision mode = GetParam();
   const reference::cloud x = reference::random_cloud(613, 9, 53);
   const reference::cloud y = reference::random_cloud(541, 9, 54, 1.0, 0.4);
-  const double eps = 2.0;
-  fs::options on_cpu = tight_fp64();
-  on_cpu.tolerance = 1e-12;
-  fs::solver cpu(make_problem(x, y, eps, 1.0), on_cpu);
-  ASSERT_TRUE(cpu.solve().converged);
-  fs::options on_gpu = fixed_iterations(2000, mode);
-  on_gpu.device = fs::device_kind::cuda;
-  on_gpu.tolerance = mode == fs::precision::fp64 ? 1e-12 : 1e-7;
-  fs::solver gpu(make_problem(x, y, eps, 1.0), on_gpu);
-  gpu.solve();
+  cpu_and_gpu solved(x, y, 2.0, mode, fs::solver_kind::alternating);
+  ASSERT_TRUE(solved.cpu.solve().converged);
+  solved.gpu.solve();
 
   const std::vector<double> a = random_direction(x.count * x.dim, 11), b = random_direction(y.count * y.dim, 12);
   auto joint = [&](const fs::solver& s, const fs::hvp_options& settings, fs::hvp_report* report) {
     std::vector<double> out(a.size() + b.size());
-    const fs::hvp_report r = s.hvp_xy(fs::host_matrix(a.data(), x.count, x.dim), fs::host_matrix(b.data(), y.count, y.dim),
-                                      fs::host_matrix(out.data(), x.count, x.dim),
-                                      fs::host_matrix(out.data() + a.size(), y.count, y.dim), settings);
+    const fs::hvp_report r = s.hvp_xy(
+        fs::host_matrix(a.data(), x.count, x.dim), fs::host_matrix(b.data(), y.count, y.dim),
+        fs::host_matrix(out.data(), x.count, x.dim), fs::host_matrix(out.data() + a.size(), y.count, y.dim), settings);
     if (report != nullptr) *report = r;
     return out;
   };
-  const std::vector<double> expected = joint(cpu, tight_hvp(), nullptr);
-  fs::hvp_options settings = tight_hvp();
-  if (mode != fs::precision::fp64) settings.tolerance = 1e-6;
+  const std::vector<double> expected = joint(solved.cpu, tight_hvp(), nullptr);
   fs::hvp_report report;
-  const std::vector<double> got = joint(gpu, settings, &report);
+  const std::vector<double> got = joint(solved.gpu, solved.gpu_settings, &report);
   const double error = relative_max_error(got, expected);
   std::cout << "[ joint hvp " << to_string(mode) << " ] CG " << report.cg_iterations << " iterations, residual "
+            << report.relative_residual << "; relative error " << error << "\n";
+  EXPECT_TRUE(report.converged) << report.relative_residual;
+  EXPECT_LT(error, bound(mode));
+}
+
+// The self product (hvp_self, the symmetric system's host CG over the GPU's one-column passes) on
+// the GPU against the CPU's float64 one.
+TEST_P(HvpOnGpu, SelfProductMatchesTheFloat64CpuBackend) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const fs::precision mode = GetParam();
+  const reference::cloud x = reference::random_cloud(517, 7, 55);
+  cpu_and_gpu solved(x, x, 1.0, mode, fs::solver_kind::symmetric);
+  ASSERT_TRUE(solved.cpu.solve().converged);
+  solved.gpu.solve();
+  const std::vector<double> a = random_direction(x.count * x.dim, 13);
+  auto self = [&](const fs::solver& s, const fs::hvp_options& settings, fs::hvp_report* report) {
+    std::vector<double> out(a.size());
+    const fs::hvp_report r =
+        s.hvp_self(fs::host_matrix(a.data(), x.count, x.dim), fs::host_matrix(out.data(), x.count, x.dim), settings);
+    if (report != nullptr) *report = r;
+    return out;
+  };
+  const std::vector<double> expected = self(solved.cpu, tight_hvp(), nullptr);
+  fs::hvp_report report;
+  const std::vector<double> got = self(solved.gpu, solved.gpu_settings, &report);
+  const double error = relative_max_error(got, expected);
+  std::cout << "[ self hvp " << to_string(mode) << " ] CG " << report.cg_iterations << " iterations, residual "
             << report.relative_residual << "; relative error " << error << "\n";
   EXPECT_TRUE(report.converged) << report.relative_residual;
   EXPECT_LT(error, bound(mode));

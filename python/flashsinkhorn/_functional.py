@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _core
 from ._arrays import Array, Frame, host_array, is_tensor
+from ._arrays import torch as _torch
 from ._labels import LabelCost
 from ._options import options_for
 
@@ -333,7 +334,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
       flashsinkhorn.InvalidArgument (a ValueError) with the library's message for unusable input.
     """
     frame = Frame.of(x, y, a, b)
-    if frame.torch and (_requires_grad(x) or _requires_grad(y) or _requires_grad(a) or _requires_grad(b)):
+    if frame.torch and (_requires_grad(x) or _requires_grad(y) or _requires_grad(a) or _requires_grad(b)
+                        or _under_transform(x, y, a, b)):
         from ._autograd import differentiable_sinkhorn
         kwargs = dict(eps=eps, cost_scale=cost_scale, cost=cost, solver=solver, scaling=scaling, diameter=diameter,
                       iters=iters, tol=tol, check_every=check_every, reach=reach, reach_x=reach_x, reach_y=reach_y,
@@ -370,6 +372,20 @@ def _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, so
 
 def _requires_grad(value: Any) -> bool:
     return value is not None and is_tensor(value) and value.requires_grad
+
+
+def _under_transform(*values: Any) -> bool:
+    """Whether a torch.func transform is active or one of `values` is a forward-mode dual tensor:
+    their wrappers and dual tensors do not require grad, yet their derivatives (and batching) must go
+    through the autograd.Function. One check per call, not per tensor (~0.1 µs)."""
+    if _functorch_active():
+        return True
+    return _forward_ad._current_level >= 0 and any(
+        is_tensor(v) and _forward_ad.unpack_dual(v).tangent is not None for v in values)
+
+
+_functorch_active = None if _torch is None else _torch._C._are_functorch_transforms_active
+_forward_ad = None if _torch is None else _torch.autograd.forward_ad
 
 
 def apply_plan(x: Array, y: Array, v: Array, a: Array | None = None, b: Array | None = None, *,

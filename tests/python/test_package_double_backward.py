@@ -3,9 +3,9 @@
 gradgradcheck (float64, central differences of the library's first derivatives) for x only, y only,
 x and y, through `sinkhorn` and SamplesLoss's batch path; grad(create_graph=True) then grad again
 equals Solver.hvp / Solver.hvp_xy; grad_output ≠ 1 (a loss of cost²); torch.autograd.functional.hvp;
-and the clear errors where no exact second derivative exists (unbalanced, weights, third order,
-torch.func); debiased values in test_package_double_backward_debiased.py. Solves run to a marginal
-error of 1e-13, the HVP's CG to 1e-10 (float64)."""
+and the clear errors where no exact second derivative exists (unbalanced, weights, third order);
+debiased values in test_package_double_backward_debiased.py, torch.func in test_package_torch_func.py.
+Solves run to a marginal error of 1e-13, the HVP's CG to 1e-10 (float64)."""
 
 from __future__ import annotations
 
@@ -207,16 +207,6 @@ def test_third_derivative_and_potential_losses_raise():
     (g,) = torch.autograd.grad((r.f ** 2).sum() - (r.g ** 2).sum(), x, create_graph=True)
     with pytest.raises(NotImplementedError, match="potentials f, g"):
         torch.autograd.grad(g.sum(), x)
-
-
-def test_torch_func_transforms_are_not_supported():
-    """torch.func (grad, jvp(grad) — functorch's HVP) needs SinkhornFunction in the setup_context
-    style with a jvp rule: not done; torch says so. Use torch.autograd.grad twice or
-    torch.autograd.functional.hvp instead."""
-    x, y, _, _ = tensors(109, 5, 4, 2)
-    f = lambda x: fs.sinkhorn(x, y, **converged_kwargs(eps=0.5)).cost  # noqa: E731
-    with pytest.raises(RuntimeError, match="setup_context"):
-        torch.func.jvp(torch.func.grad(f), (x,), (torch.ones_like(x),))
 
 
 def test_readme_double_backward_example():

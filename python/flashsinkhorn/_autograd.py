@@ -330,8 +330,10 @@ class _DebiasedHessian(_ValueHessian):
     S_ε = OT_ε(a,X; b,Y) − ½T_a(X) − ½T_b(Y),  T_a(X) = OT_ε(a,X; a,X),  T_b(Y) = OT_ε(b,Y; b,Y).
 
     T_a moves X on both sides: with G(X, X′) = OT_ε(a,X; a,X′), T_a(X) = G(X, X), so by the chain rule
-    H_T_a·A = u + v where (u, v) = H_G·(A, A) is G's joint product (Solver.hvp_xy) at X′ = X; likewise
-    T_b with B. Hence x̄ gains −½(u + v) only when A ≠ 0 and ȳ only when B ≠ 0.
+    H_T_a·A = u + v where (u, v) = H_G·(A, A) is G's joint product at X′ = X; likewise T_b with B.
+    Hence x̄ gains −½(u + v) only when A ≠ 0 and ȳ only when B ≠ 0. Solver.hvp(A, wrt='self') computes
+    u + v with the potentials' response from the symmetric system (diag a + P)·δ = ρ, well conditioned
+    where the joint product's Schur complement is nearly singular (a self-problem at small ε).
 
     The forward's solver is debiased (the C++ HVP refuses it), so three plain solvers replay its
     solve, each built and solved at its first use (a second derivative that needs it):
@@ -359,11 +361,9 @@ class _DebiasedHessian(_ValueHessian):
         self._refuse_outside_domain()
         px, py = _joint_product(self._replay("xy"), dx, dy, want_x, want_y)
         if want_x and dx is not None:
-            u, v = _joint_product(self._replay("xx"), dx, dx, True, True)
-            px = px - 0.5 * (u + v)
+            px = px - 0.5 * _self_product(self._replay("xx"), dx)
         if want_y and dy is not None:
-            u, v = _joint_product(self._replay("yy"), dy, dy, True, True)
-            py = py - 0.5 * (u + v)
+            py = py - 0.5 * _self_product(self._replay("yy"), dy)
         return px, py
 
     def _refuse_outside_domain(self) -> None:
@@ -414,6 +414,17 @@ def _joint_product(solver: Solver, dx: torch.Tensor | None, dy: torch.Tensor | N
                       f"{product.relative_residual:.2e} (not converged); the product is that of its last iterate",
                       RuntimeWarning, stacklevel=3)
     return product.product_x, product.product_y
+
+
+def _self_product(solver: Solver, direction: torch.Tensor) -> torch.Tensor:
+    """H_T·A of a solved symmetric solver (T(X) = OT_ε(a,X; a,X)), CG as in _joint_product."""
+    product = solver.hvp(direction, wrt="self", tol=1e-10 if direction.dtype == torch.float64 else 1e-6,
+                         iters=1000)
+    if not product.converged:
+        warnings.warn(f"flashsinkhorn double backward: the self term's CG stopped at relative residual "
+                      f"{product.relative_residual:.2e} (not converged); the product is that of its last iterate",
+                      RuntimeWarning, stacklevel=3)
+    return product.product
 
 
 def _joint_diameter(x: torch.Tensor, y: torch.Tensor) -> float | None:

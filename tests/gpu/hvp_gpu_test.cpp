@@ -138,7 +138,7 @@ TEST_P(HvpOnGpu, SelfProductMatchesTheFloat64CpuBackend) {
   const reference::cloud x = reference::random_cloud(517, 7, 55);
   cpu_and_gpu solved(x, x, 1.0, mode, fs::solver_kind::symmetric);
   ASSERT_TRUE(solved.cpu.solve().converged);
-  solved.gpu.solve();
+  const fs::result on_gpu = solved.gpu.solve();
   const std::vector<double> a = random_direction(x.count * x.dim, 13);
   auto self = [&](const fs::solver& s, const fs::hvp_options& settings, fs::hvp_report* report) {
     std::vector<double> out(a.size());
@@ -151,8 +151,17 @@ TEST_P(HvpOnGpu, SelfProductMatchesTheFloat64CpuBackend) {
   fs::hvp_report report;
   const std::vector<double> got = self(solved.gpu, solved.gpu_settings, &report);
   const double error = relative_max_error(got, expected);
-  std::cout << "[ self hvp " << to_string(mode) << " ] CG " << report.cg_iterations << " iterations, residual "
-            << report.relative_residual << "; relative error " << error << "\n";
+  // The same product through the joint one, (H·(A, A))_x + (H·(A, A))_y, on the GPU: tells the
+  // symmetric system's error from the plan's.
+  std::vector<double> ox(a.size()), oy(a.size());
+  (void)solved.gpu.hvp_xy(fs::host_matrix(a.data(), x.count, x.dim), fs::host_matrix(a.data(), x.count, x.dim),
+                          fs::host_matrix(ox.data(), x.count, x.dim), fs::host_matrix(oy.data(), x.count, x.dim),
+                          solved.gpu_settings);
+  for (std::size_t e = 0; e < ox.size(); ++e) ox[e] += oy[e];
+  std::cout << "[ self hvp " << to_string(mode) << " ] solve marginal error " << on_gpu.marginal_error << " after "
+            << on_gpu.iterations << "; CG " << report.cg_iterations << " iterations, residual "
+            << report.relative_residual << "; relative error " << error << "; joint summed on the GPU "
+            << relative_max_error(ox, expected) << ", self vs joint " << relative_max_error(got, ox) << "\n";
   EXPECT_TRUE(report.converged) << report.relative_residual;
   EXPECT_LT(error, bound(mode));
 }

@@ -6,6 +6,8 @@
 // key directions (z_j = B_j) fused the same way. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -131,8 +133,14 @@ TEST_P(HvpOnGpu, JointProductMatchesTheFloat64CpuBackend) {
 }
 
 // The self product (hvp_self, the symmetric system's host CG over the GPU's one-column passes) on
-// the GPU against the CPU's float64 one.
-TEST_P(HvpOnGpu, SelfProductMatchesTheFloat64CpuBackend) {
+// the GPU, against the joint product summed on the GPU, (H·(A, A))_x + (H·(A, A))_y — the same
+// quantity through the general system — and against the CPU's float64 self product. The self
+// product is a sum of joint blocks that largely cancel (H_self annihilates a common shift of all
+// points), so a single-precision plan's relative error is amplified in it: the error against
+// float64 is measured relative to the blocks being summed, max |(H·(A, A))_x|, |(H·(A, A))_y|. On the
+// H200 (b59d9f8) the self product was 1.6e-4 / 3.3e-2 / 0.31 (fp32 / tf32 / bf16) off relative to
+// itself — the joint path exactly as much — while self and joint agreed to 5e-7 / 1e-3 / 1.7e-3.
+TEST_P(HvpOnGpu, SelfProductMatchesTheJointProductAndFloat64) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
   const fs::precision mode = GetParam();
   const reference::cloud x = reference::random_cloud(517, 7, 55);
@@ -140,30 +148,33 @@ TEST_P(HvpOnGpu, SelfProductMatchesTheFloat64CpuBackend) {
   ASSERT_TRUE(solved.cpu.solve().converged);
   const fs::result on_gpu = solved.gpu.solve();
   const std::vector<double> a = random_direction(x.count * x.dim, 13);
+  const auto view = [&](const std::vector<double>& v) { return fs::host_matrix(v.data(), x.count, x.dim); };
+  const auto mutable_view = [&](std::vector<double>& v) { return fs::host_matrix(v.data(), x.count, x.dim); };
   auto self = [&](const fs::solver& s, const fs::hvp_options& settings, fs::hvp_report* report) {
     std::vector<double> out(a.size());
-    const fs::hvp_report r =
-        s.hvp_self(fs::host_matrix(a.data(), x.count, x.dim), fs::host_matrix(out.data(), x.count, x.dim), settings);
+    const fs::hvp_report r = s.hvp_self(view(a), mutable_view(out), settings);
     if (report != nullptr) *report = r;
     return out;
   };
   const std::vector<double> expected = self(solved.cpu, tight_hvp(), nullptr);
   fs::hvp_report report;
   const std::vector<double> got = self(solved.gpu, solved.gpu_settings, &report);
-  const double error = relative_max_error(got, expected);
-  // The same product through the joint one, (H·(A, A))_x + (H·(A, A))_y, on the GPU: tells the
-  // symmetric system's error from the plan's.
   std::vector<double> ox(a.size()), oy(a.size());
-  (void)solved.gpu.hvp_xy(fs::host_matrix(a.data(), x.count, x.dim), fs::host_matrix(a.data(), x.count, x.dim),
-                          fs::host_matrix(ox.data(), x.count, x.dim), fs::host_matrix(oy.data(), x.count, x.dim),
-                          solved.gpu_settings);
-  for (std::size_t e = 0; e < ox.size(); ++e) ox[e] += oy[e];
-  std::cout << "[ self hvp " << to_string(mode) << " ] solve marginal error " << on_gpu.marginal_error << " after "
-            << on_gpu.iterations << "; CG " << report.cg_iterations << " iterations, residual "
-            << report.relative_residual << "; relative error " << error << "; joint summed on the GPU "
-            << relative_max_error(ox, expected) << ", self vs joint " << relative_max_error(got, ox) << "\n";
+  (void)solved.gpu.hvp_xy(view(a), view(a), mutable_view(ox), mutable_view(oy), solved.gpu_settings);
+  double blocks = 0, off = 0;
+  for (std::size_t e = 0; e < ox.size(); ++e) {
+    blocks = std::max({blocks, std::abs(ox[e]), std::abs(oy[e])});
+    off = std::max(off, std::abs(got[e] - expected[e]));
+    ox[e] += oy[e];
+  }
+  const double consistency = relative_max_error(got, ox);
+  std::cout << "[ self hvp " << to_string(mode) << " ] solve marginal error " << on_gpu.marginal_error << "; CG "
+            << report.cg_iterations << " iterations, residual " << report.relative_residual << "; off float64 by "
+            << off / blocks << " of the blocks (" << relative_max_error(got, expected) << " of itself); self vs joint "
+            << consistency << "\n";
   EXPECT_TRUE(report.converged) << report.relative_residual;
-  EXPECT_LT(error, bound(mode));
+  EXPECT_LT(off / blocks, bound(mode));
+  EXPECT_LT(consistency, mode == fs::precision::fp64 ? 1e-10 : bound(mode) / 10);
 }
 
 std::string name_of(const ::testing::TestParamInfo<fs::precision>& info) { return std::string(to_string(info.param)); }

@@ -1,7 +1,7 @@
 """Second derivatives of the debiased value S_ε = OT_ε(a,X; b,Y) − ½OT_ε(a,X; a,X) − ½OT_ε(b,Y; b,Y).
 
 H_S·(A, B) = H_OT·(A, B) − ½(H_T_a·A, H_T_b·B), H_T_a·A = u + v for (u, v) the joint product of
-OT(a,X; a,X′) at (A, A), X′ = X (_autograd._DebiasedHessian). Oracles: gradgradcheck (float64,
+OT(a,X; a,X′) at (A, A), X′ = X (_hessians.DebiasedHessian). Oracles: gradgradcheck (float64,
 central differences of the library's first derivatives) through `sinkhorn(debias=True)` and
 SamplesLoss (one problem and a batch); fourth-order central differences of the forward's own
 gradients; the same composition written out with Solver.hvp_xy; the replayed solves against the
@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("flashsinkhorn._core")
 torch = pytest.importorskip("torch")
 import flashsinkhorn as fs  # noqa: E402
-from flashsinkhorn._autograd import _DebiasedHessian  # noqa: E402
+from flashsinkhorn._hessians import DebiasedHessian  # noqa: E402
 
 from package_helpers import converged_kwargs, random_problem  # noqa: E402
 
@@ -180,7 +180,7 @@ def test_replayed_solves_match_the_forward(kwargs):
     options = dict(kwargs, debias=True)
     forward = fs.Solver(x, y, a, b, **options)
     forward.solve()
-    replays = _DebiasedHessian(forward, x, y, a, b, options)
+    replays = DebiasedHessian(forward, x, y, a, b, options)
     cross, self_x, self_y = (replays._replay(which) for which in ("xy", "xx", "yy"))
     scale = float(forward.gradient_x().abs().max())
     torch.testing.assert_close(cross.gradient_x() - self_x.gradient_x(), forward.gradient_x(), rtol=0,

@@ -32,19 +32,27 @@ cg_preconditioner parse_preconditioner(std::string_view text) {
   throw not_one_of("--preconditioner", text, "diagonal, none");
 }
 
+hvp_wrt parse_wrt(std::string_view text) {
+  if (text == "x") return hvp_wrt::x;
+  if (text == "y") return hvp_wrt::y;
+  if (text == "xy") return hvp_wrt::xy;
+  if (text == "self") return hvp_wrt::self;
+  throw not_one_of("--wrt", text, "x, y, xy, self");
+}
+
 std::vector<flag_spec> hvp_flags(hvp_arguments& a) {
   options& o = a.solve_options;
   hvp_options& h = a.settings;
   std::vector<flag_spec> specs;
   add_point_file_flags(specs, a.files);
   specs.insert(specs.end(), {
-      {"--dir", "FILE", "the direction: (n, d) with --wrt x, (m, d) with --wrt y (required)",
+      {"--dir", "FILE", "the direction: (n, d), or (m, d) with --wrt y (required)",
        [&a](std::string_view v) { a.direction_path = v; }},
-      {"--wrt", "SIDE", "x (default): differentiate w.r.t. the points of X; y: of Y",
-       [&a](std::string_view v) {
-         if (v != "x" && v != "y") throw not_one_of("--wrt", v, "x, y");
-         a.wrt_y = v == "y";
-       }},
+      {"--dir-y", "FILE", "with --wrt xy: the direction of Y, (m, d) (default: zero)",
+       [&a](std::string_view v) { a.direction_y_path = v; }},
+      {"--wrt", "SIDE", "x (default): w.r.t. the points of X; y: of Y; xy: both (the joint product,\n"
+                        "hvp_x.npy and hvp_y.npy); self: X = Y moving together (a symmetric problem)",
+       [&a](std::string_view v) { a.wrt = parse_wrt(v); }},
   });
   add_eps_flags(specs, a.files);
   specs.insert(specs.end(), {
@@ -91,6 +99,8 @@ hvp_arguments parse_hvp_arguments(std::span<const std::string> args) {
   if (a.run.help) return arguments;
   require_point_files(a.files);
   if (a.direction_path.empty()) throw bad_input("missing required option --dir (the direction file)");
+  if (!a.direction_y_path.empty() && a.wrt != hvp_wrt::xy)
+    throw bad_input("--dir-y is the Y direction of --wrt xy; the other products take --dir only");
   require_eps(a.files);
   if (a.out_dir.empty()) throw bad_input("missing required option --out (the directory for hvp.npy)");
   // Checked here so that a bad setting is reported before the solve, not after it.
@@ -104,13 +114,14 @@ std::string hvp_usage() {
   std::string text =
       "usage: flashsinkhorn hvp --x X.npy --y Y.npy --dir A.npy --eps E --out DIR [options]\n\n"
       "Solves entropic OT, then writes the exact Hessian-vector product H*A of the converged cost\n"
-      "with respect to the points of X (or Y with --wrt y), streamed (no n x m matrix). Prints\n"
-      "progress on stderr and one JSON object on stdout.\n\noptions:\n";
+      "with respect to the points of X (or Y with --wrt y, both with --wrt xy), streamed (no n x m\n"
+      "matrix). Prints progress on stderr and one JSON object on stdout.\n\noptions:\n";
   text.append(describe_flags(hvp_flags(unused)));
   text.append(
       "\nDIR receives hvp.npy (the product, shape of the direction; float64 with --precision fp64,\n"
-      "float32 otherwise) and hvp.json (the printed summary: CG iterations, residual, plan passes),\n"
-      "all or nothing. Balanced problems with the squared-Euclidean cost only.\n"
+      "float32 otherwise; --wrt xy: hvp_x.npy and hvp_y.npy) and hvp.json (the printed summary: CG\n"
+      "iterations, residual, plan passes), all or nothing. Balanced problems with the\n"
+      "squared-Euclidean cost only.\n"
       "\nexample:\n"
       "  flashsinkhorn hvp --x X.npy --y Y.npy --dir A.npy --eps 0.1 --precision fp64 --out result\n");
   return text;
@@ -126,6 +137,16 @@ std::string name_of(hvp_part part) {
 }
 
 std::string name_of(two_gemm_path path) { return path == two_gemm_path::fused ? "fused" : "generic"; }
+
+std::string name_of(hvp_wrt wrt) {
+  switch (wrt) {
+    case hvp_wrt::x: return "x";
+    case hvp_wrt::y: return "y";
+    case hvp_wrt::xy: return "xy";
+    case hvp_wrt::self: return "self";
+  }
+  return "?";
+}
 
 std::string name_of(cg_preconditioner preconditioner) {
   return preconditioner == cg_preconditioner::diagonal ? "diagonal" : "none";

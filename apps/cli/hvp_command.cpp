@@ -31,7 +31,7 @@ json_object describe(const problem& p, const hvp_arguments& arguments, const opt
   json.add("cost", r.cost);
   add_solve_summary(json, p, r);
   json.add("cost_scale", p.cost_scale);
-  json.add("wrt", arguments.wrt_y ? "y" : "x");
+  json.add("wrt", name_of(arguments.wrt));
   json.add("part", name_of(arguments.settings.part));
   json.add("two_gemm", name_of(arguments.settings.two_gemm));
   json.add("cg_iterations", report.cg_iterations);
@@ -51,6 +51,44 @@ json_object describe(const problem& p, const hvp_arguments& arguments, const opt
   return json;
 }
 
+// A direction file as a view, its shape checked against `rows` × d ("the shape of <what>").
+matrix_view direction_view(const loaded_array& file, const std::string& path, std::int64_t rows, std::int64_t cols,
+                           const char* what) {
+  const matrix_view view = points_view(file, path);
+  if (view.rows != rows || view.cols != cols) {
+    std::string message = path;
+    message.append(": the direction is ").append(shape_string(file.shape)).append(", expected (");
+    message.append(std::to_string(rows)).append(", ").append(std::to_string(cols)).append(") — the shape of ");
+    message.append(what);
+    throw bad_input(message);
+  }
+  return view;
+}
+
+// The product(s) of one call, by --wrt: x, y and self write `first` (the direction's shape); xy
+// writes `first` (n, d) and `second` (m, d).
+hvp_report compute_products(const solver& s, const hvp_arguments& arguments, const matrix_view& dir,
+                            const matrix_view& dir_y, const mutable_matrix_view& first,
+                            const mutable_matrix_view& second) {
+  switch (arguments.wrt) {
+    case hvp_wrt::x: return s.hvp_x(dir, first, arguments.settings);
+    case hvp_wrt::y: return s.hvp_y(dir, first, arguments.settings);
+    case hvp_wrt::xy: return s.hvp_xy(dir, dir_y, first, second, arguments.settings);
+    case hvp_wrt::self: return s.hvp_self(dir, first, arguments.settings);
+  }
+  return {};
+}
+
+void require_finite(const std::vector<double>& values, const char* file) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      std::string message = std::string(file) + " is not finite at flat index ";
+      message.append(std::to_string(i)).append("; try a larger --eps or --precision fp64");
+      throw std::runtime_error(message);
+    }
+  }
+}
+
 }  // namespace
 
 void run_hvp_command(std::span<const std::string> args) {
@@ -58,15 +96,16 @@ void run_hvp_command(std::span<const std::string> args) {
   if (printed_usage(arguments.run, hvp_usage)) return;
   const loaded_problem inputs(arguments.files);
   const problem& p = inputs.view;
+  const std::int64_t n = p.x.rows, m = p.y.rows, d = p.x.cols;
+  const bool on_y = arguments.wrt == hvp_wrt::y;
   const loaded_array direction = load_array_file(arguments.direction_path);
-  const matrix_view dir = points_view(direction, arguments.direction_path);
-  const std::int64_t rows = arguments.wrt_y ? p.y.rows : p.x.rows;
-  if (dir.rows != rows || dir.cols != p.x.cols) {
-    std::string message = arguments.direction_path;
-    message.append(": the direction is ").append(shape_string(direction.shape)).append(", expected (");
-    message.append(std::to_string(rows)).append(", ").append(std::to_string(p.x.cols)).append(") — the shape of ");
-    message.append(arguments.wrt_y ? "Y (--wrt y)" : "X (--wrt x)");
-    throw bad_input(message);
+  const matrix_view dir = direction_view(direction, arguments.direction_path, on_y ? m : n, d,
+                                         on_y ? "Y (--wrt y)" : "X");
+  loaded_array direction_y;
+  matrix_view dir_y;
+  if (!arguments.direction_y_path.empty()) {
+    direction_y = load_array_file(arguments.direction_y_path);
+    dir_y = direction_view(direction_y, arguments.direction_y_path, m, d, "Y (--dir-y)");
   }
 
   options o = arguments.solve_options;
@@ -77,12 +116,15 @@ void run_hvp_command(std::span<const std::string> args) {
   atomic_output output(arguments.out_dir);
   const result r = s.solve();
 
-  std::vector<double> product(static_cast<std::size_t>(rows * p.x.cols));
-  const mutable_matrix_view out = host_matrix(product.data(), rows, p.x.cols);
+  const bool joint = arguments.wrt == hvp_wrt::xy;
+  const std::int64_t rows = on_y ? m : n;
+  std::vector<double> product(static_cast<std::size_t>(rows * d)), product_y(joint ? static_cast<std::size_t>(m * d) : 0);
+  const mutable_matrix_view out = host_matrix(product.data(), rows, d);
+  const mutable_matrix_view out_y = joint ? host_matrix(product_y.data(), m, d) : mutable_matrix_view{};
   hvp_report report;
   const auto timed_product = [&] {
     const auto start = std::chrono::steady_clock::now();
-    report = arguments.wrt_y ? s.hvp_y(dir, out, arguments.settings) : s.hvp_x(dir, out, arguments.settings);
+    report = compute_products(s, arguments, dir, dir_y, out, out_y);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   const double first_seconds = timed_product();
@@ -90,13 +132,8 @@ void run_hvp_command(std::span<const std::string> args) {
   for (int i = 0; i < arguments.repeat; ++i) repeats.push_back(timed_product());
   std::sort(repeats.begin(), repeats.end());
   const double hvp_seconds = repeats.empty() ? first_seconds : repeats[repeats.size() / 2];
-  for (std::size_t i = 0; i < product.size(); ++i) {
-    if (!std::isfinite(product[i])) {
-      std::string message = "hvp.npy is not finite at flat index ";
-      message.append(std::to_string(i)).append("; try a larger --eps or --precision fp64");
-      throw std::runtime_error(message);
-    }
-  }
+  require_finite(product, joint ? "hvp_x.npy" : "hvp.npy");
+  require_finite(product_y, "hvp_y.npy");
   if (!report.converged && !arguments.run.quiet) {
     std::fprintf(stderr, "flashsinkhorn: warning: CG stopped at relative residual %.3g > --cg-tol %.3g after %d iterations\n",
                  report.relative_residual, arguments.settings.tolerance, report.cg_iterations);
@@ -107,7 +144,13 @@ void run_hvp_command(std::span<const std::string> args) {
     json.add("hvp_repeats", arguments.repeat);
   }
   json.add("out", output.directory().string());
-  output.add("hvp.npy", encode_npy(product, {rows, p.x.cols}, output_dtype(o.precision)));
+  const auto dtype = output_dtype(o.precision);
+  if (joint) {
+    output.add("hvp_x.npy", encode_npy(product, {n, d}, dtype));
+    output.add("hvp_y.npy", encode_npy(product_y, {m, d}, dtype));
+  } else {
+    output.add("hvp.npy", encode_npy(product, {rows, d}, dtype));
+  }
   output.add("hvp.json", json.str() + "\n");
   output.commit();
   std::printf("%s\n", json.str().c_str());

@@ -4,6 +4,8 @@
   hvp_fixtures.py make DIR                     x.npy (7,2), y.npy (6,2), dir_a.npy, dir_b.npy (7,2),
                                                dir_y.npy (6,2), dir_bad.npy (6,2)
   hvp_fixtures.py symmetric A HA B HB          check <B, H A> = <A, H B> (relative 1e-8)
+  hvp_fixtures.py same U V                     check U = V (relative 1e-9 of max |V|)
+  hvp_fixtures.py summed S U V                 check S = U + V (relative 1e-9 of max |S|)
 """
 import os
 import random
@@ -46,10 +48,29 @@ def symmetric(a, ha, b, hb):
         raise SystemExit("<B, HA> = %.17g but <A, HB> = %.17g" % (left, right))
 
 
+def close(got, want, what):
+    scale = max(max(abs(w) for w in want), 1e-300)
+    worst = max(abs(g - w) for g, w in zip(got, want))
+    if len(got) != len(want) or worst > 1e-9 * scale:
+        raise SystemExit("%s: max difference %.3g of max %.3g" % (what, worst, scale))
+
+
+def same(u, v):
+    close(values(u), values(v), "%s vs %s" % (u, v))
+
+
+def summed(s, u, v):
+    close(values(s), [a + b for a, b in zip(values(u), values(v))], "%s vs %s + %s" % (s, u, v))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
     elif sys.argv[1] == "symmetric":
         symmetric(*sys.argv[2:6])
+    elif sys.argv[1] == "same":
+        same(*sys.argv[2:4])
+    elif sys.argv[1] == "summed":
+        summed(*sys.argv[2:5])
     else:
         raise SystemExit("unknown command " + sys.argv[1])

@@ -8,19 +8,19 @@ derivatives (double backward through the joint HVP): test_package_double_backwar
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("flashsinkhorn._core")
 torch = pytest.importorskip("torch")
 import flashsinkhorn as fs  # noqa: E402
 
-from package_helpers import converged_kwargs, random_problem  # noqa: E402
+from package_helpers import converged_kwargs, float64_tensors  # noqa: E402
 
 
 def tensors(seed, n, m, d, requires_grad=True):
-    x, y, a, b = random_problem(seed, n, m, d)
-    return tuple(torch.tensor(v, dtype=torch.float64, requires_grad=requires_grad) for v in (x, y, a, b))
+    return float64_tensors(seed, n, m, d, requires_grad)
+
+
 
 
 CASES = [  # (kwargs, differentiate the weights)

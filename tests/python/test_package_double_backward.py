@@ -16,18 +16,13 @@ pytest.importorskip("flashsinkhorn._core")
 torch = pytest.importorskip("torch")
 import flashsinkhorn as fs  # noqa: E402
 
-from package_helpers import converged_kwargs, random_problem  # noqa: E402
+from package_helpers import GRADGRAD, converged_kwargs, float64_tensors, random_problem  # noqa: E402
 
 
-def tensors(seed, n, m, d):
-    x, y, a, b = random_problem(seed, n, m, d)
-    return tuple(torch.tensor(v, dtype=torch.float64) for v in (x, y, a, b))
+def tensors(seed, n, m, d, requires_grad=False):
+    return float64_tensors(seed, n, m, d, requires_grad)
 
 
-# gradgradcheck differentiates the first derivatives (exact to ~1e-13 of the value's scale) by
-# central differences with eps = 1e-5: truncation O(eps²) ≈ 1e-10, noise 1e-13/eps ≈ 1e-8 — the
-# atol 1e-6, rtol 1e-4 below leave two orders; the analytic side is the HVP with CG at 1e-10.
-GRADGRAD = dict(eps=1e-5, atol=1e-6, rtol=1e-4)
 
 
 @pytest.mark.parametrize("wrt", ["x", "y", "xy"])

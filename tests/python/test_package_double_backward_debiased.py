@@ -17,18 +17,13 @@ torch = pytest.importorskip("torch")
 import flashsinkhorn as fs  # noqa: E402
 from flashsinkhorn._hessians import DebiasedHessian  # noqa: E402
 
-from package_helpers import converged_kwargs, random_problem  # noqa: E402
+from package_helpers import GRADGRAD, converged_kwargs, float64_tensors  # noqa: E402
 
 
-def tensors(seed, n, m, d):
-    x, y, a, b = random_problem(seed, n, m, d)
-    return tuple(torch.tensor(v, dtype=torch.float64) for v in (x, y, a, b))
+def tensors(seed, n, m, d, requires_grad=False):
+    return float64_tensors(seed, n, m, d, requires_grad)
 
 
-# As in test_package_double_backward.py: first derivatives exact to ~1e-13, differenced with
-# eps = 1e-5 (truncation ~1e-10, noise ~1e-8); atol 1e-6, rtol 1e-4 leave two orders. The self
-# terms are 9–15 % of H·(A, B) on these problems, far above that.
-GRADGRAD = dict(eps=1e-5, atol=1e-6, rtol=1e-4)
 SOLVES = [dict(eps=0.5), dict(eps=0.3, cost_scale=0.5, solver="symmetric", scaling=0.7)]
 SOLVE_IDS = ["alternating", "symmetric s=0.5 scaling"]
 

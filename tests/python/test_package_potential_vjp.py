@@ -14,7 +14,11 @@ import pytest
 pytest.importorskip("flashsinkhorn._core")
 import flashsinkhorn as fs  # noqa: E402
 
-from package_helpers import converged_kwargs, random_problem  # noqa: E402
+from package_helpers import converged_kwargs, float64_tensors, random_problem  # noqa: E402
+
+
+def tensors(seed, n, m, d, requires_grad=True):
+    return float64_tensors(seed, n, m, d, requires_grad)
 
 
 def test_dual_value_cotangent_gives_the_envelope_gradient():
@@ -43,9 +47,6 @@ def test_only_the_requested_gradients_come_back():
 torch = pytest.importorskip("torch")
 
 
-def tensors(seed, n, m, d):
-    x, y, a, b = random_problem(seed, n, m, d)
-    return tuple(torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (x, y, a, b))
 
 
 def gauge_free_weights(seed, n, m):

@@ -20,13 +20,14 @@ torch = pytest.importorskip("torch")
 import flashsinkhorn as fs  # noqa: E402
 from torch.func import grad, grad_and_value, hessian, jacrev, jvp, vjp, vmap  # noqa: E402
 
-from package_helpers import converged_kwargs, random_problem  # noqa: E402
+from package_helpers import converged_kwargs, float64_tensors  # noqa: E402
 from test_package_double_backward_debiased import self_term_product  # noqa: E402
 
 
-def tensors(seed, n, m, d):
-    x, y, a, b = random_problem(seed, n, m, d)
-    return tuple(torch.tensor(v, dtype=torch.float64) for v in (x, y, a, b))
+def tensors(seed, n, m, d, requires_grad=False):
+    return float64_tensors(seed, n, m, d, requires_grad)
+
+
 
 
 def directions(seed, *like):

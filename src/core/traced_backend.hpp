@@ -6,6 +6,8 @@
 // solve_schur, take_error) synchronise, so their times include the device's work; a block of
 // iterations and a point gradient are only enqueued (marked "enqueue": the next read waits for
 // them). Single half-steps, copies and swaps are not printed. Results pass through unchanged.
+// Every virtual of backend.hpp is forwarded: one added there with a default (supports_key_directions,
+// solve_schur) must be added here too, or the traced solver silently takes the default.
 #pragma once
 
 #include <memory>

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/hvp_checks.hpp"
+#include "core/operand_rounding.hpp"
 #include "core/oriented_plan.hpp"
 #include "core/potential_system.hpp"
 #include "core/solved_plan.hpp"
@@ -188,8 +189,7 @@ std::vector<double> average(const std::vector<double>& u, const std::vector<doub
 
 // Whether the prepared problem is its own mirror image: the same points and weights on both sides.
 bool is_symmetric(const prepared_problem& kernel) {
-  return kernel.x.count == kernel.y.count && kernel.x.points == kernel.y.points &&
-         kernel.x.weights == kernel.y.weights;
+  return kernel.x.count == kernel.y.count && kernel.x.points == kernel.y.points && kernel.x.weights == kernel.y.weights;
 }
 
 }  // namespace
@@ -207,8 +207,20 @@ hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_
   const std::vector<double>& a = kernel.x.weights;
   const oriented_plan plan_x(plan, side::x, a, settings.two_gemm);
   const oriented_plan plan_y(plan, side::y, a, settings.two_gemm);
-  const side_view view_x{kernel.x.points, kernel.y.points, vectors.direction_x, vectors.direction_y, vectors.product_x};
-  const side_view view_y{kernel.y.points, kernel.x.points, vectors.direction_y, vectors.direction_x, vectors.product_y};
+  // The points and directions as the passes' operands are rounded (operand_rounding.hpp): the host
+  // terms cancel against the passes' sums consistently. (H is then that of the rounded problem the
+  // backend solved, along the rounded direction.)
+  const precision mode = context.solve_options.precision;
+  const std::vector<double> x_points = rounded_operands(kernel.x.points, mode);
+  const std::vector<double> y_points = rounded_operands(kernel.y.points, mode);
+  const auto rounded = [mode](const std::vector<double>* direction) {
+    return direction == nullptr ? std::vector<double>() : rounded_operands(*direction, mode);
+  };
+  const std::vector<double> a_dir = rounded(vectors.direction_x), b_dir = rounded(vectors.direction_y);
+  const std::vector<double>* direction_x = vectors.direction_x == nullptr ? nullptr : &a_dir;
+  const std::vector<double>* direction_y = vectors.direction_y == nullptr ? nullptr : &b_dir;
+  const side_view view_x{x_points, y_points, direction_x, direction_y, vectors.product_x};
+  const side_view view_y{y_points, x_points, direction_y, direction_x, vectors.product_y};
 
   const side_before_solve x = terms_before_solve(plan_x, view_x, d, two_s, eps, settings.part);
   const side_before_solve y = terms_before_solve(plan_y, view_y, d, two_s, eps, settings.part);
@@ -266,8 +278,9 @@ hvp_report self_hvp(const potential_vjp_context& context, const matrix_view& dir
   require_hvp_support(context, name);
   const prepared_problem& kernel = context.inputs.kernel;
   if (!is_symmetric(kernel))
-    throw invalid_argument(name + ": the problem is not symmetric (X and Y, a and b must be the same arrays: "
-                                  "OT_ε(a, X; a, X)); use hvp_xy");
+    throw invalid_argument(name +
+                           ": the problem is not symmetric (X and Y, a and b must be the same arrays: "
+                           "OT_ε(a, X; a, X)); use hvp_xy");
   if (settings.ridge != 0)
     throw invalid_argument(name + ": ridge must be 0 (the symmetric system is positive definite, no damping needed)");
   const std::int64_t n = kernel.x.count, d = kernel.x.dim;

@@ -138,10 +138,11 @@ TEST_P(HvpOnGpu, JointProductMatchesTheFloat64CpuBackend) {
 // product. Measured on the H200 (aa6b6c0): self and joint agree to 5e-7 / 1e-3 / 1.7e-3 (fp32 /
 // tf32 / bf16), but both are 1.6e-4 / 3.3e-2 / 0.31 off float64 on this self-problem, where the CPU
 // backend in the same modes is 5.6e-6 / 1.2e-2 / 6e-2 off: the GPU's single-precision plan of a
-// self-problem is less accurate than the CPU's. A likely reason (not yet verified): a self-problem's
+// self-problem is less accurate than the CPU's (measured before the host terms used the passes'
+// rounded operands, core/operand_rounding.hpp, which cut the CPU's error 10× / 5×). The reason: a self-problem's
 // plan rows are concentrated, so E_i's second moment Σ_j P_ij (A_i·q_j) q_j nearly cancels against
-// the host's float64 terms, and the fused pass rounds A and q to the mode (the CPU does not round A);
-// centring on p_i inside the pass would remove the cancellation (docs/cuda_backend.md).
+// the host's terms (bench/studies/centred_second_moment.py); centring on p_i inside the pass would
+// remove the rest (docs/cuda_backend.md).
 // fp32 is held to 5e-4 against float64; tf32 and bf16 only to the consistency bounds.
 TEST_P(HvpOnGpu, SelfProductMatchesTheJointProductAndFloat64) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";

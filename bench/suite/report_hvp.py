@@ -109,3 +109,49 @@ def claim_lines(ours: list[dict], peers: list[dict]) -> list[str]:
         return out + ["No run with both.", ""]
     return out + table(["n", "d", "ours vs theirs", "our HVP ms", "their fwd+HVP ms", "ratio", "verdict"], body)
 
+
+def hvp_plot(results: Path, plot_dir: Path) -> str | None:
+    """hvp_time_vs_n.png: our HVP time against n for each precision and system (the latest file's
+    full products), flash-sinkhorn's forward + HVP as points; None without matplotlib or results."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    files = sorted(p for p in results.glob("hvp*.jsonl") if is_hvp_file(p))
+    if not files:
+        return None
+    _, rows = read_runs(files[-1])
+    series: dict[str, dict[int, float]] = {}
+    for r in rows:
+        if is_peer(r) or "error" in r or r.get("part") != "full" or not r.get("cg_converged"):
+            continue
+        name = f"ours {r['precision']}, " + ("exact system" if r.get("cg_ridge", 0) == 0 else "flash-sinkhorn's ridge")
+        # a size measured by several runs of the file: the last run's (the newest code)
+        series.setdefault(name, {})[r["n"]] = 1000 * r["hvp_seconds"]
+    if not series:
+        return None
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    for name, points in sorted(series.items()):
+        ns = sorted(points)
+        ax.plot(ns, [points[n] for n in ns], marker="o", label=name)
+    peers = [p for p in rows if is_peer(p) and "ms_forward_hvp" in p]
+    if peers:
+        ax.scatter([p["n"] for p in peers], [p["ms_forward_hvp"] for p in peers], marker="x", color="k",
+                   label="flash-sinkhorn forward (50 its) + HVP", zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n = m (d = 64)")
+    ax.set_ylabel("ms per HVP (CG tol 1e-4, converged runs)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6)
+    ax.set_title(f"Hessian-vector product — {files[-1].name}", fontsize=8)
+    fig.tight_layout()
+    path = plot_dir / "hvp_time_vs_n.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+

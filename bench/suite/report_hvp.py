@@ -128,6 +128,8 @@ def hvp_plot(results: Path, plot_dir: Path) -> str | None:
     for r in rows:
         if is_peer(r) or "error" in r or r.get("part") != "full" or not r.get("cg_converged"):
             continue
+        if r.get("cg_preconditioner", r.get("preconditioner", "diagonal")) != "diagonal":
+            continue  # the default preconditioner only
         name = f"ours {r['precision']}, " + ("exact system" if r.get("cg_ridge", 0) == 0 else "flash-sinkhorn's ridge")
         # a size measured by several runs of the file: the last run's (the newest code)
         series.setdefault(name, {})[r["n"]] = 1000 * r["hvp_seconds"]

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "cuda/kernel_occupancy.hpp"
 #include "cuda/key_splits.hpp"
 #include "cuda/plan_mma_kernel.cuh"
 #include "cuda/plan_rows_kernel.cuh"
@@ -95,15 +96,9 @@ cudaError_t stage_for(precision mode, staged_values_layout layout, const Source*
 template <class Op>
 split_plan plan_vector_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {
   using namespace kernels::plan_tile;
-  int ctas_per_sm = 0;
-  cudaFuncSetAttribute(kernels::plan_mma_kernel<Op, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       kSharedBytes);
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernels::plan_mma_kernel<Op, false, true>, kThreads,
-                                                    kSharedBytes) != cudaSuccess)
-    ctas_per_sm = 1;
+  const int ctas_per_sm = occupancy(kernels::plan_mma_kernel<Op, false, true>, kThreads, kSharedBytes);
   return plan_key_splits((rows.count + kBlockM - 1) / kBlockM, keys.padded_count / kBlockN,
-                         static_cast<std::int64_t>(sm_count) * std::max(1, ctas_per_sm), tile::kMaxSplits,
-                         tile::kMinTilesPerSplit);
+                         static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, tile::kMinTilesPerSplit);
 }
 
 std::int64_t vector_partial_bytes(const device_cloud_view& rows, int splits) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "cuda/kernel_occupancy.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "cuda/key_splits.hpp"
 #include "cuda/softmin_fp64_kernel.cuh"
@@ -32,37 +33,6 @@ struct kernel_shape {
   int ctas_per_sm = 1;   // occupancy, for the split plan
   int steps = 0;         // wgmma: 32-byte k-steps per row (selects the kernel instance)
 };
-
-template <class Kernel>
-cudaError_t allow_shared(Kernel kernel, int bytes) {
-  if (bytes <= 48 * 1024) return cudaSuccess;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-}
-
-// CTAs per SM of `kernel` at `shared_bytes` (cached: the answer depends only on these).
-template <class Kernel>
-int occupancy(Kernel kernel, int threads, int shared_bytes) {
-  thread_local const void* cached_kernel = nullptr;
-  thread_local int cached_bytes = -1;
-  thread_local int cached_device = -1;
-  thread_local int cached_ctas = 1;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 1;
-  const void* key = reinterpret_cast<const void*>(kernel);
-  if (cached_kernel != key || cached_bytes != shared_bytes || cached_device != device) {
-    int ctas = 1;
-    if (allow_shared(kernel, shared_bytes) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, shared_bytes) != cudaSuccess) {
-      (void)cudaGetLastError();
-      ctas = 1;
-    }
-    cached_kernel = key;
-    cached_bytes = shared_bytes;
-    cached_device = device;
-    cached_ctas = ctas < 1 ? 1 : ctas;
-  }
-  return cached_ctas;
-}
 
 template <class Op>
 kernel_shape mma_shape(std::int64_t padded_dim, int max_shared_bytes) {

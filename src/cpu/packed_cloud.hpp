@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/operand_rounding.hpp"
 #include "core/prepared_cloud.hpp"
 #include "flashsinkhorn/options.hpp"
-#include "math/round_operand.hpp"
 
 namespace flashsinkhorn::detail {
 
@@ -38,14 +38,10 @@ struct packed_cloud {
   std::vector<double> log_weights;
 };
 
+// The operand in T: rounded as the mode's operands (core/operand_rounding.hpp), which T holds exactly.
 template <class T>
 T round_operand(double value, precision mode) {
-  const T v = static_cast<T>(value);
-  if constexpr (sizeof(T) == 4) {
-    if (mode == precision::tf32) return math::round_to_tf32(v);
-    if (mode == precision::bf16) return math::round_to_bf16(v);
-  }
-  return v;
+  return static_cast<T>(rounded_operand(value, mode));
 }
 
 template <class T>

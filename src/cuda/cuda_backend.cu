@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/operand_rounding.hpp"
 #include "core/view_io.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
@@ -33,13 +34,12 @@
 #include "cuda/softmin_launch.hpp"
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
-#include "math/round_operand.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
 
-// Operand rounding is math::round_to_tf32 / round_to_bf16 (round-to-nearest-even of the float),
-// exactly what the CPU backend does, so both backends see bit-identical operands.
+// Operand rounding is core/operand_rounding.hpp's (round-to-nearest-even of the float), exactly what
+// the CPU backend does, so both backends see bit-identical operands.
 std::uint16_t bf16_bits(float rounded) {
   std::uint32_t bits;
   std::memcpy(&bits, &rounded, sizeof bits);
@@ -96,30 +96,16 @@ std::vector<unsigned char> encode_points(const double* points, std::int64_t n, s
   if (rounded != nullptr) rounded->assign(static_cast<std::size_t>(n * d), 0.0);
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t c = 0; c < d; ++c) {
-      const double x = points[i * d + c];
+      const double stored = rounded_operand(points[i * d + c], mode);  // exact in the storage type
       unsigned char* dst = bytes.data() + (i * padded_d + c) * element;
-      double stored = x;
-      switch (mode) {
-        case precision::fp64: std::memcpy(dst, &x, 8); break;
-        case precision::fp32: {
-          const float f = static_cast<float>(x);
-          std::memcpy(dst, &f, 4);
-          stored = f;
-          break;
-        }
-        case precision::tf32: {
-          const float f = math::round_to_tf32(static_cast<float>(x));
-          std::memcpy(dst, &f, 4);
-          stored = f;
-          break;
-        }
-        case precision::bf16: {
-          const float f = math::round_to_bf16(static_cast<float>(x));
-          const std::uint16_t b = bf16_bits(f);
-          std::memcpy(dst, &b, 2);
-          stored = f;
-          break;
-        }
+      if (mode == precision::fp64) {
+        std::memcpy(dst, &stored, 8);
+      } else if (mode == precision::bf16) {
+        const std::uint16_t b = bf16_bits(static_cast<float>(stored));
+        std::memcpy(dst, &b, 2);
+      } else {
+        const auto f = static_cast<float>(stored);
+        std::memcpy(dst, &f, 4);
       }
       if (rounded != nullptr) (*rounded)[static_cast<std::size_t>(i * d + c)] = stored;
     }

@@ -107,28 +107,32 @@ class DebiasedHessian(ValueHessian):
         return replay
 
 
+# The CG settings of a double backward's products: to 1e-10 in float64, 1e-6 otherwise, 1000 steps.
+def _cg_settings(dtype: torch.dtype) -> dict:
+    return dict(tol=1e-10 if dtype == torch.float64 else 1e-6, iters=1000)
+
+
+def _warn_unless_converged(product, what: str):
+    """A CG that stops short is reported by a RuntimeWarning, not raised; returns the product."""
+    if not product.converged:
+        warnings.warn(f"flashsinkhorn double backward: {what}'s CG stopped at relative residual "
+                      f"{product.relative_residual:.2e} (not converged); the product is that of its last iterate",
+                      RuntimeWarning, stacklevel=4)
+    return product
+
+
 def _joint_product(solver: Solver, dx: torch.Tensor | None, dy: torch.Tensor | None, want_x: bool,
                    want_y: bool) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """(H_xx A + H_xy B, H_yx A + H_yy B) of a solved plain solver, CG to 1e-10 (float64) or 1e-6;
-    a CG that stops short is reported by a RuntimeWarning, not raised."""
+    """(H_xx A + H_xy B, H_yx A + H_yy B) of a solved plain solver."""
     dtype = (dx if dx is not None else dy).dtype
-    product = solver.hvp_xy(dx, dy, x=want_x, y=want_y, tol=1e-10 if dtype == torch.float64 else 1e-6, iters=1000)
-    if not product.converged:
-        warnings.warn(f"flashsinkhorn double backward: the HVP's CG stopped at relative residual "
-                      f"{product.relative_residual:.2e} (not converged); the product is that of its last iterate",
-                      RuntimeWarning, stacklevel=3)
+    product = _warn_unless_converged(solver.hvp_xy(dx, dy, x=want_x, y=want_y, **_cg_settings(dtype)), "the HVP")
     return product.product_x, product.product_y
 
 
 def _self_product(solver: Solver, direction: torch.Tensor) -> torch.Tensor:
-    """H_T·A of a solved symmetric solver (T(X) = OT_ε(a,X; a,X)), CG as in _joint_product."""
-    product = solver.hvp(direction, wrt="self", tol=1e-10 if direction.dtype == torch.float64 else 1e-6,
-                         iters=1000)
-    if not product.converged:
-        warnings.warn(f"flashsinkhorn double backward: the self term's CG stopped at relative residual "
-                      f"{product.relative_residual:.2e} (not converged); the product is that of its last iterate",
-                      RuntimeWarning, stacklevel=3)
-    return product.product
+    """H_T·A of a solved symmetric solver (T(X) = OT_ε(a,X; a,X))."""
+    product = solver.hvp(direction, wrt="self", **_cg_settings(direction.dtype))
+    return _warn_unless_converged(product, "the self term").product
 
 
 def _joint_diameter(x: torch.Tensor, y: torch.Tensor) -> float | None:

@@ -19,6 +19,21 @@ struct hvp_problem {
   double cost_scale = 1.0;
 };
 
+// A small problem of the dense-Hessian tests: X (n, d) around +0.3, Y (m, d) around −0.3 with
+// spread 0.8, seeded by `seed_x` + n and `seed_y` + m.
+struct hvp_case {
+  const char* name;
+  std::int64_t n, m, d;
+  double cost_scale;
+  double eps;
+};
+
+inline hvp_problem make_case(const hvp_case& c, std::uint64_t seed_x, std::uint64_t seed_y) {
+  return {reference::random_cloud(c.n, c.d, seed_x + static_cast<std::uint64_t>(c.n), 1.0, 0.3),
+          reference::random_cloud(c.m, c.d, seed_y + static_cast<std::uint64_t>(c.m), 0.8, -0.3), c.eps,
+          c.cost_scale};
+}
+
 inline fs::hvp_options tight_hvp(fs::hvp_part part = fs::hvp_part::full,
                                  fs::two_gemm_path path = fs::two_gemm_path::fused) {
   fs::hvp_options o;

@@ -15,31 +15,21 @@ using namespace testing_support;
 
 namespace {
 
-struct dense_case {
-  const char* name;
-  std::int64_t n, m, d;
-  double cost_scale;
-  double eps;
-};
-
 // n·d ≤ 80 keeps the dense Hessian (2·n·d tight solves) to a second or two.
-const dense_case kDenseCases[] = {
+const hvp_case kDenseCases[] = {
     {"23x17 d=3", 23, 17, 3, 1.0, 0.4},
     {"1x5 d=2", 1, 5, 2, 1.0, 0.3},
     {"16x70 d=5 s=0.5", 16, 70, 5, 0.5, 0.5},
     {"40x9 d=2 eps=0.15", 40, 9, 2, 1.0, 0.15},
 };
 
-hvp_problem make_case(const dense_case& c) {
-  return {reference::random_cloud(c.n, c.d, 11 + static_cast<std::uint64_t>(c.n), 1.0, 0.3),
-          reference::random_cloud(c.m, c.d, 29 + static_cast<std::uint64_t>(c.m), 0.8, -0.3), c.eps, c.cost_scale};
-}
+hvp_problem make_case(const hvp_case& c) { return testing_support::make_case(c, 11, 29); }
 
 class HvpVsDenseHessian : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(HvpVsDenseHessian, EveryColumn) {
   const auto [case_index, on_x] = GetParam();
-  const dense_case& c = kDenseCases[case_index];
+  const hvp_case& c = kDenseCases[case_index];
   const hvp_problem p = make_case(c);
   fs::solver s(make_problem(p.x, p.y, p.eps, p.cost_scale), tight_fp64());
   ASSERT_TRUE(s.solve().converged) << c.name;

@@ -15,25 +15,15 @@ using namespace testing_support;
 
 namespace {
 
-struct joint_case {
-  const char* name;
-  std::int64_t n, m, d;
-  double cost_scale;
-  double eps;
-};
-
 // (n + m)·d ≤ 90 keeps the dense joint Hessian (2·(n + m)·d tight solves) to a second or two.
-const joint_case kCases[] = {
+const hvp_case kCases[] = {
     {"12x9 d=3", 12, 9, 3, 1.0, 0.4},
     {"1x5 d=2", 1, 5, 2, 1.0, 0.3},
     {"20x17 d=2 s=0.5 eps=0.15", 20, 17, 2, 0.5, 0.15},
     {"7x3 d=4", 7, 3, 4, 1.0, 0.5},
 };
 
-hvp_problem make_case(const joint_case& c) {
-  return {reference::random_cloud(c.n, c.d, 13 + static_cast<std::uint64_t>(c.n), 1.0, 0.3),
-          reference::random_cloud(c.m, c.d, 31 + static_cast<std::uint64_t>(c.m), 0.8, -0.3), c.eps, c.cost_scale};
-}
+hvp_problem make_case(const hvp_case& c) { return testing_support::make_case(c, 13, 31); }
 
 // (∇_X F, ∇_Y F) concatenated, (n·d + m·d,).
 std::vector<double> joint_gradient(const reference::cloud& x, const reference::cloud& y, const hvp_problem& p) {
@@ -83,7 +73,7 @@ std::vector<double> tail(const std::vector<double>& v, std::size_t from) { retur
 class JointHvpVsFiniteDifferences : public ::testing::TestWithParam<int> {};
 
 TEST_P(JointHvpVsFiniteDifferences, RandomDirectionsAndEveryColumn) {
-  const joint_case& c = kCases[GetParam()];
+  const hvp_case& c = kCases[GetParam()];
   const hvp_problem p = make_case(c);
   fs::solver s(make_problem(p.x, p.y, p.eps, p.cost_scale), tight_fp64());
   ASSERT_TRUE(s.solve().converged) << c.name;
@@ -118,7 +108,7 @@ class JointHvpStructure : public ::testing::TestWithParam<int> {};
 // of one CG run against another on the same right-hand side (1e-12 of max|H·A|). Given as an
 // empty view or as explicit zeros.
 TEST_P(JointHvpStructure, OneDirectionIsTheSingleCloudProduct) {
-  const joint_case& c = kCases[GetParam()];
+  const hvp_case& c = kCases[GetParam()];
   const hvp_problem p = make_case(c);
   fs::solver s(make_problem(p.x, p.y, p.eps, p.cost_scale), tight_fp64());
   s.solve();
@@ -145,7 +135,7 @@ TEST_P(JointHvpStructure, OneDirectionIsTheSingleCloudProduct) {
 // Each output alone (the other view empty) is that half of the product with both: the passes a
 // missing output drops are not needed by the other. Same CG right-hand side: 1e-12.
 TEST_P(JointHvpStructure, EachOutputAlone) {
-  const joint_case& c = kCases[GetParam()];
+  const hvp_case& c = kCases[GetParam()];
   const hvp_problem p = make_case(c);
   fs::solver s(make_problem(p.x, p.y, p.eps, p.cost_scale), tight_fp64());
   s.solve();
@@ -168,7 +158,7 @@ TEST_P(JointHvpStructure, EachOutputAlone) {
 // ‖H·(A, B)‖·‖(A', B')‖ — CG at 1e-12, float64 sums of ≤ 100 terms); full = fixed + implicit;
 // ⟨(A, B), H_imp·(A, B)⟩ ≥ 0.
 TEST_P(JointHvpStructure, LinearSymmetricAndPartsAddUp) {
-  const joint_case& c = kCases[GetParam()];
+  const hvp_case& c = kCases[GetParam()];
   const hvp_problem p = make_case(c);
   fs::solver s(make_problem(p.x, p.y, p.eps, p.cost_scale), tight_fp64());
   s.solve();
@@ -204,7 +194,7 @@ TEST_P(JointHvpStructure, LinearSymmetricAndPartsAddUp) {
 // values z_j ⊗ V_j) are the same sum in another order: 1e-12, on sizes crossing the CPU tiles
 // (64 keys per panel, 6-row register blocks, 48-row groups).
 TEST_P(JointHvpStructure, FusedEqualsGeneric) {
-  const joint_case& c = kCases[GetParam()];
+  const hvp_case& c = kCases[GetParam()];
   const hvp_problem p = make_case(c);
   fs::solver s(make_problem(p.x, p.y, p.eps, p.cost_scale), tight_fp64());
   s.solve();

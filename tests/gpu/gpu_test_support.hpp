@@ -1,11 +1,15 @@
 // Helpers shared by the GPU tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "core/prepared_cloud.hpp"
 
@@ -30,7 +34,7 @@ inline double largest_cost(const prepared_problem& p) {
 // `count` N(shift, 1) points; weights uniform, or U[0,1) + 0.1 with every fifth one 0 (when
 // count > 4); normalised, log weights −∞ where 0.
 inline prepared_cloud random_cloud(std::int64_t count, std::int64_t dim, bool random_weights, std::mt19937_64& rng,
-                            double shift) {
+                                   double shift) {
   prepared_cloud c;
   c.count = count;
   c.dim = dim;
@@ -49,6 +53,21 @@ inline prepared_cloud random_cloud(std::int64_t count, std::int64_t dim, bool ra
   for (std::size_t i = 0; i < c.weights.size(); ++i)
     c.log_weights[i] = c.weights[i] > 0 ? std::log(c.weights[i]) : -std::numeric_limits<double>::infinity();
   return c;
+}
+
+// A pass's shape: n rows, m keys, d features, k value columns; named "n7_m97_d3_k1" in test names.
+struct pass_shape {
+  std::int64_t n, m, d, k;
+};
+
+inline std::string shape_name(const ::testing::TestParamInfo<pass_shape>& info) {
+  const pass_shape& c = info.param;
+  std::string name;
+  for (const auto& [label, value] : {std::pair{"n", c.n}, {"_m", c.m}, {"_d", c.d}, {"_k", c.k}}) {
+    name.append(label);
+    name.append(std::to_string(value));
+  }
+  return name;
 }
 
 }  // namespace flashsinkhorn::detail::gpu_tests

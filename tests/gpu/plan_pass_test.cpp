@@ -1,8 +1,8 @@
 // The tensor-core plan passes (plan_mma_kernel.cuh with the cost; without it, on sm_90a,
 // plan_wgmma_kernel.cuh and plan_wgmma_streamed_kernel.cuh) against the float64 CPU backend and the
 // CPU backend of the same mode, for value widths from 1 to 2,048 (one to 32 column tiles, paired
-// halves), no values at all, d from 1 to 512, and a math fact: with a column of ones in V, P̃·1 = 1 (the rows of the normalised plan sum
-// to one in every mode, because the row sum adds the same rounded P the product sees), up to float
+// halves), no values at all, d from 1 to 512, and a math fact: with a column of ones in V, P̃·1 = 1 (the rows of the
+// normalised plan sum to one in every mode, because the row sum adds the same rounded P the product sees), up to float
 // summation over the m keys.
 #include <gtest/gtest.h>
 
@@ -28,10 +28,14 @@ using namespace flashsinkhorn::detail;
 
 double unit_roundoff(precision mode) {
   switch (mode) {
-    case precision::fp64: return 0x1p-53;
-    case precision::fp32: return 0x1p-21;  // 3×TF32 drops the lo·lo term
-    case precision::tf32: return 0x1p-11;
-    case precision::bf16: return 0x1p-8;
+    case precision::fp64:
+      return 0x1p-53;
+    case precision::fp32:
+      return 0x1p-21;  // 3×TF32 drops the lo·lo term
+    case precision::tf32:
+      return 0x1p-11;
+    case precision::bf16:
+      return 0x1p-8;
   }
   return 0;
 }
@@ -46,9 +50,7 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
   return worst;
 }
 
-struct plan_case {
-  std::int64_t n, m, d, k;
-};
+using plan_case = gpu_tests::pass_shape;
 
 class plan_pass_test : public ::testing::TestWithParam<plan_case> {
  protected:
@@ -129,21 +131,14 @@ TEST_P(plan_pass_test, matches_float64_and_the_cpu_backend) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    widths, plan_pass_test,
-    ::testing::Values(plan_case{1, 1, 1, 1}, plan_case{7, 97, 3, 1}, plan_case{300, 517, 20, 64},
-                      plan_case{300, 517, 20, 65}, plan_case{130, 200, 64, 130}, plan_case{97, 150, 100, 0},
-                      plan_case{129, 65, 512, 3}, plan_case{2000, 3000, 64, 64}, plan_case{260, 300, 128, 65},
-                      plan_case{300, 400, 256, 130}, plan_case{70, 90, 8, 2048}, plan_case{60, 130, 256, 2048},
-                      plan_case{300, 5000, 20, 1}, plan_case{1500, 9000, 64, 1}),
-    [](const ::testing::TestParamInfo<plan_case>& param_info) {
-      const plan_case& c = param_info.param;
-      std::string name;
-      for (const auto& [label, value] : {std::pair{"n", c.n}, {"_m", c.m}, {"_d", c.d}, {"_k", c.k}}) {
-        name.append(label);
-        name.append(std::to_string(value));
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(widths, plan_pass_test,
+                         ::testing::Values(plan_case{1, 1, 1, 1}, plan_case{7, 97, 3, 1}, plan_case{300, 517, 20, 64},
+                                           plan_case{300, 517, 20, 65}, plan_case{130, 200, 64, 130},
+                                           plan_case{97, 150, 100, 0}, plan_case{129, 65, 512, 3},
+                                           plan_case{2000, 3000, 64, 64}, plan_case{260, 300, 128, 65},
+                                           plan_case{300, 400, 256, 130}, plan_case{70, 90, 8, 2048},
+                                           plan_case{60, 130, 256, 2048}, plan_case{300, 5000, 20, 1},
+                                           plan_case{1500, 9000, 64, 1}),
+                         gpu_tests::shape_name);
 
 }  // namespace

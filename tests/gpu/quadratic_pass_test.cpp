@@ -29,9 +29,7 @@ namespace {
 using flashsinkhorn::precision;
 using namespace flashsinkhorn::detail;
 
-struct quadratic_case {
-  std::int64_t n, m, d, k;
-};
+using quadratic_case = gpu_tests::pass_shape;
 
 class quadratic_pass_test : public ::testing::TestWithParam<quadratic_case> {
  protected:
@@ -159,20 +157,11 @@ TEST_P(quadratic_pass_test, matches_float64_the_cpu_backend_and_the_generic_pass
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    shapes, quadratic_pass_test,
-    ::testing::Values(quadratic_case{1, 1, 1, 1}, quadratic_case{37, 101, 3, 3}, quadratic_case{300, 517, 20, 1},
-                      quadratic_case{300, 517, 20, 20}, quadratic_case{200, 333, 64, 64},
-                      quadratic_case{130, 150, 100, 65}, quadratic_case{90, 70, 257, 130},
-                      quadratic_case{1500, 2100, 64, 64}),
-    [](const ::testing::TestParamInfo<quadratic_case>& param_info) {
-      const quadratic_case& c = param_info.param;
-      std::string name;
-      for (const auto& [label, value] : {std::pair{"n", c.n}, {"_m", c.m}, {"_d", c.d}, {"_k", c.k}}) {
-        name.append(label);
-        name.append(std::to_string(value));
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(shapes, quadratic_pass_test,
+                         ::testing::Values(quadratic_case{1, 1, 1, 1}, quadratic_case{37, 101, 3, 3},
+                                           quadratic_case{300, 517, 20, 1}, quadratic_case{300, 517, 20, 20},
+                                           quadratic_case{200, 333, 64, 64}, quadratic_case{130, 150, 100, 65},
+                                           quadratic_case{90, 70, 257, 130}, quadratic_case{1500, 2100, 64, 64}),
+                         gpu_tests::shape_name);
 
 }  // namespace

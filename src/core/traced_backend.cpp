@@ -79,13 +79,21 @@ class traced_backend final : public backend {
   }
   template <class Call, class Suffix>
   void timed(const std::string& what, Call&& call, Suffix&& suffix) const {
-    const auto start = std::chrono::steady_clock::now();
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
     call();
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "flashsinkhorn trace: %s%s  %.3f ms\n", what.c_str(), suffix().c_str(), ms);
+    const auto end = clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(end - start).count();
+    const double host_ms = std::chrono::duration<double, std::milli>(start - last_end_).count();
+    std::fprintf(stderr, "flashsinkhorn trace: %s%s  %.3f ms  (host %.3f ms before)\n", what.c_str(),
+                 suffix().c_str(), ms, host_ms);
+    last_end_ = end;
   }
 
   std::unique_ptr<backend> inner_;
+  // When the last traced call returned: the gap to the next one is the caller's host work (and
+  // untraced calls: single half-steps, copies, swaps).
+  mutable std::chrono::steady_clock::time_point last_end_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace

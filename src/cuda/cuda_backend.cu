@@ -631,7 +631,7 @@ class cuda_backend final : public backend {
 
   // Bytes of the key-split partial states of a one-column pass of `rows` against `keys`.
   [[nodiscard]] std::int64_t vector_partial_bytes(side rows, side keys) const {
-    return plan_vector_partial_bytes(mode_, cloud(rows), key_cloud(keys), sm_count_);
+    return plan_vector_partial_bytes(mode_, cloud(rows), key_cloud(keys), sm_count_, max_shared_bytes_);
   }
 
   // Bytes of the staged values of a pass with keys on `keys`, k columns.

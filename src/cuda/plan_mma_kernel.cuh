@@ -365,7 +365,9 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
 
 // Merges the key splits of the one-column pass, one thread per row: with M = max_s m_s,
 //   l = Σ_s l_s·2^(m_s − M),  w = Σ_s w_s·2^(m_s − M),  lse = M·ln 2 + ln l − s‖p‖²/ε,  weighted = w/l
-// (the same finish as one split's).
+// (the same finish as one split's). A template so that both launchers' translation units
+// (plan_rows_launch.cu, plan_vector_wgmma_launch.cu) may instantiate it without a duplicate symbol.
+template <class Partial = plan_vector_partial>
 __global__ void plan_vector_combine_kernel(const plan_mma_params p, int splits) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= p.rows) return;
@@ -373,7 +375,7 @@ __global__ void plan_vector_combine_kernel(const plan_mma_params p, int splits) 
   for (int s = 0; s < splits; ++s) top = fmaxf(top, p.partials[s * p.rows_padded + row].max);
   double sum = 0, weighted = 0;
   for (int s = 0; s < splits; ++s) {
-    const plan_vector_partial part = p.partials[s * p.rows_padded + row];
+    const Partial part = p.partials[s * p.rows_padded + row];
     if (part.max == -INFINITY) continue;  // a split without keys, or with only −∞ scores
     const double scale = exp2(static_cast<double>(part.max) - static_cast<double>(top));
     sum += scale * part.sum;

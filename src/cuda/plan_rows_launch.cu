@@ -9,6 +9,7 @@
 #include "cuda/plan_mma_kernel.cuh"
 #include "cuda/plan_rows_kernel.cuh"
 #include "cuda/plan_values_kernel.cuh"
+#include "cuda/plan_vector_wgmma_launch.hpp"
 #include "cuda/plan_wgmma_kernel.cuh"
 #include "cuda/plan_wgmma_streamed_kernel.cuh"
 #include "cuda/softmin_kernel.cuh"
@@ -160,7 +161,7 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cuda
   if (vector) {
     const cudaError_t status = launch(kernels::plan_mma_kernel<Op, false, true>, kSharedBytes);
     if (status != cudaSuccess || splits.splits <= 1) return status;
-    kernels::plan_vector_combine_kernel<<<blocks_for(rows.count), kElementwiseThreads, 0, stream>>>(p, splits.splits);
+    kernels::plan_vector_combine_kernel<><<<blocks_for(rows.count), kElementwiseThreads, 0, stream>>>(p, splits.splits);
     return cudaGetLastError();
   }
   return args.cost != nullptr ? launch(kernels::plan_mma_kernel<Op, true>, kSharedBytes)
@@ -287,11 +288,15 @@ std::int64_t plan_values_bytes(staged_values_layout layout, std::int64_t k, std:
 }
 
 std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
-                                       int sm_count) {
+                                       int sm_count, int max_shared_bytes) {
+  // Enough for whichever of the two one-column passes runs (the Hopper one where it applies).
+  const std::int64_t hopper = plan_vector_wgmma_partial_bytes(mode, rows, keys, sm_count, max_shared_bytes);
   switch (mode) {
     case precision::fp32: return vector_partial_bytes(rows, plan_vector_splits<kernels::fp32_split_operands>(rows, keys, sm_count).splits);
-    case precision::tf32: return vector_partial_bytes(rows, plan_vector_splits<kernels::tf32_operands>(rows, keys, sm_count).splits);
-    case precision::bf16: return vector_partial_bytes(rows, plan_vector_splits<kernels::bf16_operands>(rows, keys, sm_count).splits);
+    case precision::tf32:
+      return std::max(hopper, vector_partial_bytes(rows, plan_vector_splits<kernels::tf32_operands>(rows, keys, sm_count).splits));
+    case precision::bf16:
+      return std::max(hopper, vector_partial_bytes(rows, plan_vector_splits<kernels::bf16_operands>(rows, keys, sm_count).splits));
     case precision::fp64: return 0;
   }
   return 0;
@@ -330,6 +335,7 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
                        keys.padded_count, args.k, args.values_scratch, stream);
     if (status != cudaSuccess) return status;
   }
+  if (vector && launch_plan_vector_wgmma(mode, args, stream, status)) return status;
   switch (mode) {
     case precision::fp32: return launch_plan_mma<kernels::fp32_split_operands>(args, vector, stream);
     case precision::tf32:

@@ -7,8 +7,9 @@
 //                    plan_wgmma_streamed_kernel.cuh for wide rows)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,
 //                    P·V with P and V in tf32 (fp32: 3×TF32), fp32 accumulation, float64 row
-//                    finish; one value column (k = 1, no cost) by fp32 FMAs instead; the
-//                    quadratic pass with a third operand U = u·Kᵀ beside the scores.
+//                    finish; one value column (k = 1, no cost) by fp32 FMAs instead (on sm_90a
+//                    with wgmma scores: plan_vector_wgmma_launch.hpp); the quadratic pass with a
+//                    third operand U = u·Kᵀ beside the scores.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -60,8 +61,8 @@ struct plan_rows_launch_args {
 
 // How the tensor-core modes stage a pass's values (none in fp64 or without values), which also
 // names the kernel that reads them:
-//   vector          k = 1 without the cost: one fp32 row (keys_padded floats), the FMA pass of
-//                   plan_mma_kernel.cuh, exact to fp32 in every mode
+//   vector          k = 1 without the cost: one fp32 row (keys_padded floats), for the FMA pass of
+//                   plan_mma_kernel.cuh or plan_vector_wgmma_kernel.cuh, exact to fp32 in every mode
 //   tiles           Vᵀ (columns padded to 64, keys_padded) in the P·V operand format (tf32; fp32
 //                   for the 3×TF32 mode), for plan_mma_kernel.cuh
 //   permuted_tiles  the same, key-permuted, for the Hopper kernels (plan_wgmma_kernel.cuh for rows
@@ -86,7 +87,7 @@ cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const
 // Bytes of the partial states the one-column pass (staged_values_layout::vector) of `rows`
 // against `keys` splits its keys into on a device of `sm_count` SMs (0 when it does not split).
 std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
-                                       int sm_count);
+                                       int sm_count, int max_shared_bytes);
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
 

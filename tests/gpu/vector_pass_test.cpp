@@ -1,0 +1,119 @@
+// The one-column plan pass, weighted_i = Σ_j softmax_j(S_i·)·v_j — the matrix-vector product of
+// the HVP's conjugate gradients — with a random v (plan_pass_test's k = 1 cases see only v = 1):
+// on sm_90a in tf32 and bf16 the Hopper pass (plan_vector_wgmma_kernel.cuh), elsewhere and in fp32
+// the mma.sync one (plan_mma_kernel.cuh, kVector), each with and without key splits, against the
+// float64 CPU backend and the CPU backend of the same mode. Both keep P and v in fp32, so beyond
+// the rounded operands' scores only fp32 summation separates them from the CPU backend.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/prepare.hpp"
+#include "cpu/cpu_backend.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/plan_vector_wgmma_launch.hpp"
+#include "cuda/softmin_launch.hpp"
+#include "flashsinkhorn/options.hpp"
+#include "gpu/gpu_test_support.hpp"
+
+namespace {
+
+using flashsinkhorn::precision;
+using namespace flashsinkhorn::detail;
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const double diff = std::abs(a[i] - b[i]);
+    worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
+  }
+  return worst;
+}
+
+double operand_roundoff(precision mode) { return mode == precision::bf16 ? 0x1p-8 : mode == precision::fp32 ? 0x1p-21 : 0x1p-11; }
+
+using vector_case = gpu_tests::pass_shape;  // k unused (one column)
+
+class vector_pass_test : public ::testing::TestWithParam<vector_case> {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  }
+};
+
+TEST_P(vector_pass_test, matches_float64_and_the_cpu_backend) {
+  const vector_case c = GetParam();
+  std::mt19937_64 rng(static_cast<std::uint64_t>(13 * c.n + 5 * c.m + c.d));
+  prepared_problem problem;
+  problem.x = gpu_tests::random_cloud(c.n, c.d, true, rng, 0.0);
+  problem.y = gpu_tests::random_cloud(c.m, c.d, true, rng, 0.4);
+  centre_clouds(problem);
+  const double scale = gpu_tests::largest_cost(problem);
+  const double eps = 0.1 * static_cast<double>(c.d) + 0.05;  // C/ε = O(10)
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> g(static_cast<std::size_t>(c.m)), v(static_cast<std::size_t>(c.m));
+  for (auto& e : g) e = 0.3 * eps * normal(rng);
+  for (auto& e : v) e = normal(rng);
+  double v_max = 0;
+  for (double e : v) v_max = std::max(v_max, std::abs(e));
+  const plan_rows_request request = plan_pass_request(side::x, slot::g, eps, v.data(), 1);
+
+  auto exact = make_cpu_backend(problem, precision::fp64, 0);
+  exact->write_potential(slot::g, g);
+  const plan_rows_result want = exact->plan_rows(request);
+
+  for (const precision mode : {precision::fp32, precision::tf32, precision::bf16}) {
+    const std::string mode_name(flashsinkhorn::to_string(mode));
+    SCOPED_TRACE(mode_name);
+    auto gpu = make_cuda_backend(problem, mode, 0);
+    auto cpu = make_cpu_backend(problem, mode, 0);
+    gpu->write_potential(slot::g, g);
+    cpu->write_potential(slot::g, g);
+    const plan_rows_result got = gpu->plan_rows(request);
+    const plan_rows_result same_mode = cpu->plan_rows(request);
+
+    // As plan_pass_test: the operands' rounding moves each score by ≤ 2u·scale/ε, each weight
+    // then by that relative amount twice (its score and the LSE); P and v are fp32 here.
+    const double float_score_tol = 64 * 0x1p-24 * scale / eps;
+    const double score_tol = 2 * operand_roundoff(mode) * scale / eps + float_score_tol;
+    const double weight_tol = std::expm1(2 * score_tol) + 1e-6;
+    const double weight_tol_cpu = std::expm1(2 * float_score_tol) + 1e-5;
+    EXPECT_LE(max_abs_diff(got.lse, want.lse), score_tol) << "lse vs float64";
+    EXPECT_LE(max_abs_diff(got.lse, same_mode.lse), float_score_tol) << "lse vs CPU backend";
+    ASSERT_EQ(got.weighted.size(), static_cast<std::size_t>(c.n));
+    EXPECT_LE(max_abs_diff(got.weighted, want.weighted), weight_tol * v_max) << "P·v vs float64";
+    EXPECT_LE(max_abs_diff(got.weighted, same_mode.weighted), weight_tol_cpu * v_max) << "P·v vs CPU backend";
+  }
+}
+
+// (1000, 9000): 8 row blocks, the keys split; (20000, 2000): 157 row blocks fill the SMs, no split;
+// d = 3 and 20 pad to one 16-word row, d = 64 is the widest resident row, d = 100 takes the mma.sync
+// pass.
+INSTANTIATE_TEST_SUITE_P(shapes, vector_pass_test,
+                         ::testing::Values(vector_case{1, 1, 1, 1}, vector_case{7, 97, 3, 1},
+                                           vector_case{1000, 9000, 64, 1}, vector_case{20000, 2000, 64, 1},
+                                           vector_case{300, 5000, 20, 1}, vector_case{500, 700, 100, 1}),
+                         gpu_tests::shape_name);
+
+// Where the Hopper pass runs: tf32 and bf16 rows of up to 64 words on a device with wgmma.
+TEST(vector_pass_choice, hopper_pass_takes_resident_rows_on_sm90) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  int device = 0, max_shared = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), cudaSuccess);
+  EXPECT_EQ(plan_vector_wgmma_stages(precision::fp32, softmin_padded_dim(precision::fp32, 64), max_shared), 0);
+  EXPECT_EQ(plan_vector_wgmma_stages(precision::fp64, 64, max_shared), 0);
+  if (!wgmma_available(precision::tf32)) GTEST_SKIP() << "no wgmma on this device or build";
+  EXPECT_GE(plan_vector_wgmma_stages(precision::tf32, softmin_padded_dim(precision::tf32, 64), max_shared), 2);
+  EXPECT_GE(plan_vector_wgmma_stages(precision::bf16, softmin_padded_dim(precision::bf16, 128), max_shared), 2);
+  EXPECT_EQ(plan_vector_wgmma_stages(precision::tf32, softmin_padded_dim(precision::tf32, 100), max_shared), 0);
+}
+
+}  // namespace

@@ -7,6 +7,7 @@
 #include "core/hvp_checks.hpp"
 #include "core/operand_rounding.hpp"
 #include "core/oriented_plan.hpp"
+#include "core/parallel_rows.hpp"
 #include "core/potential_system.hpp"
 #include "core/solved_plan.hpp"
 #include "core/view_io.hpp"
@@ -45,11 +46,11 @@ key_sums sum_over_keys(const oriented_plan& plan, const side_view& v, std::int64
   if (width == 0) return sums;
   const auto keys = static_cast<std::int64_t>(v.q.size()) / d;
   std::vector<double> values(static_cast<std::size_t>(keys * width));  // (n_K, width)
-  for (std::int64_t j = 0; j < keys; ++j) {
+  parallel_rows(keys, width, [&](std::int64_t j) {
     double* row = values.data() + j * width;
     const double* q = v.q.data() + j * d;
     if (want_q) row = std::copy(q, q + d, row);
-    if (!want_b && !want_wq) continue;
+    if (!want_b && !want_wq) return;
     const double* b = v.keys->data() + j * d;
     const double w = dot(q, b, d);
     if (want_b) {
@@ -59,14 +60,14 @@ key_sums sum_over_keys(const oriented_plan& plan, const side_view& v, std::int64
     if (want_wq) {
       for (std::int64_t c = 0; c < d; ++c) *row++ = w * q[c];
     }
-  }
+  });
   const std::vector<double> out = plan.rows_apply(values, width);  // (n_R, width)
   const auto rows = static_cast<std::int64_t>(v.p.size()) / d;
   const auto section = [&](std::vector<double>& to, std::int64_t offset, std::int64_t k) {
     to.resize(static_cast<std::size_t>(rows * k));
-    for (std::int64_t i = 0; i < rows; ++i) {
+    parallel_rows(rows, k, [&](std::int64_t i) {
       for (std::int64_t c = 0; c < k; ++c) to[i * k + c] = out[i * width + offset + c];
-    }
+    });
   };
   std::int64_t offset = 0;
   if (want_q) {
@@ -111,17 +112,17 @@ side_before_solve terms_before_solve(const oriented_plan& plan, const side_view&
     const std::vector<double>& a = *v.own;
     u.resize(static_cast<std::size_t>(n));
     q_bar_dot_a.resize(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) {
+    parallel_rows(n, d, [&](std::int64_t i) {
       u[i] = dot(&p[i * d], &a[i * d], d);
       q_bar_dot_a[i] = dot(&s.q_bar[i * d], &a[i * d], d);
-    }
+    });
   }
   if (implicit) {
     out.rho.assign(static_cast<std::size_t>(n), 0.0);
-    for (std::int64_t i = 0; i < n; ++i) {
+    parallel_rows(n, d, [&](std::int64_t i) {
       if (v.own != nullptr) out.rho[i] += two_s * (r[i] * u[i] - q_bar_dot_a[i]);
       if (v.keys != nullptr) out.rho[i] += two_s * (s.w_bar[i] - dot(&p[i * d], &s.b_bar[i * d], d));
-    }
+    });
   }
   if (!wanted || !fixed) return out;
 
@@ -129,26 +130,26 @@ side_before_solve terms_before_solve(const oriented_plan& plan, const side_view&
   if (v.own != nullptr) {  // 2s [ r_i A_i − E_i(A)/ε ]
     const std::vector<double>& a = *v.own;
     const std::vector<double> second_moment = plan.rows_quadratic(a, v.q, d);  // (n, d) Σ_j P_R,ij (A_i·q_j) q_j
-    for (std::int64_t i = 0; i < n; ++i) {
+    parallel_rows(n, d, [&](std::int64_t i) {
       for (std::int64_t c = 0; c < d; ++c) {
         const std::size_t ic = static_cast<std::size_t>(i * d + c);
         const double e =
             two_s * (r[i] * u[i] * p[ic] - q_bar_dot_a[i] * p[ic] - u[i] * s.q_bar[ic] + second_moment[ic]);
         h[ic] += two_s * (r[i] * a[ic] - e / eps);
       }
-    }
+    });
   }
   if (v.keys != nullptr) {  // 2s [ −B̄_i − E_i(B)/ε ]
     const std::vector<double> cross =
         plan.rows_quadratic(p, v.q, d, v.keys->data());  // (n, d) Σ_j P_R,ij (p_i·B_j) q_j
-    for (std::int64_t i = 0; i < n; ++i) {
+    parallel_rows(n, d, [&](std::int64_t i) {
       const double p_dot_b = dot(&p[i * d], &s.b_bar[i * d], d);
       for (std::int64_t c = 0; c < d; ++c) {
         const std::size_t ic = static_cast<std::size_t>(i * d + c);
         const double e = -two_s * (p_dot_b * p[ic] - cross[ic] - s.w_bar[i] * p[ic] + s.wq_bar[ic]);
         h[ic] += two_s * (-s.b_bar[ic] - e / eps);
       }
-    }
+    });
   }
   return out;
 }
@@ -163,20 +164,28 @@ void add_implicit_part(const oriented_plan& plan, const side_view& v, const key_
   const auto n = static_cast<std::int64_t>(p.size()) / d;
   const auto m = static_cast<std::int64_t>(q.size()) / d;
   std::vector<double> weighted_keys(static_cast<std::size_t>(m * (d + 1)));  // (m, d + 1) [δ_K, δ_K∘q]
-  for (std::int64_t j = 0; j < m; ++j) {
+  parallel_rows(m, d + 1, [&](std::int64_t j) {
     weighted_keys[j * (d + 1)] = delta_keys[j];
     for (std::int64_t c = 0; c < d; ++c) weighted_keys[j * (d + 1) + 1 + c] = delta_keys[j] * q[j * d + c];
-  }
+  });
   const std::vector<double> beta_delta = plan.rows_apply(weighted_keys, d + 1);  // (n, d + 1) [β, Δ]
   std::vector<double>& h = *v.product;
-  for (std::int64_t i = 0; i < n; ++i) {
+  parallel_rows(n, d, [&](std::int64_t i) {
     const double beta = beta_delta[i * (d + 1)];
     for (std::int64_t c = 0; c < d; ++c) {
       const std::size_t ic = static_cast<std::size_t>(i * d + c);
       h[ic] += two_s / eps *
                (delta_rows[i] * (r[i] * p[ic] - sums.q_bar[ic]) + beta * p[ic] - beta_delta[i * (d + 1) + 1 + c]);
     }
-  }
+  });
+}
+
+// rounded_operands over all cores.
+std::vector<double> rounded_in_parallel(const std::vector<double>& values, precision mode) {
+  std::vector<double> out(values.size());
+  parallel_rows(static_cast<std::int64_t>(values.size()), 1,
+                [&](std::int64_t e) { out[e] = rounded_operand(values[e], mode); });
+  return out;
 }
 
 // ½(u + v): the two sides' right-hand sides of a symmetric problem, equal up to the solve's
@@ -211,10 +220,10 @@ hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_
   // terms cancel against the passes' sums consistently. (H is then that of the rounded problem the
   // backend solved, along the rounded direction.)
   const precision mode = context.solve_options.precision;
-  const std::vector<double> x_points = rounded_operands(kernel.x.points, mode);
-  const std::vector<double> y_points = rounded_operands(kernel.y.points, mode);
+  const std::vector<double> x_points = rounded_in_parallel(kernel.x.points, mode);
+  const std::vector<double> y_points = rounded_in_parallel(kernel.y.points, mode);
   const auto rounded = [mode](const std::vector<double>* direction) {
-    return direction == nullptr ? std::vector<double>() : rounded_operands(*direction, mode);
+    return direction == nullptr ? std::vector<double>() : rounded_in_parallel(*direction, mode);
   };
   const std::vector<double> a_dir = rounded(vectors.direction_x), b_dir = rounded(vectors.direction_y);
   const std::vector<double>* direction_x = vectors.direction_x == nullptr ? nullptr : &a_dir;

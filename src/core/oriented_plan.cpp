@@ -1,5 +1,7 @@
 #include "core/oriented_plan.hpp"
 
+#include "core/parallel_rows.hpp"
+
 namespace flashsinkhorn::detail {
 
 oriented_plan::oriented_plan(const solved_plan& plan, side rows, const std::vector<double>& a, two_gemm_path path)
@@ -19,9 +21,9 @@ std::vector<double> oriented_plan::rows_quadratic(const std::vector<double>& dir
 const std::vector<double>& oriented_plan::row_mass() const { return rows_ == side::x ? a_ : plan_.column_mass(); }
 
 std::vector<double> oriented_plan::scaled_by_a(std::vector<double> values, std::int64_t k) const {
-  for (std::size_t i = 0; i < a_.size(); ++i) {
+  parallel_rows(static_cast<std::int64_t>(a_.size()), k, [&](std::int64_t i) {
     for (std::int64_t c = 0; c < k; ++c) values[i * k + c] *= a_[i];
-  }
+  });
   return values;
 }
 

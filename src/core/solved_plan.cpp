@@ -4,6 +4,7 @@
 
 #include "math/point_gradient.hpp"
 
+#include "core/parallel_rows.hpp"
 #include "core/plan_quadratic_generic.hpp"
 
 namespace flashsinkhorn::detail {
@@ -51,16 +52,16 @@ std::vector<double> solved_plan::apply_transpose(const std::vector<double>& valu
 
 std::vector<double> solved_plan::reweight_keys(const std::vector<double>& values, std::int64_t k) const {
   std::vector<double> reweighted(values.size());
-  for (std::size_t i = 0; i < key_reweight_.size(); ++i) {
+  parallel_rows(static_cast<std::int64_t>(key_reweight_.size()), k, [&](std::int64_t i) {
     for (std::int64_t c = 0; c < k; ++c) reweighted[i * k + c] = values[i * k + c] * key_reweight_[i];
-  }
+  });
   return reweighted;
 }
 
 std::vector<double> solved_plan::column_masses_times(plan_rows_result pass, std::int64_t k) const {
-  for (std::size_t j = 0; j < column_masses_.size(); ++j) {
+  parallel_rows(static_cast<std::int64_t>(column_masses_.size()), k, [&](std::int64_t j) {
     for (std::int64_t c = 0; c < k; ++c) pass.weighted[j * k + c] *= column_masses_[j];
-  }
+  });
   return std::move(pass.weighted);
 }
 

@@ -145,10 +145,15 @@ struct plan_value_operands {
 
 // kCost: also the cost sum (two FMAs per score). kVector: one value column by FMA. kQuadratic: the
 // quadratic pass, each term weighted by u_i·q_j (see above).
+// The quadratic pass takes the 3×TF32 product in every mode: its sums cancel against the HVP's
+// host terms (on a self-problem Σ_j P_ij (A_i·q_j) q_j ≈ (A_i·p_i) p_i), and P∘U rounded to tf32
+// left the GPU's tf32 self-HVP 0.036 off float64 where the CPU backend's tf32 is 8e-4 off (H200,
+// tests/gpu/hvp_gpu_test.cpp, 2026-11-30). V needs no split: it holds the keys' points or
+// directions already rounded to the mode, which tf32 represents exactly.
 template <class Op, bool kCost, bool kVector = false, bool kQuadratic = false>
 __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const plan_mma_params p) {
   using namespace plan_tile;
-  using Values = plan_value_operands<Op>;
+  using Values = plan_value_operands<std::conditional_t<kQuadratic, fp32_split_operands, Op>>;
   static_assert(!(kCost && kVector) && !(kQuadratic && (kCost || kVector)),
                 "the vector and quadratic passes carry no cost, and are not both");
   // Whether P itself is rounded for the product (then l and the LSE keep separate sums); the

@@ -9,7 +9,7 @@
 //                    P·V with P and V in tf32 (fp32: 3×TF32), fp32 accumulation, float64 row
 //                    finish; one value column (k = 1, no cost) by fp32 FMAs instead (on sm_90a
 //                    with wgmma scores: plan_vector_wgmma_launch.hpp); the quadratic pass with a
-//                    third operand U = u·Kᵀ beside the scores.
+//                    third operand U = u·Kᵀ beside the scores (its P·V by 3×TF32 in every mode).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -12,3 +12,4 @@
 #include "flashsinkhorn/problem.hpp"
 #include "flashsinkhorn/result.hpp"
 #include "flashsinkhorn/solver.hpp"
+#include "flashsinkhorn/transfer_statistics.hpp"

@@ -2,6 +2,7 @@
 // Defaults follow the paper (cost_scale = 1, alternating updates, fp32 arithmetic).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string_view>
@@ -52,6 +53,12 @@ struct options {
   enum precision precision = precision::fp32;
   device_kind device = device_kind::automatic;
   int cuda_device = 0;
+  // The caller's CUDA stream (the value of a cudaStream_t; 0 is the legacy default stream, which is
+  // also what unset means): the CUDA backend reads CUDA inputs and writes CUDA outputs in this
+  // stream's order — its work starts after what the caller enqueued there before the call, and what
+  // it writes into the caller's memory is complete when the call returns. The iterations themselves
+  // run on the backend's own stream (so that they can be replayed as CUDA graphs).
+  std::optional<std::uintptr_t> cuda_stream;
 
   // ε-scaling (GeomLoss `scaling`, in (0, 1)): ε runs from diam² down to the target ε, the blur
   // √ε shrinking by this ratio each iteration. Unset: every iteration uses the target ε.

@@ -20,6 +20,7 @@
 #include "flashsinkhorn/potential_vjp.hpp"
 #include "flashsinkhorn/problem.hpp"
 #include "flashsinkhorn/result.hpp"
+#include "flashsinkhorn/transfer_statistics.hpp"
 
 namespace flashsinkhorn {
 
@@ -27,6 +28,24 @@ namespace detail {
 class solver_state;
 }
 
+// Where solver::solve_into writes the potentials: f (n,) and g (m,), and f_aa (n,), g_bb (m,) of a
+// debiased solve (left empty: not written).
+struct potential_views {
+  mutable_vector_view f, g, f_aa, g_bb;
+};
+
+// CUDA inputs. When X and Y (and a, b when given) are views of CUDA memory and the CUDA backend
+// runs, the solver reads them in place on the device, in the order of options::cuda_stream:
+// validation, weight normalisation, centring, cosine normalisation, the precision's rounding and
+// the norms run there (same checks, same messages). solve_into with CUDA views, gradient_x and
+// gradient_y with CUDA outputs then move only scalars between host and device (transfers()).
+// These paths copy through the host instead (counted in transfers(), never silently wrong):
+//   - the CPU backend, a label cost, a warm start (initial_f, initial_g): the arrays are copied to
+//     the host first and prepared there;
+//   - solve() (its result holds host vectors), host output views, and, once per solver, the host
+//     copy of the inputs that apply_plan, apply_plan_transpose, barycentric_projection, gradient_a,
+//     gradient_b, the cosine cost's gradients, potential_vjp and the Hessian products read.
+// Outputs of those host paths must be host views, as before.
 class solver {
  public:
   // Validates every argument (throws invalid_argument naming the bad one), picks the backend and
@@ -41,6 +60,10 @@ class solver {
 
   // Runs the Sinkhorn loop. A second call continues from the current potentials (warm start).
   result solve();
+  // solve(), with the potentials written into `out` (its views' dtype and stride; host memory, or
+  // CUDA memory of the solver's GPU on the CUDA backend) instead of the result's vectors, which stay
+  // empty. f and g are required; f_aa, g_bb are written when debiased and given.
+  result solve_into(const potential_views& out);
 
   // out = P·V for V (m, k) → out (n, k), and out = Pᵀ·U for U (n, k) → out (m, k).
   // Views live in host memory (CPU backend) or either memory space (CUDA backend).
@@ -86,6 +109,9 @@ class solver {
   hvp_report hvp_self(matrix_view direction, mutable_matrix_view out, const hvp_options& settings = {}) const;
 
   [[nodiscard]] std::string device_name() const;
+
+  // The host↔device copies this solver has made so far (construction included); zeros on the CPU.
+  [[nodiscard]] transfer_statistics transfers() const;
 
  private:
   std::unique_ptr<detail::solver_state> state_;

@@ -141,6 +141,12 @@ struct point_gradient_request {
   bool accumulate = false;
 };
 
+// The primal objective's two terms of a solved plan (result.hpp: primal_cost, relative_entropy).
+struct primal_summary {
+  double transport = 0;         // ⟨P, C⟩
+  double relative_entropy = 0;  // KL(P ‖ a⊗b), generalised
+};
+
 // The Schur complement of a solved balanced problem's linearised potential system
 // (core/potential_system.hpp) as a backend's passes see it, on m-vectors v:
 //   S·v = c∘v − μ∘A_y(w∘A_x(v))
@@ -194,6 +200,26 @@ class backend {
                                                                         const std::vector<double>& /*rhs*/,
                                                                         const std::vector<double>& /*diagonal*/,
                                                                         const projected_cg_settings& /*settings*/) const {
+    return std::nullopt;
+  }
+
+  // Reads that leave the data where the backend holds it: what a solve on the caller's CUDA arrays
+  // reports without moving a potential to the host (solver.cpp). Each returns false / std::nullopt
+  // where this backend does not do it (the default); the solver then takes the host path.
+
+  // Copies slot `s` into `out` (its dtype and stride): host memory, or for the CUDA backend device
+  // memory of its GPU, written in the order of the caller's stream (options::cuda_stream).
+  [[nodiscard]] virtual bool read_potential_into(slot /*s*/, const mutable_vector_view& /*out*/) const { return false; }
+
+  // Σ_i w_i·φ(h_i) over the weights w of the side of h (core/dual_value.hpp's term).
+  [[nodiscard]] virtual std::optional<double> weighted_dual_term(slot /*h*/, double /*eps*/,
+                                                                 std::optional<double> /*rho*/) const {
+    return std::nullopt;
+  }
+
+  // ⟨P, C⟩ and KL(P ‖ a⊗b) of the plan of slot g (solver.cpp, primal_cost: one x-rows pass with
+  // V = g − ḡ, ḡ the b-weighted mean, and the cost).
+  [[nodiscard]] virtual std::optional<primal_summary> primal_terms(double /*eps*/, bool /*unbalanced_rows*/) const {
     return std::nullopt;
   }
 

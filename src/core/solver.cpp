@@ -24,6 +24,7 @@
 #include "math/point_gradient.hpp"
 #ifdef FLASHSINKHORN_HAS_CUDA
 #include "cuda/cuda_backend.hpp"
+#include "cuda/host_path_copies.hpp"
 #endif
 
 namespace flashsinkhorn {
@@ -41,36 +42,84 @@ std::optional<double> squared(const std::optional<double>& reach) {
   return *reach * *reach;
 }
 
-std::unique_ptr<backend> make_untraced_backend(const prepared_problem& prepared, const options& o) {
-  const bool want_cuda = o.device == device_kind::cuda || (o.device == device_kind::automatic && cuda_available());
-  if (!want_cuda) return make_cpu_backend(prepared, o.precision, o.cpu_threads);
+bool wants_cuda(const options& o) {
+  return o.device == device_kind::cuda || (o.device == device_kind::automatic && cuda_available());
+}
+
+// Throws unless the CUDA backend can run on o.cuda_device.
+void require_cuda_device(const options& o) {
 #ifdef FLASHSINKHORN_HAS_CUDA
   if (cuda_device_count() == 0) throw unsupported("device cuda was requested but no CUDA device is visible");
   if (o.cuda_device >= cuda_device_count()) {
     throw invalid_argument("cuda_device " + std::to_string(o.cuda_device) + " does not exist (" +
                            std::to_string(cuda_device_count()) + " CUDA devices visible)");
   }
-  return make_cuda_backend(prepared, o.precision, o.cuda_device);
 #else
+  (void)o;
   throw unsupported("device cuda was requested but this build of flashsinkhorn has no CUDA backend");
 #endif
 }
 
+std::unique_ptr<backend> make_untraced_backend(const prepared_problem& prepared, const options& o,
+                                               transfer_statistics* transfers) {
+  if (!wants_cuda(o)) return make_cpu_backend(prepared, o.precision, o.cpu_threads);
+  require_cuda_device(o);
+#ifdef FLASHSINKHORN_HAS_CUDA
+  return make_cuda_backend(prepared, o.precision, o.cuda_device, nullptr, transfers);
+#else
+  (void)transfers;
+  return nullptr;  // not reached: require_cuda_device threw
+#endif
+}
+
 // FLASHSINKHORN_TRACE=1: every backend call timed on stderr (core/traced_backend.hpp).
-std::unique_ptr<backend> make_backend(const prepared_problem& prepared, const options& o) {
-  std::unique_ptr<backend> compute = make_untraced_backend(prepared, o);
+std::unique_ptr<backend> traced_if_requested(std::unique_ptr<backend> compute) {
   if (tracing_requested()) return make_traced_backend(std::move(compute));
   return compute;
 }
+
+std::unique_ptr<backend> make_backend(const prepared_problem& prepared, const options& o,
+                                      transfer_statistics* transfers) {
+  return traced_if_requested(make_untraced_backend(prepared, o, transfers));
+}
+
+// Whether the problem is read where it lives, on the device (solver.hpp, "CUDA inputs"): X in CUDA
+// memory, the CUDA backend, no label cost, no warm start. (prepare_on_device checks Y, a, b.)
+bool prepares_on_device(const problem& p, const options& o) {
+  return p.x.space == memory_space::cuda && wants_cuda(o) && p.labels.empty() && p.initial_f.empty() &&
+         p.initial_g.empty();
+}
+
+#ifdef FLASHSINKHORN_HAS_CUDA
+bool any_in_cuda_memory(const problem& p) {
+  for (memory_space space : {p.x.space, p.y.space, p.initial_f.space, p.initial_g.space}) {
+    if (space == memory_space::cuda) return true;
+  }
+  return (!p.a.empty() && p.a.space == memory_space::cuda) || (!p.b.empty() && p.b.space == memory_space::cuda);
+}
+#endif
 
 }  // namespace
 
 class solver_state {
  public:
-  solver_state(const problem& p, const options& o) : options_(o), eps_(p.eps) {
+  solver_state(const problem& p, const options& o) : options_(o), eps_(p.eps), problem_(p) {
     const auto start = clock_type::now();
-    inputs_ = prepare(p, o);
-    compute_ = make_backend(inputs_.kernel, o);
+    if (prepares_on_device(p, o)) {
+      prepare_on_device_inputs(p, o);
+    } else {
+      const problem* host = &p;
+#ifdef FLASHSINKHORN_HAS_CUDA
+      if (any_in_cuda_memory(p)) {  // a path that reads the host (solver.hpp): the copy, counted
+        validate_arguments(p, o);
+        host_copy_ = copy_problem_to_host(p, o.cuda_stream, &transfers_);
+        host = &host_copy_.view;
+      }
+#endif
+      inputs_ = prepare(*host, o);
+      host_inputs_ready_ = true;
+      compute_ = make_backend(inputs_.kernel, o, &transfers_);
+    }
     if (!inputs_.initial_f.empty()) {
       compute_->write_potential(slot::f, inputs_.initial_f);
       compute_->write_potential(slot::g, inputs_.initial_g);
@@ -79,7 +128,89 @@ class solver_state {
     prepare_seconds_ = seconds_since(start);
   }
 
-  result solve() {
+  result solve() { return solve_with(nullptr); }
+  result solve_into(const potential_views& out) {
+    check_potential_view(out.f, count(side::x), "f");
+    check_potential_view(out.g, count(side::y), "g");
+    return solve_with(&out);
+  }
+
+  // The host copy of the prepared inputs (prepare()), made on first use when the problem was
+  // prepared on the device: the caller's arrays are copied to the host once (counted).
+  const prepared_inputs& host_inputs() const {
+    if (!host_inputs_ready_) {
+#ifdef FLASHSINKHORN_HAS_CUDA
+      host_copy_ = copy_problem_to_host(problem_, options_.cuda_stream, &transfers_);
+      inputs_ = prepare(host_copy_.view, options_);
+#endif
+      host_inputs_ready_ = true;
+    }
+    return inputs_;
+  }
+
+  [[nodiscard]] transfer_statistics transfers() const { return transfers_; }
+
+ private:
+  // The CUDA backend prepares the caller's arrays where they are; the solver keeps the scalars and
+  // the shapes (inputs_ without its vectors until host_inputs()).
+  void prepare_on_device_inputs(const problem& p, const options& o) {
+    validate_arguments(p, o);
+    require_cuda_device(o);
+#ifdef FLASHSINKHORN_HAS_CUDA
+    device_preparation_summary summary;
+    compute_ = traced_if_requested(make_cuda_backend_on_device_inputs(p, o, &transfers_, summary));
+    inputs_.dim = p.x.cols;
+    inputs_.kernel.x.count = p.x.rows;
+    inputs_.kernel.y.count = p.y.rows;
+    inputs_.kernel.x.dim = inputs_.kernel.y.dim = p.x.cols;
+    inputs_.kernel.cost_scale = summary.cost_scale;
+    inputs_.mass_a = summary.mass_a;
+    inputs_.mass_b = summary.mass_b;
+    inputs_.diameter = summary.diameter;
+    device_inputs_ = true;
+#endif
+  }
+
+  static void check_potential_view(const mutable_vector_view& view, std::int64_t count, const char* name) {
+    if (view.data == nullptr) throw invalid_argument(std::string("solve_into: the output for ") + name + " has no data");
+    if (view.size != count) {
+      throw invalid_argument(std::string("solve_into: the output for ") + name + " has " + std::to_string(view.size) +
+                             " elements, expected " + std::to_string(count));
+    }
+  }
+
+  // Slot `s` into `out`: in place where the backend can (CUDA memory included), else through a host vector.
+  void write_potential_view(slot s, const mutable_vector_view& out, const char* name) const {
+    if (out.data == nullptr) return;
+    if (compute_->read_potential_into(s, out)) return;
+    const std::vector<double> values = compute_->read_potential(s);
+#ifdef FLASHSINKHORN_HAS_CUDA
+    if (out.space == memory_space::cuda) {  // a backend without in-place reads (traced): through the host, counted
+      const mutable_matrix_view column{out.data, out.size, 1, out.stride, out.type, out.space, out.device};
+      copy_matrix_to_device(values, column, options_.cuda_stream, &transfers_);
+      return;
+    }
+#endif
+    write_vector(out, values, name);
+  }
+
+  // The value and the primal terms reduced where the potentials are (backend.hpp); nullopt when the
+  // backend does not (then the host computes them).
+  std::optional<double> value_on_backend(const loop_config& config) const {
+    const auto term = [&](slot s, const std::optional<double>& rho) { return compute_->weighted_dual_term(s, eps_, rho); };
+    std::optional<double> fx = term(slot::f, config.rho_x), gy = term(slot::g, config.rho_y);
+    if (!fx || !gy) return std::nullopt;
+    double value = *fx + *gy;
+    if (options_.debias) {
+      std::optional<double> faa = term(slot::f_aa, config.rho_x), gbb = term(slot::g_bb, config.rho_y);
+      if (!faa || !gbb) return std::nullopt;
+      value -= *faa + *gbb;
+    }
+    return value;
+  }
+
+ public:
+  result solve_with(const potential_views* into) {
     const auto start = clock_type::now();
     loop_config config;
     config.solver = options_.solver;
@@ -102,26 +233,59 @@ class solver_state {
     r.converged = outcome.converged;
     r.eps = eps_;
     r.device = compute_->name();
-    r.f = compute_->read_potential(slot::f);
-    r.g = compute_->read_potential(slot::g);
-    dual_value_inputs value;
-    value.a = &inputs_.kernel.x.weights;
-    value.b = &inputs_.kernel.y.weights;
-    value.f = &r.f;
-    value.g = &r.g;
-    value.eps = eps_;
-    value.rho_x = config.rho_x;
-    value.rho_y = config.rho_y;
-    if (options_.debias) {
-      r.f_aa = compute_->read_potential(slot::f_aa);
-      r.g_bb = compute_->read_potential(slot::g_bb);
-      value.f_aa = &r.f_aa;
-      value.g_bb = &r.g_bb;
+    if (into != nullptr) {
+      write_potential_view(slot::f, into->f, "f");
+      write_potential_view(slot::g, into->g, "g");
+      if (options_.debias) {
+        write_potential_view(slot::f_aa, into->f_aa, "f_aa");
+        write_potential_view(slot::g_bb, into->g_bb, "g_bb");
+      }
+    } else {
+      r.f = compute_->read_potential(slot::f);
+      r.g = compute_->read_potential(slot::g);
+      if (options_.debias) {
+        r.f_aa = compute_->read_potential(slot::f_aa);
+        r.g_bb = compute_->read_potential(slot::g_bb);
+      }
     }
-    r.cost = dual_value(value);
-    const primal_terms primal = primal_cost(r.g);
-    r.primal_cost = primal.transport;
-    r.relative_entropy = primal.relative_entropy;
+    // On the caller's CUDA arrays the value and the primal terms are reduced on the device.
+    const std::optional<double> device_value = device_inputs_ ? value_on_backend(config) : std::nullopt;
+    const std::optional<primal_summary> device_primal =
+        device_value ? compute_->primal_terms(eps_, options_.reach_x.has_value()) : std::nullopt;
+    if (device_value && device_primal) {
+      r.cost = *device_value;
+      r.primal_cost = device_primal->transport;
+      r.relative_entropy = device_primal->relative_entropy;
+    } else {
+      // The host computes them from host vectors (read now when solve_into wrote the views).
+      std::vector<double> f, g, f_aa, g_bb;
+      const bool read = into != nullptr;
+      if (read) {
+        f = compute_->read_potential(slot::f);
+        g = compute_->read_potential(slot::g);
+        if (options_.debias) {
+          f_aa = compute_->read_potential(slot::f_aa);
+          g_bb = compute_->read_potential(slot::g_bb);
+        }
+      }
+      const prepared_inputs& in = host_inputs();
+      dual_value_inputs value;
+      value.a = &in.kernel.x.weights;
+      value.b = &in.kernel.y.weights;
+      value.f = read ? &f : &r.f;
+      value.g = read ? &g : &r.g;
+      value.eps = eps_;
+      value.rho_x = config.rho_x;
+      value.rho_y = config.rho_y;
+      if (options_.debias) {
+        value.f_aa = read ? &f_aa : &r.f_aa;
+        value.g_bb = read ? &g_bb : &r.g_bb;
+      }
+      r.cost = dual_value(value);
+      const primal_summary primal = primal_cost(*value.g);
+      r.primal_cost = primal.transport;
+      r.relative_entropy = primal.relative_entropy;
+    }
     if (!std::isfinite(r.cost) || !std::isfinite(r.primal_cost) || !std::isfinite(r.relative_entropy)) {
       std::string message = "the solve produced a non-finite value (cost ";
       message.append(std::to_string(r.cost)).append(", primal cost ").append(std::to_string(r.primal_cost));
@@ -148,7 +312,7 @@ class solver_state {
   }
 
   std::vector<double> barycentric_projection() const {
-    return plan_pass(side::x, slot::g, inputs_.y_input.data(), dim(), false).weighted;
+    return plan_pass(side::x, slot::g, host_inputs().y_input.data(), dim(), false).weighted;
   }
 
   // ∇ of the value with respect to the points of `rows` (envelope theorem), into `out`:
@@ -174,8 +338,16 @@ class solver_state {
     const std::int64_t d = dim();
     std::vector<double> grad(static_cast<std::size_t>(count(rows) * d));
     compute_->read_point_gradient(rows, host_matrix(grad.data(), count(rows), d));
-    through_cosine_normalisation(grad, rows == side::x ? inputs_.x_input : inputs_.y_input,
-                                 rows == side::x ? inputs_.x_norms : inputs_.y_norms, d);
+    const prepared_inputs& in = host_inputs();
+    through_cosine_normalisation(grad, rows == side::x ? in.x_input : in.y_input,
+                                 rows == side::x ? in.x_norms : in.y_norms, d);
+#ifdef FLASHSINKHORN_HAS_CUDA
+    if (out.space == memory_space::cuda) {  // the chain rule ran on the host: its result goes back (counted)
+      check_output_shape(out, count(rows), d, name);
+      copy_matrix_to_device(grad, out, options_.cuda_stream, &transfers_);
+      return;
+    }
+#endif
     write_matrix(out, grad, count(rows), d, name);
   }
 
@@ -194,22 +366,26 @@ class solver_state {
       for (std::size_t i = 0; i < h.size(); ++i) h[i] -= self[i];
     }
     if (options_.normalize_weights)
-      through_weight_normalisation(h, cloud(rows).weights, rows == side::x ? inputs_.mass_a : inputs_.mass_b);
+      through_weight_normalisation(h, host_cloud(rows).weights, rows == side::x ? inputs_.mass_a : inputs_.mass_b);
     return h;
   }
 
   // d of X and Y as given; the kernels' points may have more coordinates (label cost).
   [[nodiscard]] std::int64_t dim() const { return inputs_.dim; }
-  [[nodiscard]] std::int64_t count(side s) const { return cloud(s).count; }
+  [[nodiscard]] std::int64_t count(side s) const { return s == side::x ? inputs_.kernel.x.count : inputs_.kernel.y.count; }
   [[nodiscard]] std::string device_name() const { return compute_->name(); }
   void require_solved(const char* what) const {
     if (!solved_) throw invalid_argument(std::string(what) + " needs the potentials: call solve() first");
   }
   // What core/potential_vjp.cpp reads after a solve.
-  [[nodiscard]] potential_vjp_context vjp_context() const { return {*compute_, inputs_, eps_, options_}; }
+  [[nodiscard]] potential_vjp_context vjp_context() const { return {*compute_, host_inputs(), eps_, options_}; }
 
  private:
-  const prepared_cloud& cloud(side s) const { return s == side::x ? inputs_.kernel.x : inputs_.kernel.y; }
+  // A prepared cloud with its vectors (the host copy, made on first use for CUDA inputs).
+  const prepared_cloud& host_cloud(side s) const {
+    const prepared_inputs& in = host_inputs();
+    return s == side::x ? in.kernel.x : in.kernel.y;
+  }
   static slot key_slot(side rows) { return rows == side::x ? slot::g : slot::f; }
   static slot row_slot(side rows) { return rows == side::x ? slot::f : slot::g; }
   const std::optional<double>& reach(side s) const { return s == side::x ? options_.reach_x : options_.reach_y; }
@@ -221,17 +397,12 @@ class solver_state {
   // Row masses of the plan: w_i on a balanced side (rows renormalised), w_i·exp((f_i − T_i)/ε)
   // = w_i·exp(f_i/ε + lse_i) on a side with reach, where the damped f differs from T(g).
   std::vector<double> row_masses(side rows, slot row_potential, const std::vector<double>& lse) const {
-    std::vector<double> mass = cloud(rows).weights;
+    std::vector<double> mass = host_cloud(rows).weights;
     if (!reach(rows)) return mass;
     const std::vector<double> f = compute_->read_potential(row_potential);
     for (std::size_t i = 0; i < mass.size(); ++i) mass[i] = math::plan_row_mass(mass[i], true, f[i], eps_, lse[i]);
     return mass;
   }
-
-  struct primal_terms {
-    double transport = 0;         // ⟨P, C⟩
-    double relative_entropy = 0;  // KL(P ‖ a⊗b), generalised (result.hpp)
-  };
 
   // Both terms of the primal objective from one plan pass with V = g (k = 1) and want_cost.
   // With softmax_ij = softmax_j((g_j − C_ij)/ε + log b_j), P_ij = m_i·softmax_ij and
@@ -243,16 +414,16 @@ class solver_state {
   // g enters shifted by its b-weighted mean ḡ: the softmax sums to 1, so ⟨softmax_i, g − ḡ⟩ + ḡ
   // is the same number, with operands of the size of g's spread rather than of g's gauge (the pass
   // may round V to fp32 or tf32).
-  primal_terms primal_cost(const std::vector<double>& g) const {
-    const std::vector<double>& b = cloud(side::y).weights;
+  primal_summary primal_cost(const std::vector<double>& g) const {
+    const std::vector<double>& b = host_cloud(side::y).weights;
     const double b_mass = std::accumulate(b.begin(), b.end(), 0.0);
     const double shift = std::inner_product(b.begin(), b.end(), g.begin(), 0.0) / b_mass;
     std::vector<double> shifted(g.size());
     for (std::size_t j = 0; j < g.size(); ++j) shifted[j] = g[j] - shift;
     const plan_rows_result pass = plan_pass(side::x, slot::g, shifted.data(), 1, true);
     const std::vector<double> mass = row_masses(side::x, slot::f, pass.lse);
-    const std::vector<double>& a = cloud(side::x).weights;
-    primal_terms terms;
+    const std::vector<double>& a = host_cloud(side::x).weights;
+    primal_summary terms;
     double plan_mass = 0;
     for (std::size_t i = 0; i < mass.size(); ++i) {
       if (mass[i] == 0) continue;
@@ -268,7 +439,16 @@ class solver_state {
 
   options options_;
   double eps_;
-  prepared_inputs inputs_;
+  problem problem_;  // the caller's views (solver.hpp: valid while the solver lives)
+  // The prepared inputs: complete when prepared on the host; for CUDA inputs prepared on the device,
+  // the shapes and scalars only until host_inputs() fills in the rest.
+  mutable prepared_inputs inputs_;
+  mutable bool host_inputs_ready_ = false;
+  bool device_inputs_ = false;  // prepared on the device (prepares_on_device)
+  mutable transfer_statistics transfers_;
+#ifdef FLASHSINKHORN_HAS_CUDA
+  mutable host_copy_of_problem host_copy_;  // the host copy of CUDA inputs, when a path needed it
+#endif
   std::unique_ptr<backend> compute_;
   bool warm_ = false;
   bool solved_ = false;
@@ -285,6 +465,10 @@ solver::solver(solver&&) noexcept = default;
 solver& solver::operator=(solver&&) noexcept = default;
 
 result solver::solve() { return state_->solve(); }
+
+result solver::solve_into(const potential_views& out) { return state_->solve_into(out); }
+
+transfer_statistics solver::transfers() const { return state_->transfers(); }
 
 namespace {
 

@@ -10,7 +10,8 @@ namespace {
 void require_host(memory_space space, std::string_view name) {
   if (space != memory_space::host) {
     throw unsupported(std::string(name) +
-                      " lives in CUDA memory; this version reads and writes host arrays only");
+                      " lives in CUDA memory; this operation reads and writes host arrays only (solver.hpp, \"CUDA inputs\", "
+                      "lists the ones that take CUDA arrays)");
   }
 }
 

@@ -3,6 +3,11 @@
 // operation, copies included, on one stream (its own non-blocking stream, or the caller's). The
 // only host synchronisations are the reads the contract asks for (take_error, read_potential,
 // plan_rows), uploads (write_potential, construction) and destruction.
+// Built either from clouds prepared on the host (uploaded) or from the caller's CUDA arrays,
+// prepared in place (device_prepare.hpp); in the second case it also orders itself after the
+// caller's stream before touching the caller's memory (caller_stream.hpp), and the solve's scalars
+// are reduced on the device (weighted_dual_term, primal_terms) so that no potential crosses. Every
+// host↔device copy it makes is counted when the solver hands it a transfer_statistics.
 //
 // Iteration blocks (backend::run_block) are recorded, not run: each softmin / copy_potential of the
 // block appends a block_op (its steps resolved to buffers and scalars; swap_potentials just moves
@@ -22,16 +27,21 @@
 #include <vector>
 
 #include "core/operand_rounding.hpp"
+#include "core/transfer_count.hpp"
 #include "core/view_io.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/caller_stream.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_stream.hpp"
+#include "cuda/device_cloud.hpp"
+#include "cuda/device_prepare.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/graph_cache.hpp"
 #include "cuda/plan_rows_launch.hpp"
 #include "cuda/schur_cg.hpp"
 #include "cuda/point_gradient_launch.hpp"
 #include "cuda/softmin_launch.hpp"
+#include "cuda/solve_summary_launch.hpp"
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
 
@@ -57,34 +67,15 @@ std::int64_t storage_bytes(precision mode) {
 }
 
 template <class T>
-device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
+device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream, transfer_statistics* transfers) {
   device_buffer<T> buffer(host.size());
   if (!host.empty()) {
     FS_CUDA_CHECK(cudaMemcpyAsync(buffer.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream));  // `host` may die when we return
+    count_host_to_device(transfers, static_cast<std::int64_t>(host.size() * sizeof(T)));
   }
   return buffer;
 }
-
-// The prepared points before rounding, for the point gradient (backend.hpp): the stored points
-// themselves in fp64 and fp32, a float copy (count, dim) in tf32 and bf16.
-struct exact_points_view {
-  const void* data = nullptr;
-  std::int64_t stride = 0;  // elements between rows
-  bool is_double = false;
-};
-
-struct device_cloud {
-  device_buffer<unsigned char> points;
-  device_buffer<unsigned char> key_points;  // η⊙points, only when the cloud has negative_dim > 0
-  device_buffer<float> exact_points;        // tf32, bf16 only
-  device_buffer<double> scaled_sq_norm;
-  device_buffer<double> weights;
-  device_buffer<double> log_weights;
-  device_cloud_view row_view;  // points in the rows' role: p
-  device_cloud_view key_view;  // in the keys' role: η⊙q (== row_view without negative coordinates)
-  exact_points_view exact;     // p before rounding (the features are the same in both roles)
-};
 
 // The points in the storage type of `mode`, (padded_n, padded_d) with zero padding; `rounded`, when
 // given, receives the stored values as doubles, (n, d).
@@ -118,29 +109,30 @@ std::vector<unsigned char> encode_points(const double* points, std::int64_t n, s
 // C_ij = s‖p‖²_η + s‖q‖²_η − 2s·p·(η⊙q) is exact for the rounded points. The keys' copy η⊙q is
 // uploaded only when the cloud has negative-signature coordinates (a label cost with a non-PSD
 // −½JWJ); rounding commutes with negation, so it is η⊙(the stored rows).
-device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double cost_scale, cudaStream_t stream) {
+device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double cost_scale, cudaStream_t stream,
+                          transfer_statistics* transfers) {
   device_cloud out;
   const std::int64_t n = cloud.count;
   const std::int64_t d = cloud.dim;
   const std::int64_t padded_n = tile::round_up(n, tile::kRowPadding);
   const std::int64_t padded_d = softmin_padded_dim(mode, d);
   std::vector<double> rounded;
-  out.points = upload(encode_points(cloud.points.data(), n, d, padded_n, padded_d, mode, &rounded), stream);
+  out.points = upload(encode_points(cloud.points.data(), n, d, padded_n, padded_d, mode, &rounded), stream, transfers);
   if (mode == precision::tf32 || mode == precision::bf16) {
     const std::vector<float> exact(cloud.points.begin(), cloud.points.end());
-    out.exact_points = upload(exact, stream);
+    out.exact_points = upload(exact, stream, transfers);
     out.exact = {out.exact_points.data(), d, false};
   } else {
     out.exact = {out.points.data(), padded_d, mode == precision::fp64};
   }
   if (cloud.negative_dim > 0)
-    out.key_points = upload(encode_points(cloud.key_points.data(), n, d, padded_n, padded_d, mode, nullptr), stream);
+    out.key_points = upload(encode_points(cloud.key_points.data(), n, d, padded_n, padded_d, mode, nullptr), stream, transfers);
   std::vector<double> sq_norm(static_cast<std::size_t>(n), 0.0);
   for (std::int64_t i = 0; i < n; ++i)
     sq_norm[static_cast<std::size_t>(i)] = cost_scale * signed_sq_norm(rounded.data() + i * d, d, cloud.negative_dim);
-  out.scaled_sq_norm = upload(sq_norm, stream);
-  out.weights = upload(cloud.weights, stream);
-  out.log_weights = upload(cloud.log_weights, stream);
+  out.scaled_sq_norm = upload(sq_norm, stream, transfers);
+  out.weights = upload(cloud.weights, stream, transfers);
+  out.log_weights = upload(cloud.log_weights, stream, transfers);
   out.row_view.points = out.points.data();
   out.row_view.scaled_sq_norm = out.scaled_sq_norm.data();
   out.row_view.weights = out.weights.data();
@@ -207,27 +199,54 @@ bool operator==(const block_op& a, const block_op& b) {
 
 class cuda_backend final : public backend {
  public:
-  cuda_backend(const prepared_problem& problem, precision mode, int device, cudaStream_t stream)
-      : mode_(mode), device_(device), cost_scale_(problem.cost_scale) {
-    const int devices = cuda_device_count();
-    if (device < 0 || device >= devices)
-      throw unsupported("CUDA device " + std::to_string(device) + " requested but " +
-                        std::to_string(devices) + " CUDA device(s) are visible");
+  // From clouds prepared on the host: converted to the storage type and uploaded.
+  cuda_backend(const prepared_problem& problem, precision mode, int device, cudaStream_t stream,
+               transfer_statistics* transfers)
+      : mode_(mode), device_(device), cost_scale_(problem.cost_scale), transfers_(transfers) {
     check_cloud(problem.x, "x");
     check_cloud(problem.y, "y");
     if (problem.x.dim != problem.y.dim)
       throw invalid_argument("CUDA backend: x and y have different dimensions (" +
                              std::to_string(problem.x.dim) + " vs " + std::to_string(problem.y.dim) + ")");
+    open_device(stream);
+    clouds_[0] = upload_cloud(problem.x, mode_, cost_scale_, stream_.get(), transfers_);
+    clouds_[1] = upload_cloud(problem.y, mode_, cost_scale_, stream_.get(), transfers_);
+    dim_ = problem.x.dim;
+    allocate_state();
+  }
+
+  // From the caller's CUDA arrays, prepared where they are (device_prepare.hpp) on a stream of the
+  // backend's own, after the work enqueued on the caller's stream (options::cuda_stream).
+  cuda_backend(const problem& p, const options& o, transfer_statistics* transfers, device_preparation_summary& summary)
+      : mode_(o.precision), device_(o.cuda_device), transfers_(transfers) {
+    open_device(nullptr);
+    caller_ = caller_stream(o.cuda_stream ? reinterpret_cast<cudaStream_t>(*o.cuda_stream) : nullptr);
+    caller_.order_after(stream_.get());
+    device_prepared_problem prepared = prepare_on_device(p, o, stream_.get(), transfers_);
+    cost_scale_ = prepared.cost_scale;
+    clouds_ = std::move(prepared.clouds);
+    dim_ = p.x.cols;
+    summary = {prepared.cost_scale, prepared.mass_a, prepared.mass_b, prepared.diameter};
+    allocate_state();
+  }
+
+ private:
+  // The device, its properties and the stream (`stream`, the caller's, when given; else our own).
+  void open_device(cudaStream_t stream) {
+    const int devices = cuda_device_count();
+    if (device_ < 0 || device_ >= devices)
+      throw unsupported("CUDA device " + std::to_string(device_) + " requested but " + std::to_string(devices) +
+                        " CUDA device(s) are visible");
     FS_CUDA_CHECK(cudaSetDevice(device_));
     FS_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
     FS_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared_bytes_, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
     name_ = "cuda:" + std::to_string(device_) + " (" + cuda_device_name(device_) + ")";
     stream_ = stream != nullptr ? cuda_stream::borrow(stream) : cuda_stream::create();
     if (stream_.is_legacy()) graphs_.turn_off("the legacy default stream cannot be captured into a CUDA graph");
+  }
 
-    clouds_[0] = upload_cloud(problem.x, mode_, cost_scale_, stream_.get());
-    clouds_[1] = upload_cloud(problem.y, mode_, cost_scale_, stream_.get());
-    dim_ = problem.x.dim;
+  // The potential slots and the scratch of the softmin, once the clouds are in place.
+  void allocate_state() {
     for (int s = 0; s < kSlotCount; ++s) {
       const std::int64_t count = cloud(side_of(static_cast<slot>(s))).count;
       slots_[s] = device_buffer<double>(static_cast<std::size_t>(count));
@@ -248,6 +267,8 @@ class cuda_backend final : public backend {
     FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
+
+ public:
 
   // The buffers are freed after this body (and the stream, when ours, after them): first let the
   // work in flight that reads and writes them finish.
@@ -299,6 +320,7 @@ class cuda_backend final : public backend {
     FS_CUDA_CHECK(cudaMemcpyAsync(&value, error_.data(), sizeof value, cudaMemcpyDeviceToHost, stream_.get()));
     FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    count_device_to_host(transfers_, sizeof value);
     return value;
   }
 
@@ -317,6 +339,7 @@ class cuda_backend final : public backend {
     FS_CUDA_CHECK(cudaMemcpyAsync(slot_data(s), values.data(), values.size() * sizeof(double),
                                   cudaMemcpyHostToDevice, stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));  // `values` may die after we return
+    count_host_to_device(transfers_, static_cast<std::int64_t>(values.size() * sizeof(double)));
   }
 
   [[nodiscard]] std::vector<double> read_potential(slot s) const override {
@@ -326,7 +349,90 @@ class cuda_backend final : public backend {
     FS_CUDA_CHECK(cudaMemcpyAsync(values.data(), slot_data(s), values.size() * sizeof(double),
                                   cudaMemcpyDeviceToHost, stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    count_device_to_host(transfers_, static_cast<std::int64_t>(values.size() * sizeof(double)));
     return values;
+  }
+
+  [[nodiscard]] bool read_potential_into(slot s, const mutable_vector_view& out) const override {
+    refuse_inside_block("read_potential_into");
+    const std::int64_t count = cloud(side_of(s)).count;
+    if (out.data == nullptr) throw invalid_argument(std::string("potential ") + slot_name(s) + ": output has no data");
+    if (out.size != count)
+      throw invalid_argument(std::string("potential ") + slot_name(s) + ": output has " + std::to_string(out.size) +
+                             " elements, expected " + std::to_string(count));
+    if (out.space == memory_space::host) {
+      write_vector(out, read_potential(s), slot_name(s));
+      return true;
+    }
+    if (out.device != device_)
+      throw invalid_argument(std::string("potential ") + slot_name(s) + ": the output lives on CUDA device " +
+                             std::to_string(out.device) + ", the solver on device " + std::to_string(device_));
+    if (out.stride < 1) throw invalid_argument(std::string("potential ") + slot_name(s) + ": output stride must be ≥ 1");
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    caller_.order_after(stream_.get());
+    // A column (count, 1) with row stride out.stride: the gradient's device copy serves.
+    const mutable_matrix_view column{out.data, count, 1, out.stride, out.type, out.space, out.device};
+    FS_CUDA_CHECK(launch_copy_to_view(column, slot_data(s), 1, stream_.get()));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    return true;
+  }
+
+  [[nodiscard]] std::optional<double> weighted_dual_term(slot h, double eps, std::optional<double> rho) const override {
+    refuse_inside_block("weighted_dual_term");
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    const device_cloud_view& own = cloud(side_of(h));
+    double* term = reserve(summary_.values, 1);
+    FS_CUDA_CHECK(launch_weighted_phi_sum(own.weights, slot_data(h), own.count, eps, rho ? *rho : 0.0, term,
+                                          summary_.scratch, stream_.get()));
+    return download_scalars(term, 1)[0];
+  }
+
+  // One x-rows pass keyed by g with V = g − ḡ and the cost, then the row terms and five sums on
+  // the device (solve_summary_launch.hpp); five doubles come back.
+  [[nodiscard]] std::optional<primal_summary> primal_terms(double eps, bool unbalanced_rows) const override {
+    refuse_inside_block("primal_terms");
+    FS_CUDA_CHECK(cudaSetDevice(device_));
+    const device_cloud_view& rows = cloud(side::x);
+    const device_cloud_view& keys = cloud(side::y);
+    const auto n = static_cast<std::size_t>(rows.count);
+    const auto m = static_cast<std::size_t>(keys.count);
+    // sums: [Σa, Σb, Σ b·g, Σ transport, Σ entropy, Σ mass]
+    double* sums = reserve(summary_.values, 6);
+    cudaStream_t stream = stream_.get();
+    FS_CUDA_CHECK(launch_sum(rows.weights, rows.count, sums + 0, summary_.scratch, stream));
+    FS_CUDA_CHECK(launch_sum(keys.weights, keys.count, sums + 1, summary_.scratch, stream));
+    FS_CUDA_CHECK(launch_weighted_phi_sum(keys.weights, slot_data(slot::g), keys.count, eps, 0.0, sums + 2,
+                                          summary_.scratch, stream));
+    double* shifted = reserve(plan_.values, m);
+    FS_CUDA_CHECK(launch_shifted(slot_data(slot::g), keys.count, sums + 2, sums + 1, shifted, stream));
+    plan_rows_launch_args args = plan_args(side::x, side::y, slot::g, eps, 1);
+    args.values = shifted;
+    args.values_scratch = reserve(plan_.staged, staged_bytes(side::y, 1, true));
+    args.cost = reserve(plan_.cost, n);
+    FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream));
+    double* terms = reserve(summary_.row_terms, 3 * n);
+    primal_row_terms_args row_terms;
+    row_terms.weights = rows.weights;
+    row_terms.potential = slot_data(slot::f);
+    row_terms.lse = args.lse;
+    row_terms.weighted = args.weighted;
+    row_terms.cost = args.cost;
+    row_terms.shift_numerator = sums + 2;
+    row_terms.shift_denominator = sums + 1;
+    row_terms.rows = rows.count;
+    row_terms.eps = eps;
+    row_terms.unbalanced = unbalanced_rows;
+    row_terms.transport = terms;
+    row_terms.entropy = terms + n;
+    row_terms.mass = terms + 2 * n;
+    FS_CUDA_CHECK(launch_primal_row_terms(row_terms, stream));
+    for (int k = 0; k < 3; ++k)
+      FS_CUDA_CHECK(launch_sum(terms + k * n, rows.count, sums + 3 + k, summary_.scratch, stream));
+    const std::vector<double> host = download_scalars(sums, 6);
+    primal_summary out;
+    out.transport = host[3];
+    out.relative_entropy = host[4] + host[0] * host[1] - host[5];
+    return out;
   }
 
   void copy_potential(slot dst, slot src) override {
@@ -374,6 +480,7 @@ class cuda_backend final : public backend {
       double* values = reserve(plan_.values, m * k);
       FS_CUDA_CHECK(cudaMemcpyAsync(values, request.values, m * k * sizeof(double), cudaMemcpyHostToDevice,
                                     stream_.get()));
+      count_host_to_device(transfers_, static_cast<std::int64_t>(m * k * sizeof(double)));
       args.values = values;
       args.values_scratch = reserve(plan_.staged, staged_bytes(request.keys, request.k, request.want_cost));
     }
@@ -393,6 +500,9 @@ class cuda_backend final : public backend {
       FS_CUDA_CHECK(cudaMemcpyAsync(result.cost.data(), args.cost, n * sizeof(double), cudaMemcpyDeviceToHost,
                                     stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    count_device_to_host(transfers_, static_cast<std::int64_t>(n * sizeof(double)));
+    if (k > 0) count_device_to_host(transfers_, static_cast<std::int64_t>(n * k * sizeof(double)));
+    if (request.want_cost) count_device_to_host(transfers_, static_cast<std::int64_t>(n * sizeof(double)));
     return result;
   }
 
@@ -540,6 +650,7 @@ class cuda_backend final : public backend {
       FS_CUDA_CHECK(cudaMemcpyAsync(host.data(), gradient.data(), gradient.bytes(), cudaMemcpyDeviceToHost,
                                     stream_.get()));
       FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+      count_device_to_host(transfers_, static_cast<std::int64_t>(gradient.bytes()));
       write_leading_columns(out, host, own.count, own.dim, "point gradient");
       return;
     }
@@ -549,6 +660,7 @@ class cuda_backend final : public backend {
     if (out.cols > own.dim) throw invalid_argument("point gradient: the output has more columns than the points");
     check_output_shape(out, own.count, out.cols, "point gradient");
     FS_CUDA_CHECK(cudaSetDevice(device_));
+    caller_.order_after(stream_.get());
     FS_CUDA_CHECK(launch_copy_to_view(out, gradient.data(), own.dim, stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
@@ -584,6 +696,15 @@ class cuda_backend final : public backend {
       throw error(std::string(operation) +
                   " inside an iteration block (run_block): a block may only call softmin, swap_potentials "
                   "and copy_potential");
+  }
+
+  // `count` doubles of device memory to the host, after the stream's work (counted).
+  [[nodiscard]] std::vector<double> download_scalars(const double* device, std::size_t count) const {
+    std::vector<double> host(count);
+    FS_CUDA_CHECK(cudaMemcpyAsync(host.data(), device, count * sizeof(double), cudaMemcpyDeviceToHost, stream_.get()));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    count_device_to_host(transfers_, static_cast<std::int64_t>(count * sizeof(double)));
+    return host;
   }
 
   // A plan pass of `rows` against `keys` with k value columns, writing into the plan scratch
@@ -694,7 +815,9 @@ class cuda_backend final : public backend {
   int sm_count_ = 0;
   int max_shared_bytes_ = 48 * 1024;
   std::string name_;
+  transfer_statistics* transfers_ = nullptr;  // the solver's count of host↔device copies, or null
   cuda_stream stream_;           // declared before every device resource: destroyed after them
+  caller_stream caller_;         // the caller's stream, when the backend reads the caller's CUDA arrays
   graph_cache<block_op> graphs_;
   std::vector<block_op>* recording_ = nullptr;  // the block being recorded (run_block), else null
   std::array<device_cloud, 2> clouds_;
@@ -717,14 +840,27 @@ class cuda_backend final : public backend {
   };
   mutable plan_scratch plan_;
   std::array<device_buffer<double>, 2> gradients_;  // point gradients, (count, dim) per side
+  // The solve's scalars reduced on the device (weighted_dual_term, primal_terms).
+  struct summary_scratch {
+    device_buffer<double> values;                // the sums
+    device_buffer<double> row_terms;             // (3, n) per-row primal terms
+    device_buffer<unsigned char> scratch;        // CUB's temporary storage (and the dual terms)
+  };
+  mutable summary_scratch summary_;
   std::int64_t dim_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<backend> make_cuda_backend(const prepared_problem& problem, precision mode, int device,
-                                           CUstream_st* stream) {
-  return std::make_unique<cuda_backend>(problem, mode, device, stream);
+                                           CUstream_st* stream, transfer_statistics* transfers) {
+  return std::make_unique<cuda_backend>(problem, mode, device, stream, transfers);
+}
+
+std::unique_ptr<backend> make_cuda_backend_on_device_inputs(const problem& p, const options& o,
+                                                            transfer_statistics* transfers,
+                                                            device_preparation_summary& summary) {
+  return std::make_unique<cuda_backend>(p, o, transfers, summary);
 }
 
 cuda_block_statistics cuda_block_stats(const backend& compute) {

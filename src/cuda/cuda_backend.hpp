@@ -7,6 +7,8 @@
 #include "core/backend.hpp"
 #include "core/prepared_cloud.hpp"
 #include "flashsinkhorn/options.hpp"
+#include "flashsinkhorn/problem.hpp"
+#include "flashsinkhorn/transfer_statistics.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
@@ -18,8 +20,26 @@ namespace flashsinkhorn::detail {
 // cannot become CUDA graphs), else a non-blocking stream the backend creates and owns. Reads
 // (take_error, read_potential, plan_rows) wait for that stream; nothing else does.
 // Throws cuda_error / out_of_memory with the failing call named.
+// `transfers`, when given, counts every host↔device copy of the backend's (transfer_statistics.hpp).
 std::unique_ptr<backend> make_cuda_backend(const prepared_problem& problem, precision mode, int device,
-                                           CUstream_st* stream = nullptr);
+                                           CUstream_st* stream = nullptr, transfer_statistics* transfers = nullptr);
+
+// The scalars of a preparation made on the device (cuda/device_prepare.hpp), which the solver keeps.
+struct device_preparation_summary {
+  double cost_scale = 1;  // s, 0.5 for the cosine cost
+  double mass_a = 1;      // Σa, Σb as given (1 when uniform)
+  double mass_b = 1;
+  double diameter = 0;    // options::diameter, else the joint bounding box's diagonal
+};
+
+// A backend built from a problem whose X, Y (and a, b when given) live in CUDA memory on device
+// o.cuda_device: validated and prepared there (cuda/device_prepare.hpp), read in the order of the
+// caller's stream o.cuda_stream, on a stream the backend owns. Preconditions: validate_arguments(p,
+// o) passed; no label cost, no warm start (the solver takes those problems through the host).
+// Fills `summary`; throws invalid_argument with prepare()'s messages for bad values.
+std::unique_ptr<backend> make_cuda_backend_on_device_inputs(const problem& p, const options& o,
+                                                            transfer_statistics* transfers,
+                                                            device_preparation_summary& summary);
 
 // How a CUDA backend has run its iteration blocks (backend::run_block), for tests and benchmarks.
 struct cuda_block_statistics {

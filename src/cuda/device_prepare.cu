@@ -1,0 +1,471 @@
+// prepare() on the device (device_prepare.hpp). Elementwise and per-row kernels by hand (they read
+// the caller's strided float/double views), sums by CUB, column statistics by CUB block reductions.
+#include <math_constants.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cub/block/block_reduce.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <string>
+
+#include "core/transfer_count.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_prepare.hpp"
+#include "cuda/tile_config.hpp"
+#include "flashsinkhorn/error.hpp"
+#include "math/round_operand.hpp"
+
+namespace flashsinkhorn::detail {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr unsigned long long kNone = ~0ull;  // "no offending index" in the first-index flags
+constexpr int kColumnChunks = 64;            // row chunks per column of the column statistics
+
+unsigned blocks_for(std::int64_t count) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, (count + kThreads - 1) / kThreads));
+}
+
+// A caller's matrix or vector view, read as doubles.
+struct matrix_source {
+  const void* data;
+  std::int64_t rows, cols, row_stride;
+  bool is_double;
+  __device__ double at(std::int64_t r, std::int64_t c) const {
+    const std::int64_t k = r * row_stride + c;
+    return is_double ? static_cast<const double*>(data)[k] : static_cast<double>(static_cast<const float*>(data)[k]);
+  }
+};
+
+struct vector_source {
+  const void* data;
+  std::int64_t size, stride;
+  bool is_double;
+  __device__ double at(std::int64_t i) const {
+    const std::int64_t k = i * stride;
+    return is_double ? static_cast<const double*>(data)[k] : static_cast<double>(static_cast<const float*>(data)[k]);
+  }
+};
+
+// What the validation kernels leave for the host: first offending indices (kNone when none) and
+// the weight sums. One download.
+struct validation_flags {
+  unsigned long long first_nonfinite_point[2];  // flat index r·d + c, per cloud
+  unsigned long long first_nonfinite_weight[2];
+  unsigned long long first_negative_weight[2];
+  unsigned long long first_zero_row[2];  // cosine cost
+  double weight_sum[2];                  // Σw as given (uniform: 1)
+};
+
+// out (rows, cols) contiguous ← the view; the first non-finite flat index.
+__global__ void read_points_kernel(matrix_source source, double* out, unsigned long long* first_nonfinite) {
+  const std::int64_t index = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= source.rows * source.cols) return;
+  const double v = source.at(index / source.cols, index % source.cols);
+  out[index] = v;
+  if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(index));
+}
+
+// out ← the weights view (or 1/count when absent); the first non-finite and first negative index.
+__global__ void read_weights_kernel(vector_source source, std::int64_t count, double* out,
+                                    unsigned long long* first_nonfinite, unsigned long long* first_negative) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  if (source.data == nullptr) {
+    out[i] = 1.0 / static_cast<double>(count);
+    return;
+  }
+  const double w = source.at(i);
+  out[i] = w;
+  if (!isfinite(w))
+    atomicMin(first_nonfinite, static_cast<unsigned long long>(i));
+  else if (w < 0)
+    atomicMin(first_negative, static_cast<unsigned long long>(i));
+}
+
+// w ← w/Σw when normalising; log w (−∞ where 0). `total` is a device scalar.
+__global__ void normalise_weights_kernel(double* weights, double* log_weights, std::int64_t count, const double* total,
+                                         bool normalise) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  double w = weights[i];
+  if (normalise) w /= *total;
+  weights[i] = w;
+  log_weights[i] = w > 0 ? log(w) : -CUDART_INF;
+}
+
+// Row i ← row i/‖row i‖ (the cosine cost); the first zero row.
+__global__ void normalise_rows_kernel(double* points, std::int64_t rows, std::int64_t dim,
+                                      unsigned long long* first_zero_row) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows) return;
+  double* row = points + i * dim;
+  double sq = 0;
+  for (std::int64_t k = 0; k < dim; ++k) sq += row[k] * row[k];
+  const double norm = sqrt(sq);
+  if (!(norm > 0)) {
+    atomicMin(first_zero_row, static_cast<unsigned long long>(i));
+    return;
+  }
+  for (std::int64_t k = 0; k < dim; ++k) row[k] /= norm;
+}
+
+struct least_of {
+  __device__ double operator()(double a, double b) const { return fmin(a, b); }
+};
+struct most_of {
+  __device__ double operator()(double a, double b) const { return fmax(a, b); }
+};
+
+// Per (column, row chunk): Σ w_i p_ic, min_i p_ic, max_i p_ic over the chunk's rows, into
+// partials[(column·kColumnChunks + chunk)·3 + {0, 1, 2}]. Grid (kColumnChunks, dim).
+__global__ void column_partials_kernel(const double* points, const double* weights, std::int64_t rows, std::int64_t dim,
+                                       double* partials) {
+  using block_reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename block_reduce::TempStorage storage;
+  const std::int64_t column = blockIdx.y;
+  const std::int64_t chunk = (rows + kColumnChunks - 1) / kColumnChunks;
+  const std::int64_t begin = blockIdx.x * chunk;
+  const std::int64_t end = min(rows, begin + chunk);
+  double weighted = 0, lo = CUDART_INF, hi = -CUDART_INF;
+  for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const double v = points[i * dim + column];
+    weighted += weights[i] * v;
+    lo = fmin(lo, v);
+    hi = fmax(hi, v);
+  }
+  double* out = partials + (column * kColumnChunks + blockIdx.x) * 3;
+  const double sum = block_reduce(storage).Sum(weighted);
+  __syncthreads();
+  const double least = block_reduce(storage).Reduce(lo, least_of{});
+  __syncthreads();
+  const double most = block_reduce(storage).Reduce(hi, most_of{});
+  if (threadIdx.x == 0) {
+    out[0] = sum;
+    out[1] = least;
+    out[2] = most;
+  }
+}
+
+// From both clouds' partials: μ_c = ½(Σ_x w p/Σw_x + Σ_y w p/Σw_y) into mean (dim,), and
+// diameter = √Σ_c (max_c − min_c)² over both clouds into *diameter. One block.
+__global__ void finish_columns_kernel(const double* partials_x, const double* partials_y, const double* mass_x,
+                                      const double* mass_y, std::int64_t dim, double* mean, double* diameter) {
+  using block_reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename block_reduce::TempStorage storage;
+  double range_sq = 0;
+  for (std::int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
+    double sum_x = 0, sum_y = 0, lo = CUDART_INF, hi = -CUDART_INF;
+    for (int k = 0; k < kColumnChunks; ++k) {
+      const double* px = partials_x + (c * kColumnChunks + k) * 3;
+      const double* py = partials_y + (c * kColumnChunks + k) * 3;
+      sum_x += px[0];
+      sum_y += py[0];
+      lo = fmin(lo, fmin(px[1], py[1]));
+      hi = fmax(hi, fmax(px[2], py[2]));
+    }
+    mean[c] = 0.5 * (sum_x / *mass_x + sum_y / *mass_y);
+    range_sq += (hi - lo) * (hi - lo);
+  }
+  const double total = block_reduce(storage).Sum(range_sq);
+  if (threadIdx.x == 0) *diameter = sqrt(total);
+}
+
+// The bits of a bf16 that holds `rounded` exactly (already rounded to bf16).
+__device__ std::uint16_t bf16_bits(float rounded) { return static_cast<std::uint16_t>(__float_as_uint(rounded) >> 16); }
+
+// Per row: p − μ rounded to the mode and stored at (i, c) of the (padded_n, padded_d) storage
+// (zero padding written beforehand); the float copy of p − μ (tf32, bf16); s·‖stored‖².
+__global__ void store_rows_kernel(const double* points, const double* mean, std::int64_t rows, std::int64_t dim,
+                                  std::int64_t padded_dim, precision mode, double cost_scale, void* stored,
+                                  float* exact, double* scaled_sq_norm) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows) return;
+  double sq = 0;
+  for (std::int64_t c = 0; c < dim; ++c) {
+    const double centred = points[i * dim + c] - mean[c];
+    const auto single = static_cast<float>(centred);
+    const std::int64_t at = i * padded_dim + c;
+    double value = centred;
+    switch (mode) {
+      case precision::fp64:
+        static_cast<double*>(stored)[at] = centred;
+        break;
+      case precision::fp32:
+        value = single;
+        static_cast<float*>(stored)[at] = single;
+        break;
+      case precision::tf32: {
+        const float r = math::round_to_tf32(single);
+        value = r;
+        static_cast<float*>(stored)[at] = r;
+        break;
+      }
+      case precision::bf16: {
+        const float r = math::round_to_bf16(single);
+        value = r;
+        static_cast<std::uint16_t*>(stored)[at] = bf16_bits(r);
+        break;
+      }
+    }
+    if (exact != nullptr) exact[i * dim + c] = single;
+    sq += value * value;
+  }
+  scaled_sq_norm[i] = cost_scale * sq;
+}
+
+std::int64_t storage_bytes(precision mode) {
+  switch (mode) {
+    case precision::fp64:
+      return 8;
+    case precision::bf16:
+      return 2;
+    case precision::fp32:
+    case precision::tf32:
+      return 4;
+  }
+  return 8;
+}
+
+// The shortest text that reads back as v (validate.cpp's formatting of values in messages).
+std::string str(double v) {
+  char text[32];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, v);
+  return error == std::errc{} ? std::string(text, end) : std::string("?");
+}
+
+// One device double (or float) of a caller's view, read to the host for an error message.
+double read_element(const void* data, std::int64_t offset, bool is_double, cudaStream_t stream,
+                    transfer_statistics* transfers) {
+  double value = 0;
+  if (is_double) {
+    FS_CUDA_CHECK(
+        cudaMemcpyAsync(&value, static_cast<const double*>(data) + offset, 8, cudaMemcpyDeviceToHost, stream));
+    count_device_to_host(transfers, 8);
+  } else {
+    float single = 0;
+    FS_CUDA_CHECK(
+        cudaMemcpyAsync(&single, static_cast<const float*>(data) + offset, 4, cudaMemcpyDeviceToHost, stream));
+    count_device_to_host(transfers, 4);
+    value = single;
+  }
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return value;
+}
+
+template <class View>
+void require_on_device(const View& view, int device, const char* name) {
+  if (view.space != memory_space::cuda)
+    throw invalid_argument(std::string(name) +
+                           " lives in host memory but X lives in CUDA memory; pass all of X, Y, a, b "
+                           "in the same memory");
+  if (view.device != device)
+    throw invalid_argument(std::string(name) + " lives on CUDA device " + std::to_string(view.device) +
+                           ", the solver runs on device " + std::to_string(device));
+  if (view.data == nullptr) throw invalid_argument(std::string(name) + " has no data");
+}
+
+// CUB's sum of `count` doubles into the device scalar `out`, with its own temporary storage.
+void device_sum(const double* values, std::int64_t count, double* out, cudaStream_t stream) {
+  std::size_t bytes = 0;
+  FS_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, values, out, count, stream));
+  device_buffer<unsigned char> temporary(bytes);
+  FS_CUDA_CHECK(cub::DeviceReduce::Sum(temporary.data(), bytes, values, out, count, stream));
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));  // `temporary` is freed on return
+}
+
+// The per-cloud working state of the preparation: its points as doubles (count, dim), weights.
+struct working_cloud {
+  std::int64_t count = 0;
+  device_buffer<double> points;
+  device_buffer<double> weights;
+  device_buffer<double> log_weights;
+};
+
+// prepare()'s messages for the first offending point or weight (validate.cpp).
+void report_points(const validation_flags& flags, int side, const matrix_view& view, const char* name,
+                   cudaStream_t stream, transfer_statistics* transfers) {
+  const unsigned long long bad = flags.first_nonfinite_point[side];
+  if (bad == kNone) return;
+  const auto index = static_cast<std::int64_t>(bad);
+  const std::int64_t row = index / view.cols, column = index % view.cols;
+  const double v =
+      read_element(view.data, row * view.row_stride + column, view.type == dtype::float64, stream, transfers);
+  throw invalid_argument(std::string(name) + " contains " + (std::isnan(v) ? "NaN" : "Inf") + " at row " +
+                         std::to_string(row) + ", column " + std::to_string(column));
+}
+
+void report_weights(const validation_flags& flags, int side, const vector_view& view, const char* name,
+                    cudaStream_t stream, transfer_statistics* transfers) {
+  if (view.empty()) return;
+  const unsigned long long nonfinite = flags.first_nonfinite_weight[side];
+  const unsigned long long negative = flags.first_negative_weight[side];
+  const unsigned long long first = std::min(nonfinite, negative);
+  if (first != kNone) {
+    const auto i = static_cast<std::int64_t>(first);
+    const double w = read_element(view.data, i * view.stride, view.type == dtype::float64, stream, transfers);
+    if (first == nonfinite)
+      throw invalid_argument(std::string(name) + " contains " + (std::isnan(w) ? "NaN" : "Inf") + " at index " +
+                             std::to_string(i));
+    throw invalid_argument(std::string(name) + " has a negative weight " + str(w) + " at index " + std::to_string(i));
+  }
+  const double total = flags.weight_sum[side];
+  if (!(total > 0)) throw invalid_argument(std::string(name) + ": all weights are zero");
+  if (!std::isfinite(total)) throw invalid_argument(std::string(name) + ": the weights sum to Inf");
+}
+
+// The backend's storage of one prepared cloud (device_cloud.hpp), from its centred points.
+device_cloud store_cloud(working_cloud&& work, const double* mean, std::int64_t dim, precision mode, double cost_scale,
+                         cudaStream_t stream) {
+  device_cloud out;
+  const std::int64_t n = work.count;
+  const std::int64_t padded_n = tile::round_up(n, tile::kRowPadding);
+  const std::int64_t padded_d = softmin_padded_dim(mode, dim);
+  out.points = device_buffer<unsigned char>(static_cast<std::size_t>(padded_n * padded_d * storage_bytes(mode)));
+  FS_CUDA_CHECK(cudaMemsetAsync(out.points.data(), 0, out.points.bytes(), stream));
+  const bool rounded_copy = mode == precision::tf32 || mode == precision::bf16;
+  if (rounded_copy) out.exact_points = device_buffer<float>(static_cast<std::size_t>(n * dim));
+  out.scaled_sq_norm = device_buffer<double>(static_cast<std::size_t>(n));
+  store_rows_kernel<<<blocks_for(n), kThreads, 0, stream>>>(work.points.data(), mean, n, dim, padded_d, mode,
+                                                            cost_scale, out.points.data(), out.exact_points.data(),
+                                                            out.scaled_sq_norm.data());
+  FS_CUDA_CHECK_LAUNCH();
+  out.exact = rounded_copy ? exact_points_view{out.exact_points.data(), dim, false}
+                           : exact_points_view{out.points.data(), padded_d, mode == precision::fp64};
+  out.weights = std::move(work.weights);
+  out.log_weights = std::move(work.log_weights);
+  out.row_view.points = out.points.data();
+  out.row_view.scaled_sq_norm = out.scaled_sq_norm.data();
+  out.row_view.weights = out.weights.data();
+  out.row_view.log_weights = out.log_weights.data();
+  out.row_view.count = n;
+  out.row_view.padded_count = padded_n;
+  out.row_view.dim = dim;
+  out.row_view.padded_dim = padded_d;
+  out.key_view = out.row_view;  // no negative-signature coordinates without a label cost
+  return out;
+}
+
+}  // namespace
+
+device_prepared_problem prepare_on_device(const problem& p, const options& o, cudaStream_t stream,
+                                          transfer_statistics* transfers) {
+  if (!p.labels.empty()) throw unsupported("prepare_on_device: label costs are prepared on the host");
+  const int device = o.cuda_device;
+  require_on_device(p.x, device, "X");
+  require_on_device(p.y, device, "Y");
+  if (!p.a.empty()) require_on_device(p.a, device, "a");
+  if (!p.b.empty()) require_on_device(p.b, device, "b");
+  for (const auto* view : {&p.x, &p.y}) {
+    if (view->row_stride < view->cols)
+      throw invalid_argument(std::string(view == &p.x ? "X" : "Y") + ": row_stride " +
+                             std::to_string(view->row_stride) + " is smaller than the number of columns " +
+                             std::to_string(view->cols));
+  }
+  for (const auto* view : {&p.a, &p.b}) {
+    if (!view->empty() && view->stride < 1)
+      throw invalid_argument(std::string(view == &p.a ? "a" : "b") + " must have a positive stride");
+  }
+  const std::int64_t dim = p.x.cols;
+  const matrix_view* views[2] = {&p.x, &p.y};
+  const vector_view* weights[2] = {&p.a, &p.b};
+
+  // Read and validate: points and weights into working buffers, the flags in one struct.
+  device_buffer<validation_flags> flags_on_device(1);
+  FS_CUDA_CHECK(cudaMemsetAsync(flags_on_device.data(), 0xFF, sizeof(validation_flags), stream));  // kNone
+  validation_flags* flags = flags_on_device.data();
+  working_cloud work[2];
+  for (int s = 0; s < 2; ++s) {
+    const matrix_view& view = *views[s];
+    working_cloud& w = work[s];
+    w.count = view.rows;
+    w.points = device_buffer<double>(static_cast<std::size_t>(view.rows * dim));
+    w.weights = device_buffer<double>(static_cast<std::size_t>(view.rows));
+    w.log_weights = device_buffer<double>(static_cast<std::size_t>(view.rows));
+    const matrix_source points{view.data, view.rows, view.cols, view.row_stride, view.type == dtype::float64};
+    read_points_kernel<<<blocks_for(view.rows * dim), kThreads, 0, stream>>>(points, w.points.data(),
+                                                                             &flags->first_nonfinite_point[s]);
+    FS_CUDA_CHECK_LAUNCH();
+    const vector_view& wv = *weights[s];
+    const vector_source source{wv.data, wv.size, wv.stride, wv.type == dtype::float64};
+    read_weights_kernel<<<blocks_for(view.rows), kThreads, 0, stream>>>(
+        source, view.rows, w.weights.data(), &flags->first_nonfinite_weight[s], &flags->first_negative_weight[s]);
+    FS_CUDA_CHECK_LAUNCH();
+    device_sum(w.weights.data(), view.rows, &flags->weight_sum[s], stream);
+  }
+  validation_flags host_flags{};
+  FS_CUDA_CHECK(cudaMemcpyAsync(&host_flags, flags, sizeof host_flags, cudaMemcpyDeviceToHost, stream));
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  count_device_to_host(transfers, sizeof host_flags);
+  report_points(host_flags, 0, p.x, "X", stream, transfers);
+  report_points(host_flags, 1, p.y, "Y", stream, transfers);
+  report_weights(host_flags, 0, p.a, "a", stream, transfers);
+  report_weights(host_flags, 1, p.b, "b", stream, transfers);
+
+  device_prepared_problem out;
+  out.mass_a = p.a.empty() ? 1.0 : host_flags.weight_sum[0];
+  out.mass_b = p.b.empty() ? 1.0 : host_flags.weight_sum[1];
+  const bool balanced = !o.reach_x && !o.reach_y;
+  if (balanced && !o.normalize_weights && std::abs(out.mass_a - out.mass_b) > 1e-9 * std::max(out.mass_a, out.mass_b)) {
+    throw invalid_argument("balanced OT needs equal masses, but sum(a) = " + std::to_string(out.mass_a) +
+                           " and sum(b) = " + std::to_string(out.mass_b) +
+                           "; normalise the weights or set a reach (unbalanced OT)");
+  }
+
+  out.cost_scale = p.cost_scale;
+  if (o.cost == cost_kind::cosine) {
+    for (int s = 0; s < 2; ++s) {
+      normalise_rows_kernel<<<blocks_for(work[s].count), kThreads, 0, stream>>>(work[s].points.data(), work[s].count,
+                                                                                dim, &flags->first_zero_row[s]);
+      FS_CUDA_CHECK_LAUNCH();
+    }
+    unsigned long long zero_rows[2];
+    FS_CUDA_CHECK(cudaMemcpyAsync(zero_rows, flags->first_zero_row, sizeof zero_rows, cudaMemcpyDeviceToHost, stream));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    count_device_to_host(transfers, sizeof zero_rows);
+    for (int s = 0; s < 2; ++s) {
+      if (zero_rows[s] != kNone)
+        throw invalid_argument(std::string(s == 0 ? "X" : "Y") + " row " + std::to_string(zero_rows[s]) +
+                               " is zero; the cosine cost is undefined for it");
+    }
+    out.cost_scale = 0.5;  // 1 − cos(x, y) = ½‖x̂ − ŷ‖²
+  }
+
+  // Weights normalised, then the column statistics: weighted means (centring) and the bounding box.
+  device_buffer<double> masses(2);  // Σw̃ per cloud (1 up to rounding when normalising)
+  for (int s = 0; s < 2; ++s) {
+    normalise_weights_kernel<<<blocks_for(work[s].count), kThreads, 0, stream>>>(
+        work[s].weights.data(), work[s].log_weights.data(), work[s].count, &flags->weight_sum[s], o.normalize_weights);
+    FS_CUDA_CHECK_LAUNCH();
+    device_sum(work[s].weights.data(), work[s].count, masses.data() + s, stream);
+  }
+  if (dim > 65535) throw unsupported("prepare_on_device: more than 65535 coordinates per point");
+  device_buffer<double> partials(static_cast<std::size_t>(2 * dim * kColumnChunks * 3));
+  for (int s = 0; s < 2; ++s) {
+    column_partials_kernel<<<dim3(kColumnChunks, static_cast<unsigned>(dim)), kThreads, 0, stream>>>(
+        work[s].points.data(), work[s].weights.data(), work[s].count, dim,
+        partials.data() + s * dim * kColumnChunks * 3);
+    FS_CUDA_CHECK_LAUNCH();
+  }
+  device_buffer<double> mean(static_cast<std::size_t>(dim));
+  device_buffer<double> box_diagonal(1);
+  finish_columns_kernel<<<1, kThreads, 0, stream>>>(partials.data(), partials.data() + dim * kColumnChunks * 3,
+                                                    masses.data(), masses.data() + 1, dim, mean.data(),
+                                                    box_diagonal.data());
+  FS_CUDA_CHECK_LAUNCH();
+  if (o.diameter) {
+    out.diameter = *o.diameter;
+  } else {
+    FS_CUDA_CHECK(cudaMemcpyAsync(&out.diameter, box_diagonal.data(), sizeof(double), cudaMemcpyDeviceToHost, stream));
+    count_device_to_host(transfers, sizeof(double));
+  }
+
+  for (int s = 0; s < 2; ++s)
+    out.clouds[s] = store_cloud(std::move(work[s]), mean.data(), dim, o.precision, out.cost_scale, stream);
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));  // the working buffers and `mean` are freed on return
+  return out;
+}
+
+}  // namespace flashsinkhorn::detail

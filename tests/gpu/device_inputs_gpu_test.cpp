@@ -1,0 +1,400 @@
+// Problems whose arrays live in CUDA memory (solver.hpp, "CUDA inputs"): prepared on the device,
+// solved into device views, gradients written into device views. Three oracles:
+//   parity     the same problem from host arrays on the CUDA backend (same algorithm; the only
+//              difference is the order of the preparation's sums: the centring mean may differ in
+//              its last bits, which moves a rounded operand by at most one unit of the mode);
+//   counting   solver::transfers() — nothing of size n or n·d crosses, the host paths do and say so;
+//   messages   bad values on the device raise the host path's exact messages.
+// Skips without a GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cpp/test_problems.hpp"
+#include "flashsinkhorn/flashsinkhorn.hpp"
+
+namespace fs = flashsinkhorn;
+using testing_support::max_abs;
+using testing_support::max_abs_diff;
+
+namespace {
+
+// A cudaMalloc'ed copy of host values, in float64 or float32 (move-only).
+class device_array {
+ public:
+  device_array(const std::vector<double>& values, fs::dtype type)
+      : count_(static_cast<std::int64_t>(values.size())), type_(type) {
+    const std::size_t bytes = values.size() * static_cast<std::size_t>(fs::size_of(type));
+    EXPECT_EQ(cudaMalloc(&data_, std::max<std::size_t>(bytes, 8)), cudaSuccess);
+    if (type == fs::dtype::float64) {
+      EXPECT_EQ(cudaMemcpy(data_, values.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    } else {
+      const std::vector<float> single(values.begin(), values.end());
+      EXPECT_EQ(cudaMemcpy(data_, single.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
+  explicit device_array(std::int64_t count, fs::dtype type = fs::dtype::float64)
+      : device_array(std::vector<double>(static_cast<std::size_t>(count), 0.0), type) {}
+  ~device_array() { cudaFree(data_); }
+  device_array(const device_array&) = delete;
+  device_array& operator=(const device_array&) = delete;
+
+  [[nodiscard]] fs::matrix_view matrix(std::int64_t rows, std::int64_t cols) const {
+    return {data_, rows, cols, cols, type_, fs::memory_space::cuda, 0};
+  }
+  [[nodiscard]] fs::mutable_matrix_view mutable_matrix(std::int64_t rows, std::int64_t cols) const {
+    return {data_, rows, cols, cols, type_, fs::memory_space::cuda, 0};
+  }
+  [[nodiscard]] fs::vector_view vector() const { return {data_, count_, 1, type_, fs::memory_space::cuda, 0}; }
+  [[nodiscard]] fs::mutable_vector_view mutable_vector() const {
+    return {data_, count_, 1, type_, fs::memory_space::cuda, 0};
+  }
+  [[nodiscard]] std::vector<double> to_host() const {
+    std::vector<double> out(static_cast<std::size_t>(count_));
+    if (type_ == fs::dtype::float64) {
+      EXPECT_EQ(cudaMemcpy(out.data(), data_, out.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+    } else {
+      std::vector<float> single(out.size());
+      EXPECT_EQ(cudaMemcpy(single.data(), data_, single.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      std::copy(single.begin(), single.end(), out.begin());
+    }
+    return out;
+  }
+  [[nodiscard]] void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  std::int64_t count_ = 0;
+  fs::dtype type_;
+};
+
+// x, y, a, b on the device.
+struct device_problem {
+  device_array x, y, a, b;
+  device_problem(const reference::cloud& cx, const reference::cloud& cy, fs::dtype type)
+      : x(cx.points, type), y(cy.points, type), a(cx.weights, type), b(cy.weights, type) {}
+
+  [[nodiscard]] fs::problem view(const reference::cloud& cx, const reference::cloud& cy, double eps) const {
+    fs::problem p;
+    p.x = x.matrix(cx.count, cx.dim);
+    p.y = y.matrix(cy.count, cy.dim);
+    p.a = a.vector();
+    p.b = b.vector();
+    p.eps = eps;
+    return p;
+  }
+};
+
+// The host problem with the same (possibly float32-rounded) values as the device one.
+std::vector<double> as_stored(const std::vector<double>& values, fs::dtype type) {
+  if (type == fs::dtype::float64) return values;
+  std::vector<double> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = static_cast<float>(values[i]);
+  return out;
+}
+
+fs::options gpu_options(fs::precision mode) {
+  fs::options o;
+  o.device = fs::device_kind::cuda;
+  o.precision = mode;
+  o.max_iterations = 60;
+  o.tolerance = 0;
+  return o;
+}
+
+struct configuration {
+  const char* name;
+  void (*apply)(fs::options&);
+};
+
+const configuration kConfigurations[] = {
+    {"alternating", [](fs::options&) {}},
+    {"symmetric_scaling",
+     [](fs::options& o) {
+       o.solver = fs::solver_kind::symmetric;
+       o.scaling = 0.7;
+     }},
+    {"debiased", [](fs::options& o) { o.debias = true; }},
+    {"unbalanced",
+     [](fs::options& o) {
+       o.reach_x = 2.0;
+       o.reach_y = 1.0;
+     }},
+    {"cosine", [](fs::options& o) { o.cost = fs::cost_kind::cosine; }},
+    {"unnormalised",
+     [](fs::options& o) {
+       o.normalize_weights = false;
+       o.reach_x = o.reach_y = 3.0;
+     }},
+};
+
+// (configuration index, precision, input dtype).
+class DeviceInputs : public ::testing::TestWithParam<std::tuple<int, fs::precision, fs::dtype>> {};
+
+TEST_P(DeviceInputs, MatchTheHostInputsOnTheCudaBackend) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const auto [index, mode, type] = GetParam();
+  const configuration& c = kConfigurations[index];
+  // Odd sizes, one past a row tile; weights with zeros (random_cloud's are positive: zero a few).
+  reference::cloud x = reference::random_cloud(1031, 17, 11);
+  reference::cloud y = reference::random_cloud(129, 17, 12, 1.0, 0.4);
+  x.weights[5] = 0;
+  y.weights[7] = 0;
+  x.points = as_stored(x.points, type);
+  y.points = as_stored(y.points, type);
+  x.weights = as_stored(x.weights, type);
+  y.weights = as_stored(y.weights, type);
+  const double eps = 1.5;
+  fs::options o = gpu_options(mode);
+  c.apply(o);
+
+  fs::solver on_host(testing_support::make_problem(x, y, eps, 1.0), o);
+  const fs::result want = on_host.solve();
+  const device_problem dp(x, y, type);
+  fs::solver on_device(dp.view(x, y, eps), o);
+  device_array f(x.count), g(y.count), f_aa(x.count), g_bb(y.count);
+  fs::potential_views views{f.mutable_vector(), g.mutable_vector(), f_aa.mutable_vector(), g_bb.mutable_vector()};
+  const fs::result got = on_device.solve_into(views);
+
+  EXPECT_TRUE(got.f.empty() && got.g.empty()) << "solve_into leaves the result's vectors empty";
+  EXPECT_EQ(got.iterations, want.iterations);
+  // One unit of the mode in a few operands, through 60 iterations: 1e-11 (fp64), 2e-6 (others)
+  // of the value's scale.
+  const double rel = mode == fs::precision::fp64 ? 1e-11 : 2e-6;
+  const double scale = std::max(1.0, max_abs(want.f));
+  EXPECT_NEAR(got.cost, want.cost, rel * scale) << c.name;
+  EXPECT_NEAR(got.primal_cost, want.primal_cost, rel * scale) << c.name;
+  EXPECT_NEAR(got.relative_entropy, want.relative_entropy, rel * scale / eps) << c.name;
+  EXPECT_NEAR(got.marginal_error, want.marginal_error, rel * 10) << c.name;
+  EXPECT_LT(max_abs_diff(f.to_host(), want.f), rel * scale) << c.name;
+  EXPECT_LT(max_abs_diff(g.to_host(), want.g), rel * scale) << c.name;
+  if (o.debias) {
+    EXPECT_LT(max_abs_diff(f_aa.to_host(), want.f_aa), rel * scale) << c.name;
+    EXPECT_LT(max_abs_diff(g_bb.to_host(), want.g_bb), rel * scale) << c.name;
+  }
+
+  // Gradients into device views (float64 outputs) against the host-input solver's host outputs.
+  for (bool wrt_y : {false, true}) {
+    const std::int64_t rows = wrt_y ? y.count : x.count;
+    std::vector<double> host_grad(static_cast<std::size_t>(rows * x.dim));
+    device_array device_grad(rows * x.dim);
+    const fs::mutable_matrix_view host_out = fs::host_matrix(host_grad.data(), rows, x.dim);
+    if (wrt_y) {
+      on_host.gradient_y(host_out);
+      on_device.gradient_y(device_grad.mutable_matrix(rows, x.dim));
+    } else {
+      on_host.gradient_x(host_out);
+      on_device.gradient_x(device_grad.mutable_matrix(rows, x.dim));
+    }
+    const double grad_scale = std::max(1e-12, max_abs(host_grad));
+    EXPECT_LT(max_abs_diff(device_grad.to_host(), host_grad), 10 * rel * grad_scale)
+        << c.name << (wrt_y ? " ∇y" : " ∇x");
+  }
+}
+
+std::string configuration_name(const ::testing::TestParamInfo<DeviceInputs::ParamType>& info) {
+  const auto [index, mode, type] = info.param;
+  return std::string(kConfigurations[index].name) + "_" + std::string(fs::to_string(mode)) +
+         (type == fs::dtype::float32 ? "_f32in" : "_f64in");
+}
+
+INSTANTIATE_TEST_SUITE_P(Configurations, DeviceInputs,
+                         ::testing::Combine(::testing::Range(0, 6),
+                                            ::testing::Values(fs::precision::fp32, fs::precision::fp64,
+                                                              fs::precision::tf32, fs::precision::bf16),
+                                            ::testing::Values(fs::dtype::float32, fs::dtype::float64)),
+                         configuration_name);
+
+// A problem large enough that any copy of a vector or matrix stands out from the scalars.
+constexpr std::int64_t kN = 3001, kM = 2503, kD = 5;
+constexpr std::int64_t kScalarBytes = 128;  // the largest scalar read: the validation flags (80 bytes)
+
+TEST(DeviceInputsTransfers, SolveAndPointGradientsMoveOnlyScalars) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  for (bool debias : {false, true}) {
+    const reference::cloud x = reference::random_cloud(kN, kD, 21);
+    const reference::cloud y = reference::random_cloud(kM, kD, 22, 1.0, 0.3);
+    const device_problem dp(x, y, fs::dtype::float32);
+    fs::options o = gpu_options(fs::precision::fp32);
+    o.max_iterations = 200;
+    o.tolerance = 1e-6;
+    o.debias = debias;
+    fs::solver s(dp.view(x, y, 0.5), o);
+    device_array f(kN, fs::dtype::float32), g(kM, fs::dtype::float32), gx(kN * kD, fs::dtype::float32),
+        gy(kM * kD, fs::dtype::float32), f_aa(kN, fs::dtype::float32), g_bb(kM, fs::dtype::float32);
+    const fs::result r =
+        s.solve_into({f.mutable_vector(), g.mutable_vector(), f_aa.mutable_vector(), g_bb.mutable_vector()});
+    s.gradient_x(gx.mutable_matrix(kN, kD));
+    s.gradient_y(gy.mutable_matrix(kM, kD));
+    const fs::transfer_statistics t = s.transfers();
+    SCOPED_TRACE("debias=" + std::to_string(debias) + " iterations=" + std::to_string(r.iterations));
+    EXPECT_EQ(t.host_to_device_bytes, 0);
+    EXPECT_LE(t.largest_copy_bytes, kScalarBytes);
+    // The flags, a diameter, one error per check, the value's and primal terms' sums.
+    EXPECT_LT(t.device_to_host_bytes, 1024 + 8 * (r.iterations + 1));
+    EXPECT_TRUE(std::isfinite(r.cost));
+  }
+}
+
+TEST(DeviceInputsTransfers, HostPathsAreCountedAndHostInputsUploadOnce) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const reference::cloud x = reference::random_cloud(kN, kD, 23);
+  const reference::cloud y = reference::random_cloud(kM, kD, 24);
+  fs::options o = gpu_options(fs::precision::fp32);
+  // Host inputs: the prepared clouds are uploaded (the counter sees copies of n·d numbers).
+  fs::solver from_host(testing_support::make_problem(x, y, 0.5, 1.0), o);
+  EXPECT_GE(from_host.transfers().largest_copy_bytes, kN * kD * 4);
+  // Device inputs: nothing bulk until a host path runs; barycentric_projection copies the inputs
+  // to the host once and downloads its pass.
+  const device_problem dp(x, y, fs::dtype::float64);
+  fs::solver s(dp.view(x, y, 0.5), o);
+  device_array f(kN), g(kM);
+  s.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}});
+  EXPECT_LE(s.transfers().largest_copy_bytes, kScalarBytes);
+  std::vector<double> projection(static_cast<std::size_t>(kN * kD));
+  s.barycentric_projection(fs::host_matrix(projection.data(), kN, kD));
+  EXPECT_GE(s.transfers().largest_copy_bytes, kN * kD * 8);
+  // And it agrees with the same projection from host inputs.
+  std::vector<double> want(projection.size());
+  from_host.solve();
+  from_host.barycentric_projection(fs::host_matrix(want.data(), kN, kD));
+  EXPECT_LT(max_abs_diff(projection, want), 1e-4 * std::max(1.0, max_abs(want)));
+}
+
+// The caller's stream orders the reads: X is written on the caller's stream after a host callback
+// that sleeps; a backend that did not wait for that stream would read the NaNs X held before.
+TEST(DeviceInputsStream, InputsAreReadAfterTheCallersStreamWork) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const reference::cloud x = reference::random_cloud(257, 3, 31);
+  const reference::cloud y = reference::random_cloud(300, 3, 32);
+  const device_problem dp(x, y, fs::dtype::float64);
+  ASSERT_EQ(cudaMemset(dp.x.data(), 0xFF, x.points.size() * sizeof(double)), cudaSuccess);  // NaN
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaStream_t caller = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking), cudaSuccess);
+  const auto sleep = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); };
+  ASSERT_EQ(cudaLaunchHostFunc(caller, sleep, nullptr), cudaSuccess);
+  ASSERT_EQ(
+      cudaMemcpyAsync(dp.x.data(), x.points.data(), x.points.size() * sizeof(double), cudaMemcpyHostToDevice, caller),
+      cudaSuccess);
+  fs::options o = gpu_options(fs::precision::fp64);
+  o.cuda_stream = reinterpret_cast<std::uintptr_t>(caller);
+  fs::solver s(dp.view(x, y, 0.7), o);  // no host wait before: the order is the stream's
+  device_array f(x.count), g(y.count);
+  const fs::result got = s.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}});
+  const fs::result want =
+      fs::solver(testing_support::make_problem(x, y, 0.7, 1.0), gpu_options(fs::precision::fp64)).solve();
+  EXPECT_NEAR(got.cost, want.cost, 1e-10 * std::max(1.0, std::abs(want.cost)));
+  ASSERT_EQ(cudaStreamDestroy(caller), cudaSuccess);
+}
+
+// The message of the exception `make` throws, or "" when it does not throw invalid_argument.
+template <class Make>
+std::string invalid_argument_message(const Make& make) {
+  try {
+    make();
+  } catch (const fs::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct bad_value_case {
+  const char* name;
+  void (*spoil)(reference::cloud& x, reference::cloud& y);
+  bool cosine;
+  const char* expected;  // the host path's message, which the device path must give too
+};
+
+const bad_value_case kBadValues[] = {
+    {"nan_in_x", [](reference::cloud& x, reference::cloud&) { x.points[7 * 4 + 2] = std::nan(""); }, false,
+     "X contains NaN at row 7, column 2"},
+    {"inf_in_y",
+     [](reference::cloud&, reference::cloud& y) { y.points[3 * 4 + 0] = -std::numeric_limits<double>::infinity(); },
+     false, "Y contains Inf at row 3, column 0"},
+    {"two_bad_rows_first_wins",
+     [](reference::cloud& x, reference::cloud&) {
+       x.points[40 * 4 + 1] = std::nan("");
+       x.points[9 * 4 + 3] = std::numeric_limits<double>::infinity();
+     },
+     false, "X contains Inf at row 9, column 3"},
+    {"negative_weight", [](reference::cloud&, reference::cloud& y) { y.weights[5] = -0.5; }, false,
+     "b has a negative weight -0.5 at index 5"},
+    {"nan_weight_before_negative",
+     [](reference::cloud& x, reference::cloud&) {
+       x.weights[8] = -1;
+       x.weights[2] = std::nan("");
+     },
+     false, "a contains NaN at index 2"},
+    {"all_zero_weights",
+     [](reference::cloud& x, reference::cloud&) { std::fill(x.weights.begin(), x.weights.end(), 0.0); }, false,
+     "a: all weights are zero"},
+    {"zero_row_cosine", [](reference::cloud&, reference::cloud& y) { std::fill_n(y.points.begin() + 4 * 4, 4, 0.0); },
+     true, "Y row 4 is zero; the cosine cost is undefined for it"},
+};
+
+class DeviceInputErrors : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeviceInputErrors, RaiseTheHostPathsMessage) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const bad_value_case& c = kBadValues[GetParam()];
+  reference::cloud x = reference::random_cloud(50, 4, 41);
+  reference::cloud y = reference::random_cloud(60, 4, 42);
+  c.spoil(x, y);
+  fs::options o = gpu_options(fs::precision::fp32);
+  if (c.cosine) o.cost = fs::cost_kind::cosine;
+  const std::string host =
+      invalid_argument_message([&] { fs::solver(testing_support::make_problem(x, y, 0.5, 1.0), o); });
+  EXPECT_EQ(host, c.expected);
+  for (fs::dtype type : {fs::dtype::float64, fs::dtype::float32}) {
+    const device_problem dp(x, y, type);
+    const std::string device = invalid_argument_message([&] { fs::solver(dp.view(x, y, 0.5), o); });
+    EXPECT_EQ(device, c.expected) << (type == fs::dtype::float32 ? "float32" : "float64");
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a bad input must not leave a CUDA error behind";
+}
+
+std::string bad_value_name(const ::testing::TestParamInfo<int>& info) { return kBadValues[info.param].name; }
+
+INSTANTIATE_TEST_SUITE_P(BadValues, DeviceInputErrors, ::testing::Range(0, 7), bad_value_name);
+
+TEST(DeviceInputErrors, MixedMemoryAndAWrongDeviceAreNamed) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const reference::cloud x = reference::random_cloud(50, 4, 43);
+  const reference::cloud y = reference::random_cloud(60, 4, 44);
+  const device_problem dp(x, y, fs::dtype::float64);
+  const fs::options o = gpu_options(fs::precision::fp32);
+  fs::problem mixed = dp.view(x, y, 0.5);
+  mixed.a = fs::host_vector(x.weights.data(), x.count);
+  EXPECT_NE(
+      invalid_argument_message([&] { fs::solver(mixed, o); }).find("a lives in host memory but X lives in CUDA memory"),
+      std::string::npos);
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  fs::problem elsewhere = dp.view(x, y, 0.5);
+  elsewhere.y.device = devices;  // a device the solver does not run on
+  EXPECT_NE(invalid_argument_message([&] {
+              fs::solver(elsewhere, o);
+            }).find("Y lives on CUDA device " + std::to_string(devices) + ", the solver runs on device 0"),
+            std::string::npos);
+  // Unequal masses without normalisation: the host path's message, from the device's sums.
+  fs::options unnormalised = o;
+  unnormalised.normalize_weights = false;
+  reference::cloud heavy = y;
+  for (double& w : heavy.weights) w *= 2;
+  const device_problem uneven(x, heavy, fs::dtype::float64);
+  const std::string host_message =
+      invalid_argument_message([&] { fs::solver(testing_support::make_problem(x, heavy, 0.5, 1.0), unnormalised); });
+  EXPECT_NE(host_message.find("balanced OT needs equal masses"), std::string::npos);
+  EXPECT_EQ(invalid_argument_message([&] { fs::solver(uneven.view(x, heavy, 0.5), unnormalised); }), host_message);
+}
+
+}  // namespace

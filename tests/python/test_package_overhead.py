@@ -169,3 +169,54 @@ def test_options_are_built_once_per_argument_set():
         _options(cost="nope")
     with pytest.raises(fs.InvalidArgument, match="cost"):  # errors are not cached away
         _options(cost="nope")
+
+
+@pytest.mark.parametrize("debias", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_call_host_path_equals_the_solver_path(dtype, debias):
+    """sinkhorn() on the host is one binding call (_core.solve_new); its result is the Solver path's,
+    field for field, with the potentials in the working dtype in arrays of their own."""
+    x, y, a, b = _points(dtype)
+    r = fs.sinkhorn(x, y, a, b, eps=0.5, debias=debias, threads=1)
+    ref = fs.Solver(x, y, a, b, eps=0.5, debias=debias, threads=1).solve()
+    assert type(r.cost) is float and r.cost == ref.cost
+    for name in ("primal_cost", "relative_entropy", "iterations", "marginal_error", "converged", "eps", "device"):
+        assert getattr(r, name) == getattr(ref, name), name
+    pairs = [(r.f, ref.f), (r.g, ref.g)] + ([(r.f_aa, ref.f_aa), (r.g_bb, ref.g_bb)] if debias else [])
+    for got, want in pairs:
+        assert got.dtype == dtype and got.base is None and got.flags.owndata
+        np.testing.assert_array_equal(got, want)
+    assert (r.f_aa is None and r.g_bb is None) == (not debias)
+    np.testing.assert_array_equal(r.solver.gradient_x(), ref.solver.gradient_x())
+
+
+@pytest.mark.parametrize("debias", [False, True])
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_cpu_tensor_results_are_tensors_made_before_the_solve(dtype_name, debias):
+    """CPU tensors: f, g, cost (and f_aa, g_bb) are tensors of the input dtype over buffers of their
+    own (not views of one shared buffer: saving one saves only it), equal to the Solver path's."""
+    torch = pytest.importorskip("torch")
+    x, y, a, b = (torch.from_numpy(v) for v in _points(getattr(np, dtype_name)))
+    r = fs.sinkhorn(x, y, a, b, eps=0.5, debias=debias, threads=1)
+    ref = fs.Solver(x, y, a, b, eps=0.5, debias=debias, threads=1).solve()
+    outputs = [(r.cost, ref.cost), (r.f, ref.f), (r.g, ref.g)] + ([(r.f_aa, ref.f_aa), (r.g_bb, ref.g_bb)] if debias
+                                                                 else [])
+    for got, want in outputs:
+        assert isinstance(got, torch.Tensor) and got.dtype == getattr(torch, dtype_name) and got.shape == want.shape
+        assert got.untyped_storage().nbytes() == got.numel() * got.element_size()
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert (r.f_aa is None) == (not debias)
+
+
+def test_solve_new_checks_the_outputs_before_solving():
+    x, y, _, _ = _points(np.float64)
+    options = _options(precision="fp64", iters=3)
+    good = (np.empty(17), np.empty(13), np.empty(()), None, None)
+    result = _core.solve_new(x, y, None, None, 0.5, 1.0, None, None, options, None, False, good)
+    assert result[1] is good[2] and result[10] is good[0] and result[11] is good[1]
+    assert float(good[2]) == pytest.approx(fs.sinkhorn(x, y, eps=0.5, precision="fp64", iters=3).cost, rel=1e-12)
+    for bad, name in (((np.empty(16), good[1], good[2], None, None), "f"),
+                      ((good[0], np.empty(13, np.float32), good[2], None, None), "g"),
+                      ((good[0], good[1], np.empty(1), None, None), "cost")):
+        with pytest.raises(fs.InvalidArgument, match=name):
+            _core.solve_new(x, y, None, None, 0.5, 1.0, None, None, options, None, False, bad)

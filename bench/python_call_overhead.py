@@ -10,11 +10,20 @@ a raw file that the C++ program reads.
 What is timed (wall clock per call, perf_counter / steady_clock, after warm-up):
   cpp            bench/call_overhead.cpp: `flashsinkhorn::solver(p, o).solve()` (construction included,
                  as in every Python call); with gradient=1 also `gradient_x(out)` (the SamplesLoss case).
-  numpy          flashsinkhorn.sinkhorn(x, y, ...) on NumPy arrays, float32 and float64.
+  numpy          flashsinkhorn.sinkhorn(x, y, **options) on NumPy arrays, float32 and float64 — the call
+                 itself between the two clock reads, as a user writes it (no wrapper function).
   torch          the same on CPU torch tensors that do not require grad.
   samplesloss    SamplesLoss(blur=√ε, scaling=None, debias=False, cost_scale=1, solver='alternating',
                  iters=10, tol=0, threads=1, device='cpu') — the same problem — forward + backward with
-                 x.requires_grad (one solve + one streamed ∇x); compared with cpp gradient=1.
+                 x.requires_grad (one solve + one streamed ∇x), in one small function; compared with cpp
+                 gradient=1.
+
+Like for like: both sides must run the same compiled library (compiler, flags, -march=native or not).
+Build the C++ program in the CMake tree the extension was built in (bench/CMakeLists.txt's
+flashsinkhorn_call_overhead; tools/gpu_check.sh builds it in the wheel's own build tree). The program
+reports whether it was built native; each (n, dtype) also stores the median core clock of both sides
+(core_median_us) and their ratio, and a ratio outside [0.8, 1.25] is printed as a warning: a
+different build, not overhead.
 
 Two overhead estimates, both reported:
   diff_median    median(Python wall) − median(C++ wall). Unpaired: at n = 1,000 a call costs tens of
@@ -30,13 +39,20 @@ Neither side counts the release of what the call produced (the C++ program destr
 result after its clock stops; the Python product is released after the clock too, and that release is
 reported per row as release_median_us).
 The n = 1 rows measure the fixed per-call overhead back to back, with warm caches (the solve itself is
-~µs there). At n = 1,000 the code around the solve runs after tens of ms of solving: on a shared VM
-its caches are then cold, and each distinct step of the Python path costs several times its warm time.
+~µs there). At n = 1,000 the code around the solve runs after tens of ms of solving, and after any
+pause of milliseconds — even a C loop that touches almost no memory (bench/python_cold_call_probe.py)
+— the caches have lost the Python path's code and data: each step then costs several times its warm
+time (bench/python_cold_floor_probe.py times the steps no Python call can avoid).
 
 Rounds: the C++ and Python measurements alternate `--rounds` times per case (drift hits both); the
 reported median and quartiles pool every sample, and the per-round medians give the spread.
 
-Run: PYTHONPATH=build-pyext/python python3 bench/python_call_overhead.py [--bin PATH] [--label before]
+Robustness: `--budget-s` caps the run (the calls per round shrink to fit, at least 3); the report is
+written after every (n, dtype), marked "complete": false until the end; an error or SIGTERM (a
+`timeout`) prints its traceback and leaves the partial report.
+
+Run: PYTHONPATH=build/python python3 bench/python_call_overhead.py [--bin PATH] [--rounds 3] [--label before]
+     [--budget-s SECONDS]
 Writes bench/results/python_call_overhead_<date>[_<label>].json.
 """
 
@@ -44,15 +60,18 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import faulthandler
 import json
 import math
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -66,46 +85,170 @@ def quantiles(samples: list[float]) -> dict:
     return {"median_us": q[1] * 1e6, "q1_us": q[0] * 1e6, "q3_us": q[2] * 1e6, "count": len(samples)}
 
 
+class Stopped(Exception):
+    """SIGTERM arrived (a `timeout` around the run): stop, print where, keep the partial report."""
+
+
+def _stop(signum, frame):
+    signal.signal(signum, signal.SIG_IGN)  # `timeout` may signal again (its process group): finish the report
+    raise Stopped(f"signal {signum}")
+
+
 def cpp_run(binary: str, data: Path, n: int, dtype: str, gradient: bool, repeats: int) -> dict:
-    out = subprocess.run([binary, "--data", str(data), "--n", str(n), "--m", str(n), "--d", str(D), "--dtype", dtype,
-                          "--eps", str(EPS), "--iters", str(ITERS), "--threads", "1", "--repeats", str(repeats),
-                          "--warmup", str(max(5, repeats // 20)), "--gradient", "1" if gradient else "0"],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+    command = [binary, "--data", str(data), "--n", str(n), "--m", str(n), "--d", str(D), "--dtype", dtype,
+               "--eps", str(EPS), "--iters", str(ITERS), "--threads", "1", "--repeats", str(repeats),
+               "--warmup", str(max(5, repeats // 20)), "--gradient", "1" if gradient else "0"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited {done.returncode}: {done.stderr.strip()}")
+    return json.loads(done.stdout)
 
 
-def python_run(call, repeats: int, warmup: int) -> tuple[list[float], list[float], list[float]]:
-    """Per-call wall seconds, wall − the core's own seconds, and the seconds taken to release what the
-    call produced. `call` returns (core seconds, product); the product is released after the clock
-    stops, as the C++ program destroys its solver and result after its clock stops (the release is
-    timed separately and reported, not counted)."""
+def python_run(call, args: tuple, kwargs: dict, core_seconds, repeats: int,
+               warmup: int) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Per-call wall seconds of `call(*args, **kwargs)`, wall − the core's own seconds, the core's
+    seconds, and the seconds taken to release what the call produced. Only the call is between the
+    clock reads; `core_seconds(product)` reads the core's clock afterwards. The product is released
+    after the clock stops, as the C++ program destroys its solver and result after its clock stops
+    (the release is timed separately and reported, not counted)."""
     for _ in range(warmup):
-        call()
-    walls, slack, release = [], [], []
+        call(*args, **kwargs)
+    walls, slack, cores, release = [], [], [], []
     clock = time.perf_counter
     for _ in range(repeats):
         t0 = clock()
-        core_seconds, product = call()
+        product = call(*args, **kwargs)
         wall = clock() - t0
+        core = core_seconds(product)
         t1 = clock()
         del product
         release.append(clock() - t1)
         walls.append(wall)
-        slack.append(wall - core_seconds)
-    return walls, slack, release
+        slack.append(wall - core)
+        cores.append(core)
+    return walls, slack, cores, release
+
+
+def report_header(args, fs, torch) -> dict:
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "python", "bench"],
+                                capture_output=True, text=True).stdout.strip())
+    return {
+        "benchmark": "python_call_overhead", "date": _dt.date.today().isoformat(), "commit": commit,
+        "worktree_dirty": dirty, "label": args.label, "note": args.note, "package": str(Path(fs.__file__).parent),
+        "cpp_binary": str(Path(args.bin).resolve()), "complete": False,
+        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+                    "cpus": os.cpu_count(), "python": sys.version.split()[0], "numpy": np.__version__,
+                    "torch": torch.__version__},
+        "axes": {"n=m": args.sizes, "d": D, "eps": EPS, "iters": ITERS, "tol": 0, "threads": 1, "solver": "alternating",
+                 "device": "cpu", "rounds": args.rounds, "repeats_large": args.repeats_large,
+                 "repeats_small": args.repeats_small, "budget_s": args.budget_s},
+        "rows": [], "builds": [],
+    }
+
+
+def fitted_repeats(requested: int, seconds_per_call: float, rounds: int, time_left: float | None,
+                   cases_left: int) -> int:
+    """Calls per round so that this (n, dtype) fits its share of the time left: per round 5 timed
+    series (cpp, cpp + gradient, numpy, torch, samplesloss, the gradient ones ~1.5×) plus warm-ups."""
+    if time_left is None:
+        return requested
+    per_call_round = seconds_per_call * rounds * 7.0
+    return max(3, min(requested, int(time_left / max(cases_left, 1) / max(per_call_round, 1e-9))))
+
+
+def measure(args, fs, torch, loss, kw, n: int, dtype: str, data: Path, repeats: int, report: dict) -> None:
+    """One (n, dtype): the C++ program and the three Python callers, alternating by round."""
+    npt, tt = (np.float32, torch.float32) if dtype == "float32" else (np.float64, torch.float64)
+    rng = np.random.default_rng(0)
+    x64, y64 = rng.standard_normal((n, D)), rng.standard_normal((n, D))
+    x, y = x64.astype(npt), y64.astype(npt)
+    xt, yt = torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
+    xg = xt.clone().requires_grad_(True)
+    warmup = max(3, repeats // 10)
+
+    def samplesloss_call(points, targets):
+        value = loss(points, targets)
+        seconds = value.grad_fn.solve.result.seconds  # the core clock of the forward (_autograd._Solve)
+        value.backward()
+        grad, points.grad = points.grad, None
+        return seconds, value, grad
+
+    def result_seconds(result):
+        return result.seconds
+
+    def first(product):
+        return product[0]
+
+    cases = {"numpy": (fs.sinkhorn, (x, y), kw, result_seconds, False),
+             "torch": (fs.sinkhorn, (xt, yt), kw, result_seconds, False),
+             "samplesloss": (samplesloss_call, (xg, yt), {}, first, True)}
+    samples = {name: {"wall": [], "slack": [], "core": [], "release": [], "round_medians": []} for name in cases}
+    cpp = {g: {"medians": [], "q1": [], "q3": [], "slack": [], "core": []} for g in (False, True)}
+    for _ in range(args.rounds):
+        for gradient in (False, True):
+            r = cpp_run(args.bin, data, n, dtype, gradient, repeats)
+            for key, field in (("medians", "median_s"), ("q1", "q1_s"), ("q3", "q3_s"), ("slack", "slack_median_s"),
+                               ("core", "core_median_s")):
+                cpp[gradient][key].append(r[field])
+            report["cpp_native"] = r.get("native")
+        for name, (call, call_args, call_kwargs, core_seconds, _) in cases.items():
+            walls, slack, cores, release = python_run(call, call_args, call_kwargs, core_seconds, repeats, warmup)
+            for key, values in (("wall", walls), ("slack", slack), ("core", cores), ("release", release)):
+                samples[name][key] += values
+            samples[name]["round_medians"].append(statistics.median(walls) * 1e6)
+
+    rows = report["rows"]
+    first_row = len(rows)
+    for gradient in (False, True):
+        c = cpp[gradient]
+        cpp_median = statistics.median(c["medians"]) * 1e6
+        cpp_slack = statistics.median(c["slack"]) * 1e6
+        cpp_core = statistics.median(c["core"]) * 1e6
+        rows.append({"n": n, "dtype": dtype, "caller": "cpp" + ("+gradient_x" if gradient else ""),
+                     "median_us": cpp_median, "q1_us": statistics.median(c["q1"]) * 1e6,
+                     "q3_us": statistics.median(c["q3"]) * 1e6, "round_medians_us": [v * 1e6 for v in c["medians"]],
+                     "slack_median_us": cpp_slack, "core_median_us": cpp_core, "repeats_per_round": repeats})
+        for name, (*_, wants_gradient) in cases.items():
+            if wants_gradient != gradient:
+                continue
+            s = samples[name]
+            row = {"n": n, "dtype": dtype, "caller": name, **quantiles(s["wall"]),
+                   "round_medians_us": s["round_medians"], "slack_median_us": statistics.median(s["slack"]) * 1e6,
+                   "core_median_us": statistics.median(s["core"]) * 1e6,
+                   "release_median_us": statistics.median(s["release"]) * 1e6, "repeats_per_round": repeats}
+            row["diff_median_us"] = row["median_us"] - cpp_median
+            row["diff_paired_us"] = row["slack_median_us"] - cpp_slack
+            row["core_ratio"] = row["core_median_us"] / cpp_core if cpp_core > 0 else None
+            rows.append(row)
+    for row in rows[first_row:]:
+        print(f"n={row['n']:5d} {row['dtype']:8s} {row['caller']:18s} median {row['median_us']:10.1f} µs "
+              f"[IQR {row.get('q1_us', 0):.1f}–{row.get('q3_us', 0):.1f}]"
+              + (f"  diff {row['diff_median_us']:+8.1f} µs  paired {row['diff_paired_us']:+6.1f} µs"
+                 f"  core ratio {row['core_ratio']:.2f}" if "diff_median_us" in row
+                 else f"  slack {row['slack_median_us']:.1f} µs  core {row['core_median_us']:.1f} µs"),
+              flush=True)
+        ratio = row.get("core_ratio")
+        if n >= 1000 and ratio is not None and not 0.8 <= ratio <= 1.25:
+            print(f"WARNING: n={n} {dtype} {row['caller']}: the core clock differs from the C++ program's by "
+                  f"{ratio:.2f}x — are both built alike (native: C++ {report.get('cpp_native')})?", flush=True)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--bin", default=str(REPO / "build-pyext" / "bench" / "flashsinkhorn_call_overhead"))
+    ap.add_argument("--bin", default=str(REPO / "build" / "bench" / "flashsinkhorn_call_overhead"))
     ap.add_argument("--repeats-large", type=int, default=60, help="calls per round at n = 1,000")
     ap.add_argument("--repeats-small", type=int, default=3000, help="calls per round at n = 1")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default="1000,1")
+    ap.add_argument("--budget-s", type=float, default=None, help="wall-time cap: fewer calls per round to fit")
     ap.add_argument("--label", default="")
     ap.add_argument("--out", default=None)
     ap.add_argument("--note", default="", help="stored in the report (e.g. which package build was measured)")
     args = ap.parse_args()
+    faulthandler.enable()
+    signal.signal(signal.SIGTERM, _stop)
+    started = time.monotonic()
 
     import torch
 
@@ -115,106 +258,46 @@ def main() -> int:
     kw = dict(eps=EPS, iters=ITERS, tol=0.0, threads=1, device="cpu", solver="alternating")
     loss = fs.SamplesLoss("sinkhorn", p=2, blur=math.sqrt(EPS), scaling=None, debias=False, cost_scale=1.0,
                           solver="alternating", iters=ITERS, tol=0.0, threads=1, device="cpu")
+    report = report_header(args, fs, torch)
+    suffix = f"_{args.label}" if args.label else ""
+    out = (Path(args.out) if args.out
+           else REPO / "bench" / "results" / f"python_call_overhead_{report['date']}{suffix}.json")
 
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in (int(s) for s in args.sizes.split(",")):
-            rng = np.random.default_rng(0)
-            x64, y64 = rng.standard_normal((n, D)), rng.standard_normal((n, D))
-            repeats = args.repeats_large if n >= 1000 else args.repeats_small
-            warmup = max(3, repeats // 10)
-            for dtype, npt, tt in (("float32", np.float32, torch.float32), ("float64", np.float64, torch.float64)):
+    def write() -> None:
+        out.write_text(json.dumps(report, indent=1) + "\n")
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    plan = [(n, dtype) for n in sizes for dtype in ("float32", "float64")]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for index, (n, dtype) in enumerate(plan):
+                rng = np.random.default_rng(0)
+                x64, y64 = rng.standard_normal((n, D)), rng.standard_normal((n, D))
+                npt = np.float32 if dtype == "float32" else np.float64
                 x, y = x64.astype(npt), y64.astype(npt)
                 data = Path(tmp) / f"points_{n}_{dtype}.bin"
                 np.concatenate([x, y]).tofile(data)
-                xt, yt = torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
-                xg = xt.clone().requires_grad_(True)
-
-                def numpy_call():
-                    result = fs.sinkhorn(x, y, **kw)
-                    return result.seconds, result
-
-                def torch_call():
-                    result = fs.sinkhorn(xt, yt, **kw)
-                    return result.seconds, result
-
-                def samplesloss_call():
-                    value = loss(xg, yt)
-                    seconds = value.grad_fn.solve.result.seconds  # the core clock of the forward (_autograd._Solve)
-                    value.backward()
-                    grad, xg.grad = xg.grad, None
-                    return seconds, (value, grad)
-
-                cases = {"numpy": (numpy_call, False), "torch": (torch_call, False),
-                         "samplesloss": (samplesloss_call, True)}
-                # sanity: the same problem everywhere. In float32 the two programs may be built with
-                # other vector instructions (the wheel without -march=native): float32 rounding apart.
-                ref = cpp_run(args.bin, data, n, dtype, False, 3)["cost"]
+                # sanity: the same problem everywhere (float32: the two sides round alike only when built
+                # alike; a float32 rounding apart is accepted) — and the time of one call, for the budget.
+                probe = cpp_run(args.bin, data, n, dtype, False, 3)
+                ref = probe["cost"]
                 got = fs.sinkhorn(x, y, **kw).cost
                 tol = (1e-5 if dtype == "float32" else 1e-9) * max(1.0, abs(ref))
                 assert abs(got - ref) <= tol, (got, ref)
-                assert abs(float(loss(xt, yt)) - ref) <= tol, (float(loss(xt, yt)), ref)
-
-                samples = {name: {"wall": [], "slack": [], "release": [], "round_medians": []} for name in cases}
-                cpp = {g: {"medians": [], "q1": [], "q3": [], "slack": []} for g in (False, True)}
-                for _ in range(args.rounds):
-                    for gradient in (False, True):
-                        r = cpp_run(args.bin, data, n, dtype, gradient, repeats)
-                        cpp[gradient]["medians"].append(r["median_s"])
-                        cpp[gradient]["q1"].append(r["q1_s"])
-                        cpp[gradient]["q3"].append(r["q3_s"])
-                        cpp[gradient]["slack"].append(r["slack_median_s"])
-                    for name, (call, _) in cases.items():
-                        walls, slack, release = python_run(call, repeats, warmup)
-                        samples[name]["wall"] += walls
-                        samples[name]["slack"] += slack
-                        samples[name]["release"] += release
-                        samples[name]["round_medians"].append(statistics.median(walls) * 1e6)
-
-                for gradient in (False, True):
-                    c = cpp[gradient]
-                    cpp_median = statistics.median(c["medians"]) * 1e6
-                    cpp_slack = statistics.median(c["slack"]) * 1e6
-                    rows.append({"n": n, "dtype": dtype, "caller": "cpp" + ("+gradient_x" if gradient else ""),
-                                 "median_us": cpp_median, "q1_us": statistics.median(c["q1"]) * 1e6,
-                                 "q3_us": statistics.median(c["q3"]) * 1e6,
-                                 "round_medians_us": [v * 1e6 for v in c["medians"]], "slack_median_us": cpp_slack})
-                    for name, (_, wants_gradient) in cases.items():
-                        if wants_gradient != gradient:
-                            continue
-                        s = samples[name]
-                        row = {"n": n, "dtype": dtype, "caller": name, **quantiles(s["wall"]),
-                               "round_medians_us": s["round_medians"],
-                               "slack_median_us": statistics.median(s["slack"]) * 1e6,
-                               "release_median_us": statistics.median(s["release"]) * 1e6}
-                        row["diff_median_us"] = row["median_us"] - cpp_median
-                        row["diff_paired_us"] = row["slack_median_us"] - cpp_slack
-                        rows.append(row)
-                for row in rows[-5:]:
-                    print(f"n={row['n']:5d} {row['dtype']:8s} {row['caller']:18s} median {row['median_us']:10.1f} µs "
-                          f"[IQR {row.get('q1_us', 0):.1f}–{row.get('q3_us', 0):.1f}]"
-                          + (f"  diff {row['diff_median_us']:+8.1f} µs  paired {row['diff_paired_us']:+6.1f} µs"
-                             if "diff_median_us" in row else f"  slack {row['slack_median_us']:.1f} µs"),
-                          flush=True)
-
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "python", "bench"],
-                                capture_output=True, text=True).stdout.strip())
-    date = _dt.date.today().isoformat()
-    report = {
-        "benchmark": "python_call_overhead", "date": date, "commit": commit, "worktree_dirty": dirty,
-        "label": args.label, "note": args.note, "package": str(Path(fs.__file__).parent),
-        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                    "cpus": os.cpu_count(), "python": sys.version.split()[0], "numpy": np.__version__,
-                    "torch": torch.__version__},
-        "axes": {"n=m": args.sizes, "d": D, "eps": EPS, "iters": ITERS, "tol": 0, "threads": 1, "solver": "alternating",
-                 "device": "cpu", "rounds": args.rounds, "repeats_large": args.repeats_large,
-                 "repeats_small": args.repeats_small},
-        "rows": rows,
-    }
-    suffix = f"_{args.label}" if args.label else ""
-    out = Path(args.out) if args.out else REPO / "bench" / "results" / f"python_call_overhead_{date}{suffix}.json"
-    out.write_text(json.dumps(report, indent=1) + "\n")
+                assert abs(float(loss(torch.from_numpy(x), torch.from_numpy(y))) - ref) <= tol
+                time_left = None if args.budget_s is None else args.budget_s - (time.monotonic() - started)
+                requested = args.repeats_large if n >= 1000 else args.repeats_small
+                repeats = fitted_repeats(requested, probe["median_s"], args.rounds, time_left, len(plan) - index)
+                measure(args, fs, torch, loss, kw, n, dtype, data, repeats, report)
+                write()
+        report["complete"] = True
+    except (Exception, Stopped):
+        traceback.print_exc()
+        print(f"call-overhead bench stopped after {time.monotonic() - started:.0f} s; partial report in {out}",
+              file=sys.stderr, flush=True)
+        write()
+        return 1
+    write()
     print(f"wrote {out}")
     return 0
 

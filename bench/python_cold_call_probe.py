@@ -10,6 +10,9 @@ binding. It is timed after each of these, before every call:
   warm          nothing (back to back: everything the call touches is in the caches);
   numpy_50ms    50 ms of unrelated NumPy work (other code and data evict the call's);
   sleep_50ms    50 ms asleep (the core may run other processes or idle meanwhile);
+  c_loop_20ms   ~20 ms in one C loop that touches almost no memory (PBKDF2 in hashlib): if the call
+                is slow after it too, what empties the caches is not this process's work but time —
+                other processes, the hypervisor, the core's idle states;
   solve_n1000   a real n = m = 1,000 solve, 10 iterations (what the overhead benchmark does).
 Medians over --repeats calls per condition, interleaved by round so that drift hits all.
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import hashlib
 import json
 import platform
 import subprocess
@@ -30,6 +34,13 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def c_loop_calibrated(seconds: float) -> int:
+    """PBKDF2 rounds that take about `seconds` here: one C loop over a few hundred bytes of state."""
+    t0 = time.perf_counter()
+    hashlib.pbkdf2_hmac("sha256", b"k", b"s", 2000)
+    return max(1, int(2000 * seconds / (time.perf_counter() - t0)))
 
 
 def main() -> int:
@@ -52,10 +63,12 @@ def main() -> int:
         while time.perf_counter() < end:
             noise.sum()
 
+    rounds_per_20ms = c_loop_calibrated(0.02)
     before = {
         "warm": lambda: None,
         "numpy_50ms": numpy_work,
         "sleep_50ms": lambda: time.sleep(0.05),
+        "c_loop_20ms": lambda: hashlib.pbkdf2_hmac("sha256", b"k", b"s", rounds_per_20ms),
         "solve_n1000": lambda: fs.sinkhorn(x_big, y_big, **kw),
     }
     for _ in range(20):

@@ -53,6 +53,46 @@ nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool cost_array) 
                         r.device, r.time.total_seconds, f, g, f_aa, g_bb);
 }
 
+// --- CUDA inputs read in place (solver.hpp, "CUDA inputs"): the solve into the caller's arrays ---
+
+// solve_into (solver.hpp): the potentials written into f, g (and f_aa, g_bb when debiased; None: not
+// written) — DLPack tensors in CUDA memory stay there — and the rest of the result as solve_fields
+// gives it, without the potentials: (cost, primal_cost, relative_entropy, iterations,
+// marginal_error, converged, eps, device, total_seconds).
+nb::tuple solve_into_fields(solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, bool float32,
+                            bool cost_array) {
+  const array_argument fa = output_argument(f, "f"), ga = output_argument(g, "g");
+  const array_argument faa = f_aa.is_none() ? array_argument{} : output_argument(f_aa, "f_aa");
+  const array_argument gbb = g_bb.is_none() ? array_argument{} : output_argument(g_bb, "g_bb");
+  potential_views out;
+  out.f = as_mutable_vector(fa, "f");
+  out.g = as_mutable_vector(ga, "g");
+  if (!f_aa.is_none()) out.f_aa = as_mutable_vector(faa, "f_aa");
+  if (!g_bb.is_none()) out.g_bb = as_mutable_vector(gbb, "g_bb");
+  result r;
+  {
+    nb::gil_scoped_release unlocked;
+    r = s.solve_into(out);
+  }
+  const nb::object cost = cost_array ? numpy_scalar(r.cost, float32) : nb::cast(r.cost);
+  return nb::make_tuple(cost, r.primal_cost, r.relative_entropy, r.iterations, r.marginal_error, r.converged, r.eps,
+                        r.device, r.time.total_seconds);
+}
+
+// solver::transfers (transfer_statistics.hpp) as a dict.
+nb::dict transfer_counts(const solver& s) {
+  const transfer_statistics t = s.transfers();
+  nb::dict out;
+  out["host_to_device_copies"] = t.host_to_device_copies;
+  out["host_to_device_bytes"] = t.host_to_device_bytes;
+  out["device_to_host_copies"] = t.device_to_host_copies;
+  out["device_to_host_bytes"] = t.device_to_host_bytes;
+  out["largest_copy_bytes"] = t.largest_copy_bytes;
+  return out;
+}
+
+// --- end of CUDA inputs ---
+
 // The label cost's arrays (label_cost.hpp) as the binding holds them: int32 labels read in place
 // (the package passes contiguous int32 NumPy arrays) and W as any matrix argument.
 using label_array = nb::ndarray<const std::int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
@@ -247,8 +287,17 @@ std::unique_ptr<bound_solver> bound_arguments(nb::handle x, nb::handle y, nb::ha
 // binding exposes this factory rather than a throwing __init__ (on the H200 machine, Python 3.12,
 // an exception leaving Solver.__init__ crashed the interpreter; a plain function's exceptions take
 // nanobind's ordinary translation path).
+// `cuda_stream`: the caller's stream for CUDA inputs (options::cuda_stream), None: unset.
 bound_solver* new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
-                         nb::handle initial_f, nb::handle initial_g, const options& opts, nb::handle labels) {
+                         nb::handle initial_f, nb::handle initial_g, const options& shared_options, nb::handle labels,
+                         std::optional<std::uintptr_t> cuda_stream) {
+  // The package caches options; the stream is per call (a copy only for calls that pass one).
+  options with_stream;
+  if (cuda_stream) {
+    with_stream = shared_options;
+    with_stream.cuda_stream = cuda_stream;
+  }
+  const options& opts = cuda_stream ? with_stream : shared_options;
   problem p;
   std::unique_ptr<bound_solver> held = bound_arguments(x, y, a, b, eps, cost_scale, initial_f, initial_g, labels, p);
   {
@@ -437,6 +486,17 @@ NB_MODULE(_core, m) {
           "solve() and the result unpacked in one call: (cost, primal_cost, relative_entropy, iterations, "
           "marginal_error, converged, eps, device, total_seconds, f, g, f_aa, g_bb), potentials as in Result.potentials(), cost a 0-d NumPy "
           "array when cost_array else a float.")
+      .def(
+          "solve_into",
+          [](py::bound_solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, bool float32,
+             bool cost_array) { return py::solve_into_fields(s.get(), f, g, f_aa, g_bb, float32, cost_array); },
+          "f"_a, "g"_a, "f_aa"_a.none(), "g_bb"_a.none(), "float32"_a, "cost_array"_a,
+          "solver::solve_into: the potentials written into the given arrays (CUDA tensors stay on the device); "
+          "returns (cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps, device, "
+          "total_seconds).")
+      .def_prop_ro(
+          "transfers", [](const py::bound_solver& s) { return py::transfer_counts(*s.impl); },
+          "solver::transfers(): the host<->device copies this solver made, as a dict of counts and bytes.")
       .def("apply_plan", &py::product<&fs::solver::apply_plan>, "v"_a, "out"_a)
       .def("apply_plan_transpose", &py::product<&fs::solver::apply_plan_transpose>, "u"_a, "out"_a)
       .def("barycentric_projection", &py::into_matrix<&fs::solver::barycentric_projection>, "out"_a)
@@ -484,6 +544,7 @@ NB_MODULE(_core, m) {
         "arrays with the cost a float.");
   m.def("new_solver", &py::new_solver, "x"_a, "y"_a, "a"_a.none(), "b"_a.none(), "eps"_a, "cost_scale"_a,
         "initial_f"_a.none(), "initial_g"_a.none(), "options"_a, "labels"_a.none() = nb::none(),
+        "cuda_stream"_a.none() = nb::none(),
         nb::rv_policy::take_ownership,
         "A Solver for x, y, a, b, initial_f, initial_g: NumPy arrays or DLPack tensors/capsules (read in place "
         "when float32/float64 with a readable layout, else converted once), None for the optional ones.");

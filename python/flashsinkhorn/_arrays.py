@@ -6,8 +6,13 @@ them through the NumPy C API, and converts anything else NumPy accepts (lists, i
 arrays, unreadable layouts) once, in C++. CPU torch tensors of float32/float64 go as DLPack capsules
 (`torch.utils.dlpack.to_dlpack`: the same memory, no Python-level `__dlpack__` protocol on the call
 path). Torch copies happen only for other dtypes (→ float64, float16/bfloat16 → float32), tensors with
-the negative bit set, and — until the CUDA backend accepts device views — CUDA tensors, which are
-copied to the host before the call; results are moved back to the tensor's device.
+the negative bit set. CUDA tensors go to the solver as CUDA DLPack capsules (`core_array`), read in
+place on the device in the order of the caller's current stream, when the core has CUDA and the device
+is not 'cpu' (else they are copied to the host, and results moved back); the potentials and the x, y
+gradients are then written by the core into CUDA tensors made here (`empty_device`). The other
+products (plan products, weight gradients, Hessian products) still take host arrays: their inputs are
+copied to the host and their results moved back to the tensor's device (solver.hpp, "CUDA inputs",
+lists the core's host paths).
 
 Results come out of the core as NumPy arrays in the working dtype; torch callers get them through the
 zero-copy `torch.from_numpy`.
@@ -100,6 +105,10 @@ class Frame:
         from_numpy = torch.from_numpy
         return tuple(None if h is None else from_numpy(h) for h in host), host
 
+    def empty_device(self, shape: tuple[int, ...]) -> Any:
+        """An output tensor on the frame's GPU that the core writes in place (CUDA frames only)."""
+        return torch.empty(shape, dtype=self.dtype, device=self.device)
+
     def give_back(self, host: np.ndarray) -> Array:
         """A NumPy result of the core (already in the working dtype) in the caller's framework and
         device."""
@@ -137,6 +146,30 @@ def _working_torch_dtype(dtype: Any) -> Any:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else torch.float64
 
 
+def core_array(value: Array | None, frame: Frame) -> Any:
+    """An input of the solver's construction as the binding takes it: a CUDA tensor of float32/float64
+    as a DLPack capsule of its own memory (the core reads it in place on the GPU), made readable on
+    the device where it is not (other dtypes converted, the negative bit resolved, rows made
+    contiguous: torch operations on the GPU); everything else as `host_array` gives it."""
+    if value is None or torch is None or not isinstance(value, torch.Tensor) or value.is_cpu:
+        return host_array(value, frame)
+    tensor = value.detach()
+    if tensor.dtype not in (torch.float32, torch.float64):
+        tensor = tensor.to(_working_torch_dtype(tensor.dtype))
+    tensor = tensor.resolve_neg()
+    if tensor.ndim == 2 and tensor.shape[1] > 1 and tensor.stride(1) != 1:
+        tensor = tensor.contiguous()
+    return _to_dlpack(tensor)
+
+
+def current_stream(frame: Frame) -> int | None:
+    """The caller's current CUDA stream on the frame's GPU (the value of its cudaStream_t; 0 is the
+    legacy default stream), None for host frames."""
+    if frame.cuda_index is None:
+        return None
+    return torch.cuda.current_stream(frame.cuda_index).cuda_stream
+
+
 def host_array(value: Array | None, frame: Frame) -> Any:
     """`value` as the binding takes it: NumPy arrays and array-likes unchanged (the binding reads
     NumPy in place, converts the rest once), tensors as a DLPack capsule of host memory in
@@ -149,7 +182,7 @@ def host_array(value: Array | None, frame: Frame) -> Any:
         return _to_dlpack(value)  # the tensor's own memory (requires_grad or not: nothing is recorded)
     tensor = value.detach()
     if not tensor.is_cpu:
-        tensor = tensor.cpu()  # the host copy that goes away once the CUDA backend takes device views
+        tensor = tensor.cpu()  # the host paths of CUDA frames (see the module docstring)
     if tensor.dtype not in (torch.float32, torch.float64):
         tensor = tensor.to(_working_torch_dtype(tensor.dtype))
     return _to_dlpack(tensor.resolve_neg())

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._arrays import Array, Frame, host_array, is_tensor
+from ._arrays import Array, Frame, core_array, current_stream, host_array, is_tensor
 from ._arrays import torch as _torch
 from ._labels import LabelCost
 from ._options import options_for
@@ -61,6 +61,8 @@ class Solver:
     of `x`. Options are those of `sinkhorn()`.
     """
 
+    _in_place = False  # CUDA tensors read in place on their GPU (_reads_in_place); set per instance
+
     def __init__(self, x: Array, y: Array, a: Array | None = None, b: Array | None = None, *, eps: float,
                  cost_scale: float = 1.0, initial_f: Array | None = None, initial_g: Array | None = None,
                  cost: str = "sqeuclidean", solver: str = "alternating", scaling: float | None = None,
@@ -70,6 +72,7 @@ class Solver:
                  normalize_weights: bool = True, labels: LabelCost | None = None) -> None:
         frame = Frame.of(x, y, a, b)
         self._frame, self._debias = frame, bool(debias)
+        self._in_place = _reads_in_place(frame, device)
         self._core = _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
                                iters, tol, check_every, reach, reach_x, reach_y, debias, precision, device, threads,
                                normalize_weights, labels)
@@ -82,7 +85,24 @@ class Solver:
         """f_i ← −ε·LSE_j[(g_j − C_ij)/ε + log b_j], g_j ← −ε·LSE_i[(f_i − C_ij)/ε + log a_i] until the
         L1 marginal error ≤ tol (or the iteration cap). Returns the potentials and the value."""
         frame = self._frame
+        if self._in_place:
+            return self._solve_on_device()
         return self._result(*self._core.solve_fields(frame.single, self._debias, frame.torch))
+
+    def _solve_on_device(self) -> SinkhornResult:
+        """solve() for CUDA tensors: the core writes the potentials into tensors on their GPU
+        (solve_into) and reduces the value there; only scalars come back, the cost becomes a 0-d tensor
+        on the GPU by a fill (no copy)."""
+        frame, debias = self._frame, self._debias
+        n, m = self._n, self._m
+        f, g = frame.empty_device((n,)), frame.empty_device((m,))
+        f_aa, g_bb = (frame.empty_device((n,)), frame.empty_device((m,))) if debias else (None, None)
+        capsules = [None if t is None else _to_dlpack(t) for t in (f, g, f_aa, g_bb)]
+        (cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps, device,
+         seconds) = self._core.solve_into(*capsules, frame.single, False)
+        cost = _torch.full((), cost, dtype=frame.dtype, device=frame.device)
+        return SinkhornResult(f, g, cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps,
+                              device, seconds, self, f_aa, g_bb)
 
     def _result(self, cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps, device, seconds,
                 f, g, f_aa, g_bb) -> SinkhornResult:
@@ -138,15 +158,23 @@ class Solver:
 
     def gradient_x(self) -> Array:
         """∇_{x_i} cost = 2s Σ_j P_ij (x_i − y_j) (envelope theorem; debias/cosine handled), shape (n, d)."""
-        out = self._frame.empty_host((self._n, self._d))
-        self._core.gradient_x(out)
-        return self._frame.give_back(out)
+        return self._point_gradient(self._core.gradient_x, self._n)
 
     def gradient_y(self) -> Array:
         """∇_{y_j} cost = 2s Σ_i P_ij (y_j − x_i), shape (m, d)."""
-        out = self._frame.empty_host((self._m, self._d))
-        self._core.gradient_y(out)
-        return self._frame.give_back(out)
+        return self._point_gradient(self._core.gradient_y, self._m)
+
+    def _point_gradient(self, method, rows: int) -> Array:
+        """A point gradient into a new array: for CUDA tensors a tensor on their GPU that the core writes
+        in place, else a host array given back in the caller's framework."""
+        frame = self._frame
+        if self._in_place:
+            out = frame.empty_device((rows, self._d))
+            method(_to_dlpack(out))
+            return out
+        out = frame.empty_host((rows, self._d))
+        method(out)
+        return frame.give_back(out)
 
     def gradient_a(self) -> Array:
         """∂cost/∂a_k = (h_k − ⟨ã, h⟩)/Σa with h = T_f(g) (− f_aa when debiased), ã = a/Σa; h itself
@@ -317,8 +345,11 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
       reach, reach_x, reach_y: unbalanced OT with KL penalty ρ = reach² (both sides, or one).
       debias: return the Sinkhorn divergence S_ε = OT_ε(a,b) − ½OT_ε(a,a) − ½OT_ε(b,b).
       precision: 'fp32', 'fp64', 'tf32', 'bf16'; None follows the input dtype (fp64 for float64).
-      device: 'auto', 'cpu', 'cuda' or 'cuda:k'. CUDA tensors are, for now, copied to the host for
-        the call and results copied back (this copy goes away when the CUDA backend takes device views).
+      device: 'auto', 'cpu', 'cuda' or 'cuda:k'. CUDA tensors (float32/float64) are read in place on
+        their GPU, in the order of the current stream; the potentials, the value and the x, y gradients
+        stay there (only scalars reach the host). Copied through the host instead (once, explicitly):
+        device='cpu', labels, initial_f/initial_g, and what the plan products, weight gradients, the
+        cosine cost's gradients and Hessian products read (solver.hpp, "CUDA inputs").
       threads: CPU threads (0: OpenMP's default).
       initial_f, initial_g: warm start (both or neither).
       labels: a LabelCost — the OTDD cost s·(λx‖x − y‖² + λy·W[l, l']) instead of s‖x − y‖².
@@ -352,6 +383,9 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     core = s._core = _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
                                iters, tol, check_every, reach, reach_x, reach_y, debias, precision, device, threads,
                                normalize_weights, labels)
+    s._in_place = _reads_in_place(frame, device)
+    if s._in_place:
+        return s._solve_on_device()
     return s._result(*core.solve_fields(frame.single, s._debias, frame.torch))
 
 
@@ -396,18 +430,42 @@ def _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, so
               check_every, reach, reach_x, reach_y, debias, precision, device, threads, normalize_weights,
               labels=None) -> "_core.Solver":
     """The core solver: NumPy arrays and array-likes go as they are (the binding reads NumPy in place and
-    converts the rest), tensors as host DLPack capsules, the options from the cache."""
+    converts the rest), CPU tensors as host DLPack capsules, CUDA tensors as CUDA DLPack capsules with
+    the current stream (core_array), the options from the cache."""
     if precision is None:  # the arithmetic follows the data, as in GeomLoss
         precision = "fp32" if frame.single else "fp64"
     options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, reach, reach_x, reach_y, debias,
                           precision, device, threads, normalize_weights, frame.cuda_index)
+    in_place = _reads_in_place(frame, device)
     if frame.torch:
-        x, y, a, b = host_array(x, frame), host_array(y, frame), host_array(a, frame), host_array(b, frame)
-        initial_f, initial_g = host_array(initial_f, frame), host_array(initial_g, frame)
+        read = core_array if in_place else host_array
+        x, y, a, b = read(x, frame), read(y, frame), read(a, frame), read(b, frame)
+        initial_f, initial_g = read(initial_f, frame), read(initial_g, frame)
+    if in_place:
+        return _core.new_solver(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options,
+                                None if labels is None else labels.core_arguments(), current_stream(frame))
     if labels is not None:
         return _core.new_solver(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options,
                                 labels.core_arguments())
     return _core.new_solver(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options)
+
+
+def _reads_in_place(frame: Frame, device: Any) -> bool:
+    """Whether the core reads this call's tensors in place on their GPU (solver.hpp, "CUDA inputs"):
+    CUDA tensors, a build of the core with CUDA, and a device other than 'cpu'. Otherwise CUDA tensors
+    are copied to the host for the call and the results moved back (a build without CUDA, or
+    device='cpu')."""
+    return not frame.on_host and _core_has_cuda() and str(device) != "cpu"
+
+
+def _core_has_cuda() -> bool:
+    global _CORE_HAS_CUDA
+    if _CORE_HAS_CUDA is None:
+        _CORE_HAS_CUDA = bool(_core.cuda_available())
+    return _CORE_HAS_CUDA
+
+
+_CORE_HAS_CUDA = None
 
 
 def _requires_grad(value: Any) -> bool:
@@ -425,6 +483,7 @@ def _under_transform(*values: Any) -> bool:
 
 
 _functorch_active = None if _torch is None else _torch._C._are_functorch_transforms_active
+_to_dlpack = None if _torch is None else _torch.utils.dlpack.to_dlpack
 _forward_ad = None if _torch is None else _torch.autograd.forward_ad
 
 

@@ -1,0 +1,192 @@
+"""CUDA tensors read in place (solver.hpp, "CUDA inputs"): the forward solve and the x, y gradients on
+CUDA tensors move no array between host and device — shown twice, by the library's own count
+(Solver._core.transfers) and by torch.profiler's CUDA activity (no Memcpy HtoD/DtoH larger than a few
+scalars) — and agree with the same call on CPU tensors (the host path). Bad values on the GPU raise
+the host path's messages. Skips without torch, a CUDA device, or a CUDA build of the extension."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flashsinkhorn._core")
+torch = pytest.importorskip("torch")
+import flashsinkhorn as fs  # noqa: E402
+
+from package_helpers import random_problem  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and fs.cuda_available()),
+                                reason="needs a CUDA device and a CUDA build of flashsinkhorn")
+
+# Larger than any scalar read (the validation flags are 80 bytes): a copy of one potential of this
+# problem is ≥ 4·N bytes.
+N, M, D = 3001, 2503, 5
+SCALAR_BYTES = 128
+
+
+def _tensors(seed, n, m, d, dtype, device, requires_grad=False):
+    x, y, a, b = random_problem(seed, n, m, d)
+    return tuple(torch.tensor(v, dtype=dtype, device=device, requires_grad=requires_grad and v.ndim == 2)
+                 for v in (x, y, a, b))
+
+
+def _memcpy_sizes(prof, tmp_path):
+    """(name, bytes) of every memcpy between host and device in a torch.profiler trace (its chrome
+    export carries the bytes of each gpu_memcpy event)."""
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    copies = []
+    for e in events:
+        name = e.get("name", "")
+        if e.get("cat") == "gpu_memcpy" and ("HtoD" in name or "DtoH" in name):
+            copies.append((name, int(e.get("args", {}).get("bytes", -1))))
+    return copies
+
+
+@pytest.mark.parametrize("debias", [False, True])
+def test_forward_and_gradients_copy_no_arrays_profiler(tmp_path, debias):
+    from torch.profiler import ProfilerActivity, profile
+
+    x, y, a, b = _tensors(1, N, M, D, torch.float32, "cuda", requires_grad=True)
+    fs.sinkhorn(x, y, a, b, eps=0.5, iters=20, tol=0, debias=debias).cost.backward()  # warm-up: loads, caches
+    x.grad = y.grad = None
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        r = fs.sinkhorn(x, y, a, b, eps=0.5, iters=200, tol=1e-6, debias=debias)
+        r.cost.backward()
+        torch.cuda.synchronize()
+    copies = _memcpy_sizes(prof, tmp_path)
+    assert copies, "the profiler recorded no host-device copy at all (the marginal-error reads must show)"
+    assert all(0 <= size <= SCALAR_BYTES for _, size in copies), sorted(copies, key=lambda c: -c[1])[:5]
+    assert r.f.device.type == "cuda" and x.grad.device.type == "cuda" and y.grad.device.type == "cuda"
+
+
+@pytest.mark.parametrize("debias", [False, True])
+def test_forward_and_gradients_copy_no_arrays_counter(debias):
+    x, y, a, b = _tensors(2, N, M, D, torch.float64, "cuda")
+    s = fs.Solver(x, y, a, b, eps=0.5, iters=200, tol=1e-8, debias=debias)
+    r = s.solve()
+    gx, gy = s.gradient_x(), s.gradient_y()
+    t = s._core.transfers
+    assert t["host_to_device_bytes"] == 0, t
+    assert t["largest_copy_bytes"] <= SCALAR_BYTES, t
+    assert gx.device.type == gy.device.type == r.f.device.type == r.g.device.type == "cuda"
+    assert r.cost.device.type == "cuda"
+
+
+def test_the_counter_sees_the_host_paths():
+    """The counter is not blind: host tensors upload their clouds, and a host path on CUDA inputs
+    (barycentric_projection) copies the inputs to the host once."""
+    xh, yh, ah, bh = _tensors(3, N, M, D, torch.float32, "cpu")
+    on_host = fs.Solver(xh, yh, ah, bh, eps=0.5, device="cuda")
+    assert on_host._core.transfers["largest_copy_bytes"] >= N * D * 4
+    x, y, a, b = (t.cuda() for t in (xh, yh, ah, bh))
+    s = fs.Solver(x, y, a, b, eps=0.5)
+    s.solve()
+    assert s._core.transfers["largest_copy_bytes"] <= SCALAR_BYTES
+    projection = s.barycentric_projection()
+    assert projection.device.type == "cuda"
+    assert s._core.transfers["largest_copy_bytes"] >= N * D * 4
+
+
+CONFIGURATIONS = {
+    "alternating": {},
+    "symmetric_scaling": dict(solver="symmetric", scaling=0.7),
+    "debiased": dict(debias=True),
+    "unbalanced": dict(reach=1.5),
+    "cosine": dict(cost="cosine"),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", sorted(CONFIGURATIONS))
+def test_cuda_inputs_match_the_host_path(name, dtype):
+    """Values, potentials and gradients of CUDA tensors (prepared on the GPU) against the same call on
+    CPU tensors with device='cuda' (prepared on the host, same backend): the preparations differ only in
+    the order of their sums, so the results agree to a few units of the working precision."""
+    kwargs = dict(eps=0.8, iters=50, tol=0, device="cuda", **CONFIGURATIONS[name])
+    host = _tensors(4, 517, 129, 7, dtype, "cpu", requires_grad=True)
+    gpu = tuple(t.detach().cuda().requires_grad_(t.requires_grad) for t in host)
+    want, got = fs.sinkhorn(*host, **kwargs), fs.sinkhorn(*gpu, **kwargs)
+    want.cost.backward()
+    got.cost.backward()
+    rel = 1e-11 if dtype == torch.float64 else 2e-6
+    scale = max(1.0, float(want.f.abs().max()))
+    assert got.iterations == want.iterations
+    assert float(got.cost) == pytest.approx(float(want.cost), abs=rel * scale)
+    assert got.primal_cost == pytest.approx(want.primal_cost, abs=rel * scale)
+    assert got.relative_entropy == pytest.approx(want.relative_entropy, abs=rel * scale / 0.8)
+    for g_got, g_want in ((got.f, want.f), (got.g, want.g), (got.f_aa, want.f_aa), (got.g_bb, want.g_bb)):
+        if g_want is not None:
+            assert g_got.device.type == "cuda" and g_got.dtype == dtype
+            np.testing.assert_allclose(g_got.cpu().numpy(), g_want.numpy(), rtol=0, atol=rel * scale)
+    for t_got, t_want in zip(gpu[:2], host[:2]):
+        grad_scale = max(1e-12, float(t_want.grad.abs().max()))
+        np.testing.assert_allclose(t_got.grad.cpu().numpy(), t_want.grad.numpy(), rtol=0, atol=10 * rel * grad_scale)
+
+
+def test_samples_loss_forward_on_cuda_tensors_copies_no_arrays(tmp_path):
+    from torch.profiler import ProfilerActivity, profile
+
+    loss = fs.SamplesLoss("sinkhorn", p=2, blur=0.5)
+    x, y, _, _ = _tensors(5, N, M, D, torch.float32, "cuda", requires_grad=True)
+    loss(x, y).backward()  # warm-up
+    x.grad = None
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        value = loss(x, y)
+        value.backward()
+        torch.cuda.synchronize()
+    assert all(0 <= size <= SCALAR_BYTES for _, size in _memcpy_sizes(prof, tmp_path))
+    want = fs.SamplesLoss("sinkhorn", p=2, blur=0.5)(x.detach().cpu(), y.detach().cpu())
+    assert float(value) == pytest.approx(float(want), rel=1e-4, abs=1e-6)
+
+
+def test_a_side_stream_orders_the_call():
+    """On a side stream the inputs written just before the call are the ones read."""
+    x, y, a, b = _tensors(6, 300, 200, 3, torch.float64, "cuda")
+    side = torch.cuda.Stream()
+    want = fs.sinkhorn(x.cpu(), y.cpu(), a.cpu(), b.cpu(), eps=0.5, device="cuda")
+    with torch.cuda.stream(side):
+        side.wait_stream(torch.cuda.current_stream())
+        x2 = torch.full_like(x, float("nan"))
+        torch.cuda._sleep(100_000_000)  # keeps the side stream busy before the real values land
+        x2.copy_(x)
+        got = fs.sinkhorn(x2, y, a, b, eps=0.5)
+    torch.cuda.synchronize()
+    assert float(got.cost) == pytest.approx(float(want.cost), rel=1e-10)
+
+
+BAD_VALUES = [
+    ("x", (7, 2), float("nan"), "X contains NaN at row 7, column 2"),
+    ("y", (3, 0), float("-inf"), "Y contains Inf at row 3, column 0"),
+    ("b", (5,), -0.5, "b has a negative weight -0.5 at index 5"),
+    ("a", None, 0.0, "a: all weights are zero"),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("which, where, value, message", BAD_VALUES)
+def test_bad_values_on_the_gpu_raise_the_host_message(which, where, value, message, dtype):
+    tensors = dict(zip("xyab", _tensors(7, 40, 30, 4, dtype, "cpu")))
+    if where is None:
+        tensors[which][:] = value
+    else:
+        tensors[which][where] = value
+    with pytest.raises(fs.InvalidArgument) as on_host:
+        fs.sinkhorn(*tensors.values(), eps=0.5, device="cuda")
+    assert str(on_host.value) == message
+    with pytest.raises(fs.InvalidArgument) as on_gpu:
+        fs.sinkhorn(*(t.cuda() for t in tensors.values()), eps=0.5)
+    assert str(on_gpu.value) == message
+    torch.cuda.synchronize()  # the device is still usable
+
+
+def test_zero_row_under_the_cosine_cost_on_the_gpu():
+    x, y, _, _ = _tensors(8, 40, 30, 4, torch.float32, "cuda")
+    y[4] = 0
+    with pytest.raises(fs.InvalidArgument, match="Y row 4 is zero; the cosine cost is undefined for it"):
+        fs.sinkhorn(x, y, eps=0.5, cost="cosine")

@@ -44,7 +44,7 @@ struct potential_views {
 //     the host first and prepared there;
 //   - solve() (its result holds host vectors), host output views, and, once per solver, the host
 //     copy of the inputs that apply_plan, apply_plan_transpose, barycentric_projection, gradient_a,
-//     gradient_b, the cosine cost's gradients, potential_vjp and the Hessian products read.
+//     gradient_b, potential_vjp and the Hessian products read.
 // Outputs of those host paths must be host views, as before.
 class solver {
  public:

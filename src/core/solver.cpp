@@ -23,6 +23,7 @@
 #include "flashsinkhorn/error.hpp"
 #include "math/point_gradient.hpp"
 #ifdef FLASHSINKHORN_HAS_CUDA
+#include "cuda/cosine_gradient.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/host_path_copies.hpp"
 #endif
@@ -335,6 +336,12 @@ class solver_state {
       compute_->read_point_gradient(rows, out);
       return;
     }
+#ifdef FLASHSINKHORN_HAS_CUDA
+    if (device_inputs_ && out.space == memory_space::cuda) {  // the chain rule where the points are
+      cosine_gradient_on_device(*compute_, rows, rows == side::x ? problem_.x : problem_.y, out, options_.cuda_stream);
+      return;
+    }
+#endif
     const std::int64_t d = dim();
     std::vector<double> grad(static_cast<std::size_t>(count(rows) * d));
     compute_->read_point_gradient(rows, host_matrix(grad.data(), count(rows), d));

@@ -64,10 +64,10 @@ def test_forward_and_gradients_copy_no_arrays_profiler(tmp_path, debias):
     assert r.f.device.type == "cuda" and x.grad.device.type == "cuda" and y.grad.device.type == "cuda"
 
 
-@pytest.mark.parametrize("debias", [False, True])
-def test_forward_and_gradients_copy_no_arrays_counter(debias):
+@pytest.mark.parametrize("options", [{}, dict(debias=True), dict(cost="cosine")], ids=["plain", "debias", "cosine"])
+def test_forward_and_gradients_copy_no_arrays_counter(options):
     x, y, a, b = _tensors(2, N, M, D, torch.float64, "cuda")
-    s = fs.Solver(x, y, a, b, eps=0.5, iters=200, tol=1e-8, debias=debias)
+    s = fs.Solver(x, y, a, b, eps=0.5, iters=200, tol=1e-8, **options)
     r = s.solve()
     gx, gy = s.gradient_x(), s.gradient_y()
     t = s._core.transfers

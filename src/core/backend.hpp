@@ -26,6 +26,8 @@ namespace flashsinkhorn::detail {
 
 enum class side : int { x = 0, y = 1 };
 
+class matrix_store;  // core/matrix_store.hpp
+
 [[nodiscard]] constexpr side other(side s) noexcept { return s == side::x ? side::y : side::x; }
 
 // Potential vectors held by a backend. f-slots live on X (length n), g-slots on Y (length m).
@@ -185,6 +187,10 @@ class backend {
   // Whether plan_quadratic_rows honours request.key_directions. false (the default): the caller
   // must not set it and runs the generic pass instead (core/plan_quadratic_generic.hpp).
   [[nodiscard]] virtual bool supports_key_directions() const { return false; }
+
+  // Where this backend keeps matrices between passes (core/matrix_store.hpp): the CUDA backend's
+  // device store; nullptr (the default): the caller uses a host store over plan_rows.
+  [[nodiscard]] virtual matrix_store* matrices() const { return nullptr; }
 
   virtual void point_gradient(const point_gradient_request& request) = 0;
 

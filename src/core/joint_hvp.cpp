@@ -5,9 +5,9 @@
 #include <string>
 
 #include "core/hvp_checks.hpp"
-#include "core/operand_rounding.hpp"
+#include "core/host_matrix_store.hpp"
+#include "core/matrix_store.hpp"
 #include "core/oriented_plan.hpp"
-#include "core/parallel_rows.hpp"
 #include "core/potential_system.hpp"
 #include "core/solved_plan.hpp"
 #include "core/view_io.hpp"
@@ -16,176 +16,143 @@
 namespace flashsinkhorn::detail {
 namespace {
 
-double dot(const double* u, const double* v, std::int64_t d) {
-  double s = 0;
-  for (std::int64_t c = 0; c < d; ++c) s += u[c] * v[c];
-  return s;
-}
-
-// One side of the product in the derivation's terms (joint_hvp.hpp): rows R, keys K.
+// The store's matrices of one side of the product in the derivation's terms (joint_hvp.hpp): rows
+// R, keys K. Each side has its own block of names, so that both sides' key sums outlive the solve.
 struct side_view {
-  const std::vector<double>& p;     // (n_R, d) the rows' points
-  const std::vector<double>& q;     // (n_K, d) the keys' points
-  const std::vector<double>* own;   // A (n_R, d); nullptr: zero
-  const std::vector<double>* keys;  // B (n_K, d); nullptr: zero
-  std::vector<double>* product;     // (n_R, d); nullptr: not wanted
+  std::int64_t rows = 0;   // n_R
+  std::int64_t keys = 0;   // n_K
+  int p = -1;              // (n_R, d) the rows' points
+  int q = -1;              // (n_K, d) the keys' points
+  int own = -1;            // A (n_R, d); < 0: zero
+  int key_direction = -1;  // B (n_K, d); < 0: zero
+  int product = -1;        // (n_R, d); < 0: not wanted
+  int values = -1;         // scratch names of this side: the values of a pass,
+  int sums = -1;           //   its sums (the key sums Q̄, B̄, w̄, W̄ until the implicit part),
+  int quadratic = -1;      //   a quadratic pass's result,
+  int scratch = -1;        //   a y-rows pass's reweighted values,
+  int column = -1;         //   and an (n_K, 1) column from the host
 };
 
-// P_R·[q, B, w, w∘q] (w_j = q_j·B_j) in one pass; a section not asked for stays empty.
+// Where P_R·[q, B, w, w∘q] (w_j = q_j·B_j) put its sections in the side's `sums` matrix; −1: not
+// asked for.
 struct key_sums {
-  std::vector<double> q_bar;   // (n_R, d) P_R·q
-  std::vector<double> b_bar;   // (n_R, d) P_R·B
-  std::vector<double> w_bar;   // (n_R,)   P_R·w
-  std::vector<double> wq_bar;  // (n_R, d) P_R·(w∘q)
+  std::int64_t q_bar = -1;   // (n_R, d) P_R·q
+  std::int64_t b_bar = -1;   // (n_R, d) P_R·B
+  std::int64_t w_bar = -1;   // (n_R,)   P_R·w
+  std::int64_t wq_bar = -1;  // (n_R, d) P_R·(w∘q)
 };
 
-key_sums sum_over_keys(const oriented_plan& plan, const side_view& v, std::int64_t d, bool want_q, bool want_b,
-                       bool want_wq) {
+key_sums sum_over_keys(matrix_store& store, const oriented_plan& plan, const side_view& v, std::int64_t d,
+                       bool want_q, bool want_b, bool want_wq) {
   key_sums sums;
   const std::int64_t width = (want_q ? d : 0) + (want_b ? d + 1 : 0) + (want_wq ? d : 0);
   if (width == 0) return sums;
-  const auto keys = static_cast<std::int64_t>(v.q.size()) / d;
-  std::vector<double> values(static_cast<std::size_t>(keys * width));  // (n_K, width)
-  parallel_rows(keys, width, [&](std::int64_t j) {
-    double* row = values.data() + j * width;
-    const double* q = v.q.data() + j * d;
-    if (want_q) row = std::copy(q, q + d, row);
-    if (!want_b && !want_wq) return;
-    const double* b = v.keys->data() + j * d;
-    const double w = dot(q, b, d);
-    if (want_b) {
-      row = std::copy(b, b + d, row);
-      *row++ = w;
-    }
-    if (want_wq) {
-      for (std::int64_t c = 0; c < d; ++c) *row++ = w * q[c];
-    }
-  });
-  const std::vector<double> out = plan.rows_apply(values, width);  // (n_R, width)
-  const auto rows = static_cast<std::int64_t>(v.p.size()) / d;
-  const auto section = [&](std::vector<double>& to, std::int64_t offset, std::int64_t k) {
-    to.resize(static_cast<std::size_t>(rows * k));
-    parallel_rows(rows, k, [&](std::int64_t i) {
-      for (std::int64_t c = 0; c < k; ++c) to[i * k + c] = out[i * width + offset + c];
-    });
-  };
+  store.write(v.values, {}, v.keys, width);  // (n_K, width)
   std::int64_t offset = 0;
   if (want_q) {
-    section(sums.q_bar, offset, d);
+    store.combine(v.values, offset, d, false, {{v.q}});
+    sums.q_bar = offset;
     offset += d;
   }
-  if (want_b) {
-    section(sums.b_bar, offset, d);
-    section(sums.w_bar, offset + d, 1);
-    offset += d + 1;
+  if (want_b || want_wq) {
+    const std::vector<double> w = store.row_dots(v.q, 0, v.key_direction, 0, d);
+    if (want_b) {
+      store.combine(v.values, offset, d, false, {{v.key_direction}});
+      store.write(v.column, w, v.keys, 1);
+      store.combine(v.values, offset + d, 1, false, {{v.column}});
+      sums.b_bar = offset;
+      sums.w_bar = offset + d;
+      offset += d + 1;
+    }
+    if (want_wq) {
+      store.combine(v.values, offset, d, false, {{v.q, 0, &w}});
+      sums.wq_bar = offset;
+    }
   }
-  if (want_wq) section(sums.wq_bar, offset, d);
+  plan.rows_apply(store, v.values, v.sums, v.scratch);  // (n_R, width)
   return sums;
 }
 
-// What one side keeps for after the solve: its key sums (Q̄ for the implicit part) and ρ_R.
+// What one side keeps for after the solve: where its key sums are (Q̄ for the implicit part) and ρ_R.
 struct side_before_solve {
   key_sums sums;
   std::vector<double> rho;  // (n_R,) ρ_R = Σ_j P_R,ij dC_ij; empty without the implicit part
 };
 
 // One side's work before the solve: the rows pass, ρ_R (when the solve runs) and the
-// fixed-potential part added to v.product (when wanted). Nothing when neither is needed.
-
-side_before_solve terms_before_solve(const oriented_plan& plan, const side_view& v, std::int64_t d, double two_s,
-                                     double eps, hvp_part part) {
+// fixed-potential part added to the side's product (when wanted). Nothing when neither is needed.
+side_before_solve terms_before_solve(matrix_store& store, const oriented_plan& plan, const side_view& v,
+                                     std::int64_t d, double two_s, double eps, hvp_part part) {
   const bool implicit = part != hvp_part::fixed_potential;
   const bool fixed = part != hvp_part::implicit;
-  const bool wanted = v.product != nullptr;
+  const bool wanted = v.product >= 0;
+  const bool has_own = v.own >= 0, has_keys = v.key_direction >= 0;
   if (!wanted && !implicit) return {};
-  const bool want_q = v.own != nullptr || (wanted && implicit);  // Q̄: for ρ_R and E(A), or the implicit part
-  const bool want_b = v.keys != nullptr && (implicit || (wanted && fixed));
-  const bool want_wq = v.keys != nullptr && wanted && fixed;
-  side_before_solve out{sum_over_keys(plan, v, d, want_q, want_b, want_wq), {}};
+  const bool want_q = has_own || (wanted && implicit);  // Q̄: for ρ_R and E(A), or the implicit part
+  const bool want_b = has_keys && (implicit || (wanted && fixed));
+  const bool want_wq = has_keys && wanted && fixed;
+  side_before_solve out{sum_over_keys(store, plan, v, d, want_q, want_b, want_wq), {}};
   const key_sums& s = out.sums;
-  const std::vector<double>& p = v.p;
   const std::vector<double>& r = plan.row_mass();
-  const auto n = static_cast<std::int64_t>(p.size()) / d;
+  const std::int64_t n = v.rows;
 
   std::vector<double> u, q_bar_dot_a;  // (n_R,) u_i = p_i·A_i, Q̄_i·A_i
-  if (v.own != nullptr) {
-    const std::vector<double>& a = *v.own;
-    u.resize(static_cast<std::size_t>(n));
-    q_bar_dot_a.resize(static_cast<std::size_t>(n));
-    parallel_rows(n, d, [&](std::int64_t i) {
-      u[i] = dot(&p[i * d], &a[i * d], d);
-      q_bar_dot_a[i] = dot(&s.q_bar[i * d], &a[i * d], d);
-    });
+  if (has_own) {
+    u = store.row_dots(v.p, 0, v.own, 0, d);
+    q_bar_dot_a = store.row_dots(v.sums, s.q_bar, v.own, 0, d);
+  }
+  std::vector<double> p_dot_b_bar, w_bar;  // (n_R,) p_i·B̄_i, w̄_i
+  if (want_b) {
+    p_dot_b_bar = store.row_dots(v.p, 0, v.sums, s.b_bar, d);
+    w_bar = store.column(v.sums, s.w_bar);
   }
   if (implicit) {
     out.rho.assign(static_cast<std::size_t>(n), 0.0);
-    parallel_rows(n, d, [&](std::int64_t i) {
-      if (v.own != nullptr) out.rho[i] += two_s * (r[i] * u[i] - q_bar_dot_a[i]);
-      if (v.keys != nullptr) out.rho[i] += two_s * (s.w_bar[i] - dot(&p[i * d], &s.b_bar[i * d], d));
-    });
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (has_own) out.rho[i] += two_s * (r[i] * u[i] - q_bar_dot_a[i]);
+      if (has_keys) out.rho[i] += two_s * (w_bar[i] - p_dot_b_bar[i]);
+    }
   }
   if (!wanted || !fixed) return out;
 
-  std::vector<double>& h = *v.product;
-  if (v.own != nullptr) {  // 2s [ r_i A_i − E_i(A)/ε ]
-    const std::vector<double>& a = *v.own;
-    const std::vector<double> second_moment = plan.rows_quadratic(a, v.q, d);  // (n, d) Σ_j P_R,ij (A_i·q_j) q_j
-    parallel_rows(n, d, [&](std::int64_t i) {
-      for (std::int64_t c = 0; c < d; ++c) {
-        const std::size_t ic = static_cast<std::size_t>(i * d + c);
-        const double e =
-            two_s * (r[i] * u[i] * p[ic] - q_bar_dot_a[i] * p[ic] - u[i] * s.q_bar[ic] + second_moment[ic]);
-        h[ic] += two_s * (r[i] * a[ic] - e / eps);
-      }
-    });
+  const double e_scale = two_s * two_s / eps;  // 2s·(2s/ε): E's factor over ε
+  if (has_own) {  // 2s [ r_i A_i − E_i/ε ],  E_i = 2s [ (r_i u_i − Q̄_i·A_i) p_i − u_i Q̄_i + M_i ]
+    plan.rows_quadratic(store, v.own, v.q, -1, v.quadratic, v.scratch);  // M = Σ_j P_R,ij (A_i·q_j) q_j
+    std::vector<double> p_factor(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) p_factor[i] = r[i] * u[i] - q_bar_dot_a[i];
+    store.combine(v.product, 0, d, true,
+                  {{v.own, 0, &r, two_s}, {v.p, 0, &p_factor, -e_scale}, {v.sums, s.q_bar, &u, e_scale},
+                   {v.quadratic, 0, nullptr, -e_scale}});
   }
-  if (v.keys != nullptr) {  // 2s [ −B̄_i − E_i(B)/ε ]
-    const std::vector<double> cross =
-        plan.rows_quadratic(p, v.q, d, v.keys->data());  // (n, d) Σ_j P_R,ij (p_i·B_j) q_j
-    parallel_rows(n, d, [&](std::int64_t i) {
-      const double p_dot_b = dot(&p[i * d], &s.b_bar[i * d], d);
-      for (std::int64_t c = 0; c < d; ++c) {
-        const std::size_t ic = static_cast<std::size_t>(i * d + c);
-        const double e = -two_s * (p_dot_b * p[ic] - cross[ic] - s.w_bar[i] * p[ic] + s.wq_bar[ic]);
-        h[ic] += two_s * (-s.b_bar[ic] - e / eps);
-      }
-    });
+  if (has_keys) {  // 2s [ −B̄_i − E_i/ε ],  E_i = −2s [ (p_i·B̄_i − w̄_i) p_i − X_i + W̄_i ]
+    plan.rows_quadratic(store, v.p, v.q, v.key_direction, v.quadratic, v.scratch);  // X = Σ_j P_R,ij (p_i·B_j) q_j
+    std::vector<double> p_factor(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) p_factor[i] = p_dot_b_bar[i] - w_bar[i];
+    store.combine(v.product, 0, d, true,
+                  {{v.sums, s.b_bar, nullptr, -two_s}, {v.p, 0, &p_factor, e_scale},
+                   {v.quadratic, 0, nullptr, -e_scale}, {v.sums, s.wq_bar, nullptr, e_scale}});
   }
   return out;
 }
 
-// (2s/ε) Σ_j P_R,ij (δ_R,i + δ_K,j)(p_i − q_j) added to v.product, one pass P_R·[δ_K, δ_K∘q].
-void add_implicit_part(const oriented_plan& plan, const side_view& v, const key_sums& sums, std::int64_t d,
-                       double two_s, double eps, const std::vector<double>& delta_rows,
+// (2s/ε) Σ_j P_R,ij (δ_R,i + δ_K,j)(p_i − q_j) = (2s/ε) [ δ_R,i (r_i p_i − Q̄_i) + β_i p_i − Δ_i ]
+// added to the side's product, one pass [β, Δ] = P_R·[δ_K, δ_K∘q]. The side's `sums` still hold Q̄;
+// the pass's values and results take the side's `values` and `quadratic` names.
+void add_implicit_part(matrix_store& store, const oriented_plan& plan, const side_view& v, const key_sums& sums,
+                       std::int64_t d, double two_s, double eps, const std::vector<double>& delta_rows,
                        const std::vector<double>& delta_keys) {
-  const std::vector<double>& p = v.p;
-  const std::vector<double>& q = v.q;
   const std::vector<double>& r = plan.row_mass();
-  const auto n = static_cast<std::int64_t>(p.size()) / d;
-  const auto m = static_cast<std::int64_t>(q.size()) / d;
-  std::vector<double> weighted_keys(static_cast<std::size_t>(m * (d + 1)));  // (m, d + 1) [δ_K, δ_K∘q]
-  parallel_rows(m, d + 1, [&](std::int64_t j) {
-    weighted_keys[j * (d + 1)] = delta_keys[j];
-    for (std::int64_t c = 0; c < d; ++c) weighted_keys[j * (d + 1) + 1 + c] = delta_keys[j] * q[j * d + c];
-  });
-  const std::vector<double> beta_delta = plan.rows_apply(weighted_keys, d + 1);  // (n, d + 1) [β, Δ]
-  std::vector<double>& h = *v.product;
-  parallel_rows(n, d, [&](std::int64_t i) {
-    const double beta = beta_delta[i * (d + 1)];
-    for (std::int64_t c = 0; c < d; ++c) {
-      const std::size_t ic = static_cast<std::size_t>(i * d + c);
-      h[ic] += two_s / eps *
-               (delta_rows[i] * (r[i] * p[ic] - sums.q_bar[ic]) + beta * p[ic] - beta_delta[i * (d + 1) + 1 + c]);
-    }
-  });
-}
-
-// rounded_operands over all cores.
-std::vector<double> rounded_in_parallel(const std::vector<double>& values, precision mode) {
-  std::vector<double> out(values.size());
-  parallel_rows(static_cast<std::int64_t>(values.size()), 1,
-                [&](std::int64_t e) { out[e] = rounded_operand(values[e], mode); });
-  return out;
+  store.write(v.values, {}, v.keys, d + 1);  // (n_K, d + 1) [δ_K, δ_K∘q]
+  store.write(v.column, delta_keys, v.keys, 1);
+  store.combine(v.values, 0, 1, false, {{v.column}});
+  store.combine(v.values, 1, d, false, {{v.q, 0, &delta_keys}});
+  plan.rows_apply(store, v.values, v.quadratic, v.scratch);  // (n_R, d + 1) [β, Δ]
+  const std::vector<double> beta = store.column(v.quadratic, 0);
+  std::vector<double> p_factor(static_cast<std::size_t>(v.rows));
+  for (std::int64_t i = 0; i < v.rows; ++i) p_factor[i] = delta_rows[i] * r[i] + beta[i];
+  store.combine(v.product, 0, d, true,
+                {{v.p, 0, &p_factor, two_s / eps}, {v.sums, sums.q_bar, &delta_rows, -two_s / eps},
+                 {v.quadratic, 1, nullptr, -two_s / eps}});
 }
 
 // ½(u + v): the two sides' right-hand sides of a symmetric problem, equal up to the solve's
@@ -201,38 +168,66 @@ bool is_symmetric(const prepared_problem& kernel) {
   return kernel.x.count == kernel.y.count && kernel.x.points == kernel.y.points && kernel.x.weights == kernel.y.weights;
 }
 
+// The store's names: the shared matrices, then one block per side (side_view).
+enum : int { kPointsX, kPointsY, kDirectionX, kDirectionY, kProductX, kProductY, kSideX = 8, kSideY = 16 };
+
+side_view view_of(side rows, std::int64_t n_rows, std::int64_t n_keys, bool own, bool keys, bool product) {
+  const bool x = rows == side::x;
+  const int block = x ? kSideX : kSideY;
+  side_view v;
+  v.rows = n_rows;
+  v.keys = n_keys;
+  v.p = x ? kPointsX : kPointsY;
+  v.q = x ? kPointsY : kPointsX;
+  v.own = own ? (x ? kDirectionX : kDirectionY) : -1;
+  v.key_direction = keys ? (x ? kDirectionY : kDirectionX) : -1;
+  v.product = product ? (x ? kProductX : kProductY) : -1;
+  v.values = block;
+  v.sums = block + 1;
+  v.quadratic = block + 2;
+  v.scratch = block + 3;
+  v.column = block + 4;
+  return v;
+}
+
 }  // namespace
 
 hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_hvp_vectors& vectors,
                               const hvp_options& settings) {
   const prepared_problem& kernel = context.inputs.kernel;
-  const std::int64_t d = kernel.x.dim;
+  const std::int64_t n = kernel.x.count, m = kernel.y.count, d = kernel.x.dim;
   const double two_s = 2 * kernel.cost_scale;
   const double eps = context.eps;
-  if (vectors.product_x != nullptr) vectors.product_x->assign(kernel.x.points.size(), 0.0);
-  if (vectors.product_y != nullptr) vectors.product_y->assign(kernel.y.points.size(), 0.0);
 
   const solved_plan plan(context.compute, kernel, eps);
   const std::vector<double>& a = kernel.x.weights;
   const oriented_plan plan_x(plan, side::x, a, settings.two_gemm);
   const oriented_plan plan_y(plan, side::y, a, settings.two_gemm);
-  // The points and directions as the passes' operands are rounded (operand_rounding.hpp): the host
-  // terms cancel against the passes' sums consistently. (H is then that of the rounded problem the
-  // backend solved, along the rounded direction.)
-  const precision mode = context.solve_options.precision;
-  const std::vector<double> x_points = rounded_in_parallel(kernel.x.points, mode);
-  const std::vector<double> y_points = rounded_in_parallel(kernel.y.points, mode);
-  const auto rounded = [mode](const std::vector<double>* direction) {
-    return direction == nullptr ? std::vector<double>() : rounded_in_parallel(*direction, mode);
-  };
-  const std::vector<double> a_dir = rounded(vectors.direction_x), b_dir = rounded(vectors.direction_y);
-  const std::vector<double>* direction_x = vectors.direction_x == nullptr ? nullptr : &a_dir;
-  const std::vector<double>* direction_y = vectors.direction_y == nullptr ? nullptr : &b_dir;
-  const side_view view_x{x_points, y_points, direction_x, direction_y, vectors.product_x};
-  const side_view view_y{y_points, x_points, direction_y, direction_x, vectors.product_y};
+  // The matrices live where the passes run (the backend's store, else one on the host). The points
+  // and directions are the passes' operands, rounded (operand_rounding.hpp): the host terms cancel
+  // against the passes' sums consistently. (H is then that of the rounded problem the backend
+  // solved, along the rounded direction.)
+  host_matrix_store host_store(context.compute, kernel, context.solve_options.precision);
+  matrix_store& store = context.compute.matrices() != nullptr ? *context.compute.matrices() : host_store;
+  store.load_points(kPointsX, side::x);
+  store.load_points(kPointsY, side::y);
+  const bool has_a = vectors.direction_x != nullptr, has_b = vectors.direction_y != nullptr;
+  if (has_a) {
+    store.write(kDirectionX, *vectors.direction_x, n, d);
+    store.round_to_operands(kDirectionX);
+  }
+  if (has_b) {
+    store.write(kDirectionY, *vectors.direction_y, m, d);
+    store.round_to_operands(kDirectionY);
+  }
+  const bool want_x = vectors.product_x != nullptr, want_y = vectors.product_y != nullptr;
+  if (want_x) store.write(kProductX, {}, n, d);
+  if (want_y) store.write(kProductY, {}, m, d);
+  const side_view view_x = view_of(side::x, n, m, has_a, has_b, want_x);
+  const side_view view_y = view_of(side::y, m, n, has_b, has_a, want_y);
 
-  const side_before_solve x = terms_before_solve(plan_x, view_x, d, two_s, eps, settings.part);
-  const side_before_solve y = terms_before_solve(plan_y, view_y, d, two_s, eps, settings.part);
+  const side_before_solve x = terms_before_solve(store, plan_x, view_x, d, two_s, eps, settings.part);
+  const side_before_solve y = terms_before_solve(store, plan_y, view_y, d, two_s, eps, settings.part);
   hvp_report report;
   if (settings.part != hvp_part::fixed_potential) {
     const potential_system_settings solve{settings.tolerance, settings.max_iterations, settings.preconditioner,
@@ -244,9 +239,11 @@ hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_
     report.relative_residual = delta.relative_residual;
     report.converged = delta.converged;
     report.gauge_defect = delta.gauge_defect;
-    if (view_x.product != nullptr) add_implicit_part(plan_x, view_x, x.sums, d, two_s, eps, delta.f, delta.g);
-    if (view_y.product != nullptr) add_implicit_part(plan_y, view_y, y.sums, d, two_s, eps, delta.g, delta.f);
+    if (want_x) add_implicit_part(store, plan_x, view_x, x.sums, d, two_s, eps, delta.f, delta.g);
+    if (want_y) add_implicit_part(store, plan_y, view_y, y.sums, d, two_s, eps, delta.g, delta.f);
   }
+  if (want_x) *vectors.product_x = store.read(kProductX);
+  if (want_y) *vectors.product_y = store.read(kProductY);
   report.plan_passes = plan.passes();
   return report;
 }

@@ -100,4 +100,56 @@ std::vector<double> solved_plan::quadratic_transpose(const std::vector<double>& 
       quadratic_pass(side::y, slot::f, directions, reweight_keys(values, k), k, path, key_directions), k);
 }
 
+void solved_plan::row_average(matrix_store& store, int values, int out) const {
+  store.plan_rows(plan_pass_request(side::x, slot::g, eps_, nullptr, 0), values, out);
+  ++passes_;
+}
+
+void solved_plan::apply_transpose(matrix_store& store, int values, int out, int scratch) const {
+  const std::int64_t k = store.cols(values);
+  store.write(scratch, {}, store.rows(values), k);
+  store.combine(scratch, 0, k, false, {{values, 0, &key_reweight_, 1.0}});
+  store.plan_rows(plan_pass_request(side::y, slot::f, eps_, nullptr, 0), scratch, out);
+  ++passes_;
+  store.combine(out, 0, k, false, {{out, 0, &column_masses_, 1.0}});
+}
+
+void solved_plan::quadratic_pass(matrix_store& store, side rows, slot key, int directions, int values,
+                                 int key_directions, int out, two_gemm_path path) const {
+  plan_quadratic_request request;
+  request.rows = rows;
+  request.keys = other(rows);
+  request.key_potential = key;
+  request.eps = eps_;
+  const bool fusable = key_directions < 0 || compute_.supports_key_directions();
+  if (path == two_gemm_path::fused && fusable) {
+    store.plan_quadratic_rows(request, directions, values, key_directions, out);
+    ++passes_;
+    return;
+  }
+  const std::vector<double> u = store.read(directions), v = store.read(values);
+  const std::vector<double> z = key_directions >= 0 ? store.read(key_directions) : std::vector<double>();
+  request.directions = u.data();
+  request.values = v.data();
+  request.k = store.cols(values);
+  request.key_directions = key_directions >= 0 ? z.data() : nullptr;
+  const plan_rows_result result = quadratic_pass(rows, key, u, v, request.k, path, request.key_directions);
+  store.write(out, result.weighted, store.rows(directions), request.k);
+}
+
+void solved_plan::quadratic_row_average(matrix_store& store, int directions, int values, int key_directions,
+                                        int out, two_gemm_path path) const {
+  quadratic_pass(store, side::x, slot::g, directions, values, key_directions, out, path);
+}
+
+void solved_plan::quadratic_transpose(matrix_store& store, int directions, int values, int key_directions, int out,
+                                      int scratch, two_gemm_path path) const {
+  // The reweighting w_i scales each term once: through V, never through z.
+  const std::int64_t k = store.cols(values);
+  store.write(scratch, {}, store.rows(values), k);
+  store.combine(scratch, 0, k, false, {{values, 0, &key_reweight_, 1.0}});
+  quadratic_pass(store, side::y, slot::f, directions, scratch, key_directions, out, path);
+  store.combine(out, 0, k, false, {{out, 0, &column_masses_, 1.0}});
+}
+
 }  // namespace flashsinkhorn::detail

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/matrix_store.hpp"
 #include "core/prepared_cloud.hpp"
 #include "flashsinkhorn/hessian.hpp"
 
@@ -48,6 +49,16 @@ class solved_plan {
                                                         const std::vector<double>& values, std::int64_t k,
                                                         two_gemm_path path,
                                                         const double* key_directions = nullptr) const;
+
+  // The same products on matrices of a store (core/matrix_store.hpp), k = the values' columns:
+  // `out` := the product; `scratch` is overwritten (the reweighted values of a y-rows pass).
+  void row_average(matrix_store& store, int values, int out) const;
+  void apply_transpose(matrix_store& store, int values, int out, int scratch) const;
+  // key_directions < 0: z = the keys' points.
+  void quadratic_row_average(matrix_store& store, int directions, int values, int key_directions, int out,
+                             two_gemm_path path) const;
+  void quadratic_transpose(matrix_store& store, int directions, int values, int key_directions, int out,
+                           int scratch, two_gemm_path path) const;
 
   [[nodiscard]] const std::vector<double>& column_mass() const { return column_mass_; }
   // The Schur complement S = diag(c) − Pᵀ·diag(1/a)·P in the backend's terms (backend.hpp,
@@ -72,6 +83,10 @@ class solved_plan {
   std::vector<double> column_masses_;  // (m,) μ_j = b_j·exp(g_j/ε + lse_j) of the y-rows pass keyed on f
   std::vector<double> column_mass_;   // (m,) Pᵀ1
 
+  // The fused quadratic pass on the store, or the generic one through the host (`path`, or key
+  // directions the backend does not fuse): `out` := weighted.
+  void quadratic_pass(matrix_store& store, side rows, slot key, int directions, int values, int key_directions,
+                      int out, two_gemm_path path) const;
   plan_rows_result quadratic_pass(side rows, slot key, const std::vector<double>& directions,
                                   const std::vector<double>& values, std::int64_t k, two_gemm_path path,
                                   const double* key_directions) const;

@@ -49,6 +49,8 @@ class traced_backend final : public backend {
     return result;
   }
   [[nodiscard]] bool supports_key_directions() const override { return inner_->supports_key_directions(); }
+  // (the store's operations are not traced; its passes run inside the backend)
+  [[nodiscard]] matrix_store* matrices() const override { return inner_->matrices(); }
   void point_gradient(const point_gradient_request& request) override {
     timed("point_gradient " + pass_name(request.rows, request.keys) + " (enqueue)",
           [&] { inner_->point_gradient(request); });

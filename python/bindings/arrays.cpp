@@ -260,11 +260,6 @@ nb::object numpy_vector(std::vector<double>&& values, bool float32) {
   return array;
 }
 
-nb::object numpy_empty_vector(std::int64_t size, bool float32) {
-  npy_intp dims[1] = {static_cast<npy_intp>(size)};
-  return steal_or_raise(PyArray_SimpleNew(1, dims, float32 ? NPY_FLOAT32 : NPY_FLOAT64));
-}
-
 nb::object numpy_scalar(double value, bool float32) {
   nb::object array = steal_or_raise(PyArray_SimpleNew(0, nullptr, float32 ? NPY_FLOAT32 : NPY_FLOAT64));
   void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.ptr()));

@@ -61,7 +61,5 @@ mutable_vector_view as_mutable_vector(const array_argument& array, const char* n
 nb::object numpy_vector(std::vector<double>&& values, bool float32);
 // A 0-d NumPy array holding `value`, float32 or float64.
 nb::object numpy_scalar(double value, bool float32);
-// An uninitialised (size,) NumPy array, float32 or float64 (the binding writes it).
-nb::object numpy_empty_vector(std::int64_t size, bool float32);
 
 }  // namespace flashsinkhorn::python

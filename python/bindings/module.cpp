@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -307,103 +306,6 @@ bound_solver* new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b,
   return held.release();
 }
 
-// `values` rounded once to the dtype of `out` (an output_argument: a (size,) vector, or a 0-d array
-// for one value) and written there.
-void write_values(const std::vector<double>& values, const array_argument& out) {
-  const std::int64_t stride = out.ndim == 0 ? 0 : out.stride[0];
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const std::int64_t at = static_cast<std::int64_t>(i) * stride;
-    if (out.type == dtype::float32) {
-      static_cast<float*>(out.data)[at] = static_cast<float>(values[i]);
-    } else {
-      static_cast<double*>(out.data)[at] = values[i];
-    }
-  }
-}
-
-// `object` as an output of `size` values of the working dtype: a (size,) array, or a 0-d array when
-// size is 0 (the cost).
-array_argument result_output(nb::handle object, std::int64_t size, bool float32, const char* name) {
-  array_argument out = output_argument(object, name);
-  const bool shaped = size == 0 ? out.ndim == 0 : out.ndim == 1 && out.shape[0] == size;
-  if (!shaped || out.space != memory_space::host || (out.type == dtype::float32) != float32) {
-    throw invalid_argument(std::string(name) + " must be a host array of the working dtype with " +
-                           (size == 0 ? std::string("no dimensions") : "shape (" + std::to_string(size) + ",)"));
-  }
-  return out;
-}
-
-// The arrays one solve's results are written into: the caller's (f, g, cost, f_aa, g_bb) when given,
-// else new NumPy arrays made here (f, g, and f_aa, g_bb when debiased; no cost array).
-struct result_arrays {
-  nb::object f, g, cost, f_aa, g_bb;
-  array_argument f_out, g_out, cost_out, f_aa_out, g_bb_out;
-
-  result_arrays(nb::handle given, std::int64_t n, std::int64_t m, bool float32, bool debiased) {
-    if (given.is_none()) {
-      f = numpy_empty_vector(n, float32);
-      g = numpy_empty_vector(m, float32);
-      if (debiased) {
-        f_aa = numpy_empty_vector(n, float32);
-        g_bb = numpy_empty_vector(m, float32);
-      }
-    } else {
-      const nb::tuple outputs = nb::cast<nb::tuple>(given);
-      f = outputs[0], g = outputs[1], cost = outputs[2];
-      if (debiased) f_aa = outputs[3], g_bb = outputs[4];
-      cost_out = result_output(cost, 0, float32, "cost");
-    }
-    f_out = result_output(f, n, float32, "f");
-    g_out = result_output(g, m, float32, "g");
-    if (debiased) {
-      f_aa_out = result_output(f_aa, n, float32, "f_aa");
-      g_bb_out = result_output(g_bb, m, float32, "g_bb");
-    } else {
-      f_aa = g_bb = nb::none();
-    }
-  }
-
-  // Without the GIL: only memory the arrays own is written.
-  void write(const result& r) const {
-    write_values(r.f, f_out);
-    write_values(r.g, g_out);
-    if (cost_out.data != nullptr) write_values({r.cost}, cost_out);
-    if (f_aa_out.data != nullptr) {
-      write_values(r.f_aa, f_aa_out);
-      write_values(r.g_bb, g_bb_out);
-    }
-  }
-};
-
-// sinkhorn()'s host call in one binding call: new_solver, then the solve, with one Python→C++
-// transition and the GIL released once around construction and solve. Returns (solver, cost,
-// primal_cost, relative_entropy, iterations, marginal_error, converged, eps, device, total_seconds,
-// f, g, f_aa, g_bb). The arrays the potentials go to exist before the solve (after a solve of
-// milliseconds the caches are cold and each object made costs several times its warm time;
-// bench/python_cold_floor_probe.py), checked then, and written without the GIL: `outputs` =
-// (f, g, cost, f_aa, g_bb) — host arrays of the working dtype shaped (n,), (m,), (), and (n,),
-// (m,) when debiased (else None), the memory of the tensors a torch caller made — or, when
-// `outputs` is None, new NumPy arrays made here, with the cost returned as a float. The given or
-// made arrays are the ones returned; f_aa, g_bb are None unless debiased.
-nb::tuple solve_new(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
-                    nb::handle initial_f, nb::handle initial_g, const options& opts, nb::handle labels, bool float32,
-                    nb::handle outputs) {
-  problem p;
-  std::unique_ptr<bound_solver> held = bound_arguments(x, y, a, b, eps, cost_scale, initial_f, initial_g, labels, p);
-  const result_arrays arrays(outputs, p.x.rows, p.y.rows, float32, opts.debias);
-  result r;
-  {
-    nb::gil_scoped_release unlocked;
-    held->impl.emplace(p, opts);
-    r = held->impl->solve();
-    arrays.write(r);
-  }
-  const nb::object cost = outputs.is_none() ? nb::cast(r.cost) : arrays.cost;
-  return nb::make_tuple(nb::cast(held.release(), nb::rv_policy::take_ownership), cost, r.primal_cost,
-                        r.relative_entropy, r.iterations, r.marginal_error, r.converged, r.eps, r.device,
-                        r.time.total_seconds, arrays.f, arrays.g, arrays.f_aa, arrays.g_bb);
-}
-
 }  // namespace
 }  // namespace flashsinkhorn::python
 
@@ -536,12 +438,6 @@ NB_MODULE(_core, m) {
           "sizes", [](const py::bound_solver& s) { return nb::make_tuple(s.x.shape[0], s.y.shape[0], s.x.shape[1]); },
           "(n, m, d) of the clouds this solver was built on.");
 
-  m.def("solve_new", &py::solve_new, "x"_a, "y"_a, "a"_a.none(), "b"_a.none(), "eps"_a, "cost_scale"_a,
-        "initial_f"_a.none(), "initial_g"_a.none(), "options"_a, "labels"_a.none(), "float32"_a, "outputs"_a.none(),
-        "new_solver(...) and its solve in one call: (solver, cost, primal_cost, relative_entropy, iterations, "
-        "marginal_error, converged, eps, device, total_seconds, f, g, f_aa, g_bb), the potentials written into "
-        "outputs = (f, g, cost, f_aa, g_bb) (host arrays of the working dtype) or, when None, into new NumPy "
-        "arrays with the cost a float.");
   m.def("new_solver", &py::new_solver, "x"_a, "y"_a, "a"_a.none(), "b"_a.none(), "eps"_a, "cost_scale"_a,
         "initial_f"_a.none(), "initial_g"_a.none(), "options"_a, "labels"_a.none() = nb::none(),
         "cuda_stream"_a.none() = nb::none(),

@@ -95,20 +95,6 @@ class Frame:
         zero-copy `torch.from_numpy` in give_back)."""
         return np.empty(shape, dtype=self.numpy_dtype)
 
-    def empty_results(self, n: int, m: int, debias: bool) -> tuple[tuple, tuple]:
-        """Tensors of a torch frame on the host for one solve's results (f (n,), g (m,), cost (), and
-        f_aa (n,), g_bb (m,) when debiased, else None), and the NumPy views of their memory that the
-        core writes (_core.solve_new's `outputs`)."""
-        empty, dtype = np.empty, self.numpy_dtype
-        host = (empty(n, dtype), empty(m, dtype), empty((), dtype), empty(n, dtype) if debias else None,
-                empty(m, dtype) if debias else None)
-        from_numpy = torch.from_numpy
-        return tuple(None if h is None else from_numpy(h) for h in host), host
-
-    def empty_device(self, shape: tuple[int, ...]) -> Any:
-        """An output tensor on the frame's GPU that the core writes in place (CUDA frames only)."""
-        return torch.empty(shape, dtype=self.dtype, device=self.device)
-
     def give_back(self, host: np.ndarray) -> Array:
         """A NumPy result of the core (already in the working dtype) in the caller's framework and
         device."""

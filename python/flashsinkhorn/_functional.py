@@ -373,11 +373,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
                       debias=debias, precision=precision, device=device, threads=threads,
                       normalize_weights=normalize_weights, initial_f=initial_f, initial_g=initial_g, labels=labels)
         return differentiable_sinkhorn(x, y, a, b, kwargs)
-    if frame.on_host and (not frame.torch or (_points_shape(x) and _points_shape(y))):
-        return _solve_on_host(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
-                              iters, tol, check_every, reach, reach_x, reach_y, debias, precision, device, threads,
-                              normalize_weights, labels)
-    # Solver(...).solve(), without binding the keyword arguments a second time.
+    # Solver(...).solve(), without binding the keyword arguments a second time (every Python-level call
+    # on this path costs microseconds when the interpreter's caches are cold after a long solve).
     s = Solver.__new__(Solver)
     s._frame, s._debias = frame, bool(debias)
     core = s._core = _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
@@ -387,43 +384,6 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     if s._in_place:
         return s._solve_on_device()
     return s._result(*core.solve_fields(frame.single, s._debias, frame.torch))
-
-
-def _points_shape(value: Any) -> bool:
-    """Whether `value` is a 2-d array or tensor (the shape result tensors are made from)."""
-    return getattr(value, "ndim", None) == 2
-
-
-def _solve_on_host(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter, iters,
-                   tol, check_every, reach, reach_x, reach_y, debias, precision, device, threads, normalize_weights,
-                   labels) -> SinkhornResult:
-    """sinkhorn() for NumPy inputs and CPU tensors in one binding call (_core.solve_new: construction,
-    solve and results, the GIL released once), the arrays and tensors of the result made before the
-    solve. After a solve of milliseconds the interpreter's, NumPy's and torch's code and data are
-    cold and each step costs several times its warm time (bench/python_cold_floor_probe.py) — torch's
-    first call most. Torch results are therefore tensors made here, in the same torch phase as the
-    inputs' DLPack capsules, over host buffers the core writes: no torch call runs after the solve
-    (measured in one process against the Solver path: ~20 µs less per CPU-tensor call at
-    n = m = 1,000 on the 2-core VM; NumPy calls unchanged). The arguments are prepared as _new_core
-    prepares them."""
-    if precision is None:  # the arithmetic follows the data, as in GeomLoss
-        precision = "fp32" if frame.single else "fp64"
-    options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, reach, reach_x, reach_y, debias,
-                          precision, device, threads, normalize_weights, frame.cuda_index)
-    tensors = outputs = None
-    if frame.torch:
-        tensors, outputs = frame.empty_results(x.shape[0], y.shape[0], debias)
-        x, y, a, b = host_array(x, frame), host_array(y, frame), host_array(a, frame), host_array(b, frame)
-        initial_f, initial_g = host_array(initial_f, frame), host_array(initial_g, frame)
-    (core, value, primal_cost, relative_entropy, iterations, marginal_error, converged, final_eps, device_name, seconds,
-     f, g, f_aa, g_bb) = _core.solve_new(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options,
-                                         None if labels is None else labels.core_arguments(), frame.single, outputs)
-    if tensors is not None:
-        f, g, value, f_aa, g_bb = tensors
-    s = Solver.__new__(Solver)
-    s._frame, s._debias, s._core = frame, bool(debias), core
-    return SinkhornResult(f, g, value, primal_cost, relative_entropy, iterations, marginal_error, converged, final_eps,
-                          device_name, seconds, s, f_aa, g_bb)
 
 
 def _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter, iters, tol,

@@ -33,6 +33,7 @@
 #include "cuda/caller_stream.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_stream.hpp"
+#include "cuda/device_matrix_store.hpp"
 #include "cuda/device_cloud.hpp"
 #include "cuda/device_prepare.hpp"
 #include "cuda/device_buffer.hpp"
@@ -512,6 +513,32 @@ class cuda_backend final : public backend {
   // keys'.
   [[nodiscard]] bool supports_key_directions() const override { return true; }
 
+  // The Hessian-vector product's matrices in device memory (device_matrix_store.hpp), made on first
+  // use; its passes take this backend's scratch through plan_args.
+  [[nodiscard]] matrix_store* matrices() const override {
+    if (store_ == nullptr) {
+      device_store_context context;
+      context.mode = mode_;
+      context.device = device_;
+      context.stream = stream_.get();
+      context.clouds = {&clouds_[0], &clouds_[1]};
+      context.pass_args = [this](side rows, side keys, slot key, double eps, std::int64_t k, bool quadratic) {
+        // (k = 0 here: the store writes the results into its own matrix, not into plan_.weighted)
+        plan_rows_launch_args args = plan_args(rows, keys, key, eps, 0);
+        args.k = k;
+        args.values_scratch = reserve(plan_.staged, staged_bytes(keys, k, false, quadratic));
+        if (k == 1) {
+          args.partial_scratch_capacity = vector_partial_bytes(rows, keys);
+          args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(args.partial_scratch_capacity));
+        }
+        return args;
+      };
+      context.transfers = transfers_;
+      store_ = std::make_unique<device_matrix_store>(std::move(context));
+    }
+    return store_.get();
+  }
+
   [[nodiscard]] plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const override {
     if (!(request.eps > 0)) throw invalid_argument("plan_quadratic_rows: eps must be > 0");
     if (side_of(request.key_potential) != request.keys)
@@ -848,6 +875,7 @@ class cuda_backend final : public backend {
   };
   mutable summary_scratch summary_;
   std::int64_t dim_ = 0;
+  mutable std::unique_ptr<device_matrix_store> store_;  // matrices(), made on first use
 };
 
 }  // namespace

@@ -61,10 +61,10 @@ def write_fixture(results: Path) -> None:
     hvp_header = {"bench": "bench/hvp_bench.sh", "commit": "abc1234", "machine": "fixture GPU", "date": "2099-01-01",
                   "command": "hvp_bench.sh (fixture)", "protocol": "fixture protocol"}
     hvp = [hvp_header,
-           {"n": 10000, "d": 64, "precision": "tf32", "part": "full", "cg_ridge": 0.01, "cg_iterations": 38,
-            "cg_relative_residual": 8.3e-5, "cg_converged": True, "hvp_seconds": 0.02},
-           {"n": 10000, "d": 64, "precision": "tf32", "part": "full", "cg_ridge": 0, "cg_iterations": 500,
-            "cg_relative_residual": 2.5e-2, "cg_converged": False, "hvp_seconds": 0.4},
+           {"n": 10000, "d": 64, "precision": "tf32", "part": "full", "cg_ridge": 0.01, "cg_tolerance": 1e-4,
+            "cg_iterations": 38, "cg_relative_residual": 8.3e-5, "cg_converged": True, "hvp_seconds": 0.02},
+           {"n": 10000, "d": 64, "precision": "tf32", "part": "full", "cg_ridge": 0, "cg_tolerance": 1e-4,
+            "cg_iterations": 500, "cg_relative_residual": 2.5e-2, "cg_converged": False, "hvp_seconds": 0.4},
            {"impl": "flash-sinkhorn", "n": 10000, "d": 64, "allow_tf32": True, "ms_forward_hvp": 60.0,
             "cg_iterations": 43, "cg_relative_residual": 2.2e-5, "ms_first_call": 90000.0}]
     (results / "hvp_h200_2099-01-01.jsonl").write_text("".join(json.dumps(r) + "\n" for r in hvp))
@@ -89,10 +89,11 @@ def test_report_writes_tables_claims_and_plots(tmp_path):
     # the CPU section and the sources with their commands; the unknown file listed, not converted
     assert "| pot-dense-log | 5,000 | 64 | fp32 | 100 | 55 s | 9.17× |" in text
     assert "`run.py (fixture)`" in text and "`unrelated_2099.json`" in text
-    # the HVP section: our runs, the peer's, and the claim (60 ms / 20 ms = 3.00×, short of 5× by 1.7×)
-    assert "| 10,000 | 64 | tf32 | full | 0.01 | diagonal | 38 | 8.3e-05 | yes | 20 | `abc1234` |" in text
-    assert "| 10,000 | 64 | tf32 | full | exact | diagonal | 500 | 2.5e-02 | no | 400 | `abc1234` |" in text
-    assert "| 10,000 | 64 | tf32 vs tf32 | 20 | 60 | 3.00× | short by 1.7× |" in text
+    # the HVP section: our runs, the peer's, and the claim (60 ms / 20 ms = 3.00×, short of 5× by 1.7×;
+    # with our forward of 50 × 0.15 ms from the fixture's forward file: 60 / 27.5 = 2.18×)
+    assert "| 10,000 | 64 | tf32 | full | 0.01 | diagonal | 1e-04 | 38 | 8.3e-05 | yes | 20 | `abc1234` |" in text
+    assert "| 10,000 | 64 | tf32 | full | exact | diagonal | 1e-04 | 500 | 2.5e-02 | no | 400 | `abc1234` |" in text
+    assert "| 10,000 | 64 | tf32 vs tf32 | 1e-04 | 20 | 60 | 3.00× | short by 1.7× | 2.18× (27.5 ms," in text
     assert "`hvp_h200_2099-01-01.jsonl` | hvp |" in text
 
 

@@ -751,7 +751,7 @@ class cuda_backend final : public backend {
     args.bias_scratch = reinterpret_cast<float*>(bias_.data());  // the softmin's β buffer, 8 bytes a key
     args.max_shared_bytes = max_shared_bytes_;
     args.sm_count = sm_count_;
-    if (k == 1) {
+    if (k <= 1) {  // the one-column and the LSE-only passes split their keys
       args.partial_scratch_capacity = vector_partial_bytes(rows, keys);
       args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(args.partial_scratch_capacity));
     }

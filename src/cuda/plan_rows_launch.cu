@@ -335,7 +335,8 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
                        keys.padded_count, args.k, args.values_scratch, stream);
     if (status != cudaSuccess) return status;
   }
-  if (vector && launch_plan_vector_wgmma(mode, args, stream, status)) return status;
+  const bool lse_only = args.k == 0 && args.cost == nullptr && args.stored_directions == nullptr;
+  if ((vector || lse_only) && launch_plan_vector_wgmma(mode, args, stream, status)) return status;
   switch (mode) {
     case precision::fp32: return launch_plan_mma<kernels::fp32_split_operands>(args, vector, stream);
     case precision::tf32:

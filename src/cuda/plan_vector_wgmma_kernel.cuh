@@ -11,7 +11,9 @@
 //
 // Key splits, their partial states (row maximum in log₂ units, Σ P, Σ P·v) and their merge are
 // plan_mma_kernel.cuh's (plan_vector_partial, plan_vector_combine_kernel): p.partials == nullptr
-// finishes the rows here.
+// finishes the rows here. Without values (kValues false) it is the LSE-only pass (the solved
+// plan's f̃ = T_f(g), core/solved_plan.cpp): the softmin's reduction, no v in the ring. (A
+// template argument, not a run-time flag: the flag spilled the d = 64 instance's registers.)
 #pragma once
 
 #include <cuda.h>
@@ -82,7 +84,7 @@ __device__ __forceinline__ void reduce_weighted_score_tile(const float (&acc)[wg
 // p: plan_mma_params as the kVector pass takes them (key_bias: β·log₂e, −∞ on padded keys;
 // values_t: the keys_padded fp32 v_j, 0 on padded keys). `stages`: the ring depth the launcher
 // sized the shared memory for (plan_vector_wgmma::shared_bytes).
-template <class Op, int kSteps>
+template <class Op, int kSteps, bool kValues>
 __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
     plan_vector_wgmma_kernel(const plan_mma_params p, const int stages, const __grid_constant__ CUtensorMap rows_map,
                              const __grid_constant__ CUtensorMap keys_map) {
@@ -103,6 +105,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
   const int tiles = max(0, min(key_tiles, tile_begin + tiles_per_split) - tile_begin);
   const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
   const auto* values = static_cast<const float*>(p.values_t);
+  constexpr bool has_values = kValues;
 
   unsigned char* query = shared;                           // (panels, kWgmmaBlockM, 128 B)
   unsigned char* ring = shared + geo::query_bytes(kSteps);  // stages × keys (panels, kTileN, 128 B)
@@ -118,13 +121,13 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
   auto issue_tile = [&](int t) {  // producer only: keys, β and v of tile t on one barrier
     const int key0 = (tile_begin + t) * wgmma::kTileN;
     std::uint64_t* barrier = &full[t % stages];
-    tma::arrive_expect_bytes(barrier, kKeyBytes + 2 * geo::kVectorBytes);
+    tma::arrive_expect_bytes(barrier, kKeyBytes + (has_values ? 2 : 1) * geo::kVectorBytes);
 #pragma unroll
     for (int c = 0; c < kPanels; ++c)
       tma::load_2d(stage_of(t) + c * wgmma::kTileN * wgmma::kPanelRowBytes, &keys_map, c * wgmma::kPanelWords, key0,
                    barrier);
     tma::load_1d(bias_of(t), p.key_bias + key0, geo::kVectorBytes, barrier);
-    tma::load_1d(values_of(t), values + key0, geo::kVectorBytes, barrier);
+    if constexpr (kValues) tma::load_1d(values_of(t), values + key0, geo::kVectorBytes, barrier);
   };
   if (producer) {
     load_query_block<kPanels>(query, &rows_map, row_block0, &query_full);
@@ -145,7 +148,10 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
     issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_of(j)));
     wgmma::wait_group<0>();
     wgmma::pin(acc);
-    reduce_weighted_score_tile(acc, bias_of(j), values_of(j), p.score_scale_log2, row_max, row_sum, row_dot);
+    if constexpr (kValues)
+      reduce_weighted_score_tile(acc, bias_of(j), values_of(j), p.score_scale_log2, row_max, row_sum, row_dot);
+    else
+      reduce_score_tile(acc, bias_of(j), p.score_scale_log2, row_max, row_sum);
     tma::arrive(&empty[j % stages]);
     // Refill the stage of tile j − 1 once both warpgroups are done with it (as the softmin kernel).
     const int refill = j - 1 + stages;
@@ -173,7 +179,8 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
     }
     p.lse[row] = static_cast<double>(row_max[h]) * 0.69314718055994530942 + log(static_cast<double>(sum)) -
                  p.row_scaled_sq_norm[row] / p.eps;
-    if (p.weighted != nullptr) p.weighted[row] = sum > 0 ? static_cast<double>(dot) / static_cast<double>(sum) : 0.0;
+    if (has_values && p.weighted != nullptr)
+      p.weighted[row] = sum > 0 ? static_cast<double>(dot) / static_cast<double>(sum) : 0.0;
   }
 #elif defined(__CUDA_ARCH__)
   __trap();  // the launcher selects this kernel only on sm_90a builds running on sm_90

@@ -22,16 +22,17 @@ int steps_of(precision mode, std::int64_t padded_dim) {
   return static_cast<int>(words * 4 / wgmma::kStepBytes);
 }
 
-// The kernel instance for rows of `steps` k-steps (rows are padded to 16 words: steps is even).
-template <class Op>
+// The kernel instance for rows of `steps` k-steps (rows are padded to 16 words: steps is even),
+// with or without values.
+template <class Op, bool kValues>
 auto kernel_for(int steps) {
-  using kernel_type = decltype(&kernels::plan_vector_wgmma_kernel<Op, 2>);
+  using kernel_type = decltype(&kernels::plan_vector_wgmma_kernel<Op, 2, kValues>);
   static_assert(tile::kWgmmaMaxRowWords / 8 <= 8, "extend the table below");
   switch (steps) {
-    case 2: return &kernels::plan_vector_wgmma_kernel<Op, 2>;
-    case 4: return &kernels::plan_vector_wgmma_kernel<Op, 4>;
-    case 6: return &kernels::plan_vector_wgmma_kernel<Op, 6>;
-    case 8: return &kernels::plan_vector_wgmma_kernel<Op, 8>;
+    case 2: return &kernels::plan_vector_wgmma_kernel<Op, 2, kValues>;
+    case 4: return &kernels::plan_vector_wgmma_kernel<Op, 4, kValues>;
+    case 6: return &kernels::plan_vector_wgmma_kernel<Op, 6, kValues>;
+    case 8: return &kernels::plan_vector_wgmma_kernel<Op, 8, kValues>;
     default: return kernel_type{nullptr};
   }
 }
@@ -52,7 +53,7 @@ vector_launch plan_launch(precision mode, const device_cloud_view& rows, const d
   if (out.stages == 0) return out;
   const int steps = steps_of(mode, rows.padded_dim);
   out.shared_bytes = geo::shared_bytes(steps, out.stages);
-  const int ctas_per_sm = occupancy(kernel_for<Op>(steps), out.threads, out.shared_bytes);
+  const int ctas_per_sm = occupancy(kernel_for<Op, true>(steps), out.threads, out.shared_bytes);
   out.splits = plan_key_splits((rows.count + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM,
                                keys.padded_count / wgmma::kTileN, static_cast<std::int64_t>(sm_count) * ctas_per_sm,
                                tile::kMaxSplits, tile::kMinTilesPerSplit);
@@ -78,14 +79,14 @@ bool launch(precision mode, const plan_rows_launch_args& args, cudaStream_t stre
 
   kernels::plan_mma_params p{};
   p.key_bias = args.bias_scratch;
-  p.values_t = args.values_scratch;
+  p.values_t = args.k == 1 ? args.values_scratch : nullptr;  // k = 0: the LSE-only pass
   p.row_scaled_sq_norm = rows.scaled_sq_norm;
   p.lse = args.lse;
-  p.weighted = args.weighted;
+  p.weighted = args.k == 1 ? args.weighted : nullptr;
   p.rows = rows.count;
   p.keys = keys.count;
   p.keys_padded = keys.padded_count;
-  p.k = 1;
+  p.k = args.k;
   p.score_scale_log2 = static_cast<float>(2.0 * args.cost_scale / args.eps * 1.44269504088896340736);
   p.eps = args.eps;
   split_plan splits = plan.splits;
@@ -95,7 +96,7 @@ bool launch(precision mode, const plan_rows_launch_args& args, cudaStream_t stre
     p.rows_padded = rows.padded_count;
     p.tiles_per_split = splits.tiles_per_split;
   }
-  const auto kernel = kernel_for<Op>(steps);
+  const auto kernel = args.k == 1 ? kernel_for<Op, true>(steps) : kernel_for<Op, false>(steps);
   status = allow_shared(kernel, plan.shared_bytes);
   if (status != cudaSuccess) return true;
   const dim3 grid(static_cast<unsigned>((rows.count + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM),
@@ -135,7 +136,7 @@ std::int64_t plan_vector_wgmma_partial_bytes(precision mode, const device_cloud_
 
 bool launch_plan_vector_wgmma(precision mode, const plan_rows_launch_args& args, cudaStream_t stream,
                               cudaError_t& status) {
-  if (args.k != 1 || args.cost != nullptr || args.stored_directions != nullptr) return false;
+  if (args.k > 1 || args.cost != nullptr || args.stored_directions != nullptr) return false;
   if (mode == precision::bf16) return launch<kernels::wgmma_bf16_operands>(mode, args, stream, status);
   if (mode == precision::tf32) return launch<kernels::wgmma_tf32_operands>(mode, args, stream, status);
   return false;

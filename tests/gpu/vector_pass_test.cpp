@@ -93,6 +93,38 @@ TEST_P(vector_pass_test, matches_float64_and_the_cpu_backend) {
   }
 }
 
+// The LSE-only pass (k = 0, no cost: the solved plan's f̃ = T_f(g)) runs the same kernel without
+// values on sm_90a: its LSE against float64 and the CPU backend of the same mode.
+TEST_P(vector_pass_test, lse_only_pass_matches_float64_and_the_cpu_backend) {
+  const vector_case c = GetParam();
+  std::mt19937_64 rng(static_cast<std::uint64_t>(7 * c.n + 3 * c.m + c.d));
+  prepared_problem problem;
+  problem.x = gpu_tests::random_cloud(c.n, c.d, true, rng, 0.0);
+  problem.y = gpu_tests::random_cloud(c.m, c.d, true, rng, 0.4);
+  centre_clouds(problem);
+  const double scale = gpu_tests::largest_cost(problem);
+  const double eps = 0.1 * static_cast<double>(c.d) + 0.05;
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> g(static_cast<std::size_t>(c.m));
+  for (auto& e : g) e = 0.3 * eps * normal(rng);
+  const plan_rows_request request = plan_pass_request(side::x, slot::g, eps, nullptr, 0);
+  auto exact = make_cpu_backend(problem, precision::fp64, 0);
+  exact->write_potential(slot::g, g);
+  const plan_rows_result want = exact->plan_rows(request);
+  for (const precision mode : {precision::fp32, precision::tf32, precision::bf16}) {
+    SCOPED_TRACE(std::string(flashsinkhorn::to_string(mode)));
+    auto gpu = make_cuda_backend(problem, mode, 0);
+    auto cpu = make_cpu_backend(problem, mode, 0);
+    gpu->write_potential(slot::g, g);
+    cpu->write_potential(slot::g, g);
+    const plan_rows_result got = gpu->plan_rows(request);
+    const double float_score_tol = 64 * 0x1p-24 * scale / eps;
+    EXPECT_LE(max_abs_diff(got.lse, want.lse), 2 * operand_roundoff(mode) * scale / eps + float_score_tol);
+    EXPECT_LE(max_abs_diff(got.lse, cpu->plan_rows(request).lse), float_score_tol);
+    EXPECT_TRUE(got.weighted.empty());
+  }
+}
+
 // (1000, 9000): 8 row blocks, the keys split; (20000, 2000): 157 row blocks fill the SMs, no split;
 // d = 3 and 20 pad to one 16-word row, d = 64 is the widest resident row, d = 100 takes the mma.sync
 // pass.

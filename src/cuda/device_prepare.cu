@@ -267,14 +267,24 @@ void require_on_device(const View& view, int device, const char* name) {
   if (view.data == nullptr) throw invalid_argument(std::string(name) + " has no data");
 }
 
-// CUB's sum of `count` doubles into the device scalar `out`, with its own temporary storage.
-void device_sum(const double* values, std::int64_t count, double* out, cudaStream_t stream) {
-  std::size_t bytes = 0;
-  FS_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, values, out, count, stream));
-  device_buffer<unsigned char> temporary(bytes);
-  FS_CUDA_CHECK(cub::DeviceReduce::Sum(temporary.data(), bytes, values, out, count, stream));
-  FS_CUDA_CHECK(cudaStreamSynchronize(stream));  // `temporary` is freed on return
-}
+// CUB's sums of up to `capacity` doubles into device scalars, with one temporary storage sized once
+// (a larger storage than a smaller sum needs is allowed), so that no sum waits for the host.
+class device_sums {
+ public:
+  explicit device_sums(std::int64_t capacity) {
+    FS_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes_, static_cast<const double*>(nullptr),
+                                         static_cast<double*>(nullptr), capacity));
+    storage_ = device_buffer<unsigned char>(std::max<std::size_t>(bytes_, 1));
+  }
+  void sum(const double* values, std::int64_t count, double* out, cudaStream_t stream) {
+    std::size_t bytes = bytes_;
+    FS_CUDA_CHECK(cub::DeviceReduce::Sum(storage_.data(), bytes, values, out, count, stream));
+  }
+
+ private:
+  std::size_t bytes_ = 0;
+  device_buffer<unsigned char> storage_;
+};
 
 // The per-cloud working state of the preparation: its points as doubles (count, dim), weights.
 struct working_cloud {
@@ -377,6 +387,7 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
   FS_CUDA_CHECK(cudaMemsetAsync(flags_on_device.data(), 0xFF, sizeof(validation_flags), stream));  // kNone
   validation_flags* flags = flags_on_device.data();
   working_cloud work[2];
+  device_sums sums(std::max(p.x.rows, p.y.rows));
   for (int s = 0; s < 2; ++s) {
     const matrix_view& view = *views[s];
     working_cloud& w = work[s];
@@ -393,7 +404,7 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
     read_weights_kernel<<<blocks_for(view.rows), kThreads, 0, stream>>>(
         source, view.rows, w.weights.data(), &flags->first_nonfinite_weight[s], &flags->first_negative_weight[s]);
     FS_CUDA_CHECK_LAUNCH();
-    device_sum(w.weights.data(), view.rows, &flags->weight_sum[s], stream);
+    sums.sum(w.weights.data(), view.rows, &flags->weight_sum[s], stream);
   }
   validation_flags host_flags{};
   FS_CUDA_CHECK(cudaMemcpyAsync(&host_flags, flags, sizeof host_flags, cudaMemcpyDeviceToHost, stream));
@@ -439,7 +450,7 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
     normalise_weights_kernel<<<blocks_for(work[s].count), kThreads, 0, stream>>>(
         work[s].weights.data(), work[s].log_weights.data(), work[s].count, &flags->weight_sum[s], o.normalize_weights);
     FS_CUDA_CHECK_LAUNCH();
-    device_sum(work[s].weights.data(), work[s].count, masses.data() + s, stream);
+    sums.sum(work[s].weights.data(), work[s].count, masses.data() + s, stream);
   }
   if (dim > 65535) throw unsupported("prepare_on_device: more than 65535 coordinates per point");
   device_buffer<double> partials(static_cast<std::size_t>(2 * dim * kColumnChunks * 3));

@@ -37,11 +37,11 @@ struct potential_views {
 // CUDA inputs. When X and Y (and a, b when given) are views of CUDA memory and the CUDA backend
 // runs, the solver reads them in place on the device, in the order of options::cuda_stream:
 // validation, weight normalisation, centring, cosine normalisation, the precision's rounding and
-// the norms run there (same checks, same messages). solve_into with CUDA views, gradient_x and
+// the norms run there (same checks, same messages), and a warm start's potentials are checked and
+// copied into place there. solve_into with CUDA views, gradient_x and
 // gradient_y with CUDA outputs then move only scalars between host and device (transfers()).
 // These paths copy through the host instead (counted in transfers(), never silently wrong):
-//   - the CPU backend, a label cost, a warm start (initial_f, initial_g): the arrays are copied to
-//     the host first and prepared there;
+//   - the CPU backend, a label cost: the arrays are copied to the host first and prepared there;
 //   - solve() (its result holds host vectors), host output views, and, once per solver, the host
 //     copy of the inputs that apply_plan, apply_plan_transpose, barycentric_projection, gradient_a,
 //     gradient_b, potential_vjp and the Hessian products read.

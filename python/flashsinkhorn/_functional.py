@@ -348,8 +348,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
       device: 'auto', 'cpu', 'cuda' or 'cuda:k'. CUDA tensors (float32/float64) are read in place on
         their GPU, in the order of the current stream; the potentials, the value and the x, y gradients
         stay there (only scalars reach the host). Copied through the host instead (once, explicitly):
-        device='cpu', labels, initial_f/initial_g, and what the plan products, weight gradients and
-        Hessian products read (solver.hpp, "CUDA inputs").
+        device='cpu', labels, and what the plan products, weight gradients and Hessian products read
+        (solver.hpp, "CUDA inputs").
       threads: CPU threads (0: OpenMP's default).
       initial_f, initial_g: warm start (both or neither).
       labels: a LabelCost — the OTDD cost s·(λx‖x − y‖² + λy·W[l, l']) instead of s‖x − y‖².

@@ -85,10 +85,9 @@ std::unique_ptr<backend> make_backend(const prepared_problem& prepared, const op
 }
 
 // Whether the problem is read where it lives, on the device (solver.hpp, "CUDA inputs"): X in CUDA
-// memory, the CUDA backend, no label cost, no warm start. (prepare_on_device checks Y, a, b.)
+// memory, the CUDA backend, no label cost. (prepare_on_device checks Y, a, b and the warm start.)
 bool prepares_on_device(const problem& p, const options& o) {
-  return p.x.space == memory_space::cuda && wants_cuda(o) && p.labels.empty() && p.initial_f.empty() &&
-         p.initial_g.empty();
+  return p.x.space == memory_space::cuda && wants_cuda(o) && p.labels.empty();
 }
 
 #ifdef FLASHSINKHORN_HAS_CUDA
@@ -168,6 +167,7 @@ class solver_state {
     inputs_.mass_a = summary.mass_a;
     inputs_.mass_b = summary.mass_b;
     inputs_.diameter = summary.diameter;
+    warm_ = summary.warm_start;
     device_inputs_ = true;
 #endif
   }

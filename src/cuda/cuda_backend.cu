@@ -227,8 +227,16 @@ class cuda_backend final : public backend {
     cost_scale_ = prepared.cost_scale;
     clouds_ = std::move(prepared.clouds);
     dim_ = p.x.cols;
-    summary = {prepared.cost_scale, prepared.mass_a, prepared.mass_b, prepared.diameter};
+    summary = {prepared.cost_scale, prepared.mass_a, prepared.mass_b, prepared.diameter, false};
     allocate_state();
+    if (prepared.initial_f.size() > 0) {  // the warm start, device to device (allocate_state zeroed the slots)
+      FS_CUDA_CHECK(cudaMemcpyAsync(slot_data(slot::f), prepared.initial_f.data(), prepared.initial_f.bytes(),
+                                    cudaMemcpyDeviceToDevice, stream_.get()));
+      FS_CUDA_CHECK(cudaMemcpyAsync(slot_data(slot::g), prepared.initial_g.data(), prepared.initial_g.bytes(),
+                                    cudaMemcpyDeviceToDevice, stream_.get()));
+      FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));  // `prepared` is freed on return
+      summary.warm_start = true;
+    }
   }
 
  private:

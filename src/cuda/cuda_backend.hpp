@@ -30,12 +30,14 @@ struct device_preparation_summary {
   double mass_a = 1;      // Σa, Σb as given (1 when uniform)
   double mass_b = 1;
   double diameter = 0;    // options::diameter, else the joint bounding box's diagonal
+  bool warm_start = false;  // the problem's initial_f, initial_g are in slots f, g
 };
 
 // A backend built from a problem whose X, Y (and a, b when given) live in CUDA memory on device
 // o.cuda_device: validated and prepared there (cuda/device_prepare.hpp), read in the order of the
-// caller's stream o.cuda_stream, on a stream the backend owns. Preconditions: validate_arguments(p,
-// o) passed; no label cost, no warm start (the solver takes those problems through the host).
+// caller's stream o.cuda_stream, on a stream the backend owns; a warm start's potentials (CUDA
+// views too) validated there and copied into slots f, g. Preconditions: validate_arguments(p, o)
+// passed; no label cost (the solver takes those problems through the host).
 // Fills `summary`; throws invalid_argument with prepare()'s messages for bad values.
 std::unique_ptr<backend> make_cuda_backend_on_device_inputs(const problem& p, const options& o,
                                                             transfer_statistics* transfers,

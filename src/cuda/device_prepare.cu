@@ -55,8 +55,9 @@ struct validation_flags {
   unsigned long long first_nonfinite_point[2];  // flat index r·d + c, per cloud
   unsigned long long first_nonfinite_weight[2];
   unsigned long long first_negative_weight[2];
-  unsigned long long first_zero_row[2];  // cosine cost
-  double weight_sum[2];                  // Σw as given (uniform: 1)
+  unsigned long long first_zero_row[2];             // cosine cost
+  unsigned long long first_nonfinite_potential[2];  // initial_f, initial_g
+  double weight_sum[2];                             // Σw as given (uniform: 1)
 };
 
 // out (rows, cols) contiguous ← the view; the first non-finite flat index.
@@ -83,6 +84,15 @@ __global__ void read_weights_kernel(vector_source source, std::int64_t count, do
     atomicMin(first_nonfinite, static_cast<unsigned long long>(i));
   else if (w < 0)
     atomicMin(first_negative, static_cast<unsigned long long>(i));
+}
+
+// out ← the potential view; the first non-finite index.
+__global__ void read_potential_kernel(vector_source source, double* out, unsigned long long* first_nonfinite) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= source.size) return;
+  const double v = source.at(i);
+  out[i] = v;
+  if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(i));
 }
 
 // w ← w/Σw when normalising; log w (−∞ where 0). `total` is a device scalar.
@@ -259,8 +269,8 @@ template <class View>
 void require_on_device(const View& view, int device, const char* name) {
   if (view.space != memory_space::cuda)
     throw invalid_argument(std::string(name) +
-                           " lives in host memory but X lives in CUDA memory; pass all of X, Y, a, b "
-                           "in the same memory");
+                           " lives in host memory but X lives in CUDA memory; pass X, Y, a, b, initial_f "
+                           "and initial_g in the same memory");
   if (view.device != device)
     throw invalid_argument(std::string(name) + " lives on CUDA device " + std::to_string(view.device) +
                            ", the solver runs on device " + std::to_string(device));
@@ -368,15 +378,21 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
   require_on_device(p.y, device, "Y");
   if (!p.a.empty()) require_on_device(p.a, device, "a");
   if (!p.b.empty()) require_on_device(p.b, device, "b");
+  if (!p.initial_f.empty()) require_on_device(p.initial_f, device, "initial_f");
+  if (!p.initial_g.empty()) require_on_device(p.initial_g, device, "initial_g");
   for (const auto* view : {&p.x, &p.y}) {
     if (view->row_stride < view->cols)
       throw invalid_argument(std::string(view == &p.x ? "X" : "Y") + ": row_stride " +
                              std::to_string(view->row_stride) + " is smaller than the number of columns " +
                              std::to_string(view->cols));
   }
-  for (const auto* view : {&p.a, &p.b}) {
+  for (const auto* view : {&p.a, &p.b, &p.initial_f, &p.initial_g}) {
     if (!view->empty() && view->stride < 1)
-      throw invalid_argument(std::string(view == &p.a ? "a" : "b") + " must have a positive stride");
+      throw invalid_argument(std::string(view == &p.a           ? "a"
+                                         : view == &p.b         ? "b"
+                                         : view == &p.initial_f ? "initial_f"
+                                                                : "initial_g") +
+                             " must have a positive stride");
   }
   const std::int64_t dim = p.x.cols;
   const matrix_view* views[2] = {&p.x, &p.y};
@@ -406,6 +422,18 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
     FS_CUDA_CHECK_LAUNCH();
     sums.sum(w.weights.data(), view.rows, &flags->weight_sum[s], stream);
   }
+  device_prepared_problem out;
+  const vector_view* potentials[2] = {&p.initial_f, &p.initial_g};
+  device_buffer<double>* potential_buffers[2] = {&out.initial_f, &out.initial_g};
+  for (int s = 0; s < 2; ++s) {
+    const vector_view& view = *potentials[s];
+    if (view.empty()) continue;
+    *potential_buffers[s] = device_buffer<double>(static_cast<std::size_t>(view.size));
+    const vector_source source{view.data, view.size, view.stride, view.type == dtype::float64};
+    read_potential_kernel<<<blocks_for(view.size), kThreads, 0, stream>>>(source, potential_buffers[s]->data(),
+                                                                          &flags->first_nonfinite_potential[s]);
+    FS_CUDA_CHECK_LAUNCH();
+  }
   validation_flags host_flags{};
   FS_CUDA_CHECK(cudaMemcpyAsync(&host_flags, flags, sizeof host_flags, cudaMemcpyDeviceToHost, stream));
   FS_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -414,8 +442,6 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
   report_points(host_flags, 1, p.y, "Y", stream, transfers);
   report_weights(host_flags, 0, p.a, "a", stream, transfers);
   report_weights(host_flags, 1, p.b, "b", stream, transfers);
-
-  device_prepared_problem out;
   out.mass_a = p.a.empty() ? 1.0 : host_flags.weight_sum[0];
   out.mass_b = p.b.empty() ? 1.0 : host_flags.weight_sum[1];
   const bool balanced = !o.reach_x && !o.reach_y;
@@ -423,6 +449,11 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
     throw invalid_argument("balanced OT needs equal masses, but sum(a) = " + std::to_string(out.mass_a) +
                            " and sum(b) = " + std::to_string(out.mass_b) +
                            "; normalise the weights or set a reach (unbalanced OT)");
+  }
+  for (int s = 0; s < 2; ++s) {  // validate_potential's message
+    if (host_flags.first_nonfinite_potential[s] != kNone)
+      throw invalid_argument(std::string(s == 0 ? "initial_f" : "initial_g") + " is not finite at index " +
+                             std::to_string(host_flags.first_nonfinite_potential[s]));
   }
 
   out.cost_scale = p.cost_scale;

@@ -1,7 +1,7 @@
 // The copies between the caller's CUDA arrays and the host that the host paths of solver.hpp
-// ("CUDA inputs") make: the problem to the host for the CPU backend, label costs, warm starts and
-// the host terms after a solve (plan products, weight gradients, the cosine chain rule, Hessian
-// products); a result computed on the host into a CUDA output. Every copy is counted.
+// ("CUDA inputs") make: the problem to the host for the CPU backend, label costs and
+// the host terms after a solve (plan products, weight gradients, Hessian products); a result
+// computed on the host into a CUDA output. Every copy is counted.
 // Plain C++ (no CUDA headers): the solver includes this.
 #pragma once
 

@@ -271,6 +271,58 @@ TEST(DeviceInputsTransfers, HostPathsAreCountedAndHostInputsUploadOnce) {
   EXPECT_LT(max_abs_diff(projection, want), 1e-4 * std::max(1.0, max_abs(want)));
 }
 
+// The message of the exception `make` throws, or "" when it does not throw invalid_argument.
+template <class Make>
+std::string invalid_argument_message(const Make& make) {
+  try {
+    make();
+  } catch (const fs::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A warm start from device potentials: checked and copied on the device (no array crosses), the
+// same solve as the warm start from host potentials; a non-finite potential gets the host's message.
+TEST(DeviceInputsWarmStart, MatchesTheHostWarmStartAndChecksTheValues) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const reference::cloud x = reference::random_cloud(kN, kD, 51);
+  const reference::cloud y = reference::random_cloud(kM, kD, 52, 1.0, 0.3);
+  const device_problem dp(x, y, fs::dtype::float64);
+  fs::options o = gpu_options(fs::precision::fp64);
+  o.max_iterations = 7;
+  device_array f0(kN), g0(kM);
+  fs::solver(dp.view(x, y, 0.4), o).solve_into({f0.mutable_vector(), g0.mutable_vector(), {}, {}});
+  const std::vector<double> host_f0 = f0.to_host(), host_g0 = g0.to_host();
+
+  fs::problem warm_on_device = dp.view(x, y, 0.4);
+  warm_on_device.initial_f = f0.vector();
+  warm_on_device.initial_g = g0.vector();
+  fs::solver s(warm_on_device, o);
+  device_array f(kN), g(kM);
+  const fs::result got = s.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}});
+  EXPECT_LE(s.transfers().largest_copy_bytes, kScalarBytes);
+  EXPECT_EQ(s.transfers().host_to_device_bytes, 0);
+
+  fs::problem warm_on_host = testing_support::make_problem(x, y, 0.4, 1.0);
+  warm_on_host.initial_f = fs::host_vector(host_f0.data(), kN);
+  warm_on_host.initial_g = fs::host_vector(host_g0.data(), kM);
+  const fs::result want = fs::solver(warm_on_host, o).solve();
+  EXPECT_NEAR(got.cost, want.cost, 1e-11 * std::max(1.0, std::abs(want.cost)));
+  EXPECT_LT(max_abs_diff(f.to_host(), want.f), 1e-10 * std::max(1.0, max_abs(want.f)));
+  // A cold solve of 7 iterations is elsewhere: the warm start was used.
+  const fs::result cold = fs::solver(dp.view(x, y, 0.4), o).solve();
+  EXPECT_GT(std::abs(cold.cost - want.cost), 1e-9);
+
+  std::vector<double> spoiled = host_g0;
+  spoiled[3] = std::nan("");
+  const device_array bad_g(spoiled, fs::dtype::float64);
+  warm_on_device.initial_g = bad_g.vector();
+  warm_on_host.initial_g = fs::host_vector(spoiled.data(), kM);
+  EXPECT_EQ(invalid_argument_message([&] { fs::solver(warm_on_device, o); }), "initial_g is not finite at index 3");
+  EXPECT_EQ(invalid_argument_message([&] { fs::solver(warm_on_host, o); }), "initial_g is not finite at index 3");
+}
+
 // The caller's stream orders the reads: X is written on the caller's stream after a host callback
 // that sleeps; a backend that did not wait for that stream would read the NaNs X held before.
 TEST(DeviceInputsStream, InputsAreReadAfterTheCallersStreamWork) {
@@ -296,17 +348,6 @@ TEST(DeviceInputsStream, InputsAreReadAfterTheCallersStreamWork) {
       fs::solver(testing_support::make_problem(x, y, 0.7, 1.0), gpu_options(fs::precision::fp64)).solve();
   EXPECT_NEAR(got.cost, want.cost, 1e-10 * std::max(1.0, std::abs(want.cost)));
   ASSERT_EQ(cudaStreamDestroy(caller), cudaSuccess);
-}
-
-// The message of the exception `make` throws, or "" when it does not throw invalid_argument.
-template <class Make>
-std::string invalid_argument_message(const Make& make) {
-  try {
-    make();
-  } catch (const fs::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
 }
 
 struct bad_value_case {

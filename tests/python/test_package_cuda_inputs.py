@@ -190,3 +190,19 @@ def test_zero_row_under_the_cosine_cost_on_the_gpu():
     y[4] = 0
     with pytest.raises(fs.InvalidArgument, match="Y row 4 is zero; the cosine cost is undefined for it"):
         fs.sinkhorn(x, y, eps=0.5, cost="cosine")
+
+
+def test_warm_start_from_cuda_potentials_stays_on_the_gpu():
+    x, y, a, b = _tensors(9, N, M, D, torch.float64, "cuda")
+    first = fs.sinkhorn(x, y, a, b, eps=0.4, iters=7, tol=0)
+    s = fs.Solver(x, y, a, b, eps=0.4, iters=7, tol=0, initial_f=first.f, initial_g=first.g)
+    got = s.solve()
+    assert s._core.transfers["largest_copy_bytes"] <= SCALAR_BYTES
+    host = [t.cpu() for t in (x, y, a, b)]
+    want = fs.sinkhorn(*host, eps=0.4, iters=7, tol=0, device="cuda", initial_f=first.f.cpu(), initial_g=first.g.cpu())
+    assert float(got.cost) == pytest.approx(float(want.cost), rel=1e-11)
+    np.testing.assert_allclose(got.f.cpu().numpy(), want.f.numpy(), rtol=0, atol=1e-10)
+    bad = first.g.clone()
+    bad[3] = float("inf")
+    with pytest.raises(fs.InvalidArgument, match="initial_g is not finite at index 3"):
+        fs.sinkhorn(x, y, a, b, eps=0.4, initial_f=first.f, initial_g=bad)

@@ -1,10 +1,12 @@
 #include "core/host_matrix_store.hpp"
 
+#include <cmath>
 #include <string>
 #include <utility>
 
 #include "core/operand_rounding.hpp"
 #include "core/parallel_rows.hpp"
+#include "core/view_io.hpp"
 #include "flashsinkhorn/error.hpp"
 
 namespace flashsinkhorn::detail {
@@ -27,6 +29,22 @@ void host_matrix_store::write(int id, const std::vector<double>& values, std::in
     throw error("matrix store: " + std::to_string(values.size()) + " values for a " + std::to_string(rows) + "×" +
                 std::to_string(cols) + " matrix");
   store(id, values.empty() ? std::vector<double>(static_cast<std::size_t>(rows * cols), 0.0) : values, rows, cols);
+}
+
+void host_matrix_store::write_view(int id, const matrix_view& view, const std::string& name) {
+  store(id, read_matrix(view, name), view.rows, view.cols);
+}
+
+void host_matrix_store::read_into(int id, const mutable_matrix_view& out, const std::string& name) const {
+  const matrix& m = at(id);
+  write_matrix(out, m.values, m.rows, m.cols, name);
+}
+
+std::int64_t host_matrix_store::first_nonfinite(int id) const {
+  const std::vector<double>& values = at(id).values;
+  for (std::size_t e = 0; e < values.size(); ++e)
+    if (!std::isfinite(values[e])) return static_cast<std::int64_t>(e);
+  return -1;
 }
 
 void host_matrix_store::load_points(int id, side s) {

@@ -21,6 +21,9 @@ class host_matrix_store final : public matrix_store {
       : compute_(compute), problem_(problem), mode_(mode) {}
 
   void write(int id, const std::vector<double>& values, std::int64_t rows, std::int64_t cols) override;
+  void write_view(int id, const matrix_view& view, const std::string& name) override;
+  void read_into(int id, const mutable_matrix_view& out, const std::string& name) const override;
+  [[nodiscard]] std::int64_t first_nonfinite(int id) const override;
   void load_points(int id, side s) override;
   void round_to_operands(int id) override;
   [[nodiscard]] std::vector<double> read(int id) const override { return at(id).values; }

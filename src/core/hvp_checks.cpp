@@ -61,8 +61,7 @@ void require_hvp_support(const potential_vjp_context& context, const std::string
   }
 }
 
-std::vector<double> read_hvp_direction(const matrix_view& view, std::int64_t rows, std::int64_t dim,
-                                       const std::string& name) {
+void check_hvp_direction(const matrix_view& view, std::int64_t rows, std::int64_t dim, const std::string& name) {
   if (view.empty()) throw invalid_argument(name + ": the direction is empty");
   if (view.rows != rows || view.cols != dim) {
     std::string message = name;
@@ -73,15 +72,12 @@ std::vector<double> read_hvp_direction(const matrix_view& view, std::int64_t row
     message.append(", expected ").append(std::to_string(rows)).append("×").append(std::to_string(dim));
     throw invalid_argument(message);
   }
-  std::vector<double> values = read_matrix(view, "direction");
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) {
-      std::string message = name;
-      message.append(": the direction is not finite at flat index ").append(std::to_string(i));
-      throw invalid_argument(message);
-    }
-  }
-  return values;
+}
+
+void throw_nonfinite_direction(const std::string& name, std::int64_t flat_index) {
+  std::string message = name;
+  message.append(": the direction is not finite at flat index ").append(std::to_string(flat_index));
+  throw invalid_argument(message);
 }
 
 }  // namespace flashsinkhorn::detail

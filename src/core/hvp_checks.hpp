@@ -19,8 +19,9 @@ void check_hvp_settings(const hvp_options& settings, const std::string& name);
 // Balanced, squared-Euclidean (no label cost), not debiased, every weight > 0.
 void require_hvp_support(const potential_vjp_context& context, const std::string& name);
 
-// The direction as float64 (rows, dim) row-major: non-empty, that shape, finite.
-std::vector<double> read_hvp_direction(const matrix_view& view, std::int64_t rows, std::int64_t dim,
-                                       const std::string& name);
+// A direction's view: non-empty, (rows, dim). Its values are checked where they are read (the
+// matrix store, core/joint_hvp.cpp), with throw_nonfinite_direction.
+void check_hvp_direction(const matrix_view& view, std::int64_t rows, std::int64_t dim, const std::string& name);
+[[noreturn]] void throw_nonfinite_direction(const std::string& name, std::int64_t flat_index);
 
 }  // namespace flashsinkhorn::detail

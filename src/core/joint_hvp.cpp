@@ -192,37 +192,37 @@ side_view view_of(side rows, std::int64_t n_rows, std::int64_t n_keys, bool own,
 
 }  // namespace
 
-hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_hvp_vectors& vectors,
+hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_hvp_views& views,
                               const hvp_options& settings) {
   const prepared_problem& kernel = context.inputs.kernel;
   const std::int64_t n = kernel.x.count, m = kernel.y.count, d = kernel.x.dim;
   const double two_s = 2 * kernel.cost_scale;
   const double eps = context.eps;
 
+  // The matrices live where the passes run (the backend's store, else one on the host). The points
+  // and directions are the passes' operands, rounded (operand_rounding.hpp): the host terms cancel
+  // against the passes' sums consistently. (H is then that of the rounded problem the backend
+  // solved, along the rounded direction.) The directions are read and checked before any pass.
+  host_matrix_store host_store(context.compute, kernel, context.solve_options.precision);
+  matrix_store& store = context.compute.matrices() != nullptr ? *context.compute.matrices() : host_store;
+  const bool has_a = !views.direction_x.empty(), has_b = !views.direction_y.empty();
+  const auto read_direction = [&store](int id, const matrix_view& view, const std::string& name) {
+    store.write_view(id, view, name);
+    if (const std::int64_t bad = store.first_nonfinite(id); bad >= 0) throw_nonfinite_direction(name, bad);
+    store.round_to_operands(id);
+  };
+  if (has_a) read_direction(kDirectionX, views.direction_x, views.direction_x_name);
+  if (has_b) read_direction(kDirectionY, views.direction_y, views.direction_y_name);
+  store.load_points(kPointsX, side::x);
+  store.load_points(kPointsY, side::y);
+  const bool want_x = !views.product_x.empty(), want_y = !views.product_y.empty() || views.symmetric;
+  if (want_x) store.write(kProductX, {}, n, d);
+  if (want_y) store.write(kProductY, {}, m, d);
+
   const solved_plan plan(context.compute, kernel, eps);
   const std::vector<double>& a = kernel.x.weights;
   const oriented_plan plan_x(plan, side::x, a, settings.two_gemm);
   const oriented_plan plan_y(plan, side::y, a, settings.two_gemm);
-  // The matrices live where the passes run (the backend's store, else one on the host). The points
-  // and directions are the passes' operands, rounded (operand_rounding.hpp): the host terms cancel
-  // against the passes' sums consistently. (H is then that of the rounded problem the backend
-  // solved, along the rounded direction.)
-  host_matrix_store host_store(context.compute, kernel, context.solve_options.precision);
-  matrix_store& store = context.compute.matrices() != nullptr ? *context.compute.matrices() : host_store;
-  store.load_points(kPointsX, side::x);
-  store.load_points(kPointsY, side::y);
-  const bool has_a = vectors.direction_x != nullptr, has_b = vectors.direction_y != nullptr;
-  if (has_a) {
-    store.write(kDirectionX, *vectors.direction_x, n, d);
-    store.round_to_operands(kDirectionX);
-  }
-  if (has_b) {
-    store.write(kDirectionY, *vectors.direction_y, m, d);
-    store.round_to_operands(kDirectionY);
-  }
-  const bool want_x = vectors.product_x != nullptr, want_y = vectors.product_y != nullptr;
-  if (want_x) store.write(kProductX, {}, n, d);
-  if (want_y) store.write(kProductY, {}, m, d);
   const side_view view_x = view_of(side::x, n, m, has_a, has_b, want_x);
   const side_view view_y = view_of(side::y, m, n, has_b, has_a, want_y);
 
@@ -233,8 +233,8 @@ hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_
     const potential_system_settings solve{settings.tolerance, settings.max_iterations, settings.preconditioner,
                                           settings.ridge};
     const potential_system_solution delta =
-        vectors.symmetric ? solve_symmetric_potential_system(plan, a, average(x.rho, y.rho), solve)
-                          : solve_potential_system(plan, a, x.rho, y.rho, solve);
+        views.symmetric ? solve_symmetric_potential_system(plan, a, average(x.rho, y.rho), solve)
+                        : solve_potential_system(plan, a, x.rho, y.rho, solve);
     report.cg_iterations = delta.iterations;
     report.relative_residual = delta.relative_residual;
     report.converged = delta.converged;
@@ -242,8 +242,9 @@ hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_
     if (want_x) add_implicit_part(store, plan_x, view_x, x.sums, d, two_s, eps, delta.f, delta.g);
     if (want_y) add_implicit_part(store, plan_y, view_y, y.sums, d, two_s, eps, delta.g, delta.f);
   }
-  if (want_x) *vectors.product_x = store.read(kProductX);
-  if (want_y) *vectors.product_y = store.read(kProductY);
+  if (views.symmetric) store.combine(kProductX, 0, d, true, {{kProductY}});  // (H_xx + H_yx + H_xy + H_yy)·A
+  if (want_x) store.read_into(kProductX, views.product_x, views.product_x_name);
+  if (want_y && !views.symmetric) store.read_into(kProductY, views.product_y, views.product_y_name);
   report.plan_passes = plan.passes();
   return report;
 }
@@ -263,18 +264,18 @@ hvp_report joint_hvp(const potential_vjp_context& context, const matrix_view& di
   const std::int64_t d = context.inputs.kernel.x.dim;
   if (!out_x.empty()) check_output_shape(out_x, n, d, name + " out_x");
   if (!out_y.empty()) check_output_shape(out_y, m, d, name + " out_y");
-  std::vector<double> a, b, product_x, product_y;
-  if (!direction_x.empty()) a = read_hvp_direction(direction_x, n, d, name + " (X direction)");
-  if (!direction_y.empty()) b = read_hvp_direction(direction_y, m, d, name + " (Y direction)");
-  joint_hvp_vectors vectors;
-  vectors.direction_x = direction_x.empty() ? nullptr : &a;
-  vectors.direction_y = direction_y.empty() ? nullptr : &b;
-  vectors.product_x = out_x.empty() ? nullptr : &product_x;
-  vectors.product_y = out_y.empty() ? nullptr : &product_y;
-  const hvp_report report = joint_hvp_products(context, vectors, settings);
-  if (!out_x.empty()) write_matrix(out_x, product_x, n, d, name + " out_x");
-  if (!out_y.empty()) write_matrix(out_y, product_y, m, d, name + " out_y");
-  return report;
+  joint_hvp_views views;
+  if (!direction_x.empty()) check_hvp_direction(direction_x, n, d, name + " (X direction)");
+  if (!direction_y.empty()) check_hvp_direction(direction_y, m, d, name + " (Y direction)");
+  views.direction_x = direction_x;
+  views.direction_y = direction_y;
+  views.product_x = out_x;
+  views.product_y = out_y;
+  views.direction_x_name = name + " (X direction)";
+  views.direction_y_name = name + " (Y direction)";
+  views.product_x_name = name + " out_x";
+  views.product_y_name = name + " out_y";
+  return joint_hvp_products(context, views, settings);
 }
 
 hvp_report self_hvp(const potential_vjp_context& context, const matrix_view& direction, const mutable_matrix_view& out,
@@ -291,17 +292,13 @@ hvp_report self_hvp(const potential_vjp_context& context, const matrix_view& dir
     throw invalid_argument(name + ": ridge must be 0 (the symmetric system is positive definite, no damping needed)");
   const std::int64_t n = kernel.x.count, d = kernel.x.dim;
   check_output_shape(out, n, d, name);
-  const std::vector<double> a = read_hvp_direction(direction, n, d, name);
-  std::vector<double> product_x, product_y;
-  joint_hvp_vectors vectors;
-  vectors.direction_x = vectors.direction_y = &a;
-  vectors.product_x = &product_x;
-  vectors.product_y = &product_y;
-  vectors.symmetric = true;
-  const hvp_report report = joint_hvp_products(context, vectors, settings);
-  for (std::size_t e = 0; e < product_x.size(); ++e) product_x[e] += product_y[e];
-  write_matrix(out, product_x, n, d, name);
-  return report;
+  check_hvp_direction(direction, n, d, name);
+  joint_hvp_views views;
+  views.direction_x = views.direction_y = direction;
+  views.product_x = out;
+  views.direction_x_name = views.direction_y_name = views.product_x_name = name;
+  views.symmetric = true;
+  return joint_hvp_products(context, views, settings);
 }
 
 }  // namespace flashsinkhorn::detail

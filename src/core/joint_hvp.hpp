@@ -46,6 +46,7 @@
 // side after it. A missing direction or product drops the passes that only it needs.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/potential_vjp.hpp"
@@ -53,22 +54,25 @@
 
 namespace flashsinkhorn::detail {
 
-// Host float64 (count, d) row-major. A null direction is zero; a null product is not computed.
-// At least one direction and one product must be given (the caller checks).
-struct joint_hvp_vectors {
-  const std::vector<double>* direction_x = nullptr;  // A (n, d)
-  const std::vector<double>* direction_y = nullptr;  // B (m, d)
-  std::vector<double>* product_x = nullptr;          // (n, d) ← H_xx A + H_xy B
-  std::vector<double>* product_y = nullptr;          // (m, d) ← H_yx A + H_yy B
+// The caller's views (float32/float64; host memory, or the CUDA backend's GPU memory), shapes
+// checked by the caller (check_hvp_direction, check_output_shape); the directions' values are
+// checked here. An empty direction is zero; an empty product is not computed. At least one
+// direction and one product are given. `*_name` starts the error messages about that view.
+struct joint_hvp_views {
+  matrix_view direction_x;        // A (n, d)
+  matrix_view direction_y;        // B (m, d)
+  mutable_matrix_view product_x;  // (n, d) ← H_xx A + H_xy B
+  mutable_matrix_view product_y;  // (m, d) ← H_yx A + H_yy B
+  std::string direction_x_name, direction_y_name, product_x_name, product_y_name;
   // The problem is symmetric (X ≡ Y, a ≡ b) and so is the direction (A ≡ B): the potentials'
   // response from (diag(a) + P)·δ = ρ (solve_symmetric_potential_system) instead of the Schur
-  // complement. solver::hvp_self.
+  // complement, and product_x receives the sum of both blocks (solver::hvp_self).
   bool symmetric = false;
 };
 
 // The products, on a context that passed require_hvp_support and hvp settings that passed
 // check_hvp_settings (core/hvp_checks.hpp). report.gauge_defect = Σ(P∘dC)1 − Σ(P∘dC)ᵀ1.
-hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_hvp_vectors& vectors,
+hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_hvp_views& views,
                               const hvp_options& settings);
 
 // solver::hvp_xy (hessian.hpp): validates (invalid_argument / unsupported naming "hvp_xy"), reads the

@@ -12,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/backend.hpp"
+#include "flashsinkhorn/array_view.hpp"
 
 namespace flashsinkhorn::detail {
 
@@ -32,6 +34,13 @@ class matrix_store {
 
   // Matrix `id` := `values` (rows, cols) row-major, or zeros when `values` is empty.
   virtual void write(int id, const std::vector<double>& values, std::int64_t rows, std::int64_t cols) = 0;
+  // Matrix `id` := the caller's view (float32 or float64; host memory, or on the CUDA backend its
+  // GPU's memory too), as float64. The shape is the view's; `name` goes into error messages.
+  virtual void write_view(int id, const matrix_view& view, const std::string& name) = 0;
+  // The caller's view := matrix `id` (the view's dtype and row stride, shape checked by the caller).
+  virtual void read_into(int id, const mutable_matrix_view& out, const std::string& name) const = 0;
+  // The first flat index of matrix `id` whose value is not finite, −1 when all are.
+  [[nodiscard]] virtual std::int64_t first_nonfinite(int id) const = 0;
   // Matrix `id` := the prepared points of side `s` (count, dim) as the passes' operands hold them
   // (rounded to the precision mode, core/operand_rounding.hpp).
   virtual void load_points(int id, side s) = 0;

@@ -17,14 +17,13 @@ hvp_report point_hvp(const potential_vjp_context& context, side rows, const matr
   const prepared_cloud& row_cloud = rows == side::x ? context.inputs.kernel.x : context.inputs.kernel.y;
   const std::int64_t n = row_cloud.count, d = row_cloud.dim;
   check_output_shape(out, n, d, name);
-  const std::vector<double> direction = read_hvp_direction(direction_view, n, d, name);
-  std::vector<double> product;
-  joint_hvp_vectors vectors;
-  (rows == side::x ? vectors.direction_x : vectors.direction_y) = &direction;
-  (rows == side::x ? vectors.product_x : vectors.product_y) = &product;
-  hvp_report report = joint_hvp_products(context, vectors, settings);
+  check_hvp_direction(direction_view, n, d, name);
+  joint_hvp_views views;
+  (rows == side::x ? views.direction_x : views.direction_y) = direction_view;
+  (rows == side::x ? views.product_x : views.product_y) = out;
+  views.direction_x_name = views.direction_y_name = views.product_x_name = views.product_y_name = name;
+  hvp_report report = joint_hvp_products(context, views, settings);
   if (rows == side::y) report.gauge_defect = -report.gauge_defect;
-  write_matrix(out, product, n, d, name);
   return report;
 }
 

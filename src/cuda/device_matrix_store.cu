@@ -109,7 +109,106 @@ __global__ void row_dots_kernel(const double* a, std::int64_t a_stride, const do
   if (lane == 0) out[row] = sum;
 }
 
+// out (rows, cols) := the view's elements (float or double, `stride` elements between rows).
+__global__ void from_view_kernel(const void* source, bool is_double, std::int64_t stride, std::int64_t rows,
+                                 std::int64_t cols, double* out) {
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= rows * cols) return;
+  const std::int64_t at = (e / cols) * stride + e % cols;
+  out[e] = is_double ? static_cast<const double*>(source)[at] : static_cast<const float*>(source)[at];
+}
+
+__global__ void to_view_kernel(const double* in, std::int64_t rows, std::int64_t cols, void* target, bool is_double,
+                               std::int64_t stride) {
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= rows * cols) return;
+  const std::int64_t at = (e / cols) * stride + e % cols;
+  if (is_double)
+    static_cast<double*>(target)[at] = in[e];
+  else
+    static_cast<float*>(target)[at] = static_cast<float>(in[e]);
+}
+
+__global__ void first_nonfinite_kernel(const double* values, std::int64_t count, unsigned long long* first) {
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e < count && !isfinite(values[e])) atomicMin(first, static_cast<unsigned long long>(e));
+}
+
 }  // namespace
+
+void device_matrix_store::check_device(memory_space space, int device, const std::string& name) const {
+  if (space == memory_space::cuda && device != context_.device)
+    throw invalid_argument(name + " lives on cuda:" + std::to_string(device) + ", the solver on cuda:" +
+                           std::to_string(context_.device));
+}
+
+unsigned char* device_matrix_store::staging(std::size_t bytes) const {
+  if (staging_.size() < bytes) {
+    staging_ = device_buffer<unsigned char>();
+    staging_ = device_buffer<unsigned char>(bytes);
+  }
+  return staging_.data();
+}
+
+void device_matrix_store::write_view(int id, const matrix_view& view, const std::string& name) {
+  FS_CUDA_CHECK(cudaSetDevice(context_.device));
+  check_device(view.space, view.device, name);
+  const std::size_t element = static_cast<std::size_t>(size_of(view.type));
+  const void* source = view.data;
+  std::int64_t stride = view.row_stride;
+  if (view.space == memory_space::host && view.rows * view.cols > 0) {  // packed rows, in the view's dtype
+    const std::size_t row_bytes = static_cast<std::size_t>(view.cols) * element;
+    unsigned char* packed = staging(row_bytes * static_cast<std::size_t>(view.rows));
+    FS_CUDA_CHECK(cudaMemcpy2DAsync(packed, row_bytes, view.data, static_cast<std::size_t>(view.row_stride) * element,
+                                    row_bytes, static_cast<std::size_t>(view.rows), cudaMemcpyHostToDevice,
+                                    context_.stream));
+    count_host_to_device(context_.transfers, static_cast<std::int64_t>(row_bytes) * view.rows);
+    source = packed;
+    stride = view.cols;
+  }
+  double* out = shape(id, view.rows, view.cols);
+  if (view.rows * view.cols == 0) return;
+  from_view_kernel<<<blocks_for(view.rows * view.cols), kThreads, 0, context_.stream>>>(
+      source, view.type == dtype::float64, stride, view.rows, view.cols, out);
+  FS_CUDA_CHECK(cudaGetLastError());
+}
+
+void device_matrix_store::read_into(int id, const mutable_matrix_view& out, const std::string& name) const {
+  FS_CUDA_CHECK(cudaSetDevice(context_.device));
+  check_device(out.space, out.device, name);
+  const matrix& m = at(id);
+  if (m.rows * m.cols == 0) return;
+  const std::size_t element = static_cast<std::size_t>(size_of(out.type));
+  const bool on_device = out.space == memory_space::cuda;
+  void* target = on_device ? out.data : staging(static_cast<std::size_t>(m.rows * m.cols) * element);
+  to_view_kernel<<<blocks_for(m.rows * m.cols), kThreads, 0, context_.stream>>>(
+      m.values.data(), m.rows, m.cols, target, out.type == dtype::float64, on_device ? out.row_stride : m.cols);
+  FS_CUDA_CHECK(cudaGetLastError());
+  if (!on_device) {
+    const std::size_t row_bytes = static_cast<std::size_t>(m.cols) * element;
+    FS_CUDA_CHECK(cudaMemcpy2DAsync(out.data, static_cast<std::size_t>(out.row_stride) * element, target, row_bytes,
+                                    row_bytes, static_cast<std::size_t>(m.rows), cudaMemcpyDeviceToHost,
+                                    context_.stream));
+    count_device_to_host(context_.transfers, static_cast<std::int64_t>(row_bytes) * m.rows);
+  }
+  FS_CUDA_CHECK(cudaStreamSynchronize(context_.stream));  // the caller reads `out` when we return
+}
+
+std::int64_t device_matrix_store::first_nonfinite(int id) const {
+  FS_CUDA_CHECK(cudaSetDevice(context_.device));
+  const matrix& m = at(id);
+  if (flag_.size() == 0) flag_ = device_buffer<unsigned long long>(1);
+  FS_CUDA_CHECK(cudaMemsetAsync(flag_.data(), 0xff, sizeof(unsigned long long), context_.stream));
+  if (m.rows * m.cols > 0)
+    first_nonfinite_kernel<<<blocks_for(m.rows * m.cols), kThreads, 0, context_.stream>>>(m.values.data(),
+                                                                                            m.rows * m.cols, flag_.data());
+  FS_CUDA_CHECK(cudaGetLastError());
+  unsigned long long first = 0;
+  FS_CUDA_CHECK(cudaMemcpyAsync(&first, flag_.data(), sizeof first, cudaMemcpyDeviceToHost, context_.stream));
+  FS_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
+  count_device_to_host(context_.transfers, static_cast<std::int64_t>(sizeof first));
+  return first == ~0ull ? -1 : static_cast<std::int64_t>(first);
+}
 
 const device_matrix_store::matrix& device_matrix_store::at(int id) const {
   const auto found = matrices_.find(id);

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -41,6 +42,9 @@ class device_matrix_store final : public matrix_store {
   explicit device_matrix_store(device_store_context context) : context_(std::move(context)) {}
 
   void write(int id, const std::vector<double>& values, std::int64_t rows, std::int64_t cols) override;
+  void write_view(int id, const matrix_view& view, const std::string& name) override;
+  void read_into(int id, const mutable_matrix_view& out, const std::string& name) const override;
+  [[nodiscard]] std::int64_t first_nonfinite(int id) const override;
   void load_points(int id, side s) override;
   void round_to_operands(int id) override;
   [[nodiscard]] std::vector<double> read(int id) const override;
@@ -66,6 +70,9 @@ class device_matrix_store final : public matrix_store {
   double* shape(int id, std::int64_t rows, std::int64_t cols);
   // `count` host doubles into device scratch slot `slot` (row scales, the dot products' staging).
   const double* upload_vector(int slot, const std::vector<double>& host) const;
+  // The caller's view must live on this store's GPU when it is device memory.
+  void check_device(memory_space space, int device, const std::string& name) const;
+  unsigned char* staging(std::size_t bytes) const;
   // Matrix `id` in the layout and format of the stored points of `view` (encode for a quadratic pass).
   const void* stored_like(int id, const device_cloud_view& view, device_buffer<unsigned char>& buffer) const;
   [[nodiscard]] std::vector<double> download(const double* device, std::size_t count) const;
@@ -74,6 +81,8 @@ class device_matrix_store final : public matrix_store {
   std::unordered_map<int, matrix> matrices_;
   mutable std::array<device_buffer<double>, 5> vectors_;  // row scales of a combine (≤ 4 terms), row dots
   mutable device_buffer<unsigned char> stored_directions_, stored_key_directions_;
+  mutable device_buffer<unsigned char> staging_;  // a host view's packed rows on their way in or out
+  mutable device_buffer<unsigned long long> flag_;  // first_nonfinite's answer
 };
 
 }  // namespace flashsinkhorn::detail

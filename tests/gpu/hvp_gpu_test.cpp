@@ -4,6 +4,7 @@
 // modes: U = u·Zᵀ beside the scores on tensor cores, plan_mma_kernel.cuh) and with the generic
 // pass of the d² values y_j ⊗ y_j (k = 289 here) forced; the joint product with its cross terms'
 // key directions (z_j = B_j) fused the same way. Skips without a GPU.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -143,7 +144,9 @@ TEST_P(HvpOnGpu, JointProductMatchesTheFloat64CpuBackend) {
 // plan rows are concentrated, so E_i's second moment Σ_j P_ij (A_i·q_j) q_j nearly cancels against
 // the host's terms (bench/studies/centred_second_moment.py); centring on p_i inside the pass would
 // remove the rest (docs/cuda_backend.md).
-// fp32 is held to 5e-4 against float64; tf32 and bf16 only to the consistency bounds.
+// Since the quadratic pass's P·V runs by 3×TF32 in every mode (H200, 02ddf0a): 1.6e-4 / 1.7e-2 /
+// 1.8e-2 off float64 in fp32 / tf32 / bf16 (bf16 was 0.31 at aa6b6c0): fp32 is held to 5e-4, tf32
+// and bf16 to 3e-2.
 TEST_P(HvpOnGpu, SelfProductMatchesTheJointProductAndFloat64) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
   const fs::precision mode = GetParam();
@@ -176,8 +179,64 @@ TEST_P(HvpOnGpu, SelfProductMatchesTheJointProductAndFloat64) {
     EXPECT_LT(self_error, 1e-8);
   } else if (mode == fs::precision::fp32) {
     EXPECT_LT(self_error, 5e-4);
+  } else {
+    EXPECT_LT(self_error, 3e-2);
   }
   EXPECT_LT(consistency, mode == fs::precision::fp64 ? 1e-10 : bound(mode) / 10);
+}
+
+// A direction and an output in the GPU's memory (float64 and float32 views): the same product as
+// host views, and the call moves less than one n·d matrix between host and device (the direction
+// and the product stay on the GPU with the HVP's matrices; only O(n) vectors cross).
+TEST_P(HvpOnGpu, DeviceViewsGiveTheHostViewsProductWithoutBulkCopies) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const fs::precision mode = GetParam();
+  // d = 128: one n·d matrix (600 KiB) outweighs the O(n) vectors the call moves (~0.2 MiB).
+  const reference::cloud x = reference::random_cloud(600, 128, 57);
+  const reference::cloud y = reference::random_cloud(650, 128, 58, 1.0, 0.4);
+  cpu_and_gpu solved(x, y, 16.0, mode, fs::solver_kind::alternating);
+  solved.gpu.solve();
+  const std::int64_t count = x.count * x.dim;
+  const std::vector<double> a = random_direction(count, 15);
+  std::vector<double> on_host(static_cast<std::size_t>(count));
+  solved.gpu.hvp_x(fs::host_matrix(a.data(), x.count, x.dim), fs::host_matrix(on_host.data(), x.count, x.dim),
+                   solved.gpu_settings);
+
+  struct device_array {  // cudaMalloc'ed, freed at scope exit
+    void* data = nullptr;
+    explicit device_array(std::size_t bytes) { EXPECT_EQ(cudaMalloc(&data, bytes), cudaSuccess); }
+    ~device_array() { cudaFree(data); }
+  };
+  std::vector<float> a_single(a.begin(), a.end());
+  for (const fs::dtype type : {fs::dtype::float64, fs::dtype::float32}) {
+    const bool f64 = type == fs::dtype::float64;
+    const std::size_t bytes = static_cast<std::size_t>(count) * (f64 ? 8 : 4);
+    device_array direction(bytes), product(bytes);
+    ASSERT_EQ(cudaMemcpy(direction.data, f64 ? static_cast<const void*>(a.data()) : a_single.data(), bytes,
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    const fs::matrix_view in{direction.data, x.count, x.dim, x.dim, type, fs::memory_space::cuda, 0};
+    const fs::mutable_matrix_view out{product.data, x.count, x.dim, x.dim, type, fs::memory_space::cuda, 0};
+    (void)solved.gpu.hvp_x(in, out, solved.gpu_settings);  // (a first call may copy the inputs' host side once)
+    const fs::transfer_statistics before = solved.gpu.transfers();
+    (void)solved.gpu.hvp_x(in, out, solved.gpu_settings);
+    const fs::transfer_statistics after = solved.gpu.transfers();
+    std::vector<double> got(static_cast<std::size_t>(count));
+    if (f64) {
+      ASSERT_EQ(cudaMemcpy(got.data(), product.data, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    } else {
+      std::vector<float> single(static_cast<std::size_t>(count));
+      ASSERT_EQ(cudaMemcpy(single.data(), product.data, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      got.assign(single.begin(), single.end());
+    }
+    const std::int64_t moved = after.host_to_device_bytes - before.host_to_device_bytes +
+                               after.device_to_host_bytes - before.device_to_host_bytes;
+    std::cout << "[ hvp device views " << to_string(mode) << (f64 ? " float64" : " float32") << " ] "
+              << moved << " bytes moved (one n·d float64 matrix: " << count * 8 << ")\n";
+    // float32 views: the direction is the float rounding of a, and the product is rounded to float.
+    EXPECT_LT(relative_max_error(got, on_host), f64 ? 1e-12 : (mode == fs::precision::fp64 ? 1e-5 : 1e-6));
+    EXPECT_LT(moved, count * 8);
+  }
 }
 
 std::string name_of(const ::testing::TestParamInfo<fs::precision>& info) { return std::string(to_string(info.param)); }

@@ -93,6 +93,9 @@ class solver {
   // ((m, d) → (m, d)), exact at the solved potentials (hessian.hpp): the full product, or its
   // fixed-potential (indefinite) or implicit (PSD) part (settings.part). Balanced, squared-Euclidean,
   // not debiased (else unsupported). Throws invalid_argument before solve() or on bad shapes.
+  // Directions and outputs are host views, or on the CUDA backend also CUDA views of its GPU: then
+  // the product reads and writes them in place, and only O(n) vectors cross between host and
+  // device per product (the HVP's n·d arrays stay on the GPU: core/matrix_store.hpp).
   hvp_report hvp_x(matrix_view direction, mutable_matrix_view out, const hvp_options& settings = {}) const;
   hvp_report hvp_y(matrix_view direction, mutable_matrix_view out, const hvp_options& settings = {}) const;
   // The joint product with respect to both clouds (hessian.hpp): for A (n, d) on X and B (m, d) on

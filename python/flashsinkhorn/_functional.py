@@ -222,12 +222,16 @@ class Solver:
         if preconditioner not in ("diagonal", "none"):
             raise ValueError(f"preconditioner must be 'diagonal' or 'none', got {preconditioner!r}")
         frame = self._frame
-        out = frame.empty_host((self._n if wrt == "x" else self._m, self._d))
+        shape = (self._n if wrt == "x" else self._m, self._d)
         if not (isinstance(direction, np.ndarray) or is_tensor(direction)):
             direction = np.asarray(direction)
-        arguments = (host_array(direction, frame), out, self._HVP_PARTS[part], tol, iters, preconditioner == "diagonal")
+        # CUDA tensors read in place: the direction and the product stay on their GPU (solver.hpp).
+        out = frame.empty_device(shape) if self._in_place else frame.empty_host(shape)
+        read = core_array if self._in_place else host_array
+        arguments = (read(direction, frame), _to_dlpack(out) if self._in_place else out, self._HVP_PARTS[part], tol,
+                     iters, preconditioner == "diagonal")
         report = self._core.hvp_self(*arguments) if wrt == "self" else self._core.hvp(wrt == "y", *arguments)
-        return HessianVectorProduct(frame.give_back(out), *report)
+        return HessianVectorProduct(out if self._in_place else frame.give_back(out), *report)
 
     def hvp_xy(self, dx: Array | None, dy: Array | None, *, x: bool = True, y: bool = True, part: str = "full",
                tol: float = 1e-6, iters: int = 500, preconditioner: str = "diagonal") -> JointHessianVectorProduct:
@@ -246,13 +250,16 @@ class Solver:
         if preconditioner not in ("diagonal", "none"):
             raise ValueError(f"preconditioner must be 'diagonal' or 'none', got {preconditioner!r}")
         frame = self._frame
-        outs = [frame.empty_host((rows, self._d)) if wanted else None
-                for wanted, rows in ((x, self._n), (y, self._m))]
-        directions = [None if v is None else host_array(v if isinstance(v, np.ndarray) or is_tensor(v)
-                                                         else np.asarray(v), frame) for v in (dx, dy)]
-        report = self._core.hvp_xy(*directions, *outs, self._HVP_PARTS[part], tol, iters,
+        empty = frame.empty_device if self._in_place else frame.empty_host
+        read = core_array if self._in_place else host_array
+        outs = [empty((rows, self._d)) if wanted else None for wanted, rows in ((x, self._n), (y, self._m))]
+        directions = [None if v is None else read(v if isinstance(v, np.ndarray) or is_tensor(v) else np.asarray(v),
+                                                  frame) for v in (dx, dy)]
+        core_outs = [None if out is None else (_to_dlpack(out) if self._in_place else out) for out in outs]
+        report = self._core.hvp_xy(*directions, *core_outs, self._HVP_PARTS[part], tol, iters,
                                    preconditioner == "diagonal")
-        return JointHessianVectorProduct(*(None if out is None else frame.give_back(out) for out in outs), *report)
+        products = (None if out is None else (out if self._in_place else frame.give_back(out)) for out in outs)
+        return JointHessianVectorProduct(*products, *report)
 
     def lambda_min(self, *, wrt: str = "x", part: str = "full", max_steps: int = 50, tol: float = 1e-6,
                    hvp_tol: float = 1e-8, seed: int = 0):

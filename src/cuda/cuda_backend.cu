@@ -542,6 +542,7 @@ class cuda_backend final : public backend {
         return args;
       };
       context.transfers = transfers_;
+      context.order_after_caller = [this] { caller_.order_after(stream_.get()); };
       store_ = std::make_unique<device_matrix_store>(std::move(context));
     }
     return store_.get();

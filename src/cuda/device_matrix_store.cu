@@ -156,6 +156,7 @@ void device_matrix_store::write_view(int id, const matrix_view& view, const std:
   const std::size_t element = static_cast<std::size_t>(size_of(view.type));
   const void* source = view.data;
   std::int64_t stride = view.row_stride;
+  if (view.space == memory_space::cuda && context_.order_after_caller) context_.order_after_caller();
   if (view.space == memory_space::host && view.rows * view.cols > 0) {  // packed rows, in the view's dtype
     const std::size_t row_bytes = static_cast<std::size_t>(view.cols) * element;
     unsigned char* packed = staging(row_bytes * static_cast<std::size_t>(view.rows));
@@ -180,6 +181,7 @@ void device_matrix_store::read_into(int id, const mutable_matrix_view& out, cons
   if (m.rows * m.cols == 0) return;
   const std::size_t element = static_cast<std::size_t>(size_of(out.type));
   const bool on_device = out.space == memory_space::cuda;
+  if (on_device && context_.order_after_caller) context_.order_after_caller();
   void* target = on_device ? out.data : staging(static_cast<std::size_t>(m.rows * m.cols) * element);
   to_view_kernel<<<blocks_for(m.rows * m.cols), kThreads, 0, context_.stream>>>(
       m.values.data(), m.rows, m.cols, target, out.type == dtype::float64, on_device ? out.row_stride : m.cols);

@@ -35,6 +35,9 @@ struct device_store_context {
                                       bool quadratic)>
       pass_args;
   transfer_statistics* transfers = nullptr;  // every host↔device copy counted (nullptr: none)
+  // Orders the store's stream after the caller's (options::cuda_stream) before it reads or writes
+  // the caller's CUDA views; empty: nothing to order after.
+  std::function<void()> order_after_caller;
 };
 
 class device_matrix_store final : public matrix_store {

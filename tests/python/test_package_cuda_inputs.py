@@ -206,3 +206,29 @@ def test_warm_start_from_cuda_potentials_stays_on_the_gpu():
     bad[3] = float("inf")
     with pytest.raises(fs.InvalidArgument, match="initial_g is not finite at index 3"):
         fs.sinkhorn(x, y, a, b, eps=0.4, initial_f=first.f, initial_g=bad)
+
+
+def test_hvp_on_cuda_tensors_stays_on_the_gpu():
+    """Solver.hvp / hvp_xy on CUDA tensors: the direction is read and the product written in place on
+    the GPU (the HVP's n·d matrices live there, core/matrix_store.hpp); the same products as on CPU
+    tensors (the host path); per product less than one n·d matrix moves between host and device (after
+    the first product, which copies the inputs' host side once: solver.hpp)."""
+    n, m, d = 801, 703, 64
+    x, y, a, b = _tensors(5, n, m, d, torch.float64, "cuda")
+    direction = torch.randn(n, d, dtype=torch.float64, device="cuda", generator=torch.Generator("cuda").manual_seed(7))
+    s = fs.Solver(x, y, a, b, eps=4.0, iters=500, tol=1e-10)
+    s.solve()
+    first = s.hvp(direction, tol=1e-10)
+    before = s._core.transfers
+    product = s.hvp(direction, tol=1e-10)
+    joint = s.hvp_xy(direction, None, tol=1e-10)
+    after = s._core.transfers
+    moved = sum(after[k] - before[k] for k in ("host_to_device_bytes", "device_to_host_bytes"))
+    assert product.product.device.type == "cuda"
+    assert joint.product_x.device.type == "cuda" and joint.product_y.device.type == "cuda"
+    assert moved < 2 * n * d * 8, (moved, n * d * 8)  # two products, each below one n·d float64 matrix
+    cpu = fs.Solver(*(t.cpu() for t in (x, y, a, b)), eps=4.0, iters=500, tol=1e-10, device="cpu")
+    cpu.solve()
+    want = cpu.hvp(direction.cpu(), tol=1e-10).product
+    for got in (first.product, product.product, joint.product_x):
+        assert torch.allclose(got.cpu(), want, rtol=1e-7, atol=1e-9 * float(want.abs().max()))

@@ -68,6 +68,21 @@ class traced_backend final : public backend {
         [&] { return outcome ? " (" + std::to_string(outcome->iterations) + " iterations)" : std::string(" (host)"); });
     return outcome;
   }
+  [[nodiscard]] bool read_potential_into(slot s, const mutable_vector_view& out) const override {
+    bool done = false;
+    timed("read_potential_into", [&] { done = inner_->read_potential_into(s, out); });
+    return done;
+  }
+  [[nodiscard]] std::optional<double> weighted_dual_term(slot h, double eps, std::optional<double> rho) const override {
+    std::optional<double> term;
+    timed("weighted_dual_term", [&] { term = inner_->weighted_dual_term(h, eps, rho); });
+    return term;
+  }
+  [[nodiscard]] std::optional<primal_summary> primal_terms(double eps, bool unbalanced_rows) const override {
+    std::optional<primal_summary> terms;
+    timed("primal_terms", [&] { terms = inner_->primal_terms(eps, unbalanced_rows); });
+    return terms;
+  }
   void run_block(int count, const std::function<void(int)>& iteration) override {
     timed("run_block of " + std::to_string(count) + " (enqueue)", [&] { inner_->run_block(count, iteration); });
   }

@@ -10,7 +10,9 @@
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "core/prepare.hpp"
 #include "core/prepared_cloud.hpp"
 
 namespace flashsinkhorn::detail::gpu_tests {
@@ -68,6 +70,40 @@ inline std::string shape_name(const ::testing::TestParamInfo<pass_shape>& info) 
     name.append(std::to_string(value));
   }
   return name;
+}
+
+// The problem of the pass tests (plan, quadratic and one-column passes): X ~ N(0, I) and
+// Y ~ N(0.4, I) with random weights (some zero), centred; ε = 0.1·d + 0.05, so that C/ε = O(10);
+// a key potential g ~ N(0, (0.3ε)²) on Y. `rng` continues for the test's own draws.
+struct pass_problem {
+  prepared_problem problem;
+  double scale = 0;  // largest_cost(problem)
+  double eps = 0;
+  std::vector<double> g;  // (m,)
+};
+
+inline pass_problem make_pass_problem(const pass_shape& c, std::mt19937_64& rng) {
+  pass_problem out;
+  out.problem.x = random_cloud(c.n, c.d, true, rng, 0.0);
+  out.problem.y = random_cloud(c.m, c.d, true, rng, 0.4);
+  centre_clouds(out.problem);
+  out.scale = largest_cost(out.problem);
+  out.eps = 0.1 * static_cast<double>(c.d) + 0.05;
+  std::normal_distribution<double> normal(0.0, 1.0);
+  out.g.resize(static_cast<std::size_t>(c.m));
+  for (auto& v : out.g) v = 0.3 * out.eps * normal(rng);
+  return out;
+}
+
+// max_i |a_i − b_i| (∞ on a NaN), the sizes expected equal.
+inline double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const double diff = std::abs(a[i] - b[i]);
+    worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
+  }
+  return worst;
 }
 
 }  // namespace flashsinkhorn::detail::gpu_tests

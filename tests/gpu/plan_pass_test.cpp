@@ -40,15 +40,7 @@ double unit_roundoff(precision mode) {
   return 0;
 }
 
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    const double diff = std::abs(a[i] - b[i]);
-    worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
-  }
-  return worst;
-}
+using gpu_tests::max_abs_diff;
 
 using plan_case = gpu_tests::pass_shape;
 
@@ -62,17 +54,13 @@ class plan_pass_test : public ::testing::TestWithParam<plan_case> {
 TEST_P(plan_pass_test, matches_float64_and_the_cpu_backend) {
   const plan_case c = GetParam();
   std::mt19937_64 rng(static_cast<std::uint64_t>(31 * c.n + 17 * c.m + 7 * c.d + c.k));
-  prepared_problem problem;
-  problem.x = gpu_tests::random_cloud(c.n, c.d, true, rng, 0.0);
-  problem.y = gpu_tests::random_cloud(c.m, c.d, true, rng, 0.4);
-  centre_clouds(problem);
-  const double scale = gpu_tests::largest_cost(problem);
-  const double eps = 0.1 * static_cast<double>(c.d) + 0.05;  // C/ε = O(10)
+  const gpu_tests::pass_problem made = gpu_tests::make_pass_problem(c, rng);
+  const prepared_problem& problem = made.problem;
+  const double scale = made.scale, eps = made.eps;
+  const std::vector<double>& g = made.g;
 
-  // A key potential of the size of the costs, and values whose column 0 is all ones.
+  // Values whose column 0 is all ones.
   std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> g(static_cast<std::size_t>(c.m));
-  for (auto& v : g) v = 0.3 * eps * normal(rng);
   std::vector<double> values(static_cast<std::size_t>(c.m * c.k));
   for (std::int64_t j = 0; j < c.m; ++j)
     for (std::int64_t col = 0; col < c.k; ++col) values[j * c.k + col] = col == 0 ? 1.0 : normal(rng);

@@ -71,16 +71,12 @@ double worst_scaled_error(const std::vector<double>& got, const std::vector<doub
 TEST_P(quadratic_pass_test, matches_float64_the_cpu_backend_and_the_generic_pass) {
   const quadratic_case c = GetParam();
   std::mt19937_64 rng(static_cast<std::uint64_t>(13 * c.n + 7 * c.m + 5 * c.d + c.k));
-  prepared_problem problem;
-  problem.x = gpu_tests::random_cloud(c.n, c.d, true, rng, 0.0);
-  problem.y = gpu_tests::random_cloud(c.m, c.d, true, rng, 0.4);
-  centre_clouds(problem);
-  const double scale = gpu_tests::largest_cost(problem);
-  const double eps = 0.1 * static_cast<double>(c.d) + 0.05;
+  const gpu_tests::pass_problem made = gpu_tests::make_pass_problem(c, rng);
+  const prepared_problem& problem = made.problem;
+  const double scale = made.scale, eps = made.eps;
+  const std::vector<double>& g = made.g;
 
   std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> g(static_cast<std::size_t>(c.m));
-  for (auto& v : g) v = 0.3 * eps * normal(rng);
   std::vector<double> directions(static_cast<std::size_t>(c.n * c.d));
   for (auto& v : directions) v = normal(rng);
   std::vector<double> values(static_cast<std::size_t>(c.m * c.k));
@@ -97,7 +93,8 @@ TEST_P(quadratic_pass_test, matches_float64_the_cpu_backend_and_the_generic_pass
   request.k = c.k;
 
   double key_norm = 0, v_max = 0;
-  for (const std::vector<double>* z : {&problem.y.points, &key_directions}) {
+  const std::vector<double>& key_points = problem.y.points;
+  for (const std::vector<double>* z : {&key_points, static_cast<const std::vector<double>*>(&key_directions)}) {
     for (std::int64_t j = 0; j < c.m; ++j) {
       double sq = 0;
       for (std::int64_t l = 0; l < c.d; ++l) sq += (*z)[j * c.d + l] * (*z)[j * c.d + l];

@@ -27,15 +27,7 @@ namespace {
 using flashsinkhorn::precision;
 using namespace flashsinkhorn::detail;
 
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    const double diff = std::abs(a[i] - b[i]);
-    worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
-  }
-  return worst;
-}
+using gpu_tests::max_abs_diff;
 
 double operand_roundoff(precision mode) { return mode == precision::bf16 ? 0x1p-8 : mode == precision::fp32 ? 0x1p-21 : 0x1p-11; }
 
@@ -51,15 +43,12 @@ class vector_pass_test : public ::testing::TestWithParam<vector_case> {
 TEST_P(vector_pass_test, matches_float64_and_the_cpu_backend) {
   const vector_case c = GetParam();
   std::mt19937_64 rng(static_cast<std::uint64_t>(13 * c.n + 5 * c.m + c.d));
-  prepared_problem problem;
-  problem.x = gpu_tests::random_cloud(c.n, c.d, true, rng, 0.0);
-  problem.y = gpu_tests::random_cloud(c.m, c.d, true, rng, 0.4);
-  centre_clouds(problem);
-  const double scale = gpu_tests::largest_cost(problem);
-  const double eps = 0.1 * static_cast<double>(c.d) + 0.05;  // C/ε = O(10)
+  const gpu_tests::pass_problem made = gpu_tests::make_pass_problem(c, rng);
+  const prepared_problem& problem = made.problem;
+  const double scale = made.scale, eps = made.eps;
+  const std::vector<double>& g = made.g;
   std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> g(static_cast<std::size_t>(c.m)), v(static_cast<std::size_t>(c.m));
-  for (auto& e : g) e = 0.3 * eps * normal(rng);
+  std::vector<double> v(static_cast<std::size_t>(c.m));
   for (auto& e : v) e = normal(rng);
   double v_max = 0;
   for (double e : v) v_max = std::max(v_max, std::abs(e));
@@ -98,15 +87,10 @@ TEST_P(vector_pass_test, matches_float64_and_the_cpu_backend) {
 TEST_P(vector_pass_test, lse_only_pass_matches_float64_and_the_cpu_backend) {
   const vector_case c = GetParam();
   std::mt19937_64 rng(static_cast<std::uint64_t>(7 * c.n + 3 * c.m + c.d));
-  prepared_problem problem;
-  problem.x = gpu_tests::random_cloud(c.n, c.d, true, rng, 0.0);
-  problem.y = gpu_tests::random_cloud(c.m, c.d, true, rng, 0.4);
-  centre_clouds(problem);
-  const double scale = gpu_tests::largest_cost(problem);
-  const double eps = 0.1 * static_cast<double>(c.d) + 0.05;
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> g(static_cast<std::size_t>(c.m));
-  for (auto& e : g) e = 0.3 * eps * normal(rng);
+  const gpu_tests::pass_problem made = gpu_tests::make_pass_problem(c, rng);
+  const prepared_problem& problem = made.problem;
+  const double scale = made.scale, eps = made.eps;
+  const std::vector<double>& g = made.g;
   const plan_rows_request request = plan_pass_request(side::x, slot::g, eps, nullptr, 0);
   auto exact = make_cpu_backend(problem, precision::fp64, 0);
   exact->write_potential(slot::g, g);

@@ -122,7 +122,7 @@ def test_cuda_inputs_match_the_host_path(name, dtype):
     for g_got, g_want in ((got.f, want.f), (got.g, want.g), (got.f_aa, want.f_aa), (got.g_bb, want.g_bb)):
         if g_want is not None:
             assert g_got.device.type == "cuda" and g_got.dtype == dtype
-            np.testing.assert_allclose(g_got.cpu().numpy(), g_want.numpy(), rtol=0, atol=rel * scale)
+            np.testing.assert_allclose(g_got.detach().cpu().numpy(), g_want.detach().numpy(), rtol=0, atol=rel * scale)
     for t_got, t_want in zip(gpu[:2], host[:2]):
         grad_scale = max(1e-12, float(t_want.grad.abs().max()))
         np.testing.assert_allclose(t_got.grad.cpu().numpy(), t_want.grad.numpy(), rtol=0, atol=10 * rel * grad_scale)

@@ -29,7 +29,8 @@ two_gemm_path parse_two_gemm(std::string_view text) {
 cg_preconditioner parse_preconditioner(std::string_view text) {
   if (text == "diagonal") return cg_preconditioner::diagonal;
   if (text == "none") return cg_preconditioner::none;
-  throw not_one_of("--preconditioner", text, "diagonal, none");
+  if (text == "sparse") return cg_preconditioner::sparse_plan;
+  throw not_one_of("--preconditioner", text, "diagonal, none, sparse");
 }
 
 hvp_wrt parse_wrt(std::string_view text) {
@@ -69,7 +70,7 @@ std::vector<flag_spec> hvp_flags(hvp_arguments& a) {
        [&h](std::string_view v) { h.tolerance = parse_finite_double("--cg-tol", v); }},
       {"--cg-iters", "N", "CG iteration cap (default 500)",
        [&h](std::string_view v) { h.max_iterations = parse_int("--cg-iters", v, 1); }},
-      {"--preconditioner", "K", "diagonal (default) or none", [&h](std::string_view v) { h.preconditioner = parse_preconditioner(v); }},
+      {"--preconditioner", "K", "diagonal (default), none, or sparse (the exact solve of the Schur complement of the plan's 8 largest entries per row: few CG iterations at small eps; the CG runs on the host)", [&h](std::string_view v) { h.preconditioner = parse_preconditioner(v); }},
       {"--cg-ridge", "R", "damp the CG system, S + R*diag(P^T 1) (default 0: exact; R > 0 is faster on sharp\n"
                           "plans but biased, like flash-sinkhorn's tau2 and OTT-JAX's ridge)",
        [&h](std::string_view v) { h.ridge = parse_finite_double("--cg-ridge", v); }},
@@ -149,7 +150,12 @@ std::string name_of(hvp_wrt wrt) {
 }
 
 std::string name_of(cg_preconditioner preconditioner) {
-  return preconditioner == cg_preconditioner::diagonal ? "diagonal" : "none";
+  switch (preconditioner) {
+    case cg_preconditioner::diagonal: return "diagonal";
+    case cg_preconditioner::sparse_plan: return "sparse";
+    case cg_preconditioner::none: break;
+  }
+  return "none";
 }
 
 }  // namespace flashsinkhorn::cli

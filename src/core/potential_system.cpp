@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/projected_cg.hpp"
+#include "core/sparse_plan_preconditioner.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
@@ -45,7 +46,10 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   const bool exact = settings.ridge == 0;  // damped: S + ridge·diag(c) is positive definite, no projection
   const projected_cg_settings cg_settings{settings.tolerance, settings.max_iterations, exact};
   std::optional<projected_cg_outcome> cg;
-  if (!settings.host_cg) {
+  if (settings.preconditioner == cg_preconditioner::sparse_plan) {  // a host CG: S_k is solved on the host
+    const sparse_plan_preconditioner sparse(plan, plan.problem(), a, c, exact);
+    cg = projected_cg(schur, rho, [&sparse](const std::vector<double>& r) { return sparse.solve(r); }, cg_settings);
+  } else if (!settings.host_cg) {
     schur_system system = plan.schur();
     system.column_sums = &c;  // (1 + ridge)·c: the damped diagonal
     cg = plan.compute().solve_schur(system, rho, preconditioner, cg_settings);
@@ -89,7 +93,7 @@ potential_system_solution solve_symmetric_potential_system(const solved_plan& pl
     return product;
   };
   const std::vector<double> preconditioner =
-      settings.preconditioner == cg_preconditioner::diagonal ? a : std::vector<double>(n, 1.0);
+      settings.preconditioner != cg_preconditioner::none ? a : std::vector<double>(n, 1.0);  // (sparse_plan: diag)
   projected_cg_outcome cg =
       projected_cg(system, r, preconditioner, {settings.tolerance, settings.max_iterations, /*project=*/false});
   out.iterations = cg.iterations;

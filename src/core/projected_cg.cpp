@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 namespace flashsinkhorn::detail {
 namespace {
@@ -26,6 +27,12 @@ void project_out_mean(std::vector<double>& v) {
 
 projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> rhs,
                                   const std::vector<double>& diagonal, const projected_cg_settings& settings) {
+  return projected_cg(apply, std::move(rhs), [&diagonal](const std::vector<double>& r) { return divided(r, diagonal); },
+                      settings);
+}
+
+projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> rhs, const linear_map& precondition,
+                                  const projected_cg_settings& settings) {
   projected_cg_outcome out;
   out.solution.assign(rhs.size(), 0.0);
   std::vector<double>& x = out.solution;
@@ -34,7 +41,7 @@ projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> r
   const double initial = std::sqrt(dot(r, r));
   if (!(initial > 0)) return out;
 
-  std::vector<double> z = divided(r, diagonal);
+  std::vector<double> z = precondition(r);
   std::vector<double> p = z;
   double rz = dot(r, z);
   double residual = 1;
@@ -54,7 +61,7 @@ projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> r
     ++out.iterations;
     residual = std::sqrt(dot(r, r)) / initial;
     if (residual <= settings.tolerance) break;
-    z = divided(r, diagonal);
+    z = precondition(r);
     const double rz_next = dot(r, z);
     const double beta = rz_next / rz;
     rz = rz_next;

@@ -39,4 +39,9 @@ void project_out_mean(std::vector<double>& v);
 projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> rhs,
                                   const std::vector<double>& diagonal, const projected_cg_settings& settings);
 
+// The same with a general symmetric positive definite preconditioner: precondition(r) = M⁻¹·r (on
+// the exact system a map into 1⊥, e.g. followed by project_out_mean). diag(M) is the case above.
+projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> rhs, const linear_map& precondition,
+                                  const projected_cg_settings& settings);
+
 }  // namespace flashsinkhorn::detail

@@ -61,6 +61,10 @@ class solved_plan {
                            int scratch, two_gemm_path path) const;
 
   [[nodiscard]] const std::vector<double>& column_mass() const { return column_mass_; }
+  // g (m,): the key potential of the x-rows passes, P_ij = a_i·softmax_j((g_j − C_ij)/ε + log b_j).
+  [[nodiscard]] const std::vector<double>& key_potential() const { return g_; }
+  [[nodiscard]] double eps() const { return eps_; }
+  [[nodiscard]] const prepared_problem& problem() const { return problem_; }
   // The Schur complement S = diag(c) − Pᵀ·diag(1/a)·P in the backend's terms (backend.hpp,
   // schur_system); the vectors are this object's.
   [[nodiscard]] schur_system schur() const;

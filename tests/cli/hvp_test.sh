@@ -88,6 +88,15 @@ good wrt_y "$scratch/y" "<f8" "6,2" "${common[@]}" --dir dir_y.npy --wrt y --pre
 good fp32 "$scratch/f32" "<f4" "7,2" "${common[@]}" --dir dir_a.npy --device cpu
 good implicit "$scratch/imp" "<f8" "7,2" "${common[@]}" --dir dir_a.npy --part implicit --precision fp64 --preconditioner none
 good fixed "$scratch/fix" "<f8" "7,2" "${common[@]}" --dir dir_a.npy --part fixed --precision fp64
+# --preconditioner sparse: the same product as the diagonal's (fp64_a), named in the JSON.
+good sparse "$scratch/sp" "<f8" "7,2" "${common[@]}" --dir dir_a.npy --precision fp64 --tol 1e-12 --cg-tol 1e-12 \
+  --preconditioner sparse
+if problem=$("$python" "$here/hvp_fixtures.py" same "$scratch/sp/hvp.npy" "$scratch/a/hvp.npy" 2>&1) &&
+   grep -q '"cg_preconditioner": "sparse"' "$scratch/sp/hvp.json"; then
+  pass sparse_same_product
+else
+  fail sparse_same_product "${problem:-hvp.json does not name the sparse preconditioner}"
+fi
 
 # The joint product: with B = 0 its X block is H_xx·A (fp64_a); its Y block with A = 0 is H_yy·B.
 tight=(--precision fp64 --tol 1e-12 --cg-tol 1e-12)

@@ -1,0 +1,43 @@
+// A preconditioner for the potentials' Schur complement S = diag(c)(1 + ridge) − Pᵀ·diag(1/a)·P
+// (core/potential_system.hpp) from the plan's largest entries: keeping the k largest entries of
+// each row of P (P_ij = a_i s_ij, s_i the row softmax of core/solved_plan.hpp),
+//   S_k = diag(c)(1 + ridge) − Σ_i a_i s_i^(k) s_i^(k)ᵀ,
+// a sparse matrix of at most m + n·k² entries, factored once (Eigen's sparse LDLᵀ) and solved
+// exactly at every CG iteration. At small ε the plan is nearly that sparse: in a numpy study
+// (bench/studies/sparse_schur_preconditioner.py, 2,000 × 64, ε = 0.1, flash-sinkhorn's damping) CG
+// to 1e-4 takes 8 iterations with k = 4 and 1 with k = 8, against 113 with diag(c).
+// The top-k entries come from one host scan of the prepared points (O(n·m·d), the cost of a plan
+// pass): s_ij = softmax_j((g_j − s‖p_i − q_j‖²)/ε + log b_j) in float64.
+// Exact systems (ridge = 0, S·1 = 0): S_k is shifted by 1e-10·max c to be factored, and solutions
+// are projected onto 1⊥ (projected_cg's contract).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/prepared_cloud.hpp"
+#include "core/solved_plan.hpp"
+
+namespace flashsinkhorn::detail {
+
+inline constexpr int kSparsePlanEntries = 8;  // k: the study's k = 8 captured P to 3e-8
+
+class sparse_plan_preconditioner {
+ public:
+  // `a`: the x weights; `c`: the damped diagonal (1 + ridge)·Pᵀ1 the CG's operator uses.
+  sparse_plan_preconditioner(const solved_plan& plan, const prepared_problem& problem, const std::vector<double>& a,
+                             const std::vector<double>& c, bool exact, int k = kSparsePlanEntries);
+  ~sparse_plan_preconditioner();
+  sparse_plan_preconditioner(const sparse_plan_preconditioner&) = delete;
+  sparse_plan_preconditioner& operator=(const sparse_plan_preconditioner&) = delete;
+
+  // S_k⁻¹·r (projected onto 1⊥ on an exact system).
+  [[nodiscard]] std::vector<double> solve(const std::vector<double>& r) const;
+
+ private:
+  struct factor;
+  std::unique_ptr<factor> factor_;
+  bool exact_;
+};
+
+}  // namespace flashsinkhorn::detail

@@ -143,11 +143,22 @@ void into_vector(bound_solver& s, nb::handle out) {
   (s.get().*Method)(ov);
 }
 
+// The CG preconditioner from its Python code: 0 none, 1 diagonal, 2 sparse_plan (_functional.py's
+// _PRECONDITIONERS).
+cg_preconditioner preconditioner_of(int code) {
+  switch (code) {
+    case 0: return cg_preconditioner::none;
+    case 1: return cg_preconditioner::diagonal;
+    case 2: return cg_preconditioner::sparse_plan;
+    default: throw invalid_argument("preconditioner code " + std::to_string(code) + " is not 0, 1 or 2");
+  }
+}
+
 // solver::potential_vjp: cotangents df (n,), dg (m,) (None: zeros) and output arrays (None: not
 // wanted), the report as (iterations, relative_residual, converged, gauge_defect, plan_passes).
 nb::tuple potential_vjp(bound_solver& s, nb::handle df, nb::handle dg, nb::handle grad_x, nb::handle grad_y,
                         nb::handle grad_a, nb::handle grad_b, double tolerance, int max_iterations,
-                        bool diagonal_preconditioner) {
+                        int preconditioner) {
   const array_argument dfa = optional_input(df, "df"), dga = optional_input(dg, "dg");
   const array_argument xa = grad_x.is_none() ? array_argument{} : output_argument(grad_x, "grad_x");
   const array_argument ya = grad_y.is_none() ? array_argument{} : output_argument(grad_y, "grad_y");
@@ -161,7 +172,7 @@ nb::tuple potential_vjp(bound_solver& s, nb::handle df, nb::handle dg, nb::handl
   potential_vjp_options settings;
   settings.tolerance = tolerance;
   settings.max_iterations = max_iterations;
-  settings.preconditioner = diagonal_preconditioner ? cg_preconditioner::diagonal : cg_preconditioner::none;
+  settings.preconditioner = preconditioner_of(preconditioner);
   const vector_view dfv = df.is_none() ? vector_view{} : as_vector(dfa, "df");
   const vector_view dgv = dg.is_none() ? vector_view{} : as_vector(dga, "dg");
   potential_vjp_report report;
@@ -174,12 +185,12 @@ nb::tuple potential_vjp(bound_solver& s, nb::handle df, nb::handle dg, nb::handl
 }
 
 // hvp_options from the Python arguments: `part` 0 full, 1 fixed potentials, 2 implicit.
-hvp_options hvp_settings(int part, double tolerance, int max_iterations, bool diagonal_preconditioner) {
+hvp_options hvp_settings(int part, double tolerance, int max_iterations, int preconditioner) {
   hvp_options settings;
   settings.part = part == 1 ? hvp_part::fixed_potential : part == 2 ? hvp_part::implicit : hvp_part::full;
   settings.tolerance = tolerance;
   settings.max_iterations = max_iterations;
-  settings.preconditioner = diagonal_preconditioner ? cg_preconditioner::diagonal : cg_preconditioner::none;
+  settings.preconditioner = preconditioner_of(preconditioner);
   return settings;
 }
 
@@ -193,11 +204,11 @@ nb::tuple hvp_report_tuple(const hvp_report& report) {
 // gauge_defect, plan_passes).
 template <class Product>
 nb::tuple one_direction_product(nb::handle direction, nb::handle out, int part, double tolerance, int max_iterations,
-                                bool diagonal_preconditioner, const Product& product) {
+                                int preconditioner, const Product& product) {
   const array_argument da = input_argument(direction, "direction"), oa = output_argument(out, "out");
   const matrix_view dv = as_matrix(da, "direction");
   const mutable_matrix_view ov = as_mutable_matrix(oa, "out");
-  const hvp_options settings = hvp_settings(part, tolerance, max_iterations, diagonal_preconditioner);
+  const hvp_options settings = hvp_settings(part, tolerance, max_iterations, preconditioner);
   hvp_report report;
   {
     nb::gil_scoped_release unlocked;
@@ -208,8 +219,8 @@ nb::tuple one_direction_product(nb::handle direction, nb::handle out, int part, 
 
 // solver::hvp_x / hvp_y (hessian.hpp): H·A into `out`.
 nb::tuple hessian_vector_product(bound_solver& s, bool wrt_y, nb::handle direction, nb::handle out, int part,
-                                 double tolerance, int max_iterations, bool diagonal_preconditioner) {
-  return one_direction_product(direction, out, part, tolerance, max_iterations, diagonal_preconditioner,
+                                 double tolerance, int max_iterations, int preconditioner) {
+  return one_direction_product(direction, out, part, tolerance, max_iterations, preconditioner,
                                [&](const matrix_view& a, const mutable_matrix_view& o, const hvp_options& settings) {
                                  return wrt_y ? s.get().hvp_y(a, o, settings) : s.get().hvp_x(a, o, settings);
                                });
@@ -217,8 +228,8 @@ nb::tuple hessian_vector_product(bound_solver& s, bool wrt_y, nb::handle directi
 
 // solver::hvp_self (hessian.hpp): the Hessian of X ↦ OT_ε(a, X; a, X) along A into `out`.
 nb::tuple self_hessian_vector_product(bound_solver& s, nb::handle direction, nb::handle out, int part,
-                                      double tolerance, int max_iterations, bool diagonal_preconditioner) {
-  return one_direction_product(direction, out, part, tolerance, max_iterations, diagonal_preconditioner,
+                                      double tolerance, int max_iterations, int preconditioner) {
+  return one_direction_product(direction, out, part, tolerance, max_iterations, preconditioner,
                                [&](const matrix_view& a, const mutable_matrix_view& o, const hvp_options& settings) {
                                  return s.get().hvp_self(a, o, settings);
                                });
@@ -228,7 +239,7 @@ nb::tuple self_hessian_vector_product(bound_solver& s, nb::handle direction, nb:
 // not computed); the report as for hvp.
 nb::tuple joint_hessian_vector_product(bound_solver& s, nb::handle direction_x, nb::handle direction_y,
                                        nb::handle out_x, nb::handle out_y, int part, double tolerance,
-                                       int max_iterations, bool diagonal_preconditioner) {
+                                       int max_iterations, int preconditioner) {
   const array_argument ax = optional_input(direction_x, "direction_x");
   const array_argument ay = optional_input(direction_y, "direction_y");
   const array_argument ox = out_x.is_none() ? array_argument{} : output_argument(out_x, "out_x");
@@ -237,7 +248,7 @@ nb::tuple joint_hessian_vector_product(bound_solver& s, nb::handle direction_x, 
   const matrix_view ayv = direction_y.is_none() ? matrix_view{} : as_matrix(ay, "direction_y");
   const mutable_matrix_view oxv = out_x.is_none() ? mutable_matrix_view{} : as_mutable_matrix(ox, "out_x");
   const mutable_matrix_view oyv = out_y.is_none() ? mutable_matrix_view{} : as_mutable_matrix(oy, "out_y");
-  const hvp_options settings = hvp_settings(part, tolerance, max_iterations, diagonal_preconditioner);
+  const hvp_options settings = hvp_settings(part, tolerance, max_iterations, preconditioner);
   hvp_report report;
   {
     nb::gil_scoped_release unlocked;
@@ -407,19 +418,19 @@ NB_MODULE(_core, m) {
       .def("gradient_a", &py::into_vector<&fs::solver::gradient_a>, "out"_a)
       .def("gradient_b", &py::into_vector<&fs::solver::gradient_b>, "out"_a)
       .def("potential_vjp", &py::potential_vjp, "df"_a.none(), "dg"_a.none(), "grad_x"_a.none(), "grad_y"_a.none(),
-           "grad_a"_a.none(), "grad_b"_a.none(), "tolerance"_a, "max_iterations"_a, "diagonal_preconditioner"_a,
+           "grad_a"_a.none(), "grad_b"_a.none(), "tolerance"_a, "max_iterations"_a, "preconditioner"_a,
            "solver::potential_vjp (potential_vjp.hpp): ∂L/∂(X, Y, a, b) of a loss of (f, g) into the given "
            "arrays; returns (iterations, relative_residual, converged, gauge_defect, plan_passes).")
       .def("hvp", &py::hessian_vector_product, "wrt_y"_a, "direction"_a, "out"_a, "part"_a, "tolerance"_a,
-           "max_iterations"_a, "diagonal_preconditioner"_a,
+           "max_iterations"_a, "preconditioner"_a,
            "solver::hvp_x / hvp_y (hessian.hpp): H·A into out; returns (cg_iterations, relative_residual, "
            "converged, gauge_defect, plan_passes).")
       .def("hvp_self", &py::self_hessian_vector_product, "direction"_a, "out"_a, "part"_a, "tolerance"_a,
-           "max_iterations"_a, "diagonal_preconditioner"_a,
+           "max_iterations"_a, "preconditioner"_a,
            "solver::hvp_self (hessian.hpp): the Hessian of X -> OT(a, X; a, X) along A into out, on a symmetric "
            "problem; returns (cg_iterations, relative_residual, converged, gauge_defect, plan_passes).")
       .def("hvp_xy", &py::joint_hessian_vector_product, "direction_x"_a.none(), "direction_y"_a.none(),
-           "out_x"_a.none(), "out_y"_a.none(), "part"_a, "tolerance"_a, "max_iterations"_a, "diagonal_preconditioner"_a,
+           "out_x"_a.none(), "out_y"_a.none(), "part"_a, "tolerance"_a, "max_iterations"_a, "preconditioner"_a,
            "solver::hvp_xy (hessian.hpp): H·(A, B) into out_x, out_y (None: zero direction / not computed); "
            "returns (cg_iterations, relative_residual, converged, gauge_defect, plan_passes).")
       .def_prop_ro("device_name", [](py::bound_solver& s) { return s.get().device_name(); })

@@ -192,15 +192,15 @@ class Solver:
         H = [[diag a, P], [Pᵀ, diag Pᵀ1]], every product a streamed plan pass. Only gauge-invariant
         losses (Σḟ = Σġ) have a derivative; the gauge component of other cotangents is removed
         (reported as gauge_defect). Balanced problems; non-convergence is reported, not raised."""
-        if preconditioner not in ("diagonal", "none"):
-            raise ValueError(f"preconditioner must be 'diagonal' or 'none', got {preconditioner!r}")
+        if preconditioner not in _PRECONDITIONERS:
+            raise ValueError(f"preconditioner must be 'diagonal', 'none' or 'sparse', got {preconditioner!r}")
         frame = self._frame
         n, m, d = self._n, self._m, self._d
         outs = [frame.empty_host(shape) if wanted else None
                 for wanted, shape in ((x, (n, d)), (y, (m, d)), (a, (n,)), (b, (m,)))]
         cotangents = [None if v is None else host_array(v if isinstance(v, np.ndarray) or is_tensor(v)
                                                          else np.asarray(v), frame) for v in (df, dg)]
-        report = self._core.potential_vjp(*cotangents, *outs, tol, iters, preconditioner == "diagonal")
+        report = self._core.potential_vjp(*cotangents, *outs, tol, iters, _PRECONDITIONERS[preconditioner])
         grads = [None if out is None else frame.give_back(out) for out in outs]
         return PotentialVjp(*grads, *report)
 
@@ -214,13 +214,16 @@ class Solver:
         complement of the potentials' system, every product a plan pass). See docs/math.md.
         wrt='self', on a solver of a symmetric problem (x, x, a, a): the Hessian of
         X ↦ OT_ε(a, X; a, X) (a Sinkhorn divergence's debiasing term), (H·(A, A))_x + (H·(A, A))_y,
-        whose potentials' response solves the well-conditioned (diag a + P)·δ = ρ."""
+        whose potentials' response solves the well-conditioned (diag a + P)·δ = ρ.
+        preconditioner: 'diagonal' (diag(Pᵀ1), default), 'none', or 'sparse' — the exact solve of the
+        Schur complement of the plan's 8 largest entries per row, a few CG iterations instead of
+        hundreds at small ε (the CG then runs on the host, over plan passes: docs/math.md)."""
         if wrt not in ("x", "y", "self"):
             raise ValueError(f"wrt must be 'x', 'y' or 'self', got {wrt!r}")
         if part not in self._HVP_PARTS:
             raise ValueError(f"part must be 'full', 'fixed' or 'implicit', got {part!r}")
-        if preconditioner not in ("diagonal", "none"):
-            raise ValueError(f"preconditioner must be 'diagonal' or 'none', got {preconditioner!r}")
+        if preconditioner not in _PRECONDITIONERS:
+            raise ValueError(f"preconditioner must be 'diagonal', 'none' or 'sparse', got {preconditioner!r}")
         frame = self._frame
         shape = (self._n if wrt == "x" else self._m, self._d)
         if not (isinstance(direction, np.ndarray) or is_tensor(direction)):
@@ -229,7 +232,7 @@ class Solver:
         out = frame.empty_device(shape) if self._in_place else frame.empty_host(shape)
         read = core_array if self._in_place else host_array
         arguments = (read(direction, frame), _to_dlpack(out) if self._in_place else out, self._HVP_PARTS[part], tol,
-                     iters, preconditioner == "diagonal")
+                     iters, _PRECONDITIONERS[preconditioner])
         report = self._core.hvp_self(*arguments) if wrt == "self" else self._core.hvp(wrt == "y", *arguments)
         return HessianVectorProduct(out if self._in_place else frame.give_back(out), *report)
 
@@ -247,8 +250,8 @@ class Solver:
             raise ValueError("hvp_xy: ask for at least one product (x=True or y=True)")
         if part not in self._HVP_PARTS:
             raise ValueError(f"part must be 'full', 'fixed' or 'implicit', got {part!r}")
-        if preconditioner not in ("diagonal", "none"):
-            raise ValueError(f"preconditioner must be 'diagonal' or 'none', got {preconditioner!r}")
+        if preconditioner not in _PRECONDITIONERS:
+            raise ValueError(f"preconditioner must be 'diagonal', 'none' or 'sparse', got {preconditioner!r}")
         frame = self._frame
         empty = frame.empty_device if self._in_place else frame.empty_host
         read = core_array if self._in_place else host_array
@@ -257,7 +260,7 @@ class Solver:
                                                   frame) for v in (dx, dy)]
         core_outs = [None if out is None else (_to_dlpack(out) if self._in_place else out) for out in outs]
         report = self._core.hvp_xy(*directions, *core_outs, self._HVP_PARTS[part], tol, iters,
-                                   preconditioner == "diagonal")
+                                   _PRECONDITIONERS[preconditioner])
         products = (None if out is None else (out if self._in_place else frame.give_back(out)) for out in outs)
         return JointHessianVectorProduct(*products, *report)
 
@@ -451,6 +454,11 @@ def _under_transform(*values: Any) -> bool:
 
 _functorch_active = None if _torch is None else _torch._C._are_functorch_transforms_active
 _to_dlpack = None if _torch is None else _torch.utils.dlpack.to_dlpack
+
+# The CG preconditioners of potential_vjp / hvp / hvp_xy as the binding takes them (module.cpp,
+# preconditioner_of): 'sparse' is the exact solve of the Schur complement of the plan's 8 largest
+# entries per row (core/sparse_plan_preconditioner.hpp; the CG then runs on the host).
+_PRECONDITIONERS = {"none": 0, "diagonal": 1, "sparse": 2}
 _forward_ad = None if _torch is None else _torch.autograd.forward_ad
 
 

@@ -50,6 +50,23 @@ def test_symmetry_and_parts():
         assert np.vdot(w, s.hvp(w, part="implicit", tol=1e-12).product) >= -1e-12
 
 
+def test_sparse_preconditioner_same_product_fewer_iterations():
+    """preconditioner='sparse' (the Schur complement of the plan's 8 largest entries per row, solved
+    exactly): at a small ε the same product as the diagonal's in a fraction of the CG iterations, for
+    hvp and hvp_xy alike."""
+    x, y, a, b = random_problem(86, 90, 110, 3)
+    s = fs.Solver(x, y, a, b, **converged_kwargs(eps=0.05))
+    s.solve()
+    direction = np.random.default_rng(87).normal(size=x.shape)
+    diagonal = s.hvp(direction, tol=1e-10, iters=5000)
+    sparse = s.hvp(direction, tol=1e-10, iters=5000, preconditioner="sparse")
+    assert diagonal.converged and sparse.converged
+    assert 4 * sparse.cg_iterations <= diagonal.cg_iterations, (sparse.cg_iterations, diagonal.cg_iterations)
+    np.testing.assert_allclose(sparse.product, diagonal.product, rtol=0, atol=1e-7 * np.abs(diagonal.product).max())
+    joint = s.hvp_xy(direction, None, tol=1e-10, iters=5000, preconditioner="sparse")
+    np.testing.assert_allclose(joint.product_x, diagonal.product, rtol=0, atol=1e-7 * np.abs(diagonal.product).max())
+
+
 def test_bad_arguments_are_named():
     x, y, a, b = random_problem(85, 5, 4, 2)
     s = solved(x, y, a, b)
@@ -57,6 +74,8 @@ def test_bad_arguments_are_named():
         s.hvp(np.zeros((5, 2)), wrt="z")
     with pytest.raises(ValueError, match="part"):
         s.hvp(np.zeros((5, 2)), part="psd")
+    with pytest.raises(ValueError, match="preconditioner"):
+        s.hvp(np.zeros((5, 2)), preconditioner="jacobi")
     with pytest.raises(fs.InvalidArgument):
         s.hvp(np.zeros((4, 2)))  # X has 5 points
 

@@ -16,19 +16,20 @@
 namespace flashsinkhorn::detail {
 namespace {
 
-// Row i's k largest softmax entries: (key index, s_ij), s_i = softmax_j((g_j − s‖p_i − q_j‖²)/ε + log b_j).
+// Row i's k largest softmax entries: (key index, s_ij), s_i = softmax_j((g_j − C_ij)/ε + log b_j).
 void top_entries(const prepared_problem& problem, const std::vector<double>& g, double eps, std::int64_t i, int k,
                  std::vector<std::pair<double, std::int64_t>>& scores, std::pair<std::int64_t, double>* out) {
   const prepared_cloud& x = problem.x;
   const prepared_cloud& y = problem.y;
   const std::int64_t d = x.dim;
+  const std::int64_t euclidean = d - x.negative_dim;  // the trailing negative_dim coordinates have η = −1
   const double* p = x.points.data() + i * d;
   double top = -std::numeric_limits<double>::infinity();
   for (std::int64_t j = 0; j < y.count; ++j) {
-    double sq = 0;
+    double sq = 0;  // Σ_c η_c (p_c − q_c)²: C_ij/s, label embeddings included (prepared_cloud.hpp)
     for (std::int64_t c = 0; c < d; ++c) {
       const double diff = p[c] - y.points[j * d + c];
-      sq += diff * diff;
+      sq += c < euclidean ? diff * diff : -diff * diff;
     }
     const double t = (g[j] - problem.cost_scale * sq) / eps + y.log_weights[j];
     scores[j] = {t, j};

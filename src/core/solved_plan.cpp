@@ -86,20 +86,6 @@ plan_rows_result solved_plan::quadratic_pass(side rows, slot key, const std::vec
                                           row_cloud.count);
 }
 
-std::vector<double> solved_plan::quadratic_row_average(const std::vector<double>& directions,
-                                                       const std::vector<double>& values, std::int64_t k,
-                                                       two_gemm_path path, const double* key_directions) const {
-  return std::move(quadratic_pass(side::x, slot::g, directions, values, k, path, key_directions).weighted);
-}
-
-std::vector<double> solved_plan::quadratic_transpose(const std::vector<double>& directions,
-                                                     const std::vector<double>& values, std::int64_t k,
-                                                     two_gemm_path path, const double* key_directions) const {
-  // The reweighting w_i scales each term once: through V, never through z.
-  return column_masses_times(
-      quadratic_pass(side::y, slot::f, directions, reweight_keys(values, k), k, path, key_directions), k);
-}
-
 void solved_plan::row_average(matrix_store& store, int values, int out) const {
   store.plan_rows(plan_pass_request(side::x, slot::g, eps_, nullptr, 0), values, out);
   ++passes_;

@@ -12,8 +12,9 @@
 //                      b_j·exp(g_j/ε + lse_j)  (lse_j of that pass).
 //   column_mass()    = Pᵀ·1 =: c  (= b at convergence; the diagonal of the Schur complement's
 //                      leading part).
-// and their quadratic ("two-GEMM") forms, each one backend::plan_quadratic_rows pass (or its
-// generic O(d²)-value version, core/plan_quadratic_generic.hpp, chosen by `path`):
+// and their quadratic ("two-GEMM") forms on matrices of a store (core/matrix_store.hpp), each one
+// backend::plan_quadratic_rows pass (or its generic O(d²)-value version,
+// core/plan_quadratic_generic.hpp, chosen by `path`):
 //   quadratic_row_average(u, V, z) = diag(1/a)·[Σ_j P_ij (u_i·z_j) V_j]_i   u (n, dim), V (m, k), z (m, dim)
 //   quadratic_transpose(u, U, z)   = [Σ_i P_ij (u_j·z_i) U_i]_j             u (m, dim), U (n, k), z (n, dim)
 // with z the keys' own points in their role (η⊙q; plain points for a Euclidean cost) when
@@ -40,15 +41,6 @@ class solved_plan {
   [[nodiscard]] std::vector<double> row_average(const std::vector<double>& values, std::int64_t k) const;
   // U: (n, k) row-major → (m, k).
   [[nodiscard]] std::vector<double> apply_transpose(const std::vector<double>& values, std::int64_t k) const;
-
-  [[nodiscard]] std::vector<double> quadratic_row_average(const std::vector<double>& directions,
-                                                          const std::vector<double>& values, std::int64_t k,
-                                                          two_gemm_path path,
-                                                          const double* key_directions = nullptr) const;
-  [[nodiscard]] std::vector<double> quadratic_transpose(const std::vector<double>& directions,
-                                                        const std::vector<double>& values, std::int64_t k,
-                                                        two_gemm_path path,
-                                                        const double* key_directions = nullptr) const;
 
   // The same products on matrices of a store (core/matrix_store.hpp), k = the values' columns:
   // `out` := the product; `scratch` is overwritten (the reweighted values of a y-rows pass).

@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "core/host_matrix_store.hpp"
 #include "core/plan_quadratic_generic.hpp"
 #include "core/prepare.hpp"
 #include "core/solved_plan.hpp"
@@ -170,11 +171,26 @@ TEST(KeyDirectionsFallback, SolvedPlanUsesTheGenericPass) {
   const std::vector<double> u_y = normal_values(70 * 3, rng), z_x = normal_values(31 * 3, rng);
   const std::vector<double> v_y = normal_values(70 * 2, rng), v_x = normal_values(31 * 2, rng);
   const fs::two_gemm_path fused = fs::two_gemm_path::fused;
-  const std::vector<double> rows_want = fused_plan.quadratic_row_average(u_x, v_y, 2, fused, z_y.data());
-  const std::vector<double> rows_got = plain_plan.quadratic_row_average(u_x, v_y, 2, fused, z_y.data());
+  // The products on host stores over each backend: u, V, z in, the product out.
+  enum : int { kU, kV, kZ, kOut, kScratch };
+  const auto product = [&](const fd::solved_plan& plan, const fd::backend& compute, bool rows,
+                           const std::vector<double>& u, const std::vector<double>& v, const std::vector<double>& z) {
+    fd::host_matrix_store store(compute, problem, fs::precision::fp64);
+    const std::int64_t n_rows = rows ? 31 : 70, n_keys = rows ? 70 : 31;
+    store.write(kU, u, n_rows, 3);
+    store.write(kV, v, n_keys, 2);
+    store.write(kZ, z, n_keys, 3);
+    if (rows)
+      plan.quadratic_row_average(store, kU, kV, kZ, kOut, fused);
+    else
+      plan.quadratic_transpose(store, kU, kV, kZ, kOut, kScratch, fused);
+    return store.read(kOut);
+  };
+  const std::vector<double> rows_want = product(fused_plan, *cpu, true, u_x, v_y, z_y);
+  const std::vector<double> rows_got = product(plain_plan, plain, true, u_x, v_y, z_y);
   EXPECT_LT(max_abs_diff(rows_got, rows_want), 1e-12 * max_abs(rows_want));
-  const std::vector<double> cols_want = fused_plan.quadratic_transpose(u_y, v_x, 2, fused, z_x.data());
-  const std::vector<double> cols_got = plain_plan.quadratic_transpose(u_y, v_x, 2, fused, z_x.data());
+  const std::vector<double> cols_want = product(fused_plan, *cpu, false, u_y, v_x, z_x);
+  const std::vector<double> cols_got = product(plain_plan, plain, false, u_y, v_x, z_x);
   EXPECT_LT(max_abs_diff(cols_got, cols_want), 1e-12 * max_abs(cols_want));
 }
 

@@ -159,15 +159,6 @@ void check_cloud(const prepared_cloud& cloud, const char* name) {
     throw invalid_argument(std::string("CUDA backend: cloud ") + name + " has an inconsistent key-role copy");
 }
 
-// Grows `buffer` to at least `count` elements (contents not kept) and returns its data.
-template <class T>
-T* reserve(device_buffer<T>& buffer, std::size_t count) {
-  if (buffer.size() < count) {
-    buffer = device_buffer<T>();  // free first: the peak stays one buffer
-    buffer = device_buffer<T>(count);
-  }
-  return buffer.data();
-}
 
 const char* slot_name(slot s) {
   static constexpr const char* kNames[kSlotCount] = {"f", "g", "f_next", "g_next",

@@ -55,4 +55,14 @@ class device_buffer {
   std::size_t count_ = 0;
 };
 
+// Grows `buffer` to at least `count` elements (contents not kept) and returns its data.
+template <class T>
+T* reserve(device_buffer<T>& buffer, std::size_t count) {
+  if (buffer.size() < count) {
+    buffer = device_buffer<T>();  // free first: the peak stays one buffer
+    buffer = device_buffer<T>(count);
+  }
+  return buffer.data();
+}
+
 }  // namespace flashsinkhorn::detail

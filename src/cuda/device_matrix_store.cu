@@ -142,13 +142,7 @@ void device_matrix_store::check_device(memory_space space, int device, const std
                            std::to_string(context_.device));
 }
 
-unsigned char* device_matrix_store::staging(std::size_t bytes) const {
-  if (staging_.size() < bytes) {
-    staging_ = device_buffer<unsigned char>();
-    staging_ = device_buffer<unsigned char>(bytes);
-  }
-  return staging_.data();
-}
+unsigned char* device_matrix_store::staging(std::size_t bytes) const { return reserve(staging_, bytes); }
 
 void device_matrix_store::write_view(int id, const matrix_view& view, const std::string& name) {
   FS_CUDA_CHECK(cudaSetDevice(context_.device));
@@ -220,26 +214,17 @@ const device_matrix_store::matrix& device_matrix_store::at(int id) const {
 
 double* device_matrix_store::shape(int id, std::int64_t rows, std::int64_t cols) {
   matrix& m = matrices_[id];
-  const auto count = static_cast<std::size_t>(rows * cols);
-  if (m.values.size() < count) {
-    m.values = device_buffer<double>();  // free first: the peak stays one buffer
-    m.values = device_buffer<double>(count);
-  }
   m.rows = rows;
   m.cols = cols;
-  return m.values.data();
+  return reserve(m.values, static_cast<std::size_t>(rows * cols));
 }
 
 const double* device_matrix_store::upload_vector(int slot, const std::vector<double>& host) const {
-  device_buffer<double>& buffer = vectors_[static_cast<std::size_t>(slot)];
-  if (buffer.size() < host.size()) {
-    buffer = device_buffer<double>();
-    buffer = device_buffer<double>(host.size());
-  }
-  FS_CUDA_CHECK(cudaMemcpyAsync(buffer.data(), host.data(), host.size() * sizeof(double), cudaMemcpyHostToDevice,
+  double* device = reserve(vectors_[static_cast<std::size_t>(slot)], host.size());
+  FS_CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(double), cudaMemcpyHostToDevice,
                                 context_.stream));
   count_host_to_device(context_.transfers, static_cast<std::int64_t>(host.size() * sizeof(double)));
-  return buffer.data();
+  return device;
 }
 
 std::vector<double> device_matrix_store::download(const double* device, std::size_t count) const {
@@ -331,16 +316,12 @@ std::vector<double> device_matrix_store::row_dots(int a, std::int64_t a_column, 
   FS_CUDA_CHECK(cudaSetDevice(context_.device));
   const matrix& ma = at(a);
   const matrix& mb = at(b);
-  device_buffer<double>& out = vectors_[kMaxTerms];
-  if (out.size() < static_cast<std::size_t>(ma.rows)) {
-    out = device_buffer<double>();
-    out = device_buffer<double>(static_cast<std::size_t>(ma.rows));
-  }
+  double* out = reserve(vectors_[kMaxTerms], static_cast<std::size_t>(ma.rows));
   if (ma.rows == 0) return {};
   row_dots_kernel<<<blocks_for(ma.rows * 32), kThreads, 0, context_.stream>>>(
-      ma.values.data() + a_column, ma.cols, mb.values.data() + b_column, mb.cols, ma.rows, width, out.data());
+      ma.values.data() + a_column, ma.cols, mb.values.data() + b_column, mb.cols, ma.rows, width, out);
   FS_CUDA_CHECK(cudaGetLastError());
-  return download(out.data(), static_cast<std::size_t>(ma.rows));
+  return download(out, static_cast<std::size_t>(ma.rows));
 }
 
 void device_matrix_store::plan_rows(const plan_rows_request& request, int values, int out) {
@@ -359,15 +340,12 @@ const void* device_matrix_store::stored_like(int id, const device_cloud_view& vi
   const matrix& m = at(id);
   const std::int64_t element = context_.mode == precision::fp64 ? 8 : context_.mode == precision::bf16 ? 2 : 4;
   const auto bytes = static_cast<std::size_t>(view.padded_count * view.padded_dim * element);
-  if (buffer.size() < bytes) {
-    buffer = device_buffer<unsigned char>();
-    buffer = device_buffer<unsigned char>(bytes);
-  }
-  FS_CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, bytes, context_.stream));
+  unsigned char* stored = reserve(buffer, bytes);
+  FS_CUDA_CHECK(cudaMemsetAsync(stored, 0, bytes, context_.stream));
   encode_rows_kernel<<<blocks_for(m.rows * m.cols), kThreads, 0, context_.stream>>>(
-      m.values.data(), m.rows, m.cols, view.padded_dim, context_.mode, buffer.data());
+      m.values.data(), m.rows, m.cols, view.padded_dim, context_.mode, stored);
   FS_CUDA_CHECK(cudaGetLastError());
-  return buffer.data();
+  return stored;
 }
 
 void device_matrix_store::plan_quadratic_rows(const plan_quadratic_request& request, int directions, int values,

@@ -134,16 +134,7 @@ device_cloud upload_cloud(const prepared_cloud& cloud, precision mode, double co
   out.scaled_sq_norm = upload(sq_norm, stream, transfers);
   out.weights = upload(cloud.weights, stream, transfers);
   out.log_weights = upload(cloud.log_weights, stream, transfers);
-  out.row_view.points = out.points.data();
-  out.row_view.scaled_sq_norm = out.scaled_sq_norm.data();
-  out.row_view.weights = out.weights.data();
-  out.row_view.log_weights = out.log_weights.data();
-  out.row_view.count = n;
-  out.row_view.padded_count = padded_n;
-  out.row_view.dim = d;
-  out.row_view.padded_dim = padded_d;
-  out.key_view = out.row_view;
-  if (cloud.negative_dim > 0) out.key_view.points = out.key_points.data();
+  out.make_views(n, padded_n, d, padded_d);
   return out;
 }
 

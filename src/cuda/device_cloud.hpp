@@ -30,6 +30,20 @@ struct device_cloud {
   device_cloud_view row_view;  // points in the rows' role: p
   device_cloud_view key_view;  // in the keys' role: η⊙q (== row_view without negative coordinates)
   exact_points_view exact;     // p before rounding (the features are the same in both roles)
+
+  // The two views over this cloud's buffers (key_view on key_points when it has them).
+  void make_views(std::int64_t count, std::int64_t padded_count, std::int64_t dim, std::int64_t padded_dim) {
+    row_view.points = points.data();
+    row_view.scaled_sq_norm = scaled_sq_norm.data();
+    row_view.weights = weights.data();
+    row_view.log_weights = log_weights.data();
+    row_view.count = count;
+    row_view.padded_count = padded_count;
+    row_view.dim = dim;
+    row_view.padded_dim = padded_dim;
+    key_view = row_view;
+    if (key_points.size() > 0) key_view.points = key_points.data();
+  }
 };
 
 }  // namespace flashsinkhorn::detail

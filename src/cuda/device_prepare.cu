@@ -356,15 +356,7 @@ device_cloud store_cloud(working_cloud&& work, const double* mean, std::int64_t 
                            : exact_points_view{out.points.data(), padded_d, mode == precision::fp64};
   out.weights = std::move(work.weights);
   out.log_weights = std::move(work.log_weights);
-  out.row_view.points = out.points.data();
-  out.row_view.scaled_sq_norm = out.scaled_sq_norm.data();
-  out.row_view.weights = out.weights.data();
-  out.row_view.log_weights = out.log_weights.data();
-  out.row_view.count = n;
-  out.row_view.padded_count = padded_n;
-  out.row_view.dim = dim;
-  out.row_view.padded_dim = padded_d;
-  out.key_view = out.row_view;  // no negative-signature coordinates without a label cost
+  out.make_views(n, padded_n, dim, padded_d);  // (no key_points: no label cost on this path)
   return out;
 }
 

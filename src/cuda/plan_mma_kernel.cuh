@@ -85,6 +85,12 @@ struct plan_vector_partial {
   float weighted;
 };
 
+// Bytes of the partial states of `splits` key splits over `padded_rows` rows (0 unsplit): the
+// scratch both one-column passes (this kernel's kVector, plan_vector_wgmma_kernel.cuh) need.
+inline std::int64_t plan_vector_partial_bytes_of(std::int64_t padded_rows, int splits) {
+  return splits > 1 ? splits * padded_rows * static_cast<std::int64_t>(sizeof(plan_vector_partial)) : 0;
+}
+
 struct plan_mma_params {
   const void* rows_points;          // (rows_padded, padded_dim) stored words
   const void* key_points;           // (keys_padded, padded_dim)

@@ -103,7 +103,7 @@ split_plan plan_vector_splits(const device_cloud_view& rows, const device_cloud_
 }
 
 std::int64_t vector_partial_bytes(const device_cloud_view& rows, int splits) {
-  return splits > 1 ? splits * rows.padded_count * static_cast<std::int64_t>(sizeof(kernels::plan_vector_partial)) : 0;
+  return kernels::plan_vector_partial_bytes_of(rows.padded_count, splits);
 }
 
 // `vector`: the one-column FMA pass (staged_values_layout::vector), its keys split when few row

@@ -60,10 +60,6 @@ vector_launch plan_launch(precision mode, const device_cloud_view& rows, const d
   return out;
 }
 
-std::int64_t partial_bytes(const device_cloud_view& rows, int splits) {
-  return splits > 1 ? splits * rows.padded_count * static_cast<std::int64_t>(sizeof(kernels::plan_vector_partial)) : 0;
-}
-
 template <class Op>
 bool launch(precision mode, const plan_rows_launch_args& args, cudaStream_t stream, cudaError_t& status) {
   const device_cloud_view& rows = args.rows;
@@ -90,7 +86,8 @@ bool launch(precision mode, const plan_rows_launch_args& args, cudaStream_t stre
   p.score_scale_log2 = static_cast<float>(2.0 * args.cost_scale / args.eps * 1.44269504088896340736);
   p.eps = args.eps;
   split_plan splits = plan.splits;
-  if (partial_bytes(rows, splits.splits) > args.partial_scratch_capacity) splits = split_plan{};
+  if (kernels::plan_vector_partial_bytes_of(rows.padded_count, splits.splits) > args.partial_scratch_capacity)
+    splits = split_plan{};
   if (splits.splits > 1) {
     p.partials = static_cast<kernels::plan_vector_partial*>(args.partial_scratch);
     p.rows_padded = rows.padded_count;
@@ -131,7 +128,7 @@ std::int64_t plan_vector_wgmma_partial_bytes(precision mode, const device_cloud_
       mode == precision::bf16
           ? plan_launch<kernels::wgmma_bf16_operands>(mode, rows, keys, sm_count, max_shared_bytes)
           : plan_launch<kernels::wgmma_tf32_operands>(mode, rows, keys, sm_count, max_shared_bytes);
-  return plan.stages == 0 ? 0 : partial_bytes(rows, plan.splits.splits);
+  return plan.stages == 0 ? 0 : kernels::plan_vector_partial_bytes_of(rows.padded_count, plan.splits.splits);
 }
 
 bool launch_plan_vector_wgmma(precision mode, const plan_rows_launch_args& args, cudaStream_t stream,

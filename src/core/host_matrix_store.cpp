@@ -54,14 +54,14 @@ void host_matrix_store::load_points(int id, side s) {
 }
 
 void host_matrix_store::round_to_operands(int id) {
-  std::vector<double>& values = matrices_.at(id).values;
+  std::vector<double>& values = at(id).values;
   parallel_rows(static_cast<std::int64_t>(values.size()), 1,
                 [&](std::int64_t e) { values[e] = rounded_operand(values[e], mode_); });
 }
 
 void host_matrix_store::combine(int target, std::int64_t column, std::int64_t width, bool accumulate,
                                 const std::vector<matrix_term>& terms) {
-  matrix& out = matrices_.at(target);
+  matrix& out = at(target);
   std::vector<const matrix*> sources;
   for (const matrix_term& t : terms) sources.push_back(&at(t.source));
   parallel_rows(out.rows, width, [&](std::int64_t i) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -45,6 +46,7 @@ class host_matrix_store final : public matrix_store {
     std::vector<double> values;  // (rows, cols)
   };
   [[nodiscard]] const matrix& at(int id) const;
+  [[nodiscard]] matrix& at(int id) { return const_cast<matrix&>(std::as_const(*this).at(id)); }
   void store(int id, std::vector<double> values, std::int64_t rows, std::int64_t cols);
 
   const backend& compute_;

@@ -1,8 +1,9 @@
-// The host-side linear algebra of the Hessian-vector product (joint_hvp.cpp, solved_plan.cpp,
-// oriented_plan.cpp: reweightings, the values of a pass, the explicit terms) over all cores. Each
-// loop is O(n·d) and memory-bound: at n = 10,000, d = 64 one touches 5 MB, and between the GPU
-// passes of one HVP these loops on one core took half of its 42 ms (FLASHSINKHORN_TRACE on the
-// H200 machine, 2026-11-30). Small loops stay on the calling thread.
+// The host-side O(n·d) loops of the Hessian-vector product and the plan's products on host
+// vectors (host_matrix_store.cpp, solved_plan.cpp) over
+// all cores. Measured on the H200 machine (2026-11-30, FLASHSINKHORN_TRACE): spreading the HVP's
+// host loops over its 16 cores changed nothing measurable — their time was the page faults of
+// fresh 5 MB arrays, not arithmetic (docs/cuda_backend.md) — so this is for the CPU backend's host
+// store, whose loops are the product's own work. Small loops stay on the calling thread.
 #pragma once
 
 #include <cstdint>

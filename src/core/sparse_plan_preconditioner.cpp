@@ -9,7 +9,6 @@
 #include <limits>
 #include <utility>
 
-#include "core/parallel_rows.hpp"
 #include "core/projected_cg.hpp"
 #include "flashsinkhorn/error.hpp"
 

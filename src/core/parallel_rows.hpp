@@ -1,6 +1,5 @@
 // The host-side O(n·d) loops of the Hessian-vector product and the plan's products on host
-// vectors (host_matrix_store.cpp, solved_plan.cpp) over
-// all cores. Measured on the H200 machine (2026-11-30, FLASHSINKHORN_TRACE): spreading the HVP's
+// vectors (host_matrix_store.cpp, solved_plan.cpp) over all cores. Measured on the H200 machine (2026-11-30, FLASHSINKHORN_TRACE): spreading the HVP's
 // host loops over its 16 cores changed nothing measurable — their time was the page faults of
 // fresh 5 MB arrays, not arithmetic (docs/cuda_backend.md) — so this is for the CPU backend's host
 // store, whose loops are the product's own work. Small loops stay on the calling thread.

@@ -29,27 +29,11 @@ using namespace testing_support;
 
 namespace {
 
-fd::prepared_cloud cloud(std::int64_t count, std::int64_t dim, double shift, std::mt19937_64& rng) {
-  fd::prepared_cloud c;
-  c.count = count;
-  c.dim = dim;
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_real_distribution<double> uniform(0.5, 1.5);
-  c.points.resize(static_cast<std::size_t>(count * dim));
-  for (double& v : c.points) v = normal(rng) + shift;
-  c.weights.resize(static_cast<std::size_t>(count));
-  double total = 0;
-  for (double& w : c.weights) total += (w = uniform(rng));
-  for (double& w : c.weights) w /= total;
-  for (double w : c.weights) c.log_weights.push_back(std::log(w));
-  return c;
-}
-
 TEST(DampedPotentialSystem, CgMatchesADenseSolveOfTheDampedMatrix) {
   std::mt19937_64 rng(3);
   fd::prepared_problem problem;
-  problem.x = cloud(37, 3, 0.0, rng);
-  problem.y = cloud(29, 3, 0.5, rng);
+  problem.x = random_prepared_cloud(37, 3, 0.0, rng);
+  problem.y = random_prepared_cloud(29, 3, 0.5, rng);
   fd::centre_clouds(problem);
   const double eps = 0.3;
   auto compute = fd::make_cpu_backend(problem, fs::precision::fp64, 1);

@@ -34,19 +34,6 @@ std::vector<double> normal_values(std::int64_t count, std::mt19937_64& rng, doub
   return v;
 }
 
-fd::prepared_cloud cloud(std::int64_t count, std::int64_t dim, double shift, std::mt19937_64& rng) {
-  fd::prepared_cloud c;
-  c.count = count;
-  c.dim = dim;
-  c.points = normal_values(count * dim, rng, shift);
-  std::uniform_real_distribution<double> uniform(0.5, 1.5);
-  double total = 0;
-  for (std::int64_t i = 0; i < count; ++i) total += c.weights.emplace_back(uniform(rng));
-  for (double& w : c.weights) w /= total;
-  for (double w : c.weights) c.log_weights.push_back(std::log(w));
-  return c;
-}
-
 // Σ_j softmax_j((h_j − s‖p_i − q_j‖²)/ε + log w_j)·(u_i·z_j)·V_j, directly in float64.
 std::vector<double> dense_quadratic(const fd::prepared_cloud& rows, const fd::prepared_cloud& keys,
                                     const std::vector<double>& h, double s, double eps, const std::vector<double>& u,
@@ -82,8 +69,8 @@ TEST_P(KeyDirections, FusedEqualsGenericAndDense) {
   const auto [n, m, d, k] = GetParam();
   std::mt19937_64 rng(static_cast<std::uint64_t>(n * 1000 + m));
   fd::prepared_problem problem;
-  problem.x = cloud(n, d, 0.0, rng);
-  problem.y = cloud(m, d, 0.4, rng);
+  problem.x = random_prepared_cloud(n, d, 0.0, rng);
+  problem.y = random_prepared_cloud(m, d, 0.4, rng);
   problem.cost_scale = 0.7;
   fd::centre_clouds(problem);
   const double eps = 0.6;
@@ -158,8 +145,8 @@ class without_key_directions final : public fd::backend {
 TEST(KeyDirectionsFallback, SolvedPlanUsesTheGenericPass) {
   std::mt19937_64 rng(5);
   fd::prepared_problem problem;
-  problem.x = cloud(31, 3, 0.0, rng);
-  problem.y = cloud(70, 3, 0.3, rng);
+  problem.x = random_prepared_cloud(31, 3, 0.0, rng);
+  problem.y = random_prepared_cloud(70, 3, 0.3, rng);
   fd::centre_clouds(problem);
   const double eps = 0.5;
   auto cpu = fd::make_cpu_backend(problem, fs::precision::fp64, 1);

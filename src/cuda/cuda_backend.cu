@@ -513,14 +513,8 @@ class cuda_backend final : public backend {
       context.stream = stream_.get();
       context.clouds = {&clouds_[0], &clouds_[1]};
       context.pass_args = [this](side rows, side keys, slot key, double eps, std::int64_t k, bool quadratic) {
-        // (k = 0 here: the store writes the results into its own matrix, not into plan_.weighted)
-        plan_rows_launch_args args = plan_args(rows, keys, key, eps, 0);
-        args.k = k;
+        plan_rows_launch_args args = plan_args(rows, keys, key, eps, static_cast<std::size_t>(k), false);
         args.values_scratch = reserve(plan_.staged, staged_bytes(keys, k, false, quadratic));
-        if (k == 1) {
-          args.partial_scratch_capacity = vector_partial_bytes(rows, keys);
-          args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(args.partial_scratch_capacity));
-        }
         return args;
       };
       context.transfers = transfers_;
@@ -726,9 +720,10 @@ class cuda_backend final : public backend {
   }
 
   // A plan pass of `rows` against `keys` with k value columns, writing into the plan scratch
-  // (values and cost left for the caller to set).
+  // (values and cost left for the caller to set; with weighted_scratch false the weighted output
+  // too: the matrix store writes into its own matrices).
   [[nodiscard]] plan_rows_launch_args plan_args(side rows, side keys, slot key_potential, double eps,
-                                                std::size_t k) const {
+                                                std::size_t k, bool weighted_scratch = true) const {
     plan_rows_launch_args args;
     args.rows = cloud(rows);
     args.keys = key_cloud(keys);
@@ -738,7 +733,7 @@ class cuda_backend final : public backend {
     args.k = static_cast<std::int64_t>(k);
     const auto n = static_cast<std::size_t>(args.rows.count);
     args.lse = reserve(plan_.lse, n);
-    args.weighted = k > 0 ? reserve(plan_.weighted, n * k) : nullptr;
+    args.weighted = k > 0 && weighted_scratch ? reserve(plan_.weighted, n * k) : nullptr;
     args.bias_scratch = reinterpret_cast<float*>(bias_.data());  // the softmin's β buffer, 8 bytes a key
     args.max_shared_bytes = max_shared_bytes_;
     args.sm_count = sm_count_;

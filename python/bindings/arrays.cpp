@@ -5,6 +5,7 @@
 #include <numpy/arrayobject.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "flashsinkhorn/error.hpp"
@@ -195,6 +196,61 @@ View vector_of(const array_argument& array, const char* name) {
   return described(view, array);
 }
 
+// float32 results written over the front half of their float64 buffer: element i at bytes
+// [4i, 4i + 4), which only overlaps doubles already read (≤ i); memcpy keeps the compiler from
+// reordering the overlapping accesses.
+void round_to_float32_in_place(std::vector<double>& values) {
+  auto* bytes = reinterpret_cast<unsigned char*>(values.data());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    double value;
+    std::memcpy(&value, bytes + i * sizeof(double), sizeof(double));
+    const auto rounded = static_cast<float>(value);
+    std::memcpy(bytes + i * sizeof(float), &rounded, sizeof(float));
+  }
+}
+
+// DLPack's DLManagedTensor (nanobind's dltensor is its DLTensor) with the vector it owns; shape
+// points into the struct (ndim 0 for a scalar), strides are null (compact).
+struct owned_dltensor {
+  nb::dlpack::dltensor tensor;
+  void* manager_ctx;
+  void (*deleter)(owned_dltensor*);
+  std::vector<double> values;
+  std::int64_t shape[1];
+};
+
+constexpr const char* kDltensor = "dltensor";  // DLPack's capsule names: unconsumed, then consumed
+constexpr const char* kUsedDltensor = "used_dltensor";
+
+nb::object dlpack_capsule(std::vector<double>&& values, bool float32, int ndim) {
+  auto owned = std::make_unique<owned_dltensor>();
+  owned->values = std::move(values);
+  if (float32) round_to_float32_in_place(owned->values);
+  owned->shape[0] = static_cast<std::int64_t>(owned->values.size());
+  nb::dlpack::dltensor& t = owned->tensor;
+  t.data = owned->values.data();
+  t.device = {nb::device::cpu::value, 0};
+  t.ndim = ndim;
+  t.dtype = float32 ? nb::dtype<float>() : nb::dtype<double>();
+  t.shape = ndim == 0 ? nullptr : owned->shape;
+  t.strides = nullptr;
+  owned->manager_ctx = nullptr;
+  owned->deleter = [](owned_dltensor* self) { delete self; };
+  PyObject* capsule = PyCapsule_New(owned.get(), kDltensor, [](PyObject* self) {
+    // A consumer renames the capsule and owns the tensor from then on; else it is still ours.
+    if (PyCapsule_IsValid(self, kUsedDltensor)) return;
+    auto* tensor = static_cast<owned_dltensor*>(PyCapsule_GetPointer(self, kDltensor));
+    if (tensor != nullptr) {
+      tensor->deleter(tensor);
+    } else {
+      PyErr_Clear();
+    }
+  });
+  nb::object out = steal_or_raise(capsule);
+  owned.release();  // the capsule owns it now
+  return out;
+}
+
 }  // namespace
 
 void init_numpy() {
@@ -237,23 +293,14 @@ mutable_vector_view as_mutable_vector(const array_argument& array, const char* n
 
 nb::object numpy_vector(std::vector<double>&& values, bool float32) {
   // The array wraps the vector's own buffer (moved into the capsule that is the array's base): no
-  // allocation and no copy after the solve. float32 is written over the front half of that buffer,
-  // element i at bytes [4i, 4i + 4), which only overlaps doubles already read (≤ i); memcpy keeps the
-  // compiler from reordering the overlapping accesses.
+  // allocation and no copy after the solve.
   auto* owned = new std::vector<double>(std::move(values));
   nb::capsule base(owned, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
-  auto* bytes = reinterpret_cast<unsigned char*>(owned->data());
-  if (float32) {
-    for (std::size_t i = 0; i < owned->size(); ++i) {
-      double value;
-      std::memcpy(&value, bytes + i * sizeof(double), sizeof(double));
-      const auto rounded = static_cast<float>(value);
-      std::memcpy(bytes + i * sizeof(float), &rounded, sizeof(float));
-    }
-  }
+  if (float32) round_to_float32_in_place(*owned);
   npy_intp size = static_cast<npy_intp>(owned->size());
+  void* bytes = owned->empty() ? nullptr : owned->data();
   nb::object array = steal_or_raise(PyArray_New(&PyArray_Type, 1, &size, float32 ? NPY_FLOAT32 : NPY_FLOAT64, nullptr,
-                                                owned->empty() ? nullptr : bytes, 0, NPY_ARRAY_CARRAY, nullptr));
+                                                bytes, 0, NPY_ARRAY_CARRAY, nullptr));
   if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array.ptr()), base.release().ptr()) < 0) {
     throw nb::python_error();  // the reference to `base` was stolen even on failure
   }
@@ -270,5 +317,11 @@ nb::object numpy_scalar(double value, bool float32) {
   }
   return array;
 }
+
+nb::object dlpack_vector(std::vector<double>&& values, bool float32) {
+  return dlpack_capsule(std::move(values), float32, 1);
+}
+
+nb::object dlpack_scalar(double value, bool float32) { return dlpack_capsule(std::vector<double>{value}, float32, 0); }
 
 }  // namespace flashsinkhorn::python

@@ -1,5 +1,5 @@
 // Arrays in and out of the binding: Python objects → flashsinkhorn views (zero-copy whenever the
-// core can read the memory in place), and result vectors → NumPy arrays.
+// core can read the memory in place), and result vectors → NumPy arrays or DLPack capsules.
 //
 // Inputs, in order of preference:
 //   NumPy float32/float64 arrays      read in place through the NumPy C API (no DLPack capsule, no
@@ -61,5 +61,13 @@ mutable_vector_view as_mutable_vector(const array_argument& array, const char* n
 nb::object numpy_vector(std::vector<double>&& values, bool float32);
 // A 0-d NumPy array holding `value`, float32 or float64.
 nb::object numpy_scalar(double value, bool float32);
+
+// The same as host DLPack capsules ("dltensor", unversioned: what torch._C._from_dlpack takes):
+// the capsule owns the vector's buffer and hands it to the consumer, which frees it through the
+// DLPack deleter; an unconsumed capsule frees it itself. Torch callers get their result tensors
+// from these with no NumPy array in between (one DLPack import per tensor, the same torch code
+// that to_dlpack's export of the inputs has just run).
+nb::object dlpack_vector(std::vector<double>&& values, bool float32);
+nb::object dlpack_scalar(double value, bool float32);
 
 }  // namespace flashsinkhorn::python

@@ -34,20 +34,21 @@ nb::tuple potentials(const result& r, bool float32, bool debiased) {
 
 // The solve and everything the Python result needs, in one call: (cost, primal_cost,
 // relative_entropy, iterations, marginal_error, converged, eps, device, total_seconds, f, g, f_aa,
-// g_bb), the potentials as in
-// `potentials`; the cost a 0-d NumPy array of the working dtype when `cost_array` (what
-// torch.from_numpy wraps for torch callers), else a float.
-nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool cost_array) {
+// g_bb), f_aa and g_bb None unless `debiased`. NumPy callers (`dlpack` false) get the potentials as
+// in `potentials` and the cost as a float; torch callers (`dlpack` true) get the cost (0-d) and the
+// potentials as host DLPack capsules of the working dtype, which torch._C._from_dlpack wraps.
+nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool dlpack) {
   result r;
   {
     nb::gil_scoped_release unlocked;
     r = s.solve();
   }
   // The potentials move into the arrays (no copy of n + m values after the solve).
-  const nb::object cost = cost_array ? numpy_scalar(r.cost, float32) : nb::cast(r.cost);
-  const nb::object f = numpy_vector(std::move(r.f), float32), g = numpy_vector(std::move(r.g), float32);
-  const nb::object f_aa = debiased ? numpy_vector(std::move(r.f_aa), float32) : nb::none();
-  const nb::object g_bb = debiased ? numpy_vector(std::move(r.g_bb), float32) : nb::none();
+  const auto vector = dlpack ? &dlpack_vector : &numpy_vector;
+  const nb::object cost = dlpack ? dlpack_scalar(r.cost, float32) : nb::cast(r.cost);
+  const nb::object f = vector(std::move(r.f), float32), g = vector(std::move(r.g), float32);
+  const nb::object f_aa = debiased ? vector(std::move(r.f_aa), float32) : nb::none();
+  const nb::object g_bb = debiased ? vector(std::move(r.g_bb), float32) : nb::none();
   return nb::make_tuple(cost, r.primal_cost, r.relative_entropy, r.iterations, r.marginal_error, r.converged, r.eps,
                         r.device, r.time.total_seconds, f, g, f_aa, g_bb);
 }
@@ -392,13 +393,14 @@ NB_MODULE(_core, m) {
           })
       .def(
           "solve_fields",
-          [](py::bound_solver& s, bool float32, bool debias, bool cost_array) {
-            return py::solve_fields(s.get(), float32, debias, cost_array);
+          [](py::bound_solver& s, bool float32, bool debias, bool dlpack) {
+            return py::solve_fields(s.get(), float32, debias, dlpack);
           },
-          "float32"_a, "debias"_a, "cost_array"_a,
+          "float32"_a, "debias"_a, "dlpack"_a,
           "solve() and the result unpacked in one call: (cost, primal_cost, relative_entropy, iterations, "
-          "marginal_error, converged, eps, device, total_seconds, f, g, f_aa, g_bb), potentials as in Result.potentials(), cost a 0-d NumPy "
-          "array when cost_array else a float.")
+          "marginal_error, converged, eps, device, total_seconds, f, g, f_aa, g_bb): potentials as in "
+          "Result.potentials() and the cost a float, or with dlpack the cost (0-d) and the potentials as host "
+          "DLPack capsules of the working dtype.")
       .def(
           "solve_into",
           [](py::bound_solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, bool float32,

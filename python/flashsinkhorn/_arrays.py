@@ -15,7 +15,10 @@ copied to the host and their results moved back to the tensor's device (solver.h
 lists the core's host paths).
 
 Results come out of the core as NumPy arrays in the working dtype; torch callers get them through the
-zero-copy `torch.from_numpy`.
+zero-copy `torch.from_numpy`, except the solve's potentials and value, which the core hands to torch
+callers as DLPack capsules (`Frame.from_core`): no NumPy array is made for them, and the import runs
+the same torch DLPack code as the inputs' export (after a long solve, when the caches have lost it,
+one torch code path instead of two).
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ try:
     from torch.utils.dlpack import to_dlpack as _to_dlpack
 except ImportError:  # torch is optional
     torch = None
+
+# DLPack capsule → tensor, without torch.utils.dlpack.from_dlpack's Python-level protocol checks
+# (the public function calls this one for capsules).
+_from_dlpack = None if torch is None else getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
 
 Array = Any  # numpy.ndarray | torch.Tensor | anything np.asarray accepts
 
@@ -105,6 +112,12 @@ class Frame:
         if not self.torch:
             return host
         tensor = torch.from_numpy(host)
+        return tensor if self.on_host else tensor.to(self.device)
+
+    def from_core(self, capsule: Any) -> Any:
+        """A host DLPack capsule of the core (solve_fields with dlpack=True: the working dtype, owned by
+        the capsule) as a tensor on the frame's device (torch frames only)."""
+        tensor = _from_dlpack(capsule)
         return tensor if self.on_host else tensor.to(self.device)
 
 

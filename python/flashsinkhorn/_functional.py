@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._arrays import Array, Frame, core_array, current_stream, host_array, is_tensor
+from ._arrays import Array, Frame, _from_dlpack, core_array, current_stream, host_array, is_tensor
 from ._arrays import torch as _torch
 from ._labels import LabelCost
 from ._options import options_for
@@ -106,15 +106,15 @@ class Solver:
 
     def _result(self, cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps, device, seconds,
                 f, g, f_aa, g_bb) -> SinkhornResult:
-        """The fields of the core's solve_fields: the potentials come as NumPy arrays already in the working
-        dtype (float32 rounded once in C++, no float64 intermediate array) and the cost, for torch, as a 0-d
-        array; torch callers get them through the zero-copy torch.from_numpy."""
+        """The fields of the core's solve_fields: the potentials already in the working dtype (float32
+        rounded once in C++, no float64 intermediate array) as NumPy arrays, or for torch (dlpack=True)
+        as host DLPack capsules with the cost as a 0-d one, which become tensors without a copy."""
         frame = self._frame
         if frame.torch:
-            give_back = frame.give_back
-            cost, f, g = give_back(cost), give_back(f), give_back(g)
+            take = _from_dlpack if frame.on_host else frame.from_core
+            cost, f, g = take(cost), take(f), take(g)
             if f_aa is not None:
-                f_aa, g_bb = give_back(f_aa), give_back(g_bb)
+                f_aa, g_bb = take(f_aa), take(g_bb)
         return SinkhornResult(f, g, cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps,
                               device, seconds, self, f_aa, g_bb)
 

@@ -5,23 +5,34 @@
 // solve the same problem. Prints one JSON line: median, quartiles, min, max of the wall time.
 //   flashsinkhorn_call_overhead --data FILE --n N --m M --d D --dtype float32|float64
 //                               [--eps E] [--iters 10] [--threads 1] [--repeats 2000] [--warmup 50]
-//                               [--gradient 0|1]
+//                               [--gradient 0|1] [--device cpu|cuda] [--precision fp32|fp64|tf32|bf16]
 // --gradient 1 also times gradient_x(out) after the solve (what SamplesLoss forward+backward does).
+// --device cuda: what a call on torch CUDA tensors does — the points are copied once into device
+// memory and passed as CUDA views (read in place on GPU 0, in the order of the legacy default
+// stream, 0, which is torch's current stream unless the caller set another), and each call is
+// solver(p, o).solve_into(out) with f, g (and the gradient) written into device buffers made once
+// (torch's caching allocator hands the Python side its outputs without a cudaMalloc either). Only
+// in a build with the CUDA backend (FLASHSINKHORN_HAS_CUDA); elsewhere it exits 3, naming why.
 // `slack` is wall time minus the result's own total_seconds (the solver's internal clock), per call:
 // the part of the call the library does not time itself; the Python benchmark subtracts the same
 // quantity measured around the Python call, which cancels the (noisy) solve time.
 // FILE: x (n×d, row-major) then y (m×d), in --dtype. Options: alternating, tol = 0, fixed iterations,
-// precision following the dtype (fp32 / fp64), CPU device, weights uniform.
+// precision following the dtype (fp32 / fp64) unless --precision, weights uniform.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "flashsinkhorn/flashsinkhorn.hpp"
+
+#ifdef FLASHSINKHORN_CALL_OVERHEAD_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace fs = flashsinkhorn;
 
@@ -42,6 +53,8 @@ struct args {
   double eps = 0.1;
   int iters = 10, threads = 1, repeats = 2000, warmup = 50;
   bool gradient = false;
+  bool cuda = false;
+  std::string precision;  // empty: following the dtype
 };
 
 args parse(int argc, char** argv) {
@@ -60,6 +73,8 @@ args parse(int argc, char** argv) {
     else if (k == "--repeats") a.repeats = std::atoi(v);
     else if (k == "--warmup") a.warmup = std::atoi(v);
     else if (k == "--gradient") a.gradient = std::atoi(v) != 0;
+    else if (k == "--device") a.cuda = std::string(v) == "cuda";
+    else if (k == "--precision") a.precision = v;
     else {
       std::fprintf(stderr, "unknown argument %s\n", k.c_str());
       std::exit(2);
@@ -80,6 +95,39 @@ double quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
+bool precision_of(const std::string& name, fs::precision& out) {
+  if (name == "fp32") out = fs::precision::fp32;
+  else if (name == "fp64") out = fs::precision::fp64;
+  else if (name == "tf32") out = fs::precision::tf32;
+  else if (name == "bf16") out = fs::precision::bf16;
+  else return false;
+  return true;
+}
+
+#ifdef FLASHSINKHORN_CALL_OVERHEAD_CUDA
+// A cudaMalloc'ed buffer (GPU 0), optionally filled from host bytes; exits 1 on a CUDA error.
+class device_bytes {
+ public:
+  explicit device_bytes(std::size_t size, const void* from = nullptr) {
+    check(cudaMalloc(&data_, std::max<std::size_t>(size, 8)), "cudaMalloc");
+    if (from != nullptr) check(cudaMemcpy(data_, from, size, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  ~device_bytes() { cudaFree(data_); }
+  device_bytes(const device_bytes&) = delete;
+  device_bytes& operator=(const device_bytes&) = delete;
+  [[nodiscard]] char* data() const noexcept { return static_cast<char*>(data_); }
+
+ private:
+  static void check(cudaError_t status, const char* what) {
+    if (status != cudaSuccess) {
+      std::fprintf(stderr, "%s failed: %s\n", what, cudaGetErrorString(status));
+      std::exit(1);
+    }
+  }
+  void* data_ = nullptr;
+};
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,22 +140,60 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot read %zu bytes from %s\n", bytes.size(), a.data.c_str());
     return 1;
   }
-  const fs::dtype type = single ? fs::dtype::float32 : fs::dtype::float64;
-  fs::problem p;
-  p.x = fs::matrix_view{bytes.data(), a.n, a.d, a.d, type};
-  p.y = fs::matrix_view{bytes.data() + static_cast<std::size_t>(a.n * a.d) * item, a.m, a.d, a.d, type};
-  p.eps = a.eps;
   fs::options o;
   o.solver = fs::solver_kind::alternating;
   o.precision = single ? fs::precision::fp32 : fs::precision::fp64;
-  o.device = fs::device_kind::cpu;
+  if (!a.precision.empty() && !precision_of(a.precision, o.precision)) {
+    std::fprintf(stderr, "unknown precision %s (fp32, fp64, tf32, bf16)\n", a.precision.c_str());
+    return 2;
+  }
+  o.device = a.cuda ? fs::device_kind::cuda : fs::device_kind::cpu;
   o.max_iterations = a.iters;
   o.tolerance = 0;
   o.cpu_threads = a.threads;
 
+  const fs::dtype type = single ? fs::dtype::float32 : fs::dtype::float64;
+  const fs::memory_space space = a.cuda ? fs::memory_space::cuda : fs::memory_space::host;
+  const std::size_t x_bytes = static_cast<std::size_t>(a.n * a.d) * item;
+  // Host memory, or (--device cuda) device copies of the points and device outputs made once.
+  char* points = bytes.data();
+  std::vector<char> gradient_host(x_bytes);
+  char* gradient = gradient_host.data();
+  char* potentials = nullptr;
+#ifdef FLASHSINKHORN_CALL_OVERHEAD_CUDA
+  std::unique_ptr<device_bytes> points_device, gradient_device, potentials_device;
+  if (a.cuda) {
+    if (!fs::cuda_available()) {
+      std::fprintf(stderr, "--device cuda: no CUDA device is visible\n");
+      return 3;
+    }
+    o.cuda_device = 0;
+    o.cuda_stream = 0;  // the legacy default stream: torch's current stream by default
+    points_device = std::make_unique<device_bytes>(bytes.size(), bytes.data());
+    gradient_device = std::make_unique<device_bytes>(x_bytes);
+    potentials_device = std::make_unique<device_bytes>(static_cast<std::size_t>(a.n + a.m) * item);
+    points = points_device->data();
+    gradient = gradient_device->data();
+    potentials = potentials_device->data();
+  }
+#else
+  if (a.cuda) {
+    std::fprintf(stderr, "--device cuda: this program was built without the CUDA backend (FLASHSINKHORN_CUDA)\n");
+    return 3;
+  }
+#endif
+  fs::problem p;
+  p.x = fs::matrix_view{points, a.n, a.d, a.d, type, space, 0};
+  p.y = fs::matrix_view{points + x_bytes, a.m, a.d, a.d, type, space, 0};
+  p.eps = a.eps;
+  fs::potential_views out;  // --device cuda: f, g into device memory (solve_into), as the Python call does
+  if (potentials != nullptr) {
+    out.f = fs::mutable_vector_view{potentials, a.n, 1, type, space, 0};
+    out.g = fs::mutable_vector_view{potentials + static_cast<std::size_t>(a.n) * item, a.m, 1, type, space, 0};
+  }
+
   double sink = 0;  // keeps the result observable
-  std::vector<char> gradient(static_cast<std::size_t>(a.n * a.d) * item);
-  const fs::mutable_matrix_view gradient_out{gradient.data(), a.n, a.d, a.d, type};
+  const fs::mutable_matrix_view gradient_out{gradient, a.n, a.d, a.d, type, space, 0};
   std::vector<double> seconds, slack, core;
   seconds.reserve(static_cast<std::size_t>(a.repeats));
   slack.reserve(static_cast<std::size_t>(a.repeats));
@@ -115,7 +201,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < a.warmup + a.repeats; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     fs::solver s(p, o);
-    const fs::result res = s.solve();
+    const fs::result res = potentials != nullptr ? s.solve_into(out) : s.solve();
     if (a.gradient) s.gradient_x(gradient_out);
     const auto t1 = std::chrono::steady_clock::now();
     sink += res.cost;
@@ -127,12 +213,14 @@ int main(int argc, char** argv) {
     }
   }
   std::printf(
-      "{\"n\": %ld, \"m\": %ld, \"d\": %ld, \"dtype\": \"%s\", \"iters\": %d, \"threads\": %d, \"repeats\": %d, "
+      "{\"n\": %ld, \"m\": %ld, \"d\": %ld, \"dtype\": \"%s\", \"device\": \"%s\", \"precision\": \"%s\", "
+      "\"iters\": %d, \"threads\": %d, \"repeats\": %d, "
       "\"gradient\": %s, \"native\": %s, \"core_median_s\": %.9g, \"slack_median_s\": %.9g, \"median_s\": %.9g, "
       "\"q1_s\": %.9g, \"q3_s\": %.9g, \"min_s\": %.9g, \"max_s\": %.9g, \"cost\": %.17g}\n",
-      a.n, a.m, a.d, a.type.c_str(), a.iters, a.threads, a.repeats, a.gradient ? "true" : "false",
-      kNative ? "true" : "false", quantile(core, 0.5), quantile(slack, 0.5), quantile(seconds, 0.5),
-      quantile(seconds, 0.25), quantile(seconds, 0.75), quantile(seconds, 0.0), quantile(seconds, 1.0),
-      sink / static_cast<double>(a.warmup + a.repeats));
+      a.n, a.m, a.d, a.type.c_str(), a.cuda ? "cuda" : "cpu",
+      a.precision.empty() ? (single ? "fp32" : "fp64") : a.precision.c_str(), a.iters, a.threads, a.repeats,
+      a.gradient ? "true" : "false", kNative ? "true" : "false", quantile(core, 0.5), quantile(slack, 0.5),
+      quantile(seconds, 0.5), quantile(seconds, 0.25), quantile(seconds, 0.75), quantile(seconds, 0.0),
+      quantile(seconds, 1.0), sink / static_cast<double>(a.warmup + a.repeats));
   return 0;
 }

@@ -3,20 +3,30 @@
 the C++ call").
 
 Axes (declared): n = m ∈ {1,000, 1}, d = 3, x, y ~ N(0, I) (seed 0; float32 = the float64 draw rounded),
-ε = 0.1, C = ‖x − y‖², alternating solver, iters = 10, tol = 0 (fixed work), threads = 1, device cpu,
-uniform weights, precision following the dtype. The same points everywhere: this script writes them to
-a raw file that the C++ program reads.
+ε = 0.1, C = ‖x − y‖², alternating solver, iters = 10, tol = 0 (fixed work), uniform weights, and
+  device cpu     threads = 1, float32 and float64, precision following the dtype;
+  device cuda    GPU 0, float32, precision fp32 and tf32 (--cuda-precisions): torch CUDA tensors, the
+                 realistic ML case. Run first (they are short) when torch.cuda and the core's CUDA
+                 backend are available and the C++ program was built with CUDA, else skipped with the
+                 reason in the report ("skipped").
+The same points everywhere: this script writes them to a raw file that the C++ program reads.
 
 What is timed (wall clock per call, perf_counter / steady_clock, after warm-up):
   cpp            bench/call_overhead.cpp: `flashsinkhorn::solver(p, o).solve()` (construction included,
                  as in every Python call); with gradient=1 also `gradient_x(out)` (the SamplesLoss case).
   numpy          flashsinkhorn.sinkhorn(x, y, **options) on NumPy arrays, float32 and float64 — the call
-                 itself between the two clock reads, as a user writes it (no wrapper function).
-  torch          the same on CPU torch tensors that do not require grad.
+                 itself between the two clock reads, as a user writes it (no wrapper function). CPU only.
+  torch          the same on torch tensors that do not require grad: CPU tensors, or (device cuda) CUDA
+                 tensors read in place on the GPU, potentials written into CUDA tensors (solve_into).
   samplesloss    SamplesLoss(blur=√ε, scaling=None, debias=False, cost_scale=1, solver='alternating',
-                 iters=10, tol=0, threads=1, device='cpu') — the same problem — forward + backward with
-                 x.requires_grad (one solve + one streamed ∇x), in one small function; compared with cpp
-                 gradient=1.
+                 iters=10, tol=0, threads=1, device=the row's device, precision=the row's) — the same
+                 problem — forward + backward with x.requires_grad (one solve + one streamed ∇x), in one
+                 small function; compared with cpp gradient=1.
+  With device cuda the C++ program runs with --device cuda: the points in device memory as CUDA views,
+  solve_into device buffers (and gradient_x into one), stream 0 — torch's current stream here. Both
+  sides' calls return with their outputs complete (the core waits for its writes into the caller's
+  memory); what the Python side enqueues after that (the 0-d cost's fill, SamplesLoss's scaling of
+  the gradient) is launched, not waited for, as in a user's code.
 
 Like for like: both sides must run the same compiled library (compiler, flags, -march=native or not).
 Build the C++ program in the CMake tree the extension was built in (bench/CMakeLists.txt's
@@ -52,7 +62,7 @@ written after every (n, dtype), marked "complete": false until the end; an error
 `timeout`) prints its traceback and leaves the partial report.
 
 Run: PYTHONPATH=build/python python3 bench/python_call_overhead.py [--bin PATH] [--rounds 3] [--label before]
-     [--budget-s SECONDS]
+     [--budget-s SECONDS] [--devices cpu,cuda] [--cuda-precisions fp32,tf32] [--repeats-cuda 400]
 Writes bench/results/python_call_overhead_<date>[_<label>].json.
 """
 
@@ -94,11 +104,22 @@ def _stop(signum, frame):
     raise Stopped(f"signal {signum}")
 
 
-def cpp_run(binary: str, data: Path, n: int, dtype: str, gradient: bool, repeats: int) -> dict:
+class CppUnavailable(RuntimeError):
+    """The C++ program cannot run this case here (exit 3: a build without CUDA, or no visible GPU)."""
+
+
+def cpp_run(binary: str, data: Path, n: int, dtype: str, gradient: bool, repeats: int, device: str = "cpu",
+            precision: str | None = None) -> dict:
     command = [binary, "--data", str(data), "--n", str(n), "--m", str(n), "--d", str(D), "--dtype", dtype,
                "--eps", str(EPS), "--iters", str(ITERS), "--threads", "1", "--repeats", str(repeats),
                "--warmup", str(max(5, repeats // 20)), "--gradient", "1" if gradient else "0"]
+    if device != "cpu":
+        command += ["--device", device]
+    if precision is not None:
+        command += ["--precision", precision]
     done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode == 3:
+        raise CppUnavailable(done.stderr.strip())
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited {done.returncode}: {done.stderr.strip()}")
     return json.loads(done.stdout)
@@ -141,15 +162,16 @@ def report_header(args, fs, torch) -> dict:
                     "cpus": os.cpu_count(), "python": sys.version.split()[0], "numpy": np.__version__,
                     "torch": torch.__version__},
         "axes": {"n=m": args.sizes, "d": D, "eps": EPS, "iters": ITERS, "tol": 0, "threads": 1, "solver": "alternating",
-                 "device": "cpu", "rounds": args.rounds, "repeats_large": args.repeats_large,
-                 "repeats_small": args.repeats_small, "budget_s": args.budget_s},
-        "rows": [], "builds": [],
+                 "devices": args.devices, "cuda_precisions": args.cuda_precisions, "rounds": args.rounds,
+                 "repeats_large": args.repeats_large, "repeats_small": args.repeats_small,
+                 "repeats_cuda": args.repeats_cuda, "budget_s": args.budget_s},
+        "rows": [], "builds": [], "skipped": [],
     }
 
 
 def fitted_repeats(requested: int, seconds_per_call: float, rounds: int, time_left: float | None,
                    cases_left: int) -> int:
-    """Calls per round so that this (n, dtype) fits its share of the time left: per round 5 timed
+    """Calls per round so that this case fits its share of the time left: per round up to 5 timed
     series (cpp, cpp + gradient, numpy, torch, samplesloss, the gradient ones ~1.5×) plus warm-ups."""
     if time_left is None:
         return requested
@@ -157,13 +179,15 @@ def fitted_repeats(requested: int, seconds_per_call: float, rounds: int, time_le
     return max(3, min(requested, int(time_left / max(cases_left, 1) / max(per_call_round, 1e-9))))
 
 
-def measure(args, fs, torch, loss, kw, n: int, dtype: str, data: Path, repeats: int, report: dict) -> None:
-    """One (n, dtype): the C++ program and the three Python callers, alternating by round."""
+def measure(args, fs, torch, case: dict, n: int, dtype: str, data: Path, repeats: int, report: dict) -> None:
+    """One case (device, precision) at one (n, dtype): the C++ program and the Python callers, alternating
+    by round."""
+    device, precision, kw, loss = case["device"], case["precision"], case["kw"], case["loss"]
     npt, tt = (np.float32, torch.float32) if dtype == "float32" else (np.float64, torch.float64)
     rng = np.random.default_rng(0)
     x64, y64 = rng.standard_normal((n, D)), rng.standard_normal((n, D))
     x, y = x64.astype(npt), y64.astype(npt)
-    xt, yt = torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
+    xt, yt = torch.from_numpy(x.copy()).to(device), torch.from_numpy(y.copy()).to(device)
     xg = xt.clone().requires_grad_(True)
     warmup = max(3, repeats // 10)
 
@@ -183,11 +207,13 @@ def measure(args, fs, torch, loss, kw, n: int, dtype: str, data: Path, repeats: 
     cases = {"numpy": (fs.sinkhorn, (x, y), kw, result_seconds, False),
              "torch": (fs.sinkhorn, (xt, yt), kw, result_seconds, False),
              "samplesloss": (samplesloss_call, (xg, yt), {}, first, True)}
+    if device != "cpu":
+        del cases["numpy"]
     samples = {name: {"wall": [], "slack": [], "core": [], "release": [], "round_medians": []} for name in cases}
     cpp = {g: {"medians": [], "q1": [], "q3": [], "slack": [], "core": []} for g in (False, True)}
     for _ in range(args.rounds):
         for gradient in (False, True):
-            r = cpp_run(args.bin, data, n, dtype, gradient, repeats)
+            r = cpp_run(args.bin, data, n, dtype, gradient, repeats, device, precision)
             for key, field in (("medians", "median_s"), ("q1", "q1_s"), ("q3", "q3_s"), ("slack", "slack_median_s"),
                                ("core", "core_median_s")):
                 cpp[gradient][key].append(r[field])
@@ -200,12 +226,13 @@ def measure(args, fs, torch, loss, kw, n: int, dtype: str, data: Path, repeats: 
 
     rows = report["rows"]
     first_row = len(rows)
+    where = {"device": device, "precision": precision or ("fp32" if dtype == "float32" else "fp64")}
     for gradient in (False, True):
         c = cpp[gradient]
         cpp_median = statistics.median(c["medians"]) * 1e6
         cpp_slack = statistics.median(c["slack"]) * 1e6
         cpp_core = statistics.median(c["core"]) * 1e6
-        rows.append({"n": n, "dtype": dtype, "caller": "cpp" + ("+gradient_x" if gradient else ""),
+        rows.append({"n": n, "dtype": dtype, **where, "caller": "cpp" + ("+gradient_x" if gradient else ""),
                      "median_us": cpp_median, "q1_us": statistics.median(c["q1"]) * 1e6,
                      "q3_us": statistics.median(c["q3"]) * 1e6, "round_medians_us": [v * 1e6 for v in c["medians"]],
                      "slack_median_us": cpp_slack, "core_median_us": cpp_core, "repeats_per_round": repeats})
@@ -213,7 +240,7 @@ def measure(args, fs, torch, loss, kw, n: int, dtype: str, data: Path, repeats: 
             if wants_gradient != gradient:
                 continue
             s = samples[name]
-            row = {"n": n, "dtype": dtype, "caller": name, **quantiles(s["wall"]),
+            row = {"n": n, "dtype": dtype, **where, "caller": name, **quantiles(s["wall"]),
                    "round_medians_us": s["round_medians"], "slack_median_us": statistics.median(s["slack"]) * 1e6,
                    "core_median_us": statistics.median(s["core"]) * 1e6,
                    "release_median_us": statistics.median(s["release"]) * 1e6, "repeats_per_round": repeats}
@@ -222,25 +249,37 @@ def measure(args, fs, torch, loss, kw, n: int, dtype: str, data: Path, repeats: 
             row["core_ratio"] = row["core_median_us"] / cpp_core if cpp_core > 0 else None
             rows.append(row)
     for row in rows[first_row:]:
-        print(f"n={row['n']:5d} {row['dtype']:8s} {row['caller']:18s} median {row['median_us']:10.1f} µs "
-              f"[IQR {row.get('q1_us', 0):.1f}–{row.get('q3_us', 0):.1f}]"
+        print(f"{row['device']:4s} {row['precision']:4s} n={row['n']:5d} {row['dtype']:8s} {row['caller']:15s} "
+              f"median {row['median_us']:10.1f} µs [IQR {row.get('q1_us', 0):.1f}–{row.get('q3_us', 0):.1f}]"
               + (f"  diff {row['diff_median_us']:+8.1f} µs  paired {row['diff_paired_us']:+6.1f} µs"
                  f"  core ratio {row['core_ratio']:.2f}" if "diff_median_us" in row
                  else f"  slack {row['slack_median_us']:.1f} µs  core {row['core_median_us']:.1f} µs"),
               flush=True)
         ratio = row.get("core_ratio")
         if n >= 1000 and ratio is not None and not 0.8 <= ratio <= 1.25:
-            print(f"WARNING: n={n} {dtype} {row['caller']}: the core clock differs from the C++ program's by "
-                  f"{ratio:.2f}x — are both built alike (native: C++ {report.get('cpp_native')})?", flush=True)
+            print(f"WARNING: {device} n={n} {dtype} {row['caller']}: the core clock differs from the C++ program's "
+                  f"by {ratio:.2f}x — are both built alike (native: C++ {report.get('cpp_native')})?", flush=True)
+
+
+def cuda_unavailable(fs, torch) -> str | None:
+    """Why the CUDA rows cannot run in this process (None: they can)."""
+    if not torch.cuda.is_available():
+        return "torch.cuda is not available"
+    if not fs.cuda_available():
+        return "the flashsinkhorn core has no CUDA backend or sees no GPU"
+    return None
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=str(REPO / "build" / "bench" / "flashsinkhorn_call_overhead"))
-    ap.add_argument("--repeats-large", type=int, default=60, help="calls per round at n = 1,000")
-    ap.add_argument("--repeats-small", type=int, default=3000, help="calls per round at n = 1")
+    ap.add_argument("--repeats-large", type=int, default=60, help="calls per round at n = 1,000 (cpu)")
+    ap.add_argument("--repeats-small", type=int, default=3000, help="calls per round at n = 1 (cpu)")
+    ap.add_argument("--repeats-cuda", type=int, default=400, help="calls per round, device cuda (both sizes)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default="1000,1")
+    ap.add_argument("--devices", default="cpu,cuda", help="cuda rows run first, when available")
+    ap.add_argument("--cuda-precisions", default="fp32,tf32")
     ap.add_argument("--budget-s", type=float, default=None, help="wall-time cap: fewer calls per round to fit")
     ap.add_argument("--label", default="")
     ap.add_argument("--out", default=None)
@@ -255,9 +294,6 @@ def main() -> int:
     import flashsinkhorn as fs
 
     torch.set_num_threads(1)
-    kw = dict(eps=EPS, iters=ITERS, tol=0.0, threads=1, device="cpu", solver="alternating")
-    loss = fs.SamplesLoss("sinkhorn", p=2, blur=math.sqrt(EPS), scaling=None, debias=False, cost_scale=1.0,
-                          solver="alternating", iters=ITERS, tol=0.0, threads=1, device="cpu")
     report = report_header(args, fs, torch)
     suffix = f"_{args.label}" if args.label else ""
     out = (Path(args.out) if args.out
@@ -266,11 +302,32 @@ def main() -> int:
     def write() -> None:
         out.write_text(json.dumps(report, indent=1) + "\n")
 
+    def make_case(device: str, precision: str | None) -> dict:
+        kw = dict(eps=EPS, iters=ITERS, tol=0.0, threads=1, device=device, solver="alternating")
+        if precision is not None:
+            kw["precision"] = precision
+        loss = fs.SamplesLoss("sinkhorn", p=2, blur=math.sqrt(EPS), scaling=None, debias=False, cost_scale=1.0,
+                              solver="alternating", iters=ITERS, tol=0.0, threads=1, device=device, precision=precision)
+        return {"device": device, "precision": precision, "kw": kw, "loss": loss}
+
     sizes = [int(s) for s in args.sizes.split(",")]
-    plan = [(n, dtype) for n in sizes for dtype in ("float32", "float64")]
+    devices = args.devices.split(",")
+    plan = []  # (case, n, dtype): the CUDA rows first (short; the CPU rows then share what time is left)
+    if "cuda" in devices:
+        reason = cuda_unavailable(fs, torch)
+        if reason is None:
+            plan += [(make_case("cuda", precision), n, "float32") for precision in args.cuda_precisions.split(",")
+                     for n in sizes]
+        else:
+            report["skipped"].append({"device": "cuda", "reason": reason})
+            print(f"cuda rows skipped: {reason}", flush=True)
+    if "cpu" in devices:
+        cpu = make_case("cpu", None)
+        plan += [(cpu, n, dtype) for n in sizes for dtype in ("float32", "float64")]
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            for index, (n, dtype) in enumerate(plan):
+            for index, (case, n, dtype) in enumerate(plan):
+                device, precision, kw, loss = case["device"], case["precision"], case["kw"], case["loss"]
                 rng = np.random.default_rng(0)
                 x64, y64 = rng.standard_normal((n, D)), rng.standard_normal((n, D))
                 npt = np.float32 if dtype == "float32" else np.float64
@@ -278,17 +335,35 @@ def main() -> int:
                 data = Path(tmp) / f"points_{n}_{dtype}.bin"
                 np.concatenate([x, y]).tofile(data)
                 # sanity: the same problem everywhere (float32: the two sides round alike only when built
-                # alike; a float32 rounding apart is accepted) — and the time of one call, for the budget.
-                probe = cpp_run(args.bin, data, n, dtype, False, 3)
+                # alike; a float32 rounding apart is accepted; on the GPU, reductions in another order)
+                # — and the time of one call, for the budget.
+                try:
+                    probe = cpp_run(args.bin, data, n, dtype, False, 3, device, precision)
+                except CppUnavailable as why:
+                    report["skipped"].append({"device": device, "precision": precision, "n": n, "reason": str(why)})
+                    print(f"{device} {precision} n={n} skipped: {why}", flush=True)
+                    continue
                 ref = probe["cost"]
-                got = fs.sinkhorn(x, y, **kw).cost
+                xt, yt = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
+                got = float(fs.sinkhorn(xt, yt, **kw).cost)
                 tol = (1e-5 if dtype == "float32" else 1e-9) * max(1.0, abs(ref))
-                assert abs(got - ref) <= tol, (got, ref)
-                assert abs(float(loss(torch.from_numpy(x), torch.from_numpy(y))) - ref) <= tol
+                if device != "cpu":
+                    tol = 1e-4 * max(1.0, abs(ref))
+                if device == "cpu":
+                    assert abs(fs.sinkhorn(x, y, **kw).cost - ref) <= tol, (fs.sinkhorn(x, y, **kw).cost, ref)
+                assert abs(got - ref) <= tol, (device, precision, got, ref)
+                assert abs(float(loss(xt, yt)) - ref) <= tol
                 time_left = None if args.budget_s is None else args.budget_s - (time.monotonic() - started)
-                requested = args.repeats_large if n >= 1000 else args.repeats_small
+                requested = (args.repeats_cuda if device != "cpu"
+                             else args.repeats_large if n >= 1000 else args.repeats_small)
                 repeats = fitted_repeats(requested, probe["median_s"], args.rounds, time_left, len(plan) - index)
-                measure(args, fs, torch, loss, kw, n, dtype, data, repeats, report)
+                if time_left is not None and probe["median_s"] * args.rounds * 7.0 * repeats > time_left:
+                    # even the fewest calls would overrun the budget (and the caller's timeout): leave it out
+                    report["skipped"].append({"device": device, "precision": precision, "n": n, "dtype": dtype,
+                                              "reason": f"budget: {time_left:.0f} s left"})
+                    print(f"{device} n={n} {dtype} skipped: {time_left:.0f} s of the budget left", flush=True)
+                    continue
+                measure(args, fs, torch, case, n, dtype, data, repeats, report)
                 write()
         report["complete"] = True
     except (Exception, Stopped):

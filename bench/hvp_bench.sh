@@ -13,7 +13,8 @@
 # One JSON line per run into OUT; ours carry the relative difference from the peer's product when
 # both ran. bench/hvp_report.py turns them into bench/results/ JSON.
 #   bench/hvp_bench.sh OUT.jsonl [CLI] [SIZES] [PRECISIONS] [PEER_SIZES]
-# HVP_CG_ITERS caps the CG iterations of our runs (default 2,000).
+# HVP_CG_ITERS caps the CG iterations of our runs (default 2,000). PRECONDITIONERS (default
+# "diagonal"): the CG preconditioners of our runs (flashsinkhorn hvp --preconditioner).
 set -euo pipefail
 out="$1"
 cli="${2:-build-gpu/apps/cli/flashsinkhorn}"
@@ -51,14 +52,17 @@ for size in ${sizes//,/ }; do
       || rm -f "$dir.json"
     for ridge in $ridges; do
       for cg_tol in $cg_tols; do
-        dir="$work/$size/ours_${precision}_${ridge}_$cg_tol"
-        if line=$(timeout 200 "$cli" hvp --x "$work/$size/x.npy" --y "$work/$size/y.npy" --dir "$work/$size/dir.npy" \
-                    --eps 0.1 --iters 50 --tol 0 --cg-tol "$cg_tol" --cg-ridge "$ridge" --cg-iters "${HVP_CG_ITERS:-2000}" \
-                    --repeat "$repeat" --precision "$precision" --device cuda --quiet --out "$dir"); then
-          echo "$line" > "$dir.json"
-        else
-          echo "{\"impl\": \"flashsinkhorn\", \"n\": $n, \"d\": $d, \"precision\": \"$precision\", \"cg_tolerance\": $cg_tol, \"cg_ridge\": $ridge, \"error\": \"hvp run failed or timed out\"}" >> "$out"
-        fi
+        for preconditioner in ${PRECONDITIONERS:-diagonal}; do
+          dir="$work/$size/ours_${precision}_${ridge}_${cg_tol}_$preconditioner"
+          if line=$(timeout 200 "$cli" hvp --x "$work/$size/x.npy" --y "$work/$size/y.npy" --dir "$work/$size/dir.npy" \
+                      --eps 0.1 --iters 50 --tol 0 --cg-tol "$cg_tol" --cg-ridge "$ridge" --cg-iters "${HVP_CG_ITERS:-2000}" \
+                      --preconditioner "$preconditioner" --repeat "$repeat" --precision "$precision" --device cuda --quiet \
+                      --out "$dir"); then
+            echo "$line" > "$dir.json"
+          else
+            echo "{\"impl\": \"flashsinkhorn\", \"n\": $n, \"d\": $d, \"precision\": \"$precision\", \"cg_tolerance\": $cg_tol, \"cg_ridge\": $ridge, \"preconditioner\": \"$preconditioner\", \"error\": \"hvp run failed or timed out\"}" >> "$out"
+          fi
+        done
       done
     done
   done

@@ -161,6 +161,12 @@ struct schur_system {
   const std::vector<double>* key_reweight = nullptr;   // w
   const std::vector<double>* column_masses = nullptr;  // μ
   const std::vector<double>* column_sums = nullptr;    // c
+  // Set: precondition with the sparse S_k of each x row's largest entries (the x-rows pass keyed by
+  // g; core/sparse_plan_preconditioner.hpp), S_k = diag(c + sparse_shift) − Σ_i a_i s_i s_iᵀ with
+  // a = *sparse_row_masses, where the backend can build it (solve_schur's `diagonal` is then not
+  // used); a backend that cannot returns std::nullopt.
+  const std::vector<double>* sparse_row_masses = nullptr;
+  double sparse_shift = 0;
 };
 
 class backend {

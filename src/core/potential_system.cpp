@@ -1,5 +1,6 @@
 #include "core/potential_system.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -46,17 +47,22 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   const bool exact = settings.ridge == 0;  // damped: S + ridge·diag(c) is positive definite, no projection
   const projected_cg_settings cg_settings{settings.tolerance, settings.max_iterations, exact};
   std::optional<projected_cg_outcome> cg;
-  if (settings.preconditioner == cg_preconditioner::sparse_plan) {  // a host CG: S_k is solved on the host
-    const sparse_plan_preconditioner sparse(plan, plan.problem(), a, c, exact);
-    cg = projected_cg(schur, rho, [&sparse](const std::vector<double>& r) { return sparse.solve(r); }, cg_settings);
-  } else if (!settings.host_cg) {
+  const bool sparse = settings.preconditioner == cg_preconditioner::sparse_plan;
+  if (!settings.host_cg) {  // the backend's own CG (the CUDA backend's: no host round trip per iteration)
     schur_system system = plan.schur();
     system.column_sums = &c;  // (1 + ridge)·c: the damped diagonal
+    if (sparse) {
+      system.sparse_row_masses = &a;
+      system.sparse_shift = exact ? kSparsePlanShift * *std::max_element(c.begin(), c.end()) : 0.0;
+    }
     cg = plan.compute().solve_schur(system, rho, preconditioner, cg_settings);
+    if (cg) plan.count_passes(2 * cg->iterations);
   }
-  if (cg) {
-    plan.count_passes(2 * cg->iterations);
-  } else {
+  if (!cg && sparse) {  // S_k factored and solved on the host
+    const sparse_plan_preconditioner host_sparse(plan, plan.problem(), a, c, exact);
+    cg = projected_cg(schur, rho, [&host_sparse](const std::vector<double>& r) { return host_sparse.solve(r); },
+                      cg_settings);
+  } else if (!cg) {
     cg = projected_cg(schur, rho, preconditioner, cg_settings);
   }
   out.g = std::move(cg->solution);

@@ -69,7 +69,7 @@ sparse_plan_preconditioner::sparse_plan_preconditioner(const solved_plan& plan, 
   // S_k = diag(c) − Σ_i a_i s_i s_iᵀ over the kept entries (duplicates summed by setFromTriplets).
   std::vector<Eigen::Triplet<double>> entries;
   entries.reserve(static_cast<std::size_t>(m + n * k * k));
-  const double shift = exact ? 1e-10 * *std::max_element(c.begin(), c.end()) : 0.0;
+  const double shift = exact ? kSparsePlanShift * *std::max_element(c.begin(), c.end()) : 0.0;
   for (std::int64_t j = 0; j < m; ++j) entries.emplace_back(j, j, c[j] + shift);
   for (std::int64_t i = 0; i < n; ++i) {
     const auto* row = top.data() + i * k;

@@ -21,6 +21,7 @@
 namespace flashsinkhorn::detail {
 
 inline constexpr int kSparsePlanEntries = 8;  // k: the study's k = 8 captured P to 3e-8
+inline constexpr double kSparsePlanShift = 1e-10;  // × max c on the diagonal of an exact system's S_k
 
 class sparse_plan_preconditioner {
  public:

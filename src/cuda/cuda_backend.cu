@@ -39,10 +39,12 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/graph_cache.hpp"
 #include "cuda/plan_rows_launch.hpp"
+#include "cuda/plan_top_entries.hpp"
 #include "cuda/schur_cg.hpp"
 #include "cuda/point_gradient_launch.hpp"
 #include "cuda/softmin_launch.hpp"
 #include "cuda/solve_summary_launch.hpp"
+#include "cuda/sparse_schur.hpp"
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
 
@@ -603,7 +605,33 @@ class cuda_backend final : public backend {
     inputs.column_masses = system.column_masses;
     inputs.diagonal = &diagonal;
     inputs.rhs = &rhs;
-    return device_schur_cg(product, inputs, settings, stream_.get());
+    if (system.sparse_row_masses == nullptr) return device_schur_cg(product, inputs, settings, stream_.get());
+    const sparse_schur preconditioner = sparse_plan(system);
+    const schur_preconditioner precondition = [&](const double* residual, double* out, const int* skip) {
+      preconditioner.solve(residual, out, skip, stream_.get());
+    };
+    return device_schur_cg(product, inputs, settings, stream_.get(), &precondition);
+  }
+
+  // The sparse_plan preconditioner of `system` (sparse_schur.hpp): the x rows' top entries keyed by
+  // g, then S_k.
+  [[nodiscard]] sparse_schur sparse_plan(const schur_system& system) const {
+    const device_cloud_view& rows = cloud(side::x);
+    const auto n = static_cast<std::size_t>(rows.count);
+    device_buffer<int> keys(n * kTopEntries);
+    device_buffer<double> values(n * kTopEntries);
+    plan_top_entries_args args;
+    args.rows = rows;
+    args.keys = key_cloud(side::y);
+    args.key_potential = slot_data(slot::g);
+    args.cost_scale = cost_scale_;
+    args.eps = system.eps;
+    args.sm_count = sm_count_;
+    args.entry_keys = keys.data();
+    args.entry_values = values.data();
+    FS_CUDA_CHECK(launch_plan_top_entries(mode_, args, plan_.top_scratch, stream_.get()));
+    return sparse_schur(keys.data(), values.data(), rows.count, kTopEntries, *system.sparse_row_masses,
+                        *system.column_sums, system.sparse_shift, device_, stream_.get());
   }
 
   // The plan pass with the keys' exact points as values (cached as staged Vᵀ per side in the
@@ -848,6 +876,7 @@ class cuda_backend final : public backend {
     device_buffer<double> key_directions;                       // z of a quadratic pass (fp64)
     device_buffer<unsigned char> stored_key_directions;         // z of a quadratic pass, stored (other modes)
     device_buffer<unsigned char> staged;                        // Vᵀ of a caller's values
+    device_buffer<unsigned char> top_scratch;                   // the top-entries pass's partial states
     device_buffer<unsigned char> partials;                      // key-split states of one-column passes
     std::array<device_buffer<unsigned char>, 2> staged_points;  // Vᵀ of each side's exact points
   };

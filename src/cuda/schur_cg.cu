@@ -67,13 +67,15 @@ cudaError_t launch_hadamard(double* out, const double* scale, const double* in, 
 }
 
 projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const schur_cg_inputs& inputs,
-                                     const projected_cg_settings& settings, cudaStream_t stream) {
+                                     const projected_cg_settings& settings, cudaStream_t stream,
+                                     const schur_preconditioner* precondition) {
   const auto m = static_cast<std::int64_t>(inputs.rhs->size());
   projected_cg_outcome out;
   out.solution.assign(static_cast<std::size_t>(m), 0.0);
   if (m == 0) return out;
 
   device_buffer<double> c, mu, diagonal, rhs, product(m), solution(m), residual(m), direction(m);
+  device_buffer<double> previous_residual(precondition != nullptr ? m : 0), preconditioned(precondition != nullptr ? m : 0);
   device_buffer<schur_cg_state> state(1);
   kernels::schur_cg_vectors v;
   v.m = m;
@@ -84,6 +86,7 @@ projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const
   v.solution = solution.data();
   v.residual = residual.data();
   v.direction = direction.data();
+  v.previous_residual = previous_residual.data();
   v.tolerance = settings.tolerance;
   v.project = settings.project;
   v.state = state.data();
@@ -91,13 +94,27 @@ projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const
   state_ring ring;
   kernels::schur_cg_start_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v, upload(rhs, *inputs.rhs, stream));
   FS_CUDA_CHECK(cudaGetLastError());
+  const int* done = &v.state->done;
+  // The flexible CG's step: the advance, the preconditioner on the new residual, the direction.
+  auto precondition_then_direct = [&](bool first) {
+    (*precondition)(v.residual, preconditioned.data(), done);
+    kernels::schur_cg_direction_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v, preconditioned.data(), first);
+    FS_CUDA_CHECK(cudaGetLastError());
+  };
+  if (precondition != nullptr) precondition_then_direct(true);
   ring.enqueue_copy(0, v.state, stream);
   // Slot `it` holds the state after `it` steps (slot 0: after the start).
   for (int it = 1; it <= settings.max_iterations; ++it) {
     if (it >= kInFlight && ring.wait(it - kInFlight).done) break;
     enqueue_product(v.direction, product.data());
-    kernels::schur_cg_step_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v);
-    FS_CUDA_CHECK(cudaGetLastError());
+    if (precondition == nullptr) {
+      kernels::schur_cg_step_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v);
+      FS_CUDA_CHECK(cudaGetLastError());
+    } else {
+      kernels::schur_cg_advance_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v);
+      FS_CUDA_CHECK(cudaGetLastError());
+      precondition_then_direct(false);
+    }
     ring.enqueue_copy(it, v.state, stream);
   }
   schur_cg_state final_state{};

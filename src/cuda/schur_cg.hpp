@@ -26,10 +26,17 @@ struct schur_cg_inputs {
   const std::vector<double>* rhs = nullptr;            // (m,)
 };
 
+// Enqueues z ≈ M⁻¹·r on the solve's stream (device (m,) float64 vectors), or nothing where the
+// device int `skip` is set (the CG is done; see sparse_schur.hpp).
+using schur_preconditioner = std::function<void(const double* residual, double* preconditioned, const int* skip)>;
+
 // out_i = scale_i · in_i on the stream (device float64 vectors).
 cudaError_t launch_hadamard(double* out, const double* scale, const double* in, std::int64_t count, cudaStream_t stream);
 
+// With `precondition` the CG is the flexible one (schur_cg_kernels.cuh) and inputs.diagonal is
+// not used as a preconditioner.
 projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const schur_cg_inputs& inputs,
-                                     const projected_cg_settings& settings, cudaStream_t stream);
+                                     const projected_cg_settings& settings, cudaStream_t stream,
+                                     const schur_preconditioner* precondition = nullptr);
 
 }  // namespace flashsinkhorn::detail

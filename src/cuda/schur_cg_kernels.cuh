@@ -4,6 +4,12 @@
 //   step    q = c∘p − μ∘t  (t = A_y(w∘A_x(p)), the two plan passes, enqueued before)
 //           α = rz / pᵀq (breakdown when pᵀq ≤ 0), x += α·p, r ← r − α·q projected onto 1⊥,
 //           stop when ‖r‖ ≤ tolerance·‖r₀‖, else z = r/M, β = rᵀz / rz, p = z + β·p
+// With a preconditioner that is itself an iterative solve (sparse_schur.hpp) the step is cut in two
+// around it, and β is the flexible (Polak–Ribière) one, which tolerates a preconditioner that is
+// not exactly the same linear map at every iteration:
+//   advance    α, x += α·p, r_last = r, r ← r − α·q (projected), stop test
+//   direction  z (the preconditioner's output, projected), β = zᵀ(r − r_last) / rz (0 at the
+//              start), rz = rᵀz, p = z + β·p
 // Without projection (a damped S, positive definite) the mean is left in r.
 // Each kernel is one CTA striding over the whole vector, so its reductions are deterministic (one
 // fixed order) and need no grid-wide synchronisation; the vectors are O(m) next to the O(n·m·d)
@@ -38,6 +44,7 @@ struct schur_cg_vectors {
   double* solution = nullptr;             // x
   double* residual = nullptr;             // r
   double* direction = nullptr;            // p
+  double* previous_residual = nullptr;    // r of the last iteration: the flexible steps' β only
   double tolerance = 0;
   bool project = true;  // residuals onto 1⊥ (false: a damped, positive definite S)
   schur_cg_state* state = nullptr;
@@ -141,6 +148,82 @@ __global__ void __launch_bounds__(kSchurCgThreads) schur_cg_step_kernel(schur_cg
   if (converged) return;
   for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads)
     v.direction[j] = v.residual[j] / v.diagonal[j] + beta * v.direction[j];
+}
+
+// The flexible step's first half: the step kernel up to the new residual (the last one kept).
+__global__ void __launch_bounds__(kSchurCgThreads) schur_cg_advance_kernel(schur_cg_vectors v) {
+  schur_cg_state& s = *v.state;
+  if (s.done) return;
+  __syncthreads();
+  auto q_at = [&](std::int64_t j) { return v.column_sums[j] * v.direction[j] - v.column_masses[j] * v.product[j]; };
+  double first[3] = {0, 0, 0};  // pᵀq, Σq, Σr
+  for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) {
+    const double q = q_at(j);
+    first[0] += v.direction[j] * q;
+    first[1] += q;
+    first[2] += v.residual[j];
+  }
+  cta_sums(first);
+  if (!(first[0] > 0)) {
+    if (threadIdx.x == 0) {
+      s.breakdown = 1;
+      s.done = 1;
+    }
+    return;
+  }
+  const double alpha = s.rz / first[0];
+  const double mean = v.project ? (first[2] - alpha * first[1]) / static_cast<double>(v.m) : 0.0;
+  double norm[1] = {0};
+  for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) {
+    const double q = q_at(j);
+    v.solution[j] += alpha * v.direction[j];
+    const double last = v.residual[j];
+    const double r = last - alpha * q - mean;
+    v.previous_residual[j] = last;
+    v.residual[j] = r;
+    norm[0] += r * r;
+  }
+  cta_sums(norm);
+  if (threadIdx.x == 0) {
+    const double residual = sqrt(norm[0]) / s.initial_norm;
+    s.iterations += 1;
+    s.residual = residual;
+    s.done = residual <= v.tolerance ? 1 : 0;
+  }
+}
+
+// The flexible step's second half (and, with `first`, the start's direction p = z).
+__global__ void __launch_bounds__(kSchurCgThreads) schur_cg_direction_kernel(schur_cg_vectors v,
+                                                                               const double* preconditioned,
+                                                                               bool first) {
+  schur_cg_state& s = *v.state;
+  if (s.done) return;
+  __syncthreads();
+  double mean[1] = {0};
+  if (v.project) {
+    for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) mean[0] += preconditioned[j];
+    cta_sums(mean);
+    mean[0] /= static_cast<double>(v.m);
+  }
+  double dots[2] = {0, 0};  // rᵀz, (r − r_last)ᵀz
+  for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) {
+    const double z = preconditioned[j] - mean[0];
+    dots[0] += v.residual[j] * z;
+    if (!first) dots[1] += (v.residual[j] - v.previous_residual[j]) * z;
+  }
+  cta_sums(dots);
+  if (!(dots[0] > 0)) {  // rᵀz ≤ 0: the preconditioner was not positive on r
+    if (threadIdx.x == 0) {
+      s.breakdown = 1;
+      s.done = 1;
+    }
+    return;
+  }
+  const double beta = first ? 0.0 : dots[1] / s.rz;
+  __syncthreads();  // every thread has read s.rz
+  if (threadIdx.x == 0) s.rz = dots[0];
+  for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads)
+    v.direction[j] = (preconditioned[j] - mean[0]) + beta * v.direction[j];
 }
 
 // out_i = scale_i · in_i.

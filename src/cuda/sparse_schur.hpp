@@ -1,0 +1,47 @@
+// The sparse_plan preconditioner on the device (core/sparse_plan_preconditioner.hpp is the host's):
+// from each x row's K largest plan entries (plan_top_entries.hpp),
+//   S_k = diag(d) − Σ_i a_i·s_i^(K)·s_i^(K)ᵀ,   d = the CG's (damped) column sums (+ shift),
+// kept as W (n × K, W_iu = √a_i·s_iu) and its transpose by columns (a stable CUB radix sort of the
+// entries by key, so the layout and every sum in it are deterministic). solve enqueues
+// x ≈ S_k⁻¹·r by an inner Jacobi-preconditioned CG in one cooperative kernel
+// (sparse_schur_kernels.cuh) to a relative residual of kInnerTolerance: at ε = 0.1 on N(0, I_64)
+// clouds S_k is within ~1e-8 of S, so the outer (flexible) CG needs a few iterations
+// (bench/studies/sparse_schur_preconditioner.py).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda/device_buffer.hpp"
+
+namespace flashsinkhorn::detail {
+
+class sparse_schur {
+ public:
+  static constexpr double kInnerTolerance = 1e-2;
+  static constexpr int kInnerIterations = 200;
+
+  // entry_keys, entry_values: the top entries (n, K) on the device, read during construction only;
+  // row_masses: a (n,) on the host; column_sums: d (m,) on the host, + `shift` on the diagonal.
+  sparse_schur(const int* entry_keys, const double* entry_values, std::int64_t n, int entries_per_row,
+               const std::vector<double>& row_masses, const std::vector<double>& column_sums, double shift,
+               int device, cudaStream_t stream);
+
+  // Enqueues solution ≈ S_k⁻¹·rhs (device (m,) vectors, distinct); nothing happens when
+  // *skip ≠ 0 on the device at that point of the stream (skip may be nullptr).
+  void solve(const double* rhs, double* solution, const int* skip, cudaStream_t stream) const;
+
+  [[nodiscard]] std::int64_t columns() const { return m_; }
+
+ private:
+  std::int64_t n_ = 0, m_ = 0;
+  int entries_per_row_ = 0;
+  int blocks_ = 0;  // of the cooperative solve: all resident at once
+  device_buffer<int> keys_, column_offsets_, column_entries_;
+  device_buffer<double> weights_, diagonal_, inverse_diagonal_;
+  device_buffer<double> row_values_, residual_, scaled_, directions_, product_, partials_;
+};
+
+}  // namespace flashsinkhorn::detail

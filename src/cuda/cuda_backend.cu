@@ -605,21 +605,19 @@ class cuda_backend final : public backend {
     inputs.column_masses = system.column_masses;
     inputs.diagonal = &diagonal;
     inputs.rhs = &rhs;
-    if (system.sparse_row_masses == nullptr) return device_schur_cg(product, inputs, settings, stream_.get());
+    if (system.sparse_row_masses == nullptr) return device_schur_cg(cg_workspace_, product, inputs, settings, stream_.get());
     const sparse_schur preconditioner = sparse_plan(system);
     const schur_preconditioner precondition = [&](const double* residual, double* out, const int* skip) {
       preconditioner.solve(residual, out, skip, stream_.get());
     };
-    return device_schur_cg(product, inputs, settings, stream_.get(), &precondition);
+    return device_schur_cg(cg_workspace_, product, inputs, settings, stream_.get(), &precondition);
   }
 
   // The sparse_plan preconditioner of `system` (sparse_schur.hpp): the x rows' top entries keyed by
   // g, then S_k.
   [[nodiscard]] sparse_schur sparse_plan(const schur_system& system) const {
     const device_cloud_view& rows = cloud(side::x);
-    const auto n = static_cast<std::size_t>(rows.count);
-    device_buffer<int> keys(n * kTopEntries);
-    device_buffer<double> values(n * kTopEntries);
+    const auto entries = static_cast<std::size_t>(rows.count) * kTopEntries;
     plan_top_entries_args args;
     args.rows = rows;
     args.keys = key_cloud(side::y);
@@ -627,11 +625,11 @@ class cuda_backend final : public backend {
     args.cost_scale = cost_scale_;
     args.eps = system.eps;
     args.sm_count = sm_count_;
-    args.entry_keys = keys.data();
-    args.entry_values = values.data();
+    args.entry_keys = reserve(plan_.top_keys, entries);
+    args.entry_values = reserve(plan_.top_values, entries);
     FS_CUDA_CHECK(launch_plan_top_entries(mode_, args, plan_.top_scratch, stream_.get()));
-    return sparse_schur(keys.data(), values.data(), rows.count, kTopEntries, *system.sparse_row_masses,
-                        *system.column_sums, system.sparse_shift, device_, stream_.get());
+    return sparse_schur(plan_.sparse, args.entry_keys, args.entry_values, rows.count, kTopEntries,
+                        *system.sparse_row_masses, *system.column_sums, system.sparse_shift, device_, stream_.get());
   }
 
   // The plan pass with the keys' exact points as values (cached as staged Vᵀ per side in the
@@ -877,10 +875,14 @@ class cuda_backend final : public backend {
     device_buffer<unsigned char> stored_key_directions;         // z of a quadratic pass, stored (other modes)
     device_buffer<unsigned char> staged;                        // Vᵀ of a caller's values
     device_buffer<unsigned char> top_scratch;                   // the top-entries pass's partial states
+    device_buffer<int> top_keys;                                // its output: (n, K) key indices
+    device_buffer<double> top_values;                           // and values
+    sparse_schur_buffers sparse;                                // S_k and its solve (sparse_schur.hpp)
     device_buffer<unsigned char> partials;                      // key-split states of one-column passes
     std::array<device_buffer<unsigned char>, 2> staged_points;  // Vᵀ of each side's exact points
   };
   mutable plan_scratch plan_;
+  mutable schur_cg_workspace cg_workspace_;  // the device CG's vectors and state ring
   std::array<device_buffer<double>, 2> gradients_;  // point gradients, (count, dim) per side
   // The solve's scalars reduced on the device (weighted_dual_term, primal_terms).
   struct summary_scratch {

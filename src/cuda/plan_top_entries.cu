@@ -5,14 +5,36 @@
 
 #include <algorithm>
 
+#include "cuda/key_splits.hpp"
 #include "cuda/plan_top_entries_kernel.cuh"
 
 namespace flashsinkhorn::detail {
 namespace {
 
+// Rows up to this width stay in shared memory (top_resident_bytes ≤ 48 KiB: no opt-in needed).
+constexpr std::int64_t kResidentDim = 64;
+
 template <class S>
 void enqueue_partials(const kernels::plan_top_entries_params& p, dim3 grid, cudaStream_t stream) {
-  kernels::plan_top_entries_partial_kernel<S, kTopEntries><<<grid, kernels::kTopRows, 0, stream>>>(p);
+  if (p.dim <= kResidentDim) {
+    kernels::plan_top_entries_partial_kernel<S, kTopEntries, true>
+        <<<grid, kernels::kTopRows, kernels::top_resident_bytes(p.dim), stream>>>(p);
+  } else {
+    kernels::plan_top_entries_partial_kernel<S, kTopEntries, false><<<grid, kernels::kTopRows, 0, stream>>>(p);
+  }
+}
+
+// CTAs of the partial kernel resident per SM (registers bound it: ~3 at 166 per thread).
+int ctas_per_sm(std::int64_t dim) {
+  int count = 0;
+  const cudaError_t status =
+      dim <= kResidentDim
+          ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &count, kernels::plan_top_entries_partial_kernel<float, kTopEntries, true>, kernels::kTopRows,
+                kernels::top_resident_bytes(dim))
+          : cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &count, kernels::plan_top_entries_partial_kernel<float, kTopEntries, false>, kernels::kTopRows, 0);
+  return status == cudaSuccess ? std::max(count, 1) : 1;
 }
 
 }  // namespace
@@ -22,12 +44,13 @@ cudaError_t launch_plan_top_entries(precision mode, const plan_top_entries_args&
   const std::int64_t n = args.rows.count, m = args.keys.count;
   if (n == 0) return cudaSuccess;
   if (m == 0 || args.entry_keys == nullptr || args.entry_values == nullptr) return cudaErrorInvalidValue;
-  // Key splits until about four CTAs per SM are in flight, each split at least two key tiles.
+  // Key splits (key_splits.hpp) over the CTAs resident at once, each split at least four key tiles.
   const std::int64_t row_blocks = (n + kernels::kTopRows - 1) / kernels::kTopRows;
   const std::int64_t key_tiles = (m + kernels::kTopKeys - 1) / kernels::kTopKeys;
-  const std::int64_t wanted = std::max<std::int64_t>(1, (4LL * args.sm_count + row_blocks - 1) / row_blocks);
-  const std::int64_t tiles_per_split = std::max<std::int64_t>(2, (key_tiles + wanted - 1) / wanted);
-  const auto splits = static_cast<int>((key_tiles + tiles_per_split - 1) / tiles_per_split);
+  const split_plan plan = plan_key_splits(row_blocks, key_tiles,
+                                          std::int64_t{args.sm_count} * ctas_per_sm(args.rows.dim), 64, 4);
+  const std::int64_t tiles_per_split = plan.tiles_per_split;
+  const int splits = plan.splits;
 
   const auto states = static_cast<std::size_t>(splits) * static_cast<std::size_t>(n);
   const std::size_t bytes = states * (kTopEntries * (sizeof(float) + sizeof(int)) + 2 * sizeof(float));

@@ -50,13 +50,26 @@ class state_ring {
 };
 
 double* upload(device_buffer<double>& buffer, const std::vector<double>& values, cudaStream_t stream) {
-  buffer = device_buffer<double>(values.size());
-  FS_CUDA_CHECK(cudaMemcpyAsync(buffer.data(), values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice,
-                                stream));
-  return buffer.data();
+  double* data = reserve(buffer, values.size());
+  FS_CUDA_CHECK(cudaMemcpyAsync(data, values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice, stream));
+  return data;
 }
 
 }  // namespace
+
+struct schur_cg_workspace::impl {
+  device_buffer<double> c, mu, diagonal, rhs, product, solution, residual, direction, previous_residual, preconditioned;
+  device_buffer<schur_cg_state> state{1};
+  state_ring ring;
+};
+
+schur_cg_workspace::schur_cg_workspace() = default;
+schur_cg_workspace::~schur_cg_workspace() = default;
+
+schur_cg_workspace::impl& schur_cg_workspace::get() {
+  if (!impl_) impl_ = std::make_unique<impl>();
+  return *impl_;
+}
 
 cudaError_t launch_hadamard(double* out, const double* scale, const double* in, std::int64_t count, cudaStream_t stream) {
   constexpr int kThreads = 256;
@@ -66,7 +79,8 @@ cudaError_t launch_hadamard(double* out, const double* scale, const double* in, 
   return cudaGetLastError();
 }
 
-projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const schur_cg_inputs& inputs,
+projected_cg_outcome device_schur_cg(schur_cg_workspace& workspace, const schur_product& enqueue_product,
+                                     const schur_cg_inputs& inputs,
                                      const projected_cg_settings& settings, cudaStream_t stream,
                                      const schur_preconditioner* precondition) {
   const auto m = static_cast<std::int64_t>(inputs.rhs->size());
@@ -74,31 +88,32 @@ projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const
   out.solution.assign(static_cast<std::size_t>(m), 0.0);
   if (m == 0) return out;
 
-  device_buffer<double> c, mu, diagonal, rhs, product(m), solution(m), residual(m), direction(m);
-  device_buffer<double> previous_residual(precondition != nullptr ? m : 0), preconditioned(precondition != nullptr ? m : 0);
-  device_buffer<schur_cg_state> state(1);
+  schur_cg_workspace::impl& w = workspace.get();
+  const auto size = static_cast<std::size_t>(m);
   kernels::schur_cg_vectors v;
   v.m = m;
-  v.column_sums = upload(c, *inputs.column_sums, stream);
-  v.column_masses = upload(mu, *inputs.column_masses, stream);
-  v.diagonal = upload(diagonal, *inputs.diagonal, stream);
-  v.product = product.data();
-  v.solution = solution.data();
-  v.residual = residual.data();
-  v.direction = direction.data();
-  v.previous_residual = previous_residual.data();
+  v.column_sums = upload(w.c, *inputs.column_sums, stream);
+  v.column_masses = upload(w.mu, *inputs.column_masses, stream);
+  v.diagonal = upload(w.diagonal, *inputs.diagonal, stream);
+  double* product = reserve(w.product, size);
+  v.product = product;
+  v.solution = reserve(w.solution, size);
+  v.residual = reserve(w.residual, size);
+  v.direction = reserve(w.direction, size);
+  v.previous_residual = precondition != nullptr ? reserve(w.previous_residual, size) : nullptr;
+  double* preconditioned = precondition != nullptr ? reserve(w.preconditioned, size) : nullptr;
   v.tolerance = settings.tolerance;
   v.project = settings.project;
-  v.state = state.data();
+  v.state = w.state.data();
 
-  state_ring ring;
-  kernels::schur_cg_start_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v, upload(rhs, *inputs.rhs, stream));
+  state_ring& ring = w.ring;
+  kernels::schur_cg_start_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v, upload(w.rhs, *inputs.rhs, stream));
   FS_CUDA_CHECK(cudaGetLastError());
   const int* done = &v.state->done;
   // The flexible CG's step: the advance, the preconditioner on the new residual, the direction.
   auto precondition_then_direct = [&](bool first) {
-    (*precondition)(v.residual, preconditioned.data(), done);
-    kernels::schur_cg_direction_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v, preconditioned.data(), first);
+    (*precondition)(v.residual, preconditioned, done);
+    kernels::schur_cg_direction_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v, preconditioned, first);
     FS_CUDA_CHECK(cudaGetLastError());
   };
   if (precondition != nullptr) precondition_then_direct(true);
@@ -106,7 +121,7 @@ projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const
   // Slot `it` holds the state after `it` steps (slot 0: after the start).
   for (int it = 1; it <= settings.max_iterations; ++it) {
     if (it >= kInFlight && ring.wait(it - kInFlight).done) break;
-    enqueue_product(v.direction, product.data());
+    enqueue_product(v.direction, product);
     if (precondition == nullptr) {
       kernels::schur_cg_step_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v);
       FS_CUDA_CHECK(cudaGetLastError());

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/projected_cg.hpp"
@@ -33,9 +34,25 @@ using schur_preconditioner = std::function<void(const double* residual, double* 
 // out_i = scale_i · in_i on the stream (device float64 vectors).
 cudaError_t launch_hadamard(double* out, const double* scale, const double* in, std::int64_t count, cudaStream_t stream);
 
+// The CG's device vectors and its pinned state ring, made on first use and kept between solves
+// (a backend owns one): a warm solve allocates and frees nothing.
+class schur_cg_workspace {
+ public:
+  schur_cg_workspace();
+  ~schur_cg_workspace();
+  schur_cg_workspace(const schur_cg_workspace&) = delete;
+  schur_cg_workspace& operator=(const schur_cg_workspace&) = delete;
+  struct impl;
+  impl& get();
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
 // With `precondition` the CG is the flexible one (schur_cg_kernels.cuh) and inputs.diagonal is
 // not used as a preconditioner.
-projected_cg_outcome device_schur_cg(const schur_product& enqueue_product, const schur_cg_inputs& inputs,
+projected_cg_outcome device_schur_cg(schur_cg_workspace& workspace, const schur_product& enqueue_product,
+                                     const schur_cg_inputs& inputs,
                                      const projected_cg_settings& settings, cudaStream_t stream,
                                      const schur_preconditioner* precondition = nullptr);
 

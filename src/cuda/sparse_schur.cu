@@ -18,11 +18,12 @@ constexpr int kThreads = 256;
 
 unsigned blocks_for(std::int64_t count) { return static_cast<unsigned>((count + kThreads - 1) / kThreads); }
 
+// Copies host values into `buffer` (grown as needed) on the stream; pageable memory: the copy has
+// read `values` when this returns.
 double* upload(device_buffer<double>& buffer, const std::vector<double>& values, cudaStream_t stream) {
-  buffer = device_buffer<double>(values.size());
-  FS_CUDA_CHECK(cudaMemcpyAsync(buffer.data(), values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice,
-                                stream));
-  return buffer.data();
+  double* data = reserve(buffer, values.size());
+  FS_CUDA_CHECK(cudaMemcpyAsync(data, values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice, stream));
+  return data;
 }
 
 int bits_for(std::int64_t largest) {
@@ -33,59 +34,60 @@ int bits_for(std::int64_t largest) {
 
 }  // namespace
 
-sparse_schur::sparse_schur(const int* entry_keys, const double* entry_values, std::int64_t n, int entries_per_row,
-                           const std::vector<double>& row_masses, const std::vector<double>& column_sums, double shift,
-                           int device, cudaStream_t stream)
-    : n_(n), m_(static_cast<std::int64_t>(column_sums.size())), entries_per_row_(entries_per_row) {
+sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys, const double* entry_values,
+                           std::int64_t n, int entries_per_row, const std::vector<double>& row_masses,
+                           const std::vector<double>& column_sums, double shift, int device, cudaStream_t stream)
+    : buffers_(buffers), n_(n), m_(static_cast<std::int64_t>(column_sums.size())), entries_per_row_(entries_per_row) {
   const std::int64_t entries = n * entries_per_row;
   if (entries >= INT_MAX || m_ >= INT_MAX)
     throw unsupported("the sparse_plan preconditioner indexes its entries with 32 bits: n·K and m must be < 2^31");
   if (static_cast<std::int64_t>(row_masses.size()) != n) throw invalid_argument("sparse_schur: row masses size");
-  device_buffer<double> masses;
-  upload(masses, row_masses, stream);
-  device_buffer<double> sums;
-  upload(sums, column_sums, stream);
+  sparse_schur_buffers& b = buffers_;
+  const double* masses = upload(b.masses, row_masses, stream);
+  const double* sums = upload(b.sums, column_sums, stream);
+  const auto count = static_cast<std::size_t>(entries);
+  reserve(b.weights, count);
+  reserve(b.keys, count);
+  reserve(b.sort_keys, count);
+  reserve(b.sorted_keys, count);
+  reserve(b.ids, count);
+  reserve(b.column_entries, count);
 
   // W and the sort's inputs, then the entries by column (stable: ascending e within a column).
-  weights_ = device_buffer<double>(static_cast<std::size_t>(entries));
-  keys_ = device_buffer<int>(static_cast<std::size_t>(entries));
-  device_buffer<int> sort_keys(static_cast<std::size_t>(entries)), sorted_keys(static_cast<std::size_t>(entries)),
-      ids(static_cast<std::size_t>(entries));
-  column_entries_ = device_buffer<int>(static_cast<std::size_t>(entries));
-  FS_CUDA_CHECK(cudaMemcpyAsync(keys_.data(), entry_keys, static_cast<std::size_t>(entries) * sizeof(int),
-                                cudaMemcpyDeviceToDevice, stream));
+  FS_CUDA_CHECK(cudaMemcpyAsync(b.keys.data(), entry_keys, count * sizeof(int), cudaMemcpyDeviceToDevice, stream));
   if (entries > 0) {
     kernels::sparse_schur_weights_kernel<<<blocks_for(entries), kThreads, 0, stream>>>(
-        n, entries_per_row, entry_keys, entry_values, masses.data(), m_, weights_.data(), sort_keys.data(), ids.data());
+        n, entries_per_row, entry_keys, entry_values, masses, m_, b.weights.data(), b.sort_keys.data(), b.ids.data());
     FS_CUDA_CHECK(cudaGetLastError());
     const int end_bit = bits_for(m_);
     std::size_t temp_bytes = 0;
-    FS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, sort_keys.data(), sorted_keys.data(), ids.data(),
-                                                  column_entries_.data(), static_cast<int>(entries), 0, end_bit, stream));
-    device_buffer<unsigned char> temp(std::max<std::size_t>(temp_bytes, 1));
-    FS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, sort_keys.data(), sorted_keys.data(),
-                                                  ids.data(), column_entries_.data(), static_cast<int>(entries), 0,
+    FS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, b.sort_keys.data(), b.sorted_keys.data(),
+                                                  b.ids.data(), b.column_entries.data(), static_cast<int>(entries), 0,
                                                   end_bit, stream));
+    reserve(b.sort_temp, std::max<std::size_t>(temp_bytes, 1));
+    FS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(b.sort_temp.data(), temp_bytes, b.sort_keys.data(),
+                                                  b.sorted_keys.data(), b.ids.data(), b.column_entries.data(),
+                                                  static_cast<int>(entries), 0, end_bit, stream));
   }
-  column_offsets_ = device_buffer<int>(static_cast<std::size_t>(m_ + 1));
-  kernels::sparse_schur_offsets_kernel<<<blocks_for(m_ + 1), kThreads, 0, stream>>>(sorted_keys.data(), entries, m_,
-                                                                                   column_offsets_.data());
+  reserve(b.column_offsets, static_cast<std::size_t>(m_ + 1));
+  kernels::sparse_schur_offsets_kernel<<<blocks_for(m_ + 1), kThreads, 0, stream>>>(b.sorted_keys.data(), entries, m_,
+                                                                                   b.column_offsets.data());
   FS_CUDA_CHECK(cudaGetLastError());
 
-  diagonal_ = device_buffer<double>(static_cast<std::size_t>(m_));
-  inverse_diagonal_ = device_buffer<double>(static_cast<std::size_t>(m_));
+  const auto columns = static_cast<std::size_t>(m_);
+  reserve(b.diagonal, columns);
+  reserve(b.inverse_diagonal, columns);
   kernels::sparse_schur_view view;
   view.n = n_;
   view.m = m_;
   view.entries_per_row = entries_per_row_;
-  view.entry_keys = keys_.data();
-  view.entry_weights = weights_.data();
-  view.column_offsets = column_offsets_.data();
-  view.column_entries = column_entries_.data();
+  view.entry_keys = b.keys.data();
+  view.entry_weights = b.weights.data();
+  view.column_offsets = b.column_offsets.data();
+  view.column_entries = b.column_entries.data();
   if (m_ > 0) {
-    kernels::sparse_schur_diagonal_kernel<<<blocks_for(m_), kThreads, 0, stream>>>(view, sums.data(), shift,
-                                                                                   diagonal_.data(),
-                                                                                   inverse_diagonal_.data());
+    kernels::sparse_schur_diagonal_kernel<<<blocks_for(m_), kThreads, 0, stream>>>(view, sums, shift, b.diagonal.data(),
+                                                                                   b.inverse_diagonal.data());
     FS_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -97,15 +99,12 @@ sparse_schur::sparse_schur(const int* entry_keys, const double* entry_values, st
   const std::int64_t wanted =
       (std::max(n_, m_) + kernels::kSparseSchurThreads - 1) / kernels::kSparseSchurThreads;
   blocks_ = static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::int64_t{sm_count} * std::max(per_sm, 1)));
-
-  row_values_ = device_buffer<double>(static_cast<std::size_t>(std::max<std::int64_t>(n_, 1)));
-  residual_ = device_buffer<double>(static_cast<std::size_t>(m_));
-  scaled_ = device_buffer<double>(static_cast<std::size_t>(m_));
-  directions_ = device_buffer<double>(static_cast<std::size_t>(2 * m_));
-  product_ = device_buffer<double>(static_cast<std::size_t>(m_));
-  partials_ = device_buffer<double>(static_cast<std::size_t>(4 * blocks_));
-  // The temporaries above are freed when this returns: their work must be done first.
-  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  reserve(b.row_values, static_cast<std::size_t>(std::max<std::int64_t>(n_, 1)));
+  reserve(b.residual, columns);
+  reserve(b.scaled, columns);
+  reserve(b.directions, 2 * columns);
+  reserve(b.product, columns);
+  reserve(b.partials, static_cast<std::size_t>(4 * blocks_));
 }
 
 void sparse_schur::solve(const double* rhs, double* solution, const int* skip, cudaStream_t stream) const {
@@ -114,19 +113,20 @@ void sparse_schur::solve(const double* rhs, double* solution, const int* skip, c
   view.n = n_;
   view.m = m_;
   view.entries_per_row = entries_per_row_;
-  view.entry_keys = keys_.data();
-  view.entry_weights = weights_.data();
-  view.column_offsets = column_offsets_.data();
-  view.column_entries = column_entries_.data();
-  view.diagonal = diagonal_.data();
-  view.inverse_diagonal = inverse_diagonal_.data();
+  const sparse_schur_buffers& b = buffers_;
+  view.entry_keys = b.keys.data();
+  view.entry_weights = b.weights.data();
+  view.column_offsets = b.column_offsets.data();
+  view.column_entries = b.column_entries.data();
+  view.diagonal = b.diagonal.data();
+  view.inverse_diagonal = b.inverse_diagonal.data();
   kernels::sparse_schur_work work;
-  work.row_values = row_values_.data();
-  work.residual = residual_.data();
-  work.scaled = scaled_.data();
-  work.directions = directions_.data();
-  work.product = product_.data();
-  work.partials = partials_.data();
+  work.row_values = b.row_values.data();
+  work.residual = b.residual.data();
+  work.scaled = b.scaled.data();
+  work.directions = b.directions.data();
+  work.product = b.product.data();
+  work.partials = b.partials.data();
   double tolerance = kInnerTolerance;
   int iterations = kInnerIterations;
   void* args[] = {&view, &work, const_cast<double**>(&rhs), &solution, &tolerance, &iterations,

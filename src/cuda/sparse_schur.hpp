@@ -18,30 +18,37 @@
 
 namespace flashsinkhorn::detail {
 
+// The device memory of S_k and of its solve, grown on demand and kept between products (the
+// backend owns one): building and solving allocate and free nothing once it is warm, so no
+// cudaFree synchronises the device in the middle of a CG.
+struct sparse_schur_buffers {
+  device_buffer<int> keys, sort_keys, sorted_keys, ids, column_offsets, column_entries;
+  device_buffer<double> weights, masses, sums, diagonal, inverse_diagonal;
+  device_buffer<double> row_values, residual, scaled, directions, product, partials;
+  device_buffer<unsigned char> sort_temp;
+};
+
 class sparse_schur {
  public:
   static constexpr double kInnerTolerance = 1e-2;
   static constexpr int kInnerIterations = 200;
 
-  // entry_keys, entry_values: the top entries (n, K) on the device, read during construction only;
+  // Enqueues the build on `stream` into `buffers` (which must outlive this object and serve no
+  // other sparse_schur meanwhile). entry_keys, entry_values: the top entries (n, K) on the device;
   // row_masses: a (n,) on the host; column_sums: d (m,) on the host, + `shift` on the diagonal.
-  sparse_schur(const int* entry_keys, const double* entry_values, std::int64_t n, int entries_per_row,
-               const std::vector<double>& row_masses, const std::vector<double>& column_sums, double shift,
-               int device, cudaStream_t stream);
+  sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys, const double* entry_values, std::int64_t n,
+               int entries_per_row, const std::vector<double>& row_masses, const std::vector<double>& column_sums,
+               double shift, int device, cudaStream_t stream);
 
   // Enqueues solution ≈ S_k⁻¹·rhs (device (m,) vectors, distinct); nothing happens when
   // *skip ≠ 0 on the device at that point of the stream (skip may be nullptr).
   void solve(const double* rhs, double* solution, const int* skip, cudaStream_t stream) const;
 
-  [[nodiscard]] std::int64_t columns() const { return m_; }
-
  private:
+  sparse_schur_buffers& buffers_;
   std::int64_t n_ = 0, m_ = 0;
   int entries_per_row_ = 0;
   int blocks_ = 0;  // of the cooperative solve: all resident at once
-  device_buffer<int> keys_, column_offsets_, column_entries_;
-  device_buffer<double> weights_, diagonal_, inverse_diagonal_;
-  device_buffer<double> row_values_, residual_, scaled_, directions_, product_, partials_;
 };
 
 }  // namespace flashsinkhorn::detail

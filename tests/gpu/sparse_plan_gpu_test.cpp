@@ -191,7 +191,8 @@ TEST_F(sparse_plan_gpu_test, sparse_schur_solve_reaches_its_tolerance) {
   for (double& v : c) v = v * 1.01 + 1e-6;  // the damped column sums (every column positive)
   const device_buffer<int> d_keys = upload(keys);
   const device_buffer<double> d_values = upload(values);
-  const sparse_schur s_k(d_keys.data(), d_values.data(), n, k, a, c, 0.0, 0, nullptr);
+  sparse_schur_buffers buffers;
+  const sparse_schur s_k(buffers, d_keys.data(), d_values.data(), n, k, a, c, 0.0, 0, nullptr);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::vector<double> r(static_cast<std::size_t>(m));
   for (double& v : r) v = normal(rng);

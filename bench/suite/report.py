@@ -48,7 +48,7 @@ def load(results: Path) -> tuple[list[dict], list[dict], list[str]]:
         name = path.name
         try:
             if name.endswith(".jsonl"):
-                if is_hvp_file(path):
+                if is_hvp_file(path) or name.startswith("hvp_agreement"):
                     continue  # report_hvp.py's section
                 data = read_json_lines(path)
                 if data and "suite" in data[0]:

@@ -215,9 +215,9 @@ class Solver:
         wrt='self', on a solver of a symmetric problem (x, x, a, a): the Hessian of
         X ↦ OT_ε(a, X; a, X) (a Sinkhorn divergence's debiasing term), (H·(A, A))_x + (H·(A, A))_y,
         whose potentials' response solves the well-conditioned (diag a + P)·δ = ρ.
-        preconditioner: 'diagonal' (diag(Pᵀ1), default), 'none', or 'sparse' — the exact solve of the
-        Schur complement of the plan's 8 largest entries per row, a few CG iterations instead of
-        hundreds at small ε (the CG then runs on the host, over plan passes: docs/math.md)."""
+        preconditioner: 'diagonal' (diag(Pᵀ1), default), 'none', or 'sparse' — the Schur complement of
+        the plan's 8 largest entries per row, a few CG iterations instead of hundreds at small ε (on
+        CUDA built and solved on the GPU; on the CPU factored, the CG on the host: docs/math.md)."""
         if wrt not in ("x", "y", "self"):
             raise ValueError(f"wrt must be 'x', 'y' or 'self', got {wrt!r}")
         if part not in self._HVP_PARTS:
@@ -456,8 +456,8 @@ _functorch_active = None if _torch is None else _torch._C._are_functorch_transfo
 _to_dlpack = None if _torch is None else _torch.utils.dlpack.to_dlpack
 
 # The CG preconditioners of potential_vjp / hvp / hvp_xy as the binding takes them (module.cpp,
-# preconditioner_of): 'sparse' is the exact solve of the Schur complement of the plan's 8 largest
-# entries per row (core/sparse_plan_preconditioner.hpp; the CG then runs on the host).
+# preconditioner_of): 'sparse' is the Schur complement of the plan's 8 largest entries per row
+# (core/sparse_plan_preconditioner.hpp on the CPU, cuda/sparse_schur.hpp on the GPU).
 _PRECONDITIONERS = {"none": 0, "diagonal": 1, "sparse": 2}
 _forward_ad = None if _torch is None else _torch.autograd.forward_ad
 

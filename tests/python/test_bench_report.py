@@ -68,8 +68,14 @@ def write_fixture(results: Path) -> None:
            {"n": 10000, "d": 64, "precision": "tf32", "part": "full", "cg_ridge": 0.01, "cg_tolerance": 2e-5,
             "cg_iterations": 45, "cg_relative_residual": 1.8e-5, "cg_converged": True, "hvp_seconds": 0.024},
            {"impl": "flash-sinkhorn", "n": 10000, "d": 64, "allow_tf32": True, "ms_forward_hvp": 60.0,
-            "cg_iterations": 43, "cg_relative_residual": 2.2e-5, "ms_first_call": 90000.0}]
+            "ms_forward": 15.0, "ms_hvp_only": 45.0, "cg_iterations": 43, "cg_relative_residual": 2.2e-5,
+            "ms_first_call": 90000.0}]
     (results / "hvp_h200_2099-01-01.jsonl").write_text("".join(json.dumps(r) + "\n" for r in hvp))
+    agreement = [{"bench": "bench/hvp_agreement.py", "commit": "abc1234", "machine": "fixture GPU", "date": "2099-01-01",
+                  "command": "hvp_agreement.py (fixture)"},
+                 {"n": 10000, "d": 64, "sinkhorn_iterations": 2000, "our_marginal_error": 2.2e-4, "our_norm": 1.809,
+                  "their_norm": 1.814, "relative_difference": 0.0592}]
+    (results / "hvp_agreement_2099-01-01.jsonl").write_text("".join(json.dumps(r) + "\n" for r in agreement))
 
 
 def test_report_writes_tables_claims_and_plots(tmp_path):
@@ -95,11 +101,18 @@ def test_report_writes_tables_claims_and_plots(tmp_path):
     # with our forward of 50 × 0.15 ms from the fixture's forward file: 60 / 27.5 = 2.18×)
     assert "| 10,000 | 64 | tf32 | full | 0.01 | diagonal | 1e-04 | 38 | 8.3e-05 | yes | 20 | `abc1234` |" in text
     assert "| 10,000 | 64 | tf32 | full | exact | diagonal | 1e-04 | 500 | 2.5e-02 | no | 400 | `abc1234` |" in text
-    assert "| 10,000 | 64 | tf32 vs tf32 | 1e-04 | 20 | 60 | 3.00× | short by 1.7× | 2.18× (27.5 ms," in text
+    # (its HVP alone, its forward timed apart: 45 / 20 = 2.25×)
+    assert ("| 10,000 | 64 | tf32 vs tf32 | diagonal | 1e-04 | 20 | 60 | 3.00× | short by 1.7× | 2.25× (45 ms) | "
+            "2.18× (27.5 ms,") in text
+    # the two products' agreement, and its file among the sources (not "not converted")
+    assert "| 10,000 | 64 | 2000 | 2.2e-04 | 1.809 | 1.814 | 0.0592 |" in text
+    assert "`hvp_agreement_2099-01-01.jsonl` | hvp agreement |" in text
     assert "`hvp_h200_2099-01-01.jsonl` | hvp |" in text
     # the claim in "Claims checked": our row at the tolerance the peer reached (2e-5 ≤ 2.2e-5): 60 / 24 ms,
     # and with our forward (50 × 0.15 ms) 60 / 31.5 ms
-    assert "ours 24 ms, theirs 60 ms: **2.50×**, short by 2.00×; with our forward of 50 iterations added, 1.90×." in text
+    # and against its HVP alone 45 / 24 ms
+    assert ("ours 24 ms, theirs 60 ms: **2.50×**, short by 2.00×; against its HVP alone (45 ms, its forward timed "
+            "apart) 1.88×, short by 2.67×; with our forward of 50 iterations added, 1.90×.") in text
 
 
 def test_report_plots(tmp_path):

@@ -69,6 +69,16 @@ __device__ __forceinline__ void top_insert(float (&top)[K], int (&index)[K], flo
   }
 }
 
+// An empty top-K list: scores −∞, keys −1.
+template <int K>
+__device__ __forceinline__ void top_clear(float (&top)[K], int (&index)[K]) {
+#pragma unroll
+  for (int e = 0; e < K; ++e) {
+    top[e] = -INFINITY;
+    index[e] = -1;
+  }
+}
+
 template <class S, int K, bool kResident>
 __global__ void __launch_bounds__(kTopRows) plan_top_entries_partial_kernel(const plan_top_entries_params p) {
   extern __shared__ float resident[];  // kResident: [dim rounded to chunks][kTopRows + 1]
@@ -85,11 +95,7 @@ __global__ void __launch_bounds__(kTopRows) plan_top_entries_partial_kernel(cons
 
   float top[K];
   int index[K];
-#pragma unroll
-  for (int e = 0; e < K; ++e) {
-    top[e] = -INFINITY;
-    index[e] = -1;
-  }
+  top_clear(top, index);
   float running_max = -INFINITY, running_sum = 0.f;
   const std::int64_t chunks = (p.dim + kTopChunk - 1) / kTopChunk;
   if constexpr (kResident) {
@@ -165,11 +171,7 @@ __global__ void plan_top_entries_merge_kernel(const plan_top_entries_params p, i
   if (i >= p.rows) return;
   float top[K];
   int index[K];
-#pragma unroll
-  for (int e = 0; e < K; ++e) {
-    top[e] = -INFINITY;
-    index[e] = -1;
-  }
+  top_clear(top, index);
   double max = -INFINITY;
   for (int s = 0; s < splits; ++s) max = fmax(max, static_cast<double>(p.partial_max[s * p.rows + i]));
   double sum = 0;

@@ -100,34 +100,43 @@ __global__ void __launch_bounds__(kSchurCgThreads) schur_cg_start_kernel(schur_c
   }
 }
 
-__global__ void __launch_bounds__(kSchurCgThreads) schur_cg_step_kernel(schur_cg_vectors v) {
-  schur_cg_state& s = *v.state;
-  if (s.done) return;  // uniform: read by every thread before any thread writes it
-  __syncthreads();
-  auto q_at = [&](std::int64_t j) { return v.column_sums[j] * v.direction[j] - v.column_masses[j] * v.product[j]; };
+// q_j = c_j·p_j − μ_j·t_j, the step's product.
+__device__ __forceinline__ double step_product(const schur_cg_vectors& v, std::int64_t j) {
+  return v.column_sums[j] * v.direction[j] - v.column_masses[j] * v.product[j];
+}
 
-  double first[3] = {0, 0, 0};  // pᵀq, Σq, Σr
+// The step's sums pᵀq, Σq, Σr into `first`; false (the breakdown marked, done set) when pᵀq ≤ 0.
+// Call from all threads after the `done` test.
+__device__ bool step_sums(const schur_cg_vectors& v, schur_cg_state& s, double (&first)[3]) {
+  first[0] = first[1] = first[2] = 0;
   for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) {
-    const double q = q_at(j);
+    const double q = step_product(v, j);
     first[0] += v.direction[j] * q;
     first[1] += q;
     first[2] += v.residual[j];
   }
   cta_sums(first);
-  const double curvature = first[0];
-  if (!(curvature > 0)) {
-    if (threadIdx.x == 0) {
-      s.breakdown = 1;
-      s.done = 1;
-    }
-    return;
+  if (first[0] > 0) return true;
+  if (threadIdx.x == 0) {
+    s.breakdown = 1;
+    s.done = 1;
   }
+  return false;
+}
+
+__global__ void __launch_bounds__(kSchurCgThreads) schur_cg_step_kernel(schur_cg_vectors v) {
+  schur_cg_state& s = *v.state;
+  if (s.done) return;  // uniform: read by every thread before any thread writes it
+  __syncthreads();
+  double first[3];  // pᵀq, Σq, Σr
+  if (!step_sums(v, s, first)) return;
+  const double curvature = first[0];
   const double alpha = s.rz / curvature;
   const double mean = v.project ? (first[2] - alpha * first[1]) / static_cast<double>(v.m) : 0.0;  // of r − α·q
 
   double second[2] = {0, 0};  // rᵀr, rᵀz of the new residual
   for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) {
-    const double q = q_at(j);
+    const double q = step_product(v, j);
     v.solution[j] += alpha * v.direction[j];
     const double r = v.residual[j] - alpha * q - mean;
     v.residual[j] = r;
@@ -155,27 +164,13 @@ __global__ void __launch_bounds__(kSchurCgThreads) schur_cg_advance_kernel(schur
   schur_cg_state& s = *v.state;
   if (s.done) return;
   __syncthreads();
-  auto q_at = [&](std::int64_t j) { return v.column_sums[j] * v.direction[j] - v.column_masses[j] * v.product[j]; };
-  double first[3] = {0, 0, 0};  // pᵀq, Σq, Σr
-  for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) {
-    const double q = q_at(j);
-    first[0] += v.direction[j] * q;
-    first[1] += q;
-    first[2] += v.residual[j];
-  }
-  cta_sums(first);
-  if (!(first[0] > 0)) {
-    if (threadIdx.x == 0) {
-      s.breakdown = 1;
-      s.done = 1;
-    }
-    return;
-  }
+  double first[3];  // pᵀq, Σq, Σr
+  if (!step_sums(v, s, first)) return;
   const double alpha = s.rz / first[0];
   const double mean = v.project ? (first[2] - alpha * first[1]) / static_cast<double>(v.m) : 0.0;
   double norm[1] = {0};
   for (std::int64_t j = threadIdx.x; j < v.m; j += kSchurCgThreads) {
-    const double q = q_at(j);
+    const double q = step_product(v, j);
     v.solution[j] += alpha * v.direction[j];
     const double last = v.residual[j];
     const double r = last - alpha * q - mean;

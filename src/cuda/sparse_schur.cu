@@ -26,6 +26,21 @@ double* upload(device_buffer<double>& buffer, const std::vector<double>& values,
   return data;
 }
 
+// S_k as the kernels see it, over `b` (its diagonal parts once they are reserved).
+kernels::sparse_schur_view view_of(const sparse_schur_buffers& b, std::int64_t n, std::int64_t m, int entries_per_row) {
+  kernels::sparse_schur_view view;
+  view.n = n;
+  view.m = m;
+  view.entries_per_row = entries_per_row;
+  view.entry_keys = b.keys.data();
+  view.entry_weights = b.weights.data();
+  view.column_offsets = b.column_offsets.data();
+  view.column_entries = b.column_entries.data();
+  view.diagonal = b.diagonal.data();
+  view.inverse_diagonal = b.inverse_diagonal.data();
+  return view;
+}
+
 int bits_for(std::int64_t largest) {
   int bits = 1;
   while ((std::int64_t{1} << bits) <= largest) ++bits;
@@ -77,14 +92,7 @@ sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys,
   const auto columns = static_cast<std::size_t>(m_);
   reserve(b.diagonal, columns);
   reserve(b.inverse_diagonal, columns);
-  kernels::sparse_schur_view view;
-  view.n = n_;
-  view.m = m_;
-  view.entries_per_row = entries_per_row_;
-  view.entry_keys = b.keys.data();
-  view.entry_weights = b.weights.data();
-  view.column_offsets = b.column_offsets.data();
-  view.column_entries = b.column_entries.data();
+  const kernels::sparse_schur_view view = view_of(b, n_, m_, entries_per_row_);
   if (m_ > 0) {
     kernels::sparse_schur_diagonal_kernel<<<blocks_for(m_), kThreads, 0, stream>>>(view, sums, shift, b.diagonal.data(),
                                                                                    b.inverse_diagonal.data());
@@ -109,17 +117,8 @@ sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys,
 
 void sparse_schur::solve(const double* rhs, double* solution, const int* skip, cudaStream_t stream) const {
   if (m_ == 0) return;
-  kernels::sparse_schur_view view;
-  view.n = n_;
-  view.m = m_;
-  view.entries_per_row = entries_per_row_;
   const sparse_schur_buffers& b = buffers_;
-  view.entry_keys = b.keys.data();
-  view.entry_weights = b.weights.data();
-  view.column_offsets = b.column_offsets.data();
-  view.column_entries = b.column_entries.data();
-  view.diagonal = b.diagonal.data();
-  view.inverse_diagonal = b.inverse_diagonal.data();
+  kernels::sparse_schur_view view = view_of(b, n_, m_, entries_per_row_);
   kernels::sparse_schur_work work;
   work.row_values = b.row_values.data();
   work.residual = b.residual.data();

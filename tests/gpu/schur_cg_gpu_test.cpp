@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,6 +45,32 @@ double relative_distance(const std::vector<double>& a, const std::vector<double>
   return std::sqrt(diff / norm);
 }
 
+// X ~ N(0, I_d), Y ~ N(0.3, I_d), uniform weights, centred, solved by the CUDA backend's own
+// Sinkhorn steps (1,000 alternating iterations at ε), and a random right-hand side (r_f, r_g).
+struct sharp_system {
+  prepared_problem problem;
+  std::unique_ptr<backend> gpu;
+  std::unique_ptr<solved_plan> plan;
+  std::vector<double> r_f, r_g;
+
+  sharp_system(precision mode, std::uint64_t seed, std::int64_t n, std::int64_t m, std::int64_t d, double eps) {
+    std::mt19937_64 rng(seed);
+    problem.x = gpu_tests::random_cloud(n, d, false, rng, 0.0);
+    problem.y = gpu_tests::random_cloud(m, d, false, rng, 0.3);
+    centre_clouds(problem);
+    gpu = make_cuda_backend(problem, mode, 0);
+    testing_support::alternate_sinkhorn(*gpu, eps, 1000);
+    plan = std::make_unique<solved_plan>(*gpu, problem, eps);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    r_f.resize(static_cast<std::size_t>(n));
+    r_g.resize(static_cast<std::size_t>(m));
+    for (double& v : r_f) v = normal(rng) / static_cast<double>(n);
+    for (double& v : r_g) v = normal(rng) / static_cast<double>(m);
+  }
+  sharp_system(const sharp_system&) = delete;  // plan refers to problem
+  sharp_system& operator=(const sharp_system&) = delete;
+};
+
 class schur_cg_test : public ::testing::TestWithParam<precision> {
  protected:
   void SetUp() override {
@@ -53,22 +80,13 @@ class schur_cg_test : public ::testing::TestWithParam<precision> {
 
 TEST_P(schur_cg_test, device_cg_matches_the_host_cg_on_the_same_passes) {
   const precision mode = GetParam();
-  std::mt19937_64 rng(77);
-  prepared_problem problem;
-  problem.x = gpu_tests::random_cloud(2053, 24, false, rng, 0.0);
-  problem.y = gpu_tests::random_cloud(1531, 24, false, rng, 0.3);
-  centre_clouds(problem);
   // A sharp plan (ε a fraction of the typical cost 2·24): S is ill-conditioned,
   // tens to hundreds of CG iterations at 1e-6, as in the benchmarks.
-  const double eps = 1.0;
-  auto gpu = make_cuda_backend(problem, mode, 0);
-  testing_support::alternate_sinkhorn(*gpu, eps, 1000);
-  const solved_plan plan(*gpu, problem, eps);
-
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> r_f(static_cast<std::size_t>(problem.x.count)), r_g(static_cast<std::size_t>(problem.y.count));
-  for (double& v : r_f) v = normal(rng) / static_cast<double>(problem.x.count);
-  for (double& v : r_g) v = normal(rng) / static_cast<double>(problem.y.count);
+  const sharp_system made(mode, 77, 2053, 1531, 24, 1.0);
+  const prepared_problem& problem = made.problem;
+  const solved_plan& plan = *made.plan;
+  const std::vector<double>& r_f = made.r_f;
+  const std::vector<double>& r_g = made.r_g;
 
   const double tolerance = mode == precision::fp64 ? 1e-10 : 1e-6;
   // Exact (projected CG) and damped (plain CG on S + ridge·diag(c)).
@@ -99,19 +117,11 @@ TEST_P(schur_cg_test, device_cg_matches_the_host_cg_on_the_same_passes) {
 // few of the host sparse CG's (the inner solve stops at 1e-2).
 TEST_P(schur_cg_test, device_sparse_plan_cg_needs_a_fraction_of_the_iterations) {
   const precision mode = GetParam();
-  std::mt19937_64 rng(78);
-  prepared_problem problem;
-  problem.x = gpu_tests::random_cloud(1800, 16, false, rng, 0.0);
-  problem.y = gpu_tests::random_cloud(1500, 16, false, rng, 0.3);
-  centre_clouds(problem);
-  const double eps = 0.5;  // sharp: the largest entry holds most of its row
-  auto gpu = make_cuda_backend(problem, mode, 0);
-  testing_support::alternate_sinkhorn(*gpu, eps, 1000);
-  const solved_plan plan(*gpu, problem, eps);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> r_f(static_cast<std::size_t>(problem.x.count)), r_g(static_cast<std::size_t>(problem.y.count));
-  for (double& v : r_f) v = normal(rng) / static_cast<double>(problem.x.count);
-  for (double& v : r_g) v = normal(rng) / static_cast<double>(problem.y.count);
+  const sharp_system made(mode, 78, 1800, 1500, 16, 0.5);  // sharp: the largest entry holds most of its row
+  const prepared_problem& problem = made.problem;
+  const solved_plan& plan = *made.plan;
+  const std::vector<double>& r_f = made.r_f;
+  const std::vector<double>& r_g = made.r_g;
 
   const double tolerance = mode == precision::fp64 ? 1e-9 : 1e-5;
   for (const double ridge : {0.0, 0.01}) {

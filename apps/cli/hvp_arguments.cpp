@@ -70,7 +70,7 @@ std::vector<flag_spec> hvp_flags(hvp_arguments& a) {
        [&h](std::string_view v) { h.tolerance = parse_finite_double("--cg-tol", v); }},
       {"--cg-iters", "N", "CG iteration cap (default 500)",
        [&h](std::string_view v) { h.max_iterations = parse_int("--cg-iters", v, 1); }},
-      {"--preconditioner", "K", "diagonal (default), none, or sparse: the Schur complement of the plan's 8 largest entries per row, few CG iterations at small eps (on the GPU: built and solved there by an inner CG; on the CPU: factored, and the CG runs on the host)", [&h](std::string_view v) { h.preconditioner = parse_preconditioner(v); }},
+      {"--preconditioner", "K", "diagonal (default), none, or sparse: the Schur complement of the plan's 8 largest entries per row, few CG iterations at small eps (S_k solved by an inner CG, on the GPU with --device cuda)", [&h](std::string_view v) { h.preconditioner = parse_preconditioner(v); }},
       {"--cg-ridge", "R", "damp the CG system, S + R*diag(P^T 1) (default 0: exact; R > 0 is faster on sharp\n"
                           "plans but biased, like flash-sinkhorn's tau2 and OTT-JAX's ridge)",
        [&h](std::string_view v) { h.ridge = parse_finite_double("--cg-ridge", v); }},

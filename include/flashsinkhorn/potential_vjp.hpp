@@ -23,9 +23,9 @@ enum class cg_preconditioner {
   none,      // plain CG on the Schur complement S = diag(c) − Pᵀ diag(1/a) P
   diagonal,  // Jacobi-like: diag(c), c = Pᵀ1 (= b at convergence); the dominant part of diag(S)
   // S_k, the Schur complement of the plan's 8 largest entries per row: at small ε the plan is
-  // nearly that sparse and CG needs a few iterations instead of hundreds. CUDA backend: built and
-  // solved on the GPU (an inner CG to 1e-2, the outer CG flexible; cuda/sparse_schur.hpp). CPU
-  // backend: factored (sparse LDLᵀ, core/sparse_plan_preconditioner.hpp) and the CG on the host.
+  // nearly that sparse and CG needs a few iterations instead of hundreds. S_k is solved by an inner
+  // Jacobi CG to 1e-2 and the outer CG is the flexible one: on the GPU for the CUDA backend
+  // (cuda/sparse_schur.hpp), on the host for the CPU one (core/sparse_plan_preconditioner.hpp).
   // The symmetric system (hvp_self) takes the diagonal instead.
   sparse_plan,
 };

@@ -216,8 +216,8 @@ class Solver:
         X ↦ OT_ε(a, X; a, X) (a Sinkhorn divergence's debiasing term), (H·(A, A))_x + (H·(A, A))_y,
         whose potentials' response solves the well-conditioned (diag a + P)·δ = ρ.
         preconditioner: 'diagonal' (diag(Pᵀ1), default), 'none', or 'sparse' — the Schur complement of
-        the plan's 8 largest entries per row, a few CG iterations instead of hundreds at small ε (on
-        CUDA built and solved on the GPU; on the CPU factored, the CG on the host: docs/math.md)."""
+        the plan's 8 largest entries per row, a few CG iterations instead of hundreds at small ε (solved
+        by an inner CG, on the GPU for CUDA inputs: docs/math.md)."""
         if wrt not in ("x", "y", "self"):
             raise ValueError(f"wrt must be 'x', 'y' or 'self', got {wrt!r}")
         if part not in self._HVP_PARTS:

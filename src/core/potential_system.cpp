@@ -60,8 +60,10 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   }
   if (!cg && sparse) {  // S_k factored and solved on the host
     const sparse_plan_preconditioner host_sparse(plan, plan.problem(), a, c, exact);
+    projected_cg_settings flexible = cg_settings;
+    flexible.flexible = true;  // the inner solve is inexact (kSparsePlanInnerTolerance)
     cg = projected_cg(schur, rho, [&host_sparse](const std::vector<double>& r) { return host_sparse.solve(r); },
-                      cg_settings);
+                      flexible);
   } else if (!cg) {
     cg = projected_cg(schur, rho, preconditioner, cg_settings);
   }

@@ -45,6 +45,7 @@ projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> r
   std::vector<double> p = z;
   double rz = dot(r, z);
   double residual = 1;
+  std::vector<double> r_last;  // flexible β only
   while (out.iterations < settings.max_iterations) {
     const std::vector<double> q = apply(p);
     const double curvature = dot(p, q);
@@ -53,6 +54,7 @@ projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> r
       break;
     }
     const double alpha = rz / curvature;
+    if (settings.flexible) r_last = r;
     for (std::size_t i = 0; i < x.size(); ++i) {
       x[i] += alpha * p[i];
       r[i] -= alpha * q[i];
@@ -63,7 +65,15 @@ projected_cg_outcome projected_cg(const linear_map& apply, std::vector<double> r
     if (residual <= settings.tolerance) break;
     z = precondition(r);
     const double rz_next = dot(r, z);
-    const double beta = rz_next / rz;
+    double beta = rz_next / rz;
+    if (settings.flexible) {
+      if (!(rz_next > 0)) {  // the preconditioner was not positive on r
+        out.breakdown = true;
+        break;
+      }
+      for (std::size_t i = 0; i < r_last.size(); ++i) r_last[i] = r[i] - r_last[i];
+      beta = dot(r_last, z) / rz;
+    }
     rz = rz_next;
     for (std::size_t i = 0; i < p.size(); ++i) p[i] = z[i] + beta * p[i];
   }

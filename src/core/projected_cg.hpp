@@ -22,6 +22,10 @@ struct projected_cg_settings {
   // false: plain preconditioned CG, for a positive definite S (a damped Schur complement, whose
   // residuals must not be projected: S·1 ≠ 0 there).
   bool project = true;
+  // true: the flexible (Polak–Ribière) β = zᵀ(r − r_last)/rz, for a preconditioner that is itself an
+  // inexact iterative solve and so not the same linear map at every iteration (the sparse_plan
+  // preconditioner); the same β as the default one in exact arithmetic with a fixed preconditioner.
+  bool flexible = false;
 };
 
 struct projected_cg_outcome {

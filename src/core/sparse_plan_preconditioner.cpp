@@ -1,12 +1,10 @@
 #include "core/sparse_plan_preconditioner.hpp"
 
-#include <Eigen/Sparse>
-#include <Eigen/SparseCholesky>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <utility>
 
 #include "core/projected_cg.hpp"
@@ -46,14 +44,22 @@ void top_entries(const prepared_problem& problem, const std::vector<double>& g, 
 
 }  // namespace
 
-struct sparse_plan_preconditioner::factor {
-  Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt;
+// W (n × k) with its keys, the transpose by columns, and S_k's diagonal parts.
+struct sparse_plan_preconditioner::parts {
+  std::int64_t n = 0, m = 0;
+  int k = 0;
+  std::vector<std::int64_t> keys;            // (n, k): j_iu, or −1
+  std::vector<double> weights;               // (n, k): √a_i·s_iu
+  std::vector<std::int64_t> column_offsets;  // (m + 1)
+  std::vector<std::int64_t> column_entries;  // entry ids e = i·k + u by column, ascending
+  std::vector<double> diagonal;              // d = c (+ shift)
+  std::vector<double> jacobi;                // diag(S_k)
 };
 
 sparse_plan_preconditioner::sparse_plan_preconditioner(const solved_plan& plan, const prepared_problem& problem,
                                                        const std::vector<double>& a, const std::vector<double>& c,
                                                        bool exact, int k)
-    : factor_(std::make_unique<factor>()), exact_(exact) {
+    : parts_(std::make_unique<parts>()), exact_(exact) {
   const std::int64_t n = problem.x.count, m = problem.y.count;
   if (problem.x.points.size() != static_cast<std::size_t>(n * problem.x.dim) ||
       problem.y.points.size() != static_cast<std::size_t>(m * problem.y.dim))
@@ -66,32 +72,61 @@ sparse_plan_preconditioner::sparse_plan_preconditioner(const solved_plan& plan, 
     for (std::int64_t i = 0; i < n; ++i)
       top_entries(problem, plan.key_potential(), plan.eps(), i, k, scores, top.data() + i * k);
   }
-  // S_k = diag(c) − Σ_i a_i s_i s_iᵀ over the kept entries (duplicates summed by setFromTriplets).
-  std::vector<Eigen::Triplet<double>> entries;
-  entries.reserve(static_cast<std::size_t>(m + n * k * k));
-  const double shift = exact ? kSparsePlanShift * *std::max_element(c.begin(), c.end()) : 0.0;
-  for (std::int64_t j = 0; j < m; ++j) entries.emplace_back(j, j, c[j] + shift);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const auto* row = top.data() + i * k;
-    for (int u = 0; u < k; ++u) {
-      if (row[u].first < 0) continue;
-      for (int v = 0; v < k; ++v)
-        if (row[v].first >= 0) entries.emplace_back(row[u].first, row[v].first, -a[i] * row[u].second * row[v].second);
-    }
+  parts& p = *parts_;
+  p.n = n;
+  p.m = m;
+  p.k = k;
+  p.keys.resize(top.size());
+  p.weights.resize(top.size());
+  p.column_offsets.assign(static_cast<std::size_t>(m + 1), 0);
+  for (std::size_t e = 0; e < top.size(); ++e) {
+    const std::int64_t j = top[e].first;
+    p.keys[e] = j;
+    p.weights[e] = j >= 0 ? std::sqrt(a[e / static_cast<std::size_t>(k)]) * top[e].second : 0.0;
+    if (j >= 0) ++p.column_offsets[static_cast<std::size_t>(j + 1)];
   }
-  Eigen::SparseMatrix<double> s_k(m, m);
-  s_k.setFromTriplets(entries.begin(), entries.end());
-  factor_->ldlt.compute(s_k);
-  if (factor_->ldlt.info() != Eigen::Success)
-    throw error("the sparse_plan preconditioner could not factor S_k (use the diagonal preconditioner)");
+  std::partial_sum(p.column_offsets.begin(), p.column_offsets.end(), p.column_offsets.begin());
+  p.column_entries.resize(static_cast<std::size_t>(p.column_offsets.back()));
+  std::vector<std::int64_t> next(p.column_offsets.begin(), p.column_offsets.end() - 1);
+  for (std::size_t e = 0; e < top.size(); ++e) {  // ascending e: a stable counting sort by key
+    if (p.keys[e] < 0) continue;
+    std::int64_t& slot = next[static_cast<std::size_t>(p.keys[e])];
+    p.column_entries[static_cast<std::size_t>(slot++)] = static_cast<std::int64_t>(e);
+  }
+  const double shift = exact ? kSparsePlanShift * *std::max_element(c.begin(), c.end()) : 0.0;
+  p.diagonal.resize(static_cast<std::size_t>(m));
+  p.jacobi.resize(static_cast<std::size_t>(m));
+  for (std::int64_t j = 0; j < m; ++j) {
+    double squares = 0;
+    for (std::int64_t e = p.column_offsets[j]; e < p.column_offsets[j + 1]; ++e)
+      squares += p.weights[p.column_entries[e]] * p.weights[p.column_entries[e]];
+    p.diagonal[j] = c[j] + shift;
+    p.jacobi[j] = p.diagonal[j] - squares;
+  }
 }
 
 sparse_plan_preconditioner::~sparse_plan_preconditioner() = default;
 
+std::vector<double> sparse_plan_preconditioner::apply(const std::vector<double>& v) const {
+  const parts& p = *parts_;
+  std::vector<double> t(static_cast<std::size_t>(p.n), 0.0);  // W·v
+  for (std::int64_t e = 0; e < p.n * p.k; ++e)
+    if (p.keys[e] >= 0) t[e / p.k] += p.weights[e] * v[p.keys[e]];
+  std::vector<double> out(static_cast<std::size_t>(p.m));
+  for (std::int64_t j = 0; j < p.m; ++j) {
+    double wt = 0;  // (Wᵀ·t)_j
+    for (std::int64_t e = p.column_offsets[j]; e < p.column_offsets[j + 1]; ++e)
+      wt += p.weights[p.column_entries[e]] * t[p.column_entries[e] / p.k];
+    out[j] = p.diagonal[j] * v[j] - wt;
+  }
+  return out;
+}
+
 std::vector<double> sparse_plan_preconditioner::solve(const std::vector<double>& r) const {
-  const Eigen::Map<const Eigen::VectorXd> rhs(r.data(), static_cast<Eigen::Index>(r.size()));
-  const Eigen::VectorXd z = factor_->ldlt.solve(rhs);
-  std::vector<double> out(z.data(), z.data() + z.size());
+  const linear_map s_k = [this](const std::vector<double>& v) { return apply(v); };
+  std::vector<double> out =
+      projected_cg(s_k, r, parts_->jacobi, {kSparsePlanInnerTolerance, kSparsePlanInnerIterations, /*project=*/false})
+          .solution;
   if (exact_) project_out_mean(out);
   return out;
 }

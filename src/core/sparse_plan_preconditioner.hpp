@@ -2,14 +2,18 @@
 // (core/potential_system.hpp) from the plan's largest entries: keeping the k largest entries of
 // each row of P (P_ij = a_i s_ij, s_i the row softmax of core/solved_plan.hpp),
 //   S_k = diag(c)(1 + ridge) − Σ_i a_i s_i^(k) s_i^(k)ᵀ,
-// a sparse matrix of at most m + n·k² entries, factored once (Eigen's sparse LDLᵀ) and solved
-// exactly at every CG iteration. At small ε the plan is nearly that sparse: in a numpy study
+// kept as W (n × k, W_iu = √a_i·s_iu) and its transpose by columns, S_k = diag(c) − WᵀW, and
+// solved at every CG iteration by an inner Jacobi CG to kSparsePlanInnerTolerance — the same
+// algorithm as the CUDA backend's (cuda/sparse_schur.hpp), so the outer CG is the flexible one
+// (projected_cg_settings::flexible). A sparse LDLᵀ of S_k, the first version, fills in like a dense
+// matrix beyond a few thousand points (10,000 × 64: ~2·10⁷ entries, 30 s). At small ε the plan is
+// nearly that sparse: in a numpy study
 // (bench/studies/sparse_schur_preconditioner.py, 2,000 × 64, ε = 0.1, flash-sinkhorn's damping) CG
 // to 1e-4 takes 8 iterations with k = 4 and 1 with k = 8, against 113 with diag(c).
 // The top-k entries come from one host scan of the prepared points (O(n·m·d), the cost of a plan
 // pass): s_ij = softmax_j((g_j − s‖p_i − q_j‖²)/ε + log b_j) in float64.
-// Exact systems (ridge = 0, S·1 = 0): S_k is shifted by 1e-10·max c to be factored, and solutions
-// are projected onto 1⊥ (projected_cg's contract).
+// Exact systems (ridge = 0, S·1 = 0): S_k is shifted by 1e-10·max c (positive definite), and
+// solutions are projected onto 1⊥ (projected_cg's contract).
 #pragma once
 
 #include <memory>
@@ -22,6 +26,10 @@ namespace flashsinkhorn::detail {
 
 inline constexpr int kSparsePlanEntries = 8;  // k: the study's k = 8 captured P to 3e-8
 inline constexpr double kSparsePlanShift = 1e-10;  // × max c on the diagonal of an exact system's S_k
+// The inner solve's stopping rule (relative residual, iteration cap), chosen by a numpy study at
+// 10,000 × 64 (docs/cuda_backend.md, session 9): 2–3 outer iterations with 50–75 inner ones in all.
+inline constexpr double kSparsePlanInnerTolerance = 1e-2;
+inline constexpr int kSparsePlanInnerIterations = 200;
 
 class sparse_plan_preconditioner {
  public:
@@ -32,12 +40,15 @@ class sparse_plan_preconditioner {
   sparse_plan_preconditioner(const sparse_plan_preconditioner&) = delete;
   sparse_plan_preconditioner& operator=(const sparse_plan_preconditioner&) = delete;
 
-  // S_k⁻¹·r (projected onto 1⊥ on an exact system).
+  // ≈ S_k⁻¹·r to kSparsePlanInnerTolerance (projected onto 1⊥ on an exact system).
   [[nodiscard]] std::vector<double> solve(const std::vector<double>& r) const;
 
+  // S_k·v.
+  [[nodiscard]] std::vector<double> apply(const std::vector<double>& v) const;
+
  private:
-  struct factor;
-  std::unique_ptr<factor> factor_;
+  struct parts;
+  std::unique_ptr<parts> parts_;
   bool exact_;
 };
 

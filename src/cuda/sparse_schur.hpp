@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/sparse_plan_preconditioner.hpp"
 #include "cuda/device_buffer.hpp"
 
 namespace flashsinkhorn::detail {
@@ -30,8 +31,8 @@ struct sparse_schur_buffers {
 
 class sparse_schur {
  public:
-  static constexpr double kInnerTolerance = 1e-2;
-  static constexpr int kInnerIterations = 200;
+  static constexpr double kInnerTolerance = kSparsePlanInnerTolerance;  // the host preconditioner's rule
+  static constexpr int kInnerIterations = kSparsePlanInnerIterations;
 
   // Enqueues the build on `stream` into `buffers` (which must outlive this object and serve no
   // other sparse_schur meanwhile). entry_keys, entry_values: the top entries (n, K) on the device;

@@ -24,7 +24,7 @@
 
 namespace flashsinkhorn::detail {
 
-inline constexpr int kSparsePlanEntries = 8;  // k: the study's k = 8 captured P to 3e-8
+inline constexpr int kSparsePlanEntries = 8;       // k: the study's k = 8 captured P to 3e-8
 inline constexpr double kSparsePlanShift = 1e-10;  // × max c on the diagonal of an exact system's S_k
 // The inner solve's stopping rule (relative residual, iteration cap), chosen by a numpy study at
 // 10,000 × 64 (docs/cuda_backend.md, session 9): 2–3 outer iterations with 50–75 inner ones in all.

@@ -1,11 +1,10 @@
 // Host side of the top-entries pass (plan_top_entries.hpp).
-#include "cuda/plan_top_entries.hpp"
-
 #include <cuda_bf16.h>
 
 #include <algorithm>
 
 #include "cuda/key_splits.hpp"
+#include "cuda/plan_top_entries.hpp"
 #include "cuda/plan_top_entries_kernel.cuh"
 
 namespace flashsinkhorn::detail {
@@ -47,8 +46,8 @@ cudaError_t launch_plan_top_entries(precision mode, const plan_top_entries_args&
   // Key splits (key_splits.hpp) over the CTAs resident at once, each split at least four key tiles.
   const std::int64_t row_blocks = (n + kernels::kTopRows - 1) / kernels::kTopRows;
   const std::int64_t key_tiles = (m + kernels::kTopKeys - 1) / kernels::kTopKeys;
-  const split_plan plan = plan_key_splits(row_blocks, key_tiles,
-                                          std::int64_t{args.sm_count} * ctas_per_sm(args.rows.dim), 64, 4);
+  const split_plan plan =
+      plan_key_splits(row_blocks, key_tiles, std::int64_t{args.sm_count} * ctas_per_sm(args.rows.dim), 64, 4);
   const std::int64_t tiles_per_split = plan.tiles_per_split;
   const int splits = plan.splits;
 
@@ -75,9 +74,15 @@ cudaError_t launch_plan_top_entries(precision mode, const plan_top_entries_args&
 
   const dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(splits));
   switch (mode) {
-    case precision::fp64: enqueue_partials<double>(p, grid, stream); break;
-    case precision::bf16: enqueue_partials<__nv_bfloat16>(p, grid, stream); break;
-    default: enqueue_partials<float>(p, grid, stream); break;  // fp32, tf32: float storage
+    case precision::fp64:
+      enqueue_partials<double>(p, grid, stream);
+      break;
+    case precision::bf16:
+      enqueue_partials<__nv_bfloat16>(p, grid, stream);
+      break;
+    default:
+      enqueue_partials<float>(p, grid, stream);
+      break;  // fp32, tf32: float storage
   }
   constexpr int kMergeThreads = 128;
   kernels::plan_top_entries_merge_kernel<kTopEntries>

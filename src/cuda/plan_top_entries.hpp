@@ -19,13 +19,13 @@ inline constexpr int kTopEntries = 8;  // core/sparse_plan_preconditioner.hpp's 
 
 struct plan_top_entries_args {
   device_cloud_view rows;
-  device_cloud_view keys;                // its points: η⊙q (the keys' role)
-  const double* key_potential = nullptr; // h (keys.count,), or nullptr for 0
+  device_cloud_view keys;                 // its points: η⊙q (the keys' role)
+  const double* key_potential = nullptr;  // h (keys.count,), or nullptr for 0
   double cost_scale = 1;
   double eps = 1;
   int sm_count = 132;
-  int* entry_keys = nullptr;             // (rows.count, kTopEntries)
-  double* entry_values = nullptr;        // (rows.count, kTopEntries)
+  int* entry_keys = nullptr;       // (rows.count, kTopEntries)
+  double* entry_values = nullptr;  // (rows.count, kTopEntries)
 };
 
 // Enqueues the pass; the key-split partial states live in `scratch` (grown as needed: call with

@@ -23,9 +23,9 @@
 
 namespace flashsinkhorn::detail::kernels {
 
-inline constexpr int kTopRows = 128;   // rows (threads) per CTA
-inline constexpr int kTopKeys = 32;    // keys per shared-memory tile
-inline constexpr int kTopChunk = 32;   // dimensions per shared-memory tile
+inline constexpr int kTopRows = 128;  // rows (threads) per CTA
+inline constexpr int kTopKeys = 32;   // keys per shared-memory tile
+inline constexpr int kTopChunk = 32;  // dimensions per shared-memory tile
 
 // Shared bytes of the resident rows of width `dim` (whole chunks; a row stride of kTopRows + 1).
 constexpr int top_resident_bytes(std::int64_t dim) {
@@ -37,14 +37,14 @@ __device__ __forceinline__ float top_to_float(double x) { return static_cast<flo
 __device__ __forceinline__ float top_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 struct plan_top_entries_params {
-  const void* row_points;                // (rows, padded_dim) in the mode's storage type
-  const void* key_points;                // (keys, padded_dim): η⊙q
-  const double* key_scaled_sq_norm;      // s‖q_j‖²
-  const double* key_log_weights;         // log w_j
-  const double* key_potential;           // h_j, or nullptr (0)
+  const void* row_points;            // (rows, padded_dim) in the mode's storage type
+  const void* key_points;            // (keys, padded_dim): η⊙q
+  const double* key_scaled_sq_norm;  // s‖q_j‖²
+  const double* key_log_weights;     // log w_j
+  const double* key_potential;       // h_j, or nullptr (0)
   std::int64_t rows = 0, keys = 0, dim = 0, padded_dim = 0;
   double cost_scale = 1, eps = 1;
-  int keys_per_split = 0;                // a multiple of kTopKeys
+  int keys_per_split = 0;  // a multiple of kTopKeys
   // Partial states, split-major: (splits, rows, K) scores and key indices, (splits, rows) max, sum.
   float* partial_scores = nullptr;
   int* partial_keys = nullptr;
@@ -99,7 +99,8 @@ __global__ void __launch_bounds__(kTopRows) plan_top_entries_partial_kernel(cons
   float running_max = -INFINITY, running_sum = 0.f;
   const std::int64_t chunks = (p.dim + kTopChunk - 1) / kTopChunk;
   if constexpr (kResident) {
-    const S* block_rows = static_cast<const S*>(p.row_points) + static_cast<std::int64_t>(blockIdx.x) * kTopRows * p.padded_dim;
+    const S* block_rows =
+        static_cast<const S*>(p.row_points) + static_cast<std::int64_t>(blockIdx.x) * kTopRows * p.padded_dim;
     const std::int64_t width = chunks * kTopChunk;
     for (std::int64_t e = threadIdx.x; e < kTopRows * width; e += kTopRows) {
       const std::int64_t r = e / width, c = e % width;

@@ -1,13 +1,11 @@
 // The device sparse Schur complement and its cooperative CG solve (sparse_schur.hpp).
-#include "cuda/sparse_schur.hpp"
-
-#include <cub/device/device_radix_sort.cuh>
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/sparse_schur.hpp"
 #include "cuda/sparse_schur_kernels.cuh"
 #include "flashsinkhorn/error.hpp"
 
@@ -86,7 +84,7 @@ sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys,
   }
   reserve(b.column_offsets, static_cast<std::size_t>(m_ + 1));
   kernels::sparse_schur_offsets_kernel<<<blocks_for(m_ + 1), kThreads, 0, stream>>>(b.sorted_keys.data(), entries, m_,
-                                                                                   b.column_offsets.data());
+                                                                                    b.column_offsets.data());
   FS_CUDA_CHECK(cudaGetLastError());
 
   const auto columns = static_cast<std::size_t>(m_);
@@ -104,8 +102,7 @@ sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys,
   FS_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
   FS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels::sparse_schur_solve_kernel,
                                                               kernels::kSparseSchurThreads, 0));
-  const std::int64_t wanted =
-      (std::max(n_, m_) + kernels::kSparseSchurThreads - 1) / kernels::kSparseSchurThreads;
+  const std::int64_t wanted = (std::max(n_, m_) + kernels::kSparseSchurThreads - 1) / kernels::kSparseSchurThreads;
   blocks_ = static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::int64_t{sm_count} * std::max(per_sm, 1)));
   reserve(b.row_values, static_cast<std::size_t>(std::max<std::int64_t>(n_, 1)));
   reserve(b.residual, columns);
@@ -128,8 +125,8 @@ void sparse_schur::solve(const double* rhs, double* solution, const int* skip, c
   work.partials = b.partials.data();
   double tolerance = kInnerTolerance;
   int iterations = kInnerIterations;
-  void* args[] = {&view, &work, const_cast<double**>(&rhs), &solution, &tolerance, &iterations,
-                  const_cast<int**>(&skip)};
+  void* args[] = {&view,      &work,       const_cast<double**>(&rhs), &solution,
+                  &tolerance, &iterations, const_cast<int**>(&skip)};
   FS_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernels::sparse_schur_solve_kernel),
                                             dim3(static_cast<unsigned>(blocks_)), dim3(kernels::kSparseSchurThreads),
                                             args, 0, stream));

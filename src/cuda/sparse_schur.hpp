@@ -46,7 +46,6 @@ class sparse_schur {
   void solve(const double* rhs, double* solution, const int* skip, cudaStream_t stream) const;
 
  private:
-
   sparse_schur_buffers& buffers_;
   std::int64_t n_ = 0, m_ = 0;
   int entries_per_row_ = 0;

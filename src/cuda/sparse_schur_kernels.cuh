@@ -16,13 +16,13 @@ inline constexpr int kSparseSchurThreads = 256;
 
 struct sparse_schur_view {
   std::int64_t n = 0, m = 0;
-  int entries_per_row = 0;                  // K
-  const int* entry_keys = nullptr;          // (n, K): j_iu, or −1
-  const double* entry_weights = nullptr;    // (n, K): W_iu = √a_i·s_iu (0 where j_iu = −1)
-  const int* column_offsets = nullptr;      // (m + 1): column j's entries are column_entries[offsets j, j + 1)
-  const int* column_entries = nullptr;      // entry ids e = i·K + u, by column, ascending within one
-  const double* diagonal = nullptr;         // d (m,)
-  const double* inverse_diagonal = nullptr; // 1 / diag(S_k) (m,), the inner Jacobi preconditioner
+  int entries_per_row = 0;                   // K
+  const int* entry_keys = nullptr;           // (n, K): j_iu, or −1
+  const double* entry_weights = nullptr;     // (n, K): W_iu = √a_i·s_iu (0 where j_iu = −1)
+  const int* column_offsets = nullptr;       // (m + 1): column j's entries are column_entries[offsets j, j + 1)
+  const int* column_entries = nullptr;       // entry ids e = i·K + u, by column, ascending within one
+  const double* diagonal = nullptr;          // d (m,)
+  const double* inverse_diagonal = nullptr;  // 1 / diag(S_k) (m,), the inner Jacobi preconditioner
 };
 
 struct sparse_schur_work {
@@ -100,13 +100,13 @@ __device__ __forceinline__ void cta_partials(double a, double b, double* partial
 // Per iteration, with p = z + β·p_last computed where it is read (p_last is the other buffer):
 //   t = W·p  |  q = d∘p − Wᵀt, Σ pᵀq  |  α, x += α·p, r −= α·q, z = r/diag, Σ rᵀr, rᵀz  | β
 __global__ void __launch_bounds__(kSparseSchurThreads)
-    sparse_schur_solve_kernel(const sparse_schur_view s, const sparse_schur_work w, const double* rhs,
-                              double* solution, double tolerance, int max_iterations, const int* skip) {
+    sparse_schur_solve_kernel(const sparse_schur_view s, const sparse_schur_work w, const double* rhs, double* solution,
+                              double tolerance, int max_iterations, const int* skip) {
   if (skip != nullptr && *skip != 0) return;
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  double* curvature_partials = w.partials;                // pᵀq
+  double* curvature_partials = w.partials;                 // pᵀq
   double* residual_partials = w.partials + 2 * gridDim.x;  // rᵀr, rᵀz
 
   double rr = 0, rz = 0;
@@ -195,8 +195,10 @@ __global__ void sparse_schur_offsets_kernel(const int* sorted_keys, std::int64_t
   std::int64_t lo = 0, hi = entries;
   while (lo < hi) {
     const std::int64_t mid = (lo + hi) / 2;
-    if (sorted_keys[mid] < j) lo = mid + 1;
-    else hi = mid;
+    if (sorted_keys[mid] < j)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   offsets[j] = static_cast<int>(lo);
 }

@@ -156,7 +156,8 @@ TEST_F(sparse_plan_gpu_test, top_entries_match_a_float64_scan) {
     for (std::int64_t j = 0; j < y.count; ++j) {
       if (!(want[j] > sorted[kTopEntries] * 1.01)) continue;
       ++clear_entries;
-      EXPECT_TRUE(std::find(row_keys, row_keys + kTopEntries, j) != row_keys + kTopEntries) << "row " << i << " key " << j;
+      EXPECT_TRUE(std::find(row_keys, row_keys + kTopEntries, j) != row_keys + kTopEntries)
+          << "row " << i << " key " << j;
     }
   }
   EXPECT_GT(clear_entries, 300 * 6);  // the check above is not vacuous

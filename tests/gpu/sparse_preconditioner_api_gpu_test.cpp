@@ -57,7 +57,8 @@ TEST_P(SparsePreconditionerOnGpu, GivesTheDiagonalsProductAndTheEnvelopeGradient
   }
   std::vector<std::vector<double>> products;
   std::vector<int> iterations;
-  for (const fs::cg_preconditioner preconditioner : {fs::cg_preconditioner::diagonal, fs::cg_preconditioner::sparse_plan}) {
+  for (const fs::cg_preconditioner preconditioner :
+       {fs::cg_preconditioner::diagonal, fs::cg_preconditioner::sparse_plan}) {
     std::vector<double> vx(gx.size());
     fs::potential_vjp_outputs out;
     out.grad_x = fs::host_matrix(vx.data(), c.n, d);

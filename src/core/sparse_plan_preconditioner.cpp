@@ -93,7 +93,7 @@ sparse_plan_preconditioner::sparse_plan_preconditioner(const solved_plan& plan, 
     std::int64_t& slot = next[static_cast<std::size_t>(p.keys[e])];
     p.column_entries[static_cast<std::size_t>(slot++)] = static_cast<std::int64_t>(e);
   }
-  const double shift = exact ? kSparsePlanShift * *std::max_element(c.begin(), c.end()) : 0.0;
+  const double shift = sparse_plan_shift(c, exact);
   p.diagonal.resize(static_cast<std::size_t>(m));
   p.jacobi.resize(static_cast<std::size_t>(m));
   for (std::int64_t j = 0; j < m; ++j) {

@@ -16,6 +16,7 @@
 // solutions are projected onto 1⊥ (projected_cg's contract).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -30,6 +31,11 @@ inline constexpr double kSparsePlanShift = 1e-10;  // × max c on the diagonal o
 // 10,000 × 64 (docs/cuda_backend.md, session 9): 2–3 outer iterations with 50–75 inner ones in all.
 inline constexpr double kSparsePlanInnerTolerance = 1e-2;
 inline constexpr int kSparsePlanInnerIterations = 200;
+
+// The diagonal shift of S_k (both backends): kSparsePlanShift·max c on an exact system, else 0.
+inline double sparse_plan_shift(const std::vector<double>& c, bool exact) {
+  return exact && !c.empty() ? kSparsePlanShift * *std::max_element(c.begin(), c.end()) : 0.0;
+}
 
 class sparse_plan_preconditioner {
  public:

@@ -1,6 +1,5 @@
 #include "core/potential_system.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -53,12 +52,12 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
     system.column_sums = &c;  // (1 + ridge)·c: the damped diagonal
     if (sparse) {
       system.sparse_row_masses = &a;
-      system.sparse_shift = exact ? kSparsePlanShift * *std::max_element(c.begin(), c.end()) : 0.0;
+      system.sparse_shift = sparse_plan_shift(c, exact);
     }
     cg = plan.compute().solve_schur(system, rho, preconditioner, cg_settings);
     if (cg) plan.count_passes(2 * cg->iterations);
   }
-  if (!cg && sparse) {  // S_k factored and solved on the host
+  if (!cg && sparse) {  // S_k built and solved on the host (an inner CG)
     const sparse_plan_preconditioner host_sparse(plan, plan.problem(), a, c, exact);
     projected_cg_settings flexible = cg_settings;
     flexible.flexible = true;  // the inner solve is inexact (kSparsePlanInnerTolerance)

@@ -55,10 +55,11 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
       system.sparse_shift = sparse_plan_shift(c, exact);
     }
     cg = plan.compute().solve_schur(system, rho, preconditioner, cg_settings);
-    if (cg) plan.count_passes(2 * cg->iterations);
+    if (cg) plan.count_passes(2 * cg->iterations + (sparse ? 1 : 0));  // (+ the top-entries pass)
   }
   if (!cg && sparse) {  // S_k built and solved on the host (an inner CG)
     const sparse_plan_preconditioner host_sparse(plan, plan.problem(), a, c, exact);
+    plan.count_passes(1);  // its scan of the scores for the top entries
     projected_cg_settings flexible = cg_settings;
     flexible.flexible = true;  // the inner solve is inexact (kSparsePlanInnerTolerance)
     cg = projected_cg(schur, rho, [&host_sparse](const std::vector<double>& r) { return host_sparse.solve(r); },

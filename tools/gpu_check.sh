@@ -11,7 +11,8 @@
 # Stage `suite` (not in the default list) runs the issue-7 benchmark suite, bench/suite/run_device.sh,
 # with the peers staged by tools/stage_peer_wheels.sh; e.g.
 #   FS_COMMIT=... STAGES="build suite" SUITE_NS=10000,50000 SUITE_DS=64 tools/gpu_check.sh
-# (its SUITE_* variables: bench/suite/run_device.sh; it stops starting cases at DEADLINE).
+# (its SUITE_* variables: bench/suite/run_device.sh; it stops starting cases at DEADLINE); with
+# SUITE_LANES, one lane per GPU (bench/suite/run_lanes.sh, e.g. on nvidia-h200-x2).
 # GPU_TEST_FILTER narrows the `gpu` stage to some gtest cases (e.g. "*quadratic*:*Hvp*").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -147,9 +148,13 @@ if has suite; then
   # rows already written stay if the stage is stopped.
   left=$(( deadline - SECONDS ))
   (( left > 60 )) || left=60
+  # SUITE_LANES (bench/suite/run_lanes.sh) splits the grid over the machine's GPUs, one lane each.
+  runner=bench/suite/run_device.sh
+  [[ -n "${SUITE_LANES:-}" ]] && runner=bench/suite/run_lanes.sh
   SUITE_DEADLINE="${SUITE_DEADLINE:-$(( left - 60 > 30 ? left - 60 : 30 ))}" OUT="$out" BUILD_DIR="$build" \
-    timeout "$(( left + 30 ))" bench/suite/run_device.sh > "$logs/suite.log" 2>&1 || { echo "suite failed or cut short"; status=1; }
-  tail -40 "$logs/suite.log"
+    SUITE_LOG_DIR="$logs/suite" timeout "$(( left + 30 ))" "$runner" > "$logs/suite.log" 2>&1 ||
+    { echo "suite failed or cut short"; status=1; }
+  tail -60 "$logs/suite.log"
 fi
 if has profile; then
   # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call);

@@ -1,12 +1,20 @@
 #!/usr/bin/env python3
-"""Benchmark suite driver (issue 7): every (operation, d, n, implementation, precision) case in its own
-process with a time limit, so that an out-of-memory error, a crash or a hang is recorded (with the exact
-error text) and the sweep goes on. Protocol: protocol.py.
+"""Benchmark suite driver (issue 7): the (operation, d, n, implementation, precision) cases, each under
+a time limit, so that an out-of-memory error, a crash or a hang is recorded (with the exact error text)
+and the sweep goes on. Protocol: protocol.py.
 
-Stop rule: per (implementation, operation, d, precision), once a case fails (timeout, oom, error,
-crash), the larger n are recorded as 'skipped' and not run: the largest n that succeeded is the one the
-peer reaches within the per-case budget. Cases run in the order (operation, d, n, implementation), so a
-sweep cut short by --deadline has run every implementation up to about the same n.
+Processes: one per group — the cases of one (operation, d, implementation, precision), n ascending —
+so that a peer's imports, CUDA context and JIT start-up are paid once per group, not once per n. The
+child announces each case and prints its result; the parent times each case against the budget and
+kills the group's process on a timeout.
+
+Stop rule: per group, once a case fails (timeout, oom, error, crash), the larger n are recorded as
+'skipped' and not run: the largest n that succeeded is the one the peer reaches within the per-case
+budget. Cases not started by --deadline are recorded as 'not_run'.
+
+Memory: the framework's own peak where it has one (reset per case; JAX's is the process's peak, which
+n ascending makes the current case's), and nvidia-smi's memory.used sampled while the case runs, minus
+its value before the group's process started (the CUDA context is included).
 
     python3 bench/suite/run.py --impls flashsinkhorn-cli,flash-sinkhorn,geomloss-tensorized \
         --ops forward,converge --ns 1000,10000 --ds 3,64 --precisions tf32 --budget 600 \
@@ -20,9 +28,13 @@ import argparse
 import dataclasses
 import importlib
 import json
+import gc
 import os
+import queue
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -46,6 +58,8 @@ IMPLS = {
 }
 OPS = ("forward", "forward_gradient", "hvp", "converge")
 FAILED = ("timeout", "oom", "error", "crash")
+CASE_BEGIN = "SUITE_CASE_BEGIN "  # the child starts case number …
+STOPPED = "SUITE_STOPPED"  # the child started no more cases: the deadline passed
 
 
 # ----------------------------------------------------------------------------- one case (child side)
@@ -77,7 +91,36 @@ def run_case(case: Case) -> dict:
     return record
 
 
+def run_group(cases: list[Case], not_after: float) -> None:
+    """The child's loop: announce, run and print each case; stop after a failure or at the deadline."""
+    if cases[0].threads:
+        try:
+            import torch
+
+            torch.set_num_threads(cases[0].threads)
+        except ImportError:
+            pass
+    for index, case in enumerate(cases):
+        if time.time() > not_after:
+            print(STOPPED, flush=True)
+            return
+        print(f"{CASE_BEGIN}{index}", flush=True)
+        record = run_case(case)
+        print(protocol.RESULT_MARKER + json.dumps(record), flush=True)
+        if record["status"] in FAILED:
+            return
+        gc.collect()  # the next, larger case starts from the allocators' cached blocks given back
+        if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
+            sys.modules["torch"].cuda.empty_cache()
+
+
 # ----------------------------------------------------------------------------- sweep (parent side)
+def visible_gpu() -> str:
+    """nvidia-smi's index of the GPU the cases run on: the first of CUDA_VISIBLE_DEVICES (run_lanes.sh
+    gives each lane one), else 0."""
+    return (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
+
+
 class SmiSampler:
     """Peak of nvidia-smi's memory.used (whole device) while a case runs, minus the value before it."""
 
@@ -88,7 +131,7 @@ class SmiSampler:
             return
         try:
             self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
-                                          "-i", "0", "-lms", "100"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                          "-i", visible_gpu(), "-lms", "100"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                          text=True)
         except OSError:
             return
@@ -105,46 +148,118 @@ class SmiSampler:
                 continue
             self.peak = value if self.peak is None else max(self.peak, value)
 
+    def mark(self) -> None:
+        """Starts a new case: the peak is taken over the samples from here on."""
+        self.peak = None
+
+    def case_peak(self) -> dict:
+        if self.peak is None or self.baseline is None:
+            return {}
+        return {"peak_device_bytes_smi": self.peak - self.baseline, "device_bytes_before_smi": self.baseline}
+
     def stop(self) -> dict:
         if self.proc is None:
             return {}
         self.proc.terminate()
         self.proc.wait()
-        if self.peak is None or self.baseline is None:
-            return {}
-        return {"peak_device_bytes_smi": self.peak - self.baseline, "device_bytes_before_smi": self.baseline}
+        return self.case_peak()
 
 
-def launch(case: Case, budget: float) -> dict:
+def exports(path: str | None) -> dict:
+    """The `export K="V"` lines of a shell file (keops_doctor.py's choice), read when a group starts:
+    the doctor may still be running when the sweep begins (run_lanes.sh)."""
+    if not path or not Path(path).is_file():
+        return {}
+    pairs = (line[len("export "):].split("=", 1) for line in Path(path).read_text().splitlines()
+             if line.startswith("export ") and "=" in line)
+    return {k: v.strip().strip('"') for k, v in pairs}
+
+
+def case_env(case: Case, keops_env: str | None = None) -> dict:
     env = dict(os.environ, PYTHONUNBUFFERED="1", XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    if case.impl == "geomloss-online":
+        env.update(exports(keops_env))
     if case.threads:
         env.update(OMP_NUM_THREADS=str(case.threads), MKL_NUM_THREADS=str(case.threads),
                    OPENBLAS_NUM_THREADS=str(case.threads),
                    XLA_FLAGS=f"--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={case.threads}")
-    sampler = SmiSampler(case.device.startswith("cuda"))
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run([sys.executable, __file__, "--case", case.to_json()], capture_output=True, text=True,
-                              timeout=budget, env=env)
-    except subprocess.TimeoutExpired as expired:
-        tail = (expired.stderr or b"")
-        tail = tail.decode(errors="replace") if isinstance(tail, bytes) else tail
-        return {"status": "timeout", "error": f"not done within the {budget:g} s budget", "stderr_tail": tail[-1500:],
-                "wall_s": time.perf_counter() - t0, **sampler.stop()}
-    wall = time.perf_counter() - t0
-    memory = sampler.stop()
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(protocol.RESULT_MARKER)]
-    if lines:
-        record = json.loads(lines[-1][len(protocol.RESULT_MARKER):])
-    else:
-        status = "oom" if oom_text(proc.stderr) else "crash"
-        record = {"status": status, "error": f"exit status {proc.returncode}" + (
-            f" (signal {-proc.returncode})" if proc.returncode < 0 else ""), "stderr_tail": proc.stderr[-4000:]}
-    if record["status"] in FAILED and "stderr_tail" not in record:
-        record["stderr_tail"] = proc.stderr[-1500:]
-    record["wall_s"] = wall
-    record.update(memory)
-    return record
+    return env
+
+
+def launch_group(cases: list[Case], budget: float, not_after: float, keops_env: str | None = None):
+    """Runs one group's cases in one child process; yields one record per case, in order (failed,
+    then 'skipped' for the rest after a failure, or 'not_run' for those the deadline left)."""
+    sampler = SmiSampler(cases[0].device.startswith("cuda"))
+    stderr = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen([sys.executable, __file__, "--group", json.dumps([c.to_json() for c in cases]),
+                             "--not-after", repr(not_after)], stdout=subprocess.PIPE, stderr=stderr, text=True,
+                            env=case_env(cases[0], keops_env), start_new_session=True)
+    lines: queue.Queue = queue.Queue()
+
+    def read():
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+    threading.Thread(target=read, daemon=True).start()
+
+    def stderr_tail(size: int) -> str:
+        stderr.seek(0)
+        return stderr.read()[-size:]
+
+    def kill():
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the CLI driver's processes too
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+    began = time.perf_counter()  # the first case's time includes the process's start and imports
+    for index, case in enumerate(cases):
+        record, stopped = None, False
+        limit = time.perf_counter() + budget
+        while record is None and not stopped:
+            try:
+                line = lines.get(timeout=max(limit - time.perf_counter(), 0.0))
+            except queue.Empty:
+                kill()
+                record = {"status": "timeout", "error": f"not done within the {budget:g} s budget",
+                          "stderr_tail": stderr_tail(1500)}
+                break
+            if line is None:
+                proc.wait()
+                status = "oom" if oom_text(stderr_tail(20000)) else "crash"
+                record = {"status": status, "error": f"exit status {proc.returncode}" + (
+                    f" (signal {-proc.returncode})" if proc.returncode < 0 else ""), "stderr_tail": stderr_tail(4000)}
+            elif line.startswith(CASE_BEGIN):
+                sampler.mark()
+                if index:
+                    began = time.perf_counter()
+            elif line.startswith(STOPPED):
+                stopped = True
+            elif line.startswith(protocol.RESULT_MARKER):
+                record = json.loads(line[len(protocol.RESULT_MARKER):])
+        if stopped:
+            for rest in cases[index:]:
+                yield rest, {"status": "not_run", "reason": "the sweep's deadline passed"}
+            break
+        if record["status"] in FAILED and "stderr_tail" not in record:
+            record["stderr_tail"] = stderr_tail(1500)
+        record["wall_s"] = time.perf_counter() - began
+        if index == 0:
+            record["wall_includes"] = "the process's start, imports and CUDA context (first case of its group)"
+        record.update(sampler.case_peak())
+        yield case, record
+        if record["status"] in FAILED:
+            for rest in cases[index + 1:]:
+                yield rest, {"status": "skipped", "reason": f"n = {case.n} ended with status {record['status']}"}
+            break
+    sampler.stop()
+    if proc.poll() is None:
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            kill()
+    stderr.close()
 
 
 def sweep(args) -> int:
@@ -160,45 +275,43 @@ def sweep(args) -> int:
               "commit": protocol.commit(), "command": " ".join(sys.argv)}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    failed_at: dict[tuple, str] = {}
-    start = time.time()
+    not_after = time.time() + args.deadline
     with out.open("a") as sink:
         for op in ops:
             for d in ds:
-                for n in ns:
-                    for impl in impls:
-                        for precision in precisions:
-                            if precision not in IMPLS[impl][1]:
-                                continue
-                            key = (impl, op, d, precision)
-                            case = Case(impl=impl, op=op, n=n, d=d, precision=precision, device=args.device,
-                                        warmup=args.warmup, repeats=args.repeats, threads=args.threads,
-                                        data_dir=args.data_dir, max_iters=args.max_iters, tol=args.tol,
-                                        scaling=args.scaling, iters=args.iters, evaluate=not args.no_eval)
-                            row = {**header, **dataclasses.asdict(case), "date": protocol.now()}
-                            if key in failed_at:
-                                row.update(status="skipped", reason=failed_at[key])
-                            elif time.time() - start > args.deadline:
-                                row.update(status="not_run", reason=f"the sweep's {args.deadline:g} s deadline passed")
-                            else:
-                                protocol.ensure_data(args.data_dir, n, d, "float64" if precision == "fp64" else "float32")
-                                row.update(launch(case, args.budget))
-                                if row["status"] in FAILED:
-                                    failed_at[key] = f"n = {n} ended with status {row['status']}"
+                for impl in impls:
+                    for precision in precisions:
+                        if precision not in IMPLS[impl][1]:
+                            continue
+                        cases = [Case(impl=impl, op=op, n=n, d=d, precision=precision, device=args.device,
+                                      warmup=args.warmup, repeats=args.repeats, threads=args.threads,
+                                      data_dir=args.data_dir, max_iters=args.max_iters, tol=args.tol,
+                                      scaling=args.scaling, iters=args.iters, evaluate=not args.no_eval)
+                                 for n in ns]
+                        if time.time() > not_after:
+                            results = ((c, {"status": "not_run", "reason": "the sweep's deadline passed"}) for c in cases)
+                        else:
+                            for case in cases:
+                                protocol.ensure_data(args.data_dir, case.n, d,
+                                                     "float64" if precision == "fp64" else "float32")
+                            results = launch_group(cases, args.budget, not_after, args.keops_env)
+                        for case, result in results:
+                            row = {**header, **dataclasses.asdict(case), "date": protocol.now(), **result}
                             sink.write(json.dumps(row) + "\n")
                             sink.flush()
                             summary = row.get("ms", row.get("error", row.get("reason", "")))
-                            print(f"{op:<16} d={d:<5} n={n:<8} {impl:<20} {precision:<5} {row['status']:<11} "
+                            print(f"{op:<16} d={d:<5} n={case.n:<8} {impl:<20} {precision:<5} {row['status']:<11} "
                                   f"{str(summary)[:110]}", file=sys.stderr, flush=True)
     return 0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--case", help=argparse.SUPPRESS)
+    ap.add_argument("--group", help=argparse.SUPPRESS)  # the child: a JSON list of cases
+    ap.add_argument("--not-after", type=float, default=float("inf"), help=argparse.SUPPRESS)
     ap.add_argument("--stamp", metavar="COMMAND",
                     help="copy JSON lines from stdin to stdout with machine, commit, date and COMMAND added")
-    ap.add_argument("--impls", default="flashsinkhorn-cli,flash-sinkhorn,geomloss-tensorized,geomloss-online,"
+    ap.add_argument("--impls", default="flashsinkhorn-cli,flashsinkhorn-py,flash-sinkhorn,geomloss-tensorized,geomloss-online,"
                                        "ott-dense,ott-online,pot-dense-log,pot-lazy")
     ap.add_argument("--ops", default="forward,forward_gradient,hvp,converge")
     ap.add_argument("--ns", default="1000,10000,50000,200000,1000000")
@@ -206,7 +319,7 @@ def main() -> int:
     ap.add_argument("--precisions", default="tf32")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--budget", type=float, default=600, help="seconds per case (the stop rule's limit)")
-    ap.add_argument("--deadline", type=float, default=float("inf"), help="seconds after which no case starts")
+    ap.add_argument("--deadline", type=float, default=1e9, help="seconds after which no case starts")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--iters", type=int, default=protocol.ITERS)
@@ -216,6 +329,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--data-dir", default=os.environ.get("FS_SUITE_DATA", "/tmp/fs_suite_data"))
     ap.add_argument("--no-eval", action="store_true", help="skip the marginal-error evaluation")
+    ap.add_argument("--keops-env", default=os.environ.get("SUITE_KEOPS_ENV"),
+                    help="keops_doctor.py's --env-out file: its exports are given to geomloss-online's processes")
     ap.add_argument("--out", default=f"bench/results/suite_{protocol.now()[:10]}.jsonl")
     args = ap.parse_args()
     if args.stamp:
@@ -225,16 +340,8 @@ def main() -> int:
             if line.strip().startswith("{"):
                 print(json.dumps({**json.loads(line), **header}), flush=True)
         return 0
-    if args.case:
-        case = Case.from_json(args.case)
-        if case.threads:
-            try:
-                import torch
-
-                torch.set_num_threads(case.threads)
-            except ImportError:
-                pass
-        print(protocol.RESULT_MARKER + json.dumps(run_case(case)), flush=True)
+    if args.group:
+        run_group([Case.from_json(c) for c in json.loads(args.group)], args.not_after)
         return 0
     return sweep(args)
 

@@ -18,20 +18,24 @@
 #   SUITE_CPP_PRECISIONS  their precisions [tf32,bf16,fp32]   SUITE_CPP_TIMEOUT  seconds each [150]
 #   SUITE_KEOPS_DOCTOR 1: try KeOps configurations first (when geomloss-online is asked for) [1]
 #   SUITE_DEVICE      cuda or cpu [cuda]
+#   SUITE_KEOPS_ENV   the doctor's choice, for geomloss-online [/tmp/keops_choice.env]
+#   SUITE_PREPARE_ONLY 1: install the wheels, build what is missing, and stop [0]
 #   SUITE_TAG         file-name tag [date]    BUILD_DIR [build-gpu]   OUT [./out]
+#   SUITE_LOG         the log [$OUT/suite_<tag>.log]
 # Writes under $OUT (at most 8 files come back): suite_<tag>.jsonl (run.py's rows),
 # suite_<tag>_cpp.jsonl (the C++ rows), suite_<tag>_keops.jsonl (the doctor), suite_<tag>.log.
+# Several GPUs: bench/suite/run_lanes.sh runs one of these per GPU.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${OUT:-$PWD/out}"
 mkdir -p "$out"
 tag="${SUITE_TAG:-$(date -u +%F)}"
-log="$out/suite_${tag}.log"
+log="${SUITE_LOG:-$out/suite_${tag}.log}"
 build="${BUILD_DIR:-build-gpu}"
 ns="$(python3 -c "import sys; print(','.join(str(int(float(v))) for v in sys.argv[1].split(',')))" "${SUITE_NS:-1000,10000,50000,200000,1000000}")"
 ops="${SUITE_OPS:-forward,forward_gradient,hvp,converge}"
 ds="${SUITE_DS:-3,8,64,512,1024}"
-impls="${SUITE_IMPLS:-flashsinkhorn-cli,flash-sinkhorn,geomloss-tensorized,geomloss-online,ott-dense,ott-online,pot-dense-log,pot-lazy}"
+impls="${SUITE_IMPLS:-flashsinkhorn-cli,flashsinkhorn-py,flash-sinkhorn,geomloss-tensorized,geomloss-online,ott-dense,ott-online,pot-dense-log,pot-lazy}"
 export FS_COMMIT="${FS_COMMIT:-unknown}" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 {
   echo "== suite $(date -u +%FT%TZ) commit=$FS_COMMIT ns=$ns ds=$ds impls=$impls"
@@ -59,6 +63,17 @@ if [[ ! -x "$build/apps/cli/flashsinkhorn" ]]; then
     >> "$log" 2>&1 || echo "build failed" | tee -a "$log"
 fi
 export FLASHSINKHORN_BIN="$PWD/$build/apps/cli/flashsinkhorn"
+# Our Python package (flashsinkhorn-py), from the same build tree when no installed wheel is there:
+# the extension next to a copy of the package in $build/python (python/CMakeLists.txt).
+if [[ "$impls" == *flashsinkhorn-py* && ! -d /tmp/pysite/flashsinkhorn ]]; then
+  if ! ls "$build"/python/flashsinkhorn/_core*.so > /dev/null 2>&1; then
+    cmake -S . -B "$build" -DFLASHSINKHORN_PYTHON=ON >> "$log" 2>&1 &&
+      cmake --build "$build" -j "$(nproc)" --target flashsinkhorn_python >> "$log" 2>&1 ||
+      echo "the Python extension failed to build" | tee -a "$log"
+  fi
+  export PYTHONPATH="$PWD/$build/python:$PYTHONPATH"
+fi
+[[ "${SUITE_PREPARE_ONLY:-0}" != 0 ]] && exit 0  # run_lanes.sh: wheels and builds once, before the lanes
 
 if [[ "${SUITE_CPP:-1}" != 0 ]]; then
   sizes=""
@@ -85,9 +100,10 @@ fi
 if [[ "${SUITE_KEOPS_DOCTOR:-1}" != 0 && "$impls" == *geomloss-online* ]]; then
   timeout 330 python3 bench/suite/keops_doctor.py --timeout 100 --out "$out/suite_${tag}_keops.jsonl" --env-out /tmp/keops_choice.env \
     >> "$log" 2>&1 || echo "KeOps: no configuration passed (suite_${tag}_keops.jsonl has each error)" | tee -a "$log"
-  # shellcheck disable=SC1091
-  [[ -f /tmp/keops_choice.env ]] && source /tmp/keops_choice.env
 fi
+# run.py gives geomloss-online's processes the configuration the doctor chose (this script's doctor, or
+# the one run_lanes.sh runs for every lane, which may still be running when the sweep starts).
+export SUITE_KEOPS_ENV="${SUITE_KEOPS_ENV:-/tmp/keops_choice.env}"
 
 python3 bench/suite/run.py --impls "$impls" --ops "$ops" \
   --ns "$ns" --ds "$ds" --precisions "${SUITE_PRECISIONS:-tf32}" --device "${SUITE_DEVICE:-cuda}" --budget "${SUITE_BUDGET:-120}" \

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The benchmark suite on a machine with several GPUs: one run_device.sh per GPU ("lane"), each with its
+# own part of the grid, in parallel, so that one device call covers more of it. Lanes share nothing but
+# the build and the KeOps doctor, which runs once, beside the lanes (on the last GPU): run.py reads its
+# choice when a geomloss-online group starts.
+#   SUITE_LANES="DS=64 OPS=forward,forward_gradient; DS=64 OPS=hvp,converge CPP=0" bench/suite/run_lanes.sh
+# SUITE_LANES: lanes separated by ';', lane k on GPU k; each lane is a list of KEY=VALUE that set
+# SUITE_KEY for that lane's run_device.sh (IMPLS, OPS, NS, DS, PRECISIONS, BUDGET, CPP, ...); the other
+# SUITE_* variables are shared. SUITE_DEADLINE counts from this script's start.
+# Writes under $OUT: suite_<tag>_lane<k>.jsonl, suite_<tag>_lane<k>_cpp.jsonl, suite_<tag>_keops.jsonl;
+# the lanes' logs go to $SUITE_LOG_DIR (default /tmp/suite_logs), which tools/gpu_check.sh packs.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out="${OUT:-$PWD/out}"
+logs="${SUITE_LOG_DIR:-/tmp/suite_logs}"
+tag="${SUITE_TAG:-$(date -u +%F)}"
+mkdir -p "$out" "$logs"
+IFS=';' read -r -a lanes <<< "${SUITE_LANES:?set SUITE_LANES (lanes separated by ;)}"
+gpus="$(nvidia-smi --query-gpu=index --format=csv,noheader 2> /dev/null | wc -l)"
+if (( ${#lanes[@]} > gpus )); then
+  echo "run_lanes: ${#lanes[@]} lanes but $gpus GPU(s); the extra lanes share GPU $((gpus - 1))" >&2
+fi
+
+# The peers' wheels and our builds, once (the lanes would race for them).
+SUITE_PREPARE_ONLY=1 SUITE_IMPLS="${SUITE_IMPLS:-flashsinkhorn-py}" SUITE_LOG="$logs/prepare.log" OUT="$out" \
+  bench/suite/run_device.sh || echo "run_lanes: preparing failed (see $logs/prepare.log)" >&2
+
+# KeOps, once, on the last GPU.
+doctor_env=/tmp/keops_choice.env
+rm -f "$doctor_env"
+if [[ "${SUITE_KEOPS_DOCTOR:-1}" != 0 && "${SUITE_IMPLS:-geomloss-online}${SUITE_LANES}" == *geomloss-online* ]]; then
+  (
+    export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+    CUDA_VISIBLE_DEVICES=$((gpus > 0 ? gpus - 1 : 0)) timeout 240 python3 bench/suite/keops_doctor.py --timeout 75 \
+      --out "$out/suite_${tag}_keops.jsonl" --env-out "$doctor_env" > "$logs/keops_doctor.log" 2>&1
+  ) &
+  doctor=$!
+fi
+
+pids=()
+for k in "${!lanes[@]}"; do
+  (
+    export CUDA_VISIBLE_DEVICES=$((k < gpus ? k : gpus - 1))
+    for setting in ${lanes[$k]}; do export "SUITE_$setting"; done
+    SUITE_KEOPS_DOCTOR=0 SUITE_KEOPS_ENV="$doctor_env" SUITE_TAG="${tag}_lane$k" SUITE_LOG="$logs/lane$k.log" \
+      OUT="$out" SUITE_DEADLINE=$(( ${SUITE_DEADLINE:-360} - SECONDS )) bench/suite/run_device.sh > "$logs/lane$k.out" 2>&1
+  ) &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+[[ -n "${doctor:-}" ]] && wait "$doctor"
+for k in "${!lanes[@]}"; do echo "== lane $k: ${lanes[$k]}"; tail -n 25 "$logs/lane$k.log"; done
+exit $status

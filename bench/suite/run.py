@@ -56,6 +56,9 @@ IMPLS = {
     "pot-dense-log": ("drv_pot", {"fp32", "tf32", "fp64"}, True),
     "pot-lazy": ("drv_pot", {"fp32", "tf32", "fp64"}, False),
 }
+# For tests/python/test_bench_suite.py: FS_SUITE_TEST_IMPLS = {name: [driver module on PYTHONPATH, [precisions]]}.
+IMPLS.update({name: (module, set(precisions), False)
+              for name, (module, precisions) in json.loads(os.environ.get("FS_SUITE_TEST_IMPLS", "{}")).items()})
 OPS = ("forward", "forward_gradient", "hvp", "converge")
 FAILED = ("timeout", "oom", "error", "crash")
 CASE_BEGIN = "SUITE_CASE_BEGIN "  # the child starts case number …

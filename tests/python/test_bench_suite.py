@@ -1,0 +1,115 @@
+"""bench/suite/run.py's process-per-group runner and stop rule, on a fake driver (suite_fake_driver.py):
+no GPU and no peer library. Each test runs the suite as a subprocess and reads the JSON lines it appends.
+
+The fake implementations come in through FS_SUITE_TEST_IMPLS (run.py's hook for these tests); every one
+succeeds at n = 100 and, from n = 400 on, sleeps, dies by a signal, raises an out-of-memory error, raises
+an error or declares the mode unsupported. torch is hidden from the suite's processes (a module on
+PYTHONPATH that raises ImportError): the fake driver needs none, and a child then starts in a fraction of
+a second instead of seconds (protocol.versions() would import it once per group)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RUN = HERE.parents[1] / "bench" / "suite" / "run.py"
+VARIANTS = ("fake-ok", "fake-sleep", "fake-crash", "fake-oom", "fake-error", "fake-unsupported")
+NS = (100, 400, 800)
+
+
+def suite(tmp_path: Path, impls: str, *extra: str, timeout: float = 120) -> tuple[list[dict], float, str]:
+    """Runs the sweep over `impls` (forward, d = 2, fp32, CPU); its rows, wall seconds and stderr."""
+    out = tmp_path / "suite.jsonl"
+    no_torch = tmp_path / "no_torch"
+    no_torch.mkdir()
+    (no_torch / "torch.py").write_text('raise ImportError("hidden by tests/python/test_bench_suite.py")\n')
+    path = (str(no_torch), str(HERE), os.environ.get("PYTHONPATH"))
+    env = dict(os.environ, FS_SUITE_TEST_IMPLS=json.dumps({v: ["suite_fake_driver", ["fp32"]] for v in VARIANTS}),
+               PYTHONPATH=os.pathsep.join(p for p in path if p), FS_COMMIT="test")
+    command = [sys.executable, str(RUN), "--impls", impls, "--ops", "forward", "--device", "cpu",
+               "--precisions", "fp32", "--ds", "2", "--ns", ",".join(map(str, NS)), "--no-eval",
+               "--out", str(out), "--data-dir", str(tmp_path / "data"), *extra]
+    began = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    elapsed = time.perf_counter() - began
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    return rows, elapsed, done.stderr
+
+
+def statuses(rows: list[dict], impl: str | None = None) -> list[tuple[int, str]]:
+    return [(r["n"], r["status"]) for r in rows if impl is None or r["impl"] == impl]
+
+
+def test_ok_group_runs_every_n_in_order_in_one_process(tmp_path):
+    rows, _, _ = suite(tmp_path, "fake-ok")
+    assert statuses(rows) == [(100, "ok"), (400, "ok"), (800, "ok")]
+    for row in rows:
+        assert row["suite"] == "flashsinkhorn-bench-suite" and row["commit"] == "test"
+        assert (row["impl"], row["op"], row["d"], row["precision"], row["device"]) == \
+            ("fake-ok", "forward", 2, "fp32", "cpu")
+        assert row["ms"] == 1.0 and row["wall_s"] >= 0 and "python" in row["versions"]
+        assert "torch" not in row["versions"]  # hidden: see the module's docstring
+    # Only the group's first case pays for the process's start and imports.
+    assert "wall_includes" in rows[0]
+    assert all("wall_includes" not in r for r in rows[1:])
+
+
+def test_timeout_kills_the_group_and_skips_larger_n(tmp_path):
+    budget = 3  # the first case includes the child's start and imports
+    rows, elapsed, _ = suite(tmp_path, "fake-sleep", "--budget", str(budget))
+    assert statuses(rows) == [(100, "ok"), (400, "timeout"), (800, "skipped")]
+    assert f"{budget:g} s budget" in rows[1]["error"]
+    assert budget - 1 < rows[1]["wall_s"] < budget + 10  # from the case's announcement, just after the limit starts
+    assert "n = 400" in rows[2]["reason"] and "timeout" in rows[2]["reason"]
+    assert elapsed < 30, "the sleeping child was not killed"
+
+
+def test_crash_is_recorded_with_the_exit_status(tmp_path):
+    rows, _, _ = suite(tmp_path, "fake-crash")
+    assert statuses(rows) == [(100, "ok"), (400, "crash"), (800, "skipped")]
+    assert "exit status" in rows[1]["error"] and "signal 9" in rows[1]["error"]
+    assert "stderr_tail" in rows[1]
+    assert "n = 400" in rows[2]["reason"]
+
+
+def test_oom_is_recorded_with_the_message(tmp_path):
+    rows, _, _ = suite(tmp_path, "fake-oom")
+    assert statuses(rows) == [(100, "ok"), (400, "oom"), (800, "skipped")]
+    assert "out of memory" in rows[1]["error"] and rows[1]["error"].startswith("RuntimeError")
+    assert "n = 400" in rows[2]["reason"] and "oom" in rows[2]["reason"]
+
+
+def test_error_is_recorded_with_the_exception_text(tmp_path):
+    rows, _, _ = suite(tmp_path, "fake-error")
+    assert statuses(rows) == [(100, "ok"), (400, "error"), (800, "skipped")]
+    assert rows[1]["error"] == "ValueError: boom"
+    assert "ValueError" in rows[1]["traceback"]
+    assert "n = 400" in rows[2]["reason"]
+
+
+def test_unsupported_is_not_a_failure(tmp_path):
+    rows, _, _ = suite(tmp_path, "fake-unsupported")
+    assert statuses(rows) == [(100, "ok"), (400, "unsupported"), (800, "unsupported")]
+    assert rows[1]["reason"] == rows[2]["reason"] == "no such mode"
+
+
+def test_deadline_passed_leaves_every_case_not_run(tmp_path):
+    rows, _, _ = suite(tmp_path, "fake-ok,fake-crash", "--deadline", "0")
+    assert statuses(rows) == [(n, "not_run") for n in NS] * 2
+    assert all("deadline" in r["reason"] for r in rows)
+
+
+def test_one_group_failing_leaves_the_other_alone(tmp_path):
+    rows, _, stderr = suite(tmp_path, "fake-crash,fake-ok")
+    assert statuses(rows, "fake-crash") == [(100, "ok"), (400, "crash"), (800, "skipped")]
+    assert statuses(rows, "fake-ok") == [(100, "ok"), (400, "ok"), (800, "ok")]
+    assert len(rows) == 6
+    # Each group has a process of its own: the second group's first case pays for the start again.
+    assert "wall_includes" in next(r for r in rows if r["impl"] == "fake-ok" and r["n"] == 100)
+    assert stderr.count("fake-ok") == 3

@@ -1,5 +1,6 @@
 #include "solve_session.hpp"
 
+#include <chrono>
 #include <memory>
 
 #include "atomic_output.hpp"
@@ -58,13 +59,23 @@ void add_solve_summary(json_object& json, const problem& p, const result& r) {
 json_object solve_and_describe(const problem& p, options o, const run_flags& run, const output_request& request) {
   progress_reporter reporter(run.quiet, o.tolerance);
   o.on_progress = [&reporter](const progress& step) { reporter.report(step); };
+  o.primal_terms = false;
   solver s(p, o);  // validates the problem: bad input is reported before --out is touched
 
   std::unique_ptr<atomic_output> output;
   if (request.directory) output = std::make_unique<atomic_output>(*request.directory);
 
-  const result r = s.solve();
+  result r = s.solve();
+  // The primal terms after the loop, timed apart (o.primal_terms is off): solve_seconds is the
+  // loop alone, as a peer's forward time is.
+  const auto primal_start = std::chrono::steady_clock::now();
+  const objective_terms terms = s.primal_objective();
+  const double primal_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - primal_start).count();
+  r.primal_cost = terms.primal_cost;
+  r.relative_entropy = terms.relative_entropy;
+  r.time.total_seconds += primal_seconds;
   json_object json = describe(p, o, r);
+  json.add("primal_seconds", primal_seconds);
   if (output) {
     const dtype stored_as = output_dtype(o.precision);
     stage_solution_files(s, r, p.x.cols, stored_as, *output);

@@ -23,8 +23,9 @@ struct output_request {
 
 // Keys: cost, primal_cost, relative_entropy, iterations, marginal_error, converged, n, m, d, eps,
 // device, seconds, prepare_seconds, solve_seconds, solver, precision, cost_kind, cost_scale, debias,
-// tolerance, max_iterations, scaling, reach_x, reach_y, version, and out when `request.directory`
-// is set.
+// tolerance, max_iterations, scaling, reach_x, reach_y, version, primal_seconds (the pass after the
+// loop that gives primal_cost and relative_entropy; in seconds, not in solve_seconds), and out when
+// `request.directory` is set.
 // Errors: the library's exceptions; bad_input for an unusable --out (before solving);
 // std::runtime_error when a result is not finite or a file cannot be written (nothing is left
 // behind in the directory then).

@@ -81,6 +81,11 @@ struct options {
   // kept (GeomLoss's convention; balanced problems then need Σa = Σb).
   bool normalize_weights = true;
 
+  // Fill result::primal_cost and result::relative_entropy in solve(): one more streamed pass over
+  // the plan, as long as two to three half-steps on the GPU. Off: they are NaN, the solve is the
+  // loop alone, and solver::primal_objective() computes them when asked.
+  bool primal_terms = true;
+
   int cpu_threads = 0;  // 0: OpenMP's default
 
   // Called on the calling thread at every convergence check and once at the end.

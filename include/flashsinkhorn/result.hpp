@@ -13,6 +13,13 @@ struct timings {
   double total_seconds = 0;
 };
 
+// The primal objective's terms of a solved plan (solver::primal_objective; result's fields of the
+// same names say what they are).
+struct objective_terms {
+  double primal_cost = 0;
+  double relative_entropy = 0;
+};
+
 struct result {
   // OT_ε = ⟨a,f⟩ + ⟨b,g⟩ for balanced problems; S_ε when debiased; the dual value of the
   // unbalanced problem (Séjourné et al., Prop. 12, GeomLoss's formula) when a reach is set.
@@ -33,6 +40,7 @@ struct result {
   // the GPU the tf32/bf16 product also rounds g (≤ 2⁻¹¹·max|g − ḡ|/ε). Use fp32 or fp64 for KL at
   // small ε.
   double relative_entropy = 0;
+  // (Both are NaN when options::primal_terms is off: solver::primal_objective() gives them.)
   int iterations = 0;      // (f, g) update pairs done, ε schedule included
   // L1 marginal error Σ_j |Σ_i P_ij − b_j| of the plan after the last f-update (rows are then
   // exact); for unbalanced problems the same expression measures the fixed-point residual.

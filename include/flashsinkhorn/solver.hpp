@@ -111,6 +111,11 @@ class solver {
   // symmetric or a ridge ≠ 0; otherwise as hvp_x.
   hvp_report hvp_self(matrix_view direction, mutable_matrix_view out, const hvp_options& settings = {}) const;
 
+  // ⟨P, C⟩ and KL(P ‖ a⊗b) of the solved plan (result.hpp: primal_cost, relative_entropy), computed
+  // now by one streamed pass: what solve() puts in the result unless options::primal_terms is off.
+  // Throws invalid_argument before solve(), and error when the terms are not finite.
+  [[nodiscard]] objective_terms primal_objective() const;
+
   [[nodiscard]] std::string device_name() const;
 
   // The host↔device copies this solver has made so far (construction included); zeros on the CPU.

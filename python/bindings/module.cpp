@@ -362,6 +362,7 @@ NB_MODULE(_core, m) {
       .def_rw("reach_y", &fs::options::reach_y, nb::arg().none())
       .def_rw("debias", &fs::options::debias)
       .def_rw("normalize_weights", &fs::options::normalize_weights)
+      .def_rw("primal_terms", &fs::options::primal_terms)
       .def_rw("cpu_threads", &fs::options::cpu_threads);
 
   nb::class_<fs::result>(m, "Result", "flashsinkhorn::result (result.hpp); f, g, f_aa, g_bb are float64 NumPy copies (f_aa, g_bb empty unless debiased).")
@@ -435,6 +436,17 @@ NB_MODULE(_core, m) {
            "out_x"_a.none(), "out_y"_a.none(), "part"_a, "tolerance"_a, "max_iterations"_a, "preconditioner"_a,
            "solver::hvp_xy (hessian.hpp): H·(A, B) into out_x, out_y (None: zero direction / not computed); "
            "returns (cg_iterations, relative_residual, converged, gauge_defect, plan_passes).")
+      .def(
+          "primal_objective",
+          [](py::bound_solver& s) {
+            fs::objective_terms terms;
+            {
+              nb::gil_scoped_release unlocked;
+              terms = s.get().primal_objective();
+            }
+            return nb::make_tuple(terms.primal_cost, terms.relative_entropy);
+          },
+          "solver::primal_objective: (primal_cost, relative_entropy) of the solved plan, by one streamed pass.")
       .def_prop_ro("device_name", [](py::bound_solver& s) { return s.get().device_name(); })
       .def_prop_ro(
           "input_addresses",

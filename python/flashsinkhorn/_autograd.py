@@ -70,7 +70,7 @@ class _Solve:
         self.inputs = tuple(None if t is None else t.detach() for t in (x, y, a, b))
         # Metadata only: keeping the output tensors (cost, f, g) here, on ctx, would make a reference
         # cycle through their grad_fn.
-        self.result = SinkhornResult(None, None, None, result.primal_cost, result.relative_entropy, result.iterations,
+        self.result = SinkhornResult(None, None, None, result.primal, result.iterations,
                                      result.marginal_error, result.converged, result.eps, result.device,
                                      result.seconds, solver, result.f_aa, result.g_bb)
         return result
@@ -388,7 +388,7 @@ def differentiable_sinkhorn(x: torch.Tensor, y: torch.Tensor, a: torch.Tensor | 
     solve = _Solve(kwargs)
     cost, f, g = SinkhornFunction.apply(x, y, a, b, solve)
     result = solve.result  # metadata of the solve (its tensors are the plain ones below any transform)
-    return SinkhornResult(f, g, cost, result.primal_cost, result.relative_entropy, result.iterations,
+    return SinkhornResult(f, g, cost, result.primal, result.iterations,
                           result.marginal_error, result.converged, result.eps, result.device, result.seconds,
                           result.solver, result.f_aa, result.g_bb)
 

@@ -31,16 +31,16 @@ class SinkhornResult:
 
     `primal_cost` = ⟨P, C⟩ and `relative_entropy` = KL(P ‖ a⊗b) = Σ P log(P/(a⊗b)) − ΣP + Σa·Σb (the
     generalised KL) describe the plan P_ij = m_i·softmax_j((g_j − C_ij)/ε + log b_j) (rows
-    renormalised from g; m_i = a_i when balanced), computed in one streamed pass. Balanced, weights
-    normalised, converged: cost ≈ primal_cost + eps·relative_entropy. With debias=True both describe
-    the plan of OT_ε(a, b).
+    renormalised from g; m_i = a_i when balanced), computed in one streamed pass when first read
+    (`primal`: a solve is the Sinkhorn loop alone; read them before solving the same Solver again).
+    Balanced, weights normalised, converged: cost ≈ primal_cost + eps·relative_entropy. With
+    debias=True both describe the plan of OT_ε(a, b).
     """
 
     f: Array = field(repr=False)
     g: Array = field(repr=False)
     cost: Any
-    primal_cost: float
-    relative_entropy: float
+    primal: "PrimalTerms" = field(repr=False)
     iterations: int
     marginal_error: float
     converged: bool
@@ -50,6 +50,35 @@ class SinkhornResult:
     solver: "Solver" = field(repr=False, default=None)
     f_aa: Array | None = field(repr=False, default=None)
     g_bb: Array | None = field(repr=False, default=None)
+
+    @property
+    def primal_cost(self) -> float:
+        """⟨P, C⟩ (computed on first use, with relative_entropy: one streamed pass over the plan)."""
+        return self.primal.values()[0]
+
+    @property
+    def relative_entropy(self) -> float:
+        """KL(P ‖ a⊗b), generalised (computed on first use, with primal_cost)."""
+        return self.primal.values()[1]
+
+
+class PrimalTerms:
+    """⟨P, C⟩ and KL(P ‖ a⊗b) of one solve's plan, computed when first asked for (the core's
+    primal_objective: one streamed pass, as long as two to three half-steps on the GPU) and kept, so
+    that a solve costs the Sinkhorn loop alone. Valid until its solver is solved again."""
+
+    __slots__ = ("_solver", "_solve_count", "_values")
+
+    def __init__(self, solver: "Solver") -> None:
+        self._solver, self._solve_count, self._values = solver, solver._solve_count, None
+
+    def values(self) -> tuple[float, float]:
+        if self._values is None:
+            if self._solver._solve_count != self._solve_count:
+                raise RuntimeError("primal_cost / relative_entropy: the solver was solved again after this result; "
+                                   "ask the newer result")
+            self._values = tuple(self._solver._core.primal_objective())
+        return self._values
 
 
 class Solver:
@@ -62,6 +91,7 @@ class Solver:
     """
 
     _in_place = False  # CUDA tensors read in place on their GPU (_reads_in_place); set per instance
+    _solve_count = 0  # solve() calls so far (a result's PrimalTerms belong to one of them)
 
     def __init__(self, x: Array, y: Array, a: Array | None = None, b: Array | None = None, *, eps: float,
                  cost_scale: float = 1.0, initial_f: Array | None = None, initial_g: Array | None = None,
@@ -85,6 +115,7 @@ class Solver:
         """f_i ← −ε·LSE_j[(g_j − C_ij)/ε + log b_j], g_j ← −ε·LSE_i[(f_i − C_ij)/ε + log a_i] until the
         L1 marginal error ≤ tol (or the iteration cap). Returns the potentials and the value."""
         frame = self._frame
+        self._solve_count += 1
         if self._in_place:
             return self._solve_on_device()
         return self._result(*self._core.solve_fields(frame.single, self._debias, frame.torch))
@@ -98,14 +129,15 @@ class Solver:
         f, g = frame.empty_device((n,)), frame.empty_device((m,))
         f_aa, g_bb = (frame.empty_device((n,)), frame.empty_device((m,))) if debias else (None, None)
         capsules = [None if t is None else _to_dlpack(t) for t in (f, g, f_aa, g_bb)]
-        (cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps, device,
+        # (the core's primal terms are NaN: options primal_terms is off, PrimalTerms computes them)
+        (cost, _, _, iterations, marginal_error, converged, eps, device,
          seconds) = self._core.solve_into(*capsules, frame.single, False)
         cost = _torch.full((), cost, dtype=frame.dtype, device=frame.device)
-        return SinkhornResult(f, g, cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps,
+        return SinkhornResult(f, g, cost, PrimalTerms(self), iterations, marginal_error, converged, eps,
                               device, seconds, self, f_aa, g_bb)
 
-    def _result(self, cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps, device, seconds,
-                f, g, f_aa, g_bb) -> SinkhornResult:
+    def _result(self, cost, _primal_cost, _relative_entropy, iterations, marginal_error, converged, eps, device,
+                seconds, f, g, f_aa, g_bb) -> SinkhornResult:
         """The fields of the core's solve_fields: the potentials already in the working dtype (float32
         rounded once in C++, no float64 intermediate array) as NumPy arrays, or for torch (dlpack=True)
         as host DLPack capsules with the cost as a 0-d one, which become tensors without a copy."""
@@ -115,7 +147,7 @@ class Solver:
             cost, f, g = take(cost), take(f), take(g)
             if f_aa is not None:
                 f_aa, g_bb = take(f_aa), take(g_bb)
-        return SinkhornResult(f, g, cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps,
+        return SinkhornResult(f, g, cost, PrimalTerms(self), iterations, marginal_error, converged, eps,
                               device, seconds, self, f_aa, g_bb)
 
     def _matrix_product(self, method, values: Array, rows: int) -> Array:

@@ -43,6 +43,7 @@ def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scal
     o.debias = bool(debias)
     o.normalize_weights = bool(normalize_weights)
     o.cpu_threads = int(threads)
+    o.primal_terms = False  # SinkhornResult computes them when first asked for (PrimalTerms)
     if not isinstance(device, str):
         device = str(device)  # torch.device
     if device == "auto":

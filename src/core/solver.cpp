@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -249,16 +250,12 @@ class solver_state {
         r.g_bb = compute_->read_potential(slot::g_bb);
       }
     }
-    // On the caller's CUDA arrays the value and the primal terms are reduced on the device.
+    // On the caller's CUDA arrays the value is reduced on the device; else the host computes it from
+    // host vectors (read now when solve_into wrote the views).
     const std::optional<double> device_value = device_inputs_ ? value_on_backend(config) : std::nullopt;
-    const std::optional<primal_summary> device_primal =
-        device_value ? compute_->primal_terms(eps_, options_.reach_x.has_value()) : std::nullopt;
-    if (device_value && device_primal) {
+    if (device_value) {
       r.cost = *device_value;
-      r.primal_cost = device_primal->transport;
-      r.relative_entropy = device_primal->relative_entropy;
     } else {
-      // The host computes them from host vectors (read now when solve_into wrote the views).
       std::vector<double> f, g, f_aa, g_bb;
       const bool read = into != nullptr;
       if (read) {
@@ -283,11 +280,16 @@ class solver_state {
         value.g_bb = read ? &g_bb : &r.g_bb;
       }
       r.cost = dual_value(value);
-      const primal_summary primal = primal_cost(*value.g);
+    }
+    // The primal terms: one more pass over the plan, skipped unless asked for (options.hpp).
+    r.primal_cost = r.relative_entropy = std::numeric_limits<double>::quiet_NaN();
+    if (options_.primal_terms) {
+      const primal_summary primal = primal_terms_now(into == nullptr ? &r.g : nullptr);
       r.primal_cost = primal.transport;
       r.relative_entropy = primal.relative_entropy;
     }
-    if (!std::isfinite(r.cost) || !std::isfinite(r.primal_cost) || !std::isfinite(r.relative_entropy)) {
+    if (!std::isfinite(r.cost) ||
+        (options_.primal_terms && (!std::isfinite(r.primal_cost) || !std::isfinite(r.relative_entropy)))) {
       std::string message = "the solve produced a non-finite value (cost ";
       message.append(std::to_string(r.cost)).append(", primal cost ").append(std::to_string(r.primal_cost));
       message.append(", relative entropy ").append(std::to_string(r.relative_entropy)).append("); ε = ");
@@ -411,6 +413,31 @@ class solver_state {
     return mass;
   }
 
+  // ⟨P, C⟩ and KL(P ‖ a⊗b) of the current plan: reduced on the device for the caller's CUDA arrays
+  // (backend primal_terms), else on the host from g (`g`, or read from the backend when null).
+  primal_summary primal_terms_now(const std::vector<double>* g) const {
+    if (device_inputs_) {
+      if (const std::optional<primal_summary> terms = compute_->primal_terms(eps_, options_.reach_x.has_value())) {
+        return *terms;
+      }
+    }
+    if (g != nullptr) return primal_cost(*g);
+    return primal_cost(compute_->read_potential(slot::g));
+  }
+
+ public:
+  objective_terms primal_objective() const {
+    require_solved("primal_objective");
+    const primal_summary terms = primal_terms_now(nullptr);
+    if (!std::isfinite(terms.transport) || !std::isfinite(terms.relative_entropy)) {
+      throw error("primal_objective: the plan's primal terms are not finite (primal cost " +
+                  std::to_string(terms.transport) + ", relative entropy " + std::to_string(terms.relative_entropy) +
+                  "); ε = " + std::to_string(eps_) + " is likely too small for the cost scale in this precision");
+    }
+    return {terms.transport, terms.relative_entropy};
+  }
+
+ private:
   // Both terms of the primal objective from one plan pass with V = g (k = 1) and want_cost.
   // With softmax_ij = softmax_j((g_j − C_ij)/ε + log b_j), P_ij = m_i·softmax_ij and
   // log(P_ij/(a_i b_j)) = log(m_i/a_i) + (g_j − C_ij)/ε − lse_i:
@@ -556,6 +583,8 @@ hvp_report solver::hvp_self(matrix_view direction, mutable_matrix_view out, cons
   state_->require_solved("hvp_self");
   return detail::self_hvp(state_->vjp_context(), direction, out, settings);
 }
+
+objective_terms solver::primal_objective() const { return state_->primal_objective(); }
 
 std::string solver::device_name() const { return state_->device_name(); }
 

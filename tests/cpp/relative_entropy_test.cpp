@@ -3,6 +3,8 @@
 // (balanced, zero weights, unbalanced, unnormalised masses), and the OT(a, b) plan when debiased.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "test_problems.hpp"
 
 namespace fs = flashsinkhorn;
@@ -141,3 +143,27 @@ TEST(RelativeEntropy, VanishesForLargeTemperature) {
 }
 
 }  // namespace
+
+// options::primal_terms off: the solve is the loop alone (the terms are NaN in the result), and
+// solver::primal_objective() gives, on demand, the numbers the solve would have put there; before a
+// solve it names what is missing.
+TEST(RelativeEntropy, OnDemandTermsEqualTheSolvesOwn) {
+  const reference::cloud x = reference::random_cloud(57, 3, 31);
+  const reference::cloud y = reference::random_cloud(43, 3, 32, 1.0, 0.8);
+  const fs::problem p = make_problem(x, y, 0.25, 1.0);
+  for (fs::precision mode : {fs::precision::fp64, fs::precision::fp32}) {
+    fs::options with_terms = fixed_iterations(9, mode);
+    const fs::result expected = fs::solve(p, with_terms);
+    fs::options lazy = with_terms;
+    lazy.primal_terms = false;
+    fs::solver s(p, lazy);
+    EXPECT_THROW((void)s.primal_objective(), fs::invalid_argument);
+    const fs::result r = s.solve();
+    EXPECT_TRUE(std::isnan(r.primal_cost));
+    EXPECT_TRUE(std::isnan(r.relative_entropy));
+    EXPECT_EQ(r.cost, expected.cost);
+    const fs::objective_terms terms = s.primal_objective();
+    EXPECT_EQ(terms.primal_cost, expected.primal_cost);
+    EXPECT_EQ(terms.relative_entropy, expected.relative_entropy);
+  }
+}

@@ -174,6 +174,19 @@ TEST_P(DeviceInputs, MatchTheHostInputsOnTheCudaBackend) {
   EXPECT_NEAR(got.primal_cost, want.primal_cost, rel * scale) << c.name;
   EXPECT_NEAR(got.relative_entropy, want.relative_entropy, rel * scale / eps) << c.name;
   EXPECT_NEAR(got.marginal_error, want.marginal_error, rel * 10) << c.name;
+  {  // primal_terms off: the loop alone, then the same terms on demand (reduced on the device)
+    fs::options lazy_options = o;
+    lazy_options.primal_terms = false;
+    fs::solver lazy(dp.view(x, y, eps), lazy_options);
+    device_array lf(x.count), lg(y.count), lf_aa(x.count), lg_bb(y.count);
+    const fs::result r = lazy.solve_into({lf.mutable_vector(), lg.mutable_vector(), lf_aa.mutable_vector(),
+                                          lg_bb.mutable_vector()});
+    EXPECT_TRUE(std::isnan(r.primal_cost) && std::isnan(r.relative_entropy)) << c.name;
+    EXPECT_NEAR(r.cost, got.cost, rel * scale) << c.name;
+    const fs::objective_terms terms = lazy.primal_objective();
+    EXPECT_NEAR(terms.primal_cost, got.primal_cost, rel * scale) << c.name;
+    EXPECT_NEAR(terms.relative_entropy, got.relative_entropy, rel * scale / eps) << c.name;
+  }
   EXPECT_LT(max_abs_diff(f.to_host(), want.f), rel * scale) << c.name;
   EXPECT_LT(max_abs_diff(g.to_host(), want.g), rel * scale) << c.name;
   if (o.debias) {

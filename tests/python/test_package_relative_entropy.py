@@ -4,6 +4,8 @@ against the dense float64 plan of the same potentials; strong duality cost = ⟨
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -42,10 +44,30 @@ def test_strong_duality_and_core_result():
     assert r.converged
     assert r.relative_entropy >= 0
     assert abs(r.cost - (r.primal_cost + eps * r.relative_entropy)) <= 1e-9 * abs(r.cost)
-    # The same number on the core's Result (the binding's def_ro) and through torch autograd.
-    core_result = fs.Solver(x, y, a, b, eps=eps, **converged_kwargs())._core.solve()
-    assert core_result.relative_entropy == pytest.approx(r.relative_entropy, rel=1e-12, abs=1e-14)
+    # The package solves with the core's primal_terms off (the loop alone): the core's Result leaves
+    # the terms NaN, and its primal_objective() — what the result computed on first use — gives them.
+    core = fs.Solver(x, y, a, b, eps=eps, **converged_kwargs())._core
+    core_result = core.solve()
+    assert math.isnan(core_result.relative_entropy) and math.isnan(core_result.primal_cost)
+    assert core.primal_objective() == pytest.approx((r.primal_cost, r.relative_entropy), rel=1e-12, abs=1e-14)
+    # The same number through torch autograd.
     torch = pytest.importorskip("torch")
     xt = torch.tensor(x, requires_grad=True)
     rt = fs.sinkhorn(xt, torch.tensor(y), torch.tensor(a), torch.tensor(b), eps=eps, **converged_kwargs())
     assert rt.relative_entropy == pytest.approx(r.relative_entropy, rel=1e-12, abs=1e-14)
+
+
+def test_primal_terms_are_computed_on_first_use_and_belong_to_one_solve():
+    x, y, a, b = random_problem(7103, 30, 20, 3)
+    solver = fs.Solver(x, y, a, b, eps=0.2, iters=5, tol=0, precision="fp64", threads=1)
+    first = solver.solve()
+    assert first.primal._values is None  # the solve ran the loop alone
+    kl = first.relative_entropy
+    assert first.primal._values is not None and first.primal_cost == first.primal._values[0]
+    second = solver.solve()  # continues from the potentials: another plan
+    assert second.relative_entropy != kl
+    assert first.relative_entropy == kl  # kept from its own solve
+    unread, newest = solver.solve(), solver.solve()
+    with pytest.raises(RuntimeError, match="solved again"):
+        unread.primal_cost  # noqa: B018 — asked for only after a newer solve
+    assert newest.primal_cost > 0

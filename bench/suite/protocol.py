@@ -107,15 +107,13 @@ def ensure_data(data_dir: str, n: int, d: int, dtype: str = "float32") -> dict[s
         return paths
     paths["x"].parent.mkdir(parents=True, exist_ok=True)
     x, y, a, b = make_data(n, d)
-    for name, arr in (("x", x), ("y", y)):
-        tmp = paths[name].with_suffix(".tmp.npy")
-        np.save(tmp, arr.astype(dtype))
-        tmp.rename(paths[name])
-    for name, arr in (("a", a), ("b", b)):
+    # Written under a name of this process, then renamed: sweeps running side by side (run_lanes.sh)
+    # may write the same arrays; each rename is atomic and the arrays are the same.
+    for name, arr in (("x", x.astype(dtype)), ("y", y.astype(dtype)), ("a", a), ("b", b)):
         if not paths[name].exists():
-            tmp = paths[name].with_suffix(".tmp.npy")
+            tmp = paths[name].with_suffix(f".{os.getpid()}.tmp.npy")
             np.save(tmp, arr)
-            tmp.rename(paths[name])
+            os.replace(tmp, paths[name])
     return paths
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RUN = HERE.parents[1] / "bench" / "suite" / "run.py"
-VARIANTS = ("fake-ok", "fake-sleep", "fake-crash", "fake-oom", "fake-error", "fake-unsupported")
+VARIANTS = ("fake-ok", "fake-sleep", "fake-crash", "fake-oom", "fake-error", "fake-unsupported", "fake-slow-start")
 NS = (100, 400, 800)
 
 
@@ -113,3 +113,12 @@ def test_one_group_failing_leaves_the_other_alone(tmp_path):
     # Each group has a process of its own: the second group's first case pays for the start again.
     assert "wall_includes" in next(r for r in rows if r["impl"] == "fake-ok" and r["n"] == 100)
     assert stderr.count("fake-ok") == 3
+
+
+def test_the_first_case_may_take_the_start_up_allowance(tmp_path):
+    # A 4 s first case: within a 2 s budget plus 5 s of start-up, not within the budget alone.
+    rows, _, _ = suite(tmp_path, "fake-slow-start", "--budget", "2", "--start-up", "5")
+    assert statuses(rows) == [(100, "ok"), (400, "ok"), (800, "ok")]
+    (tmp_path / "strict").mkdir()
+    rows, _, _ = suite(tmp_path / "strict", "fake-slow-start", "--budget", "2", "--start-up", "0")
+    assert statuses(rows) == [(100, "timeout"), (400, "skipped"), (800, "skipped")]

@@ -13,8 +13,9 @@ Stop rule: per group, once a case fails (timeout, oom, error, crash), the larger
 budget. Cases not started by --deadline are recorded as 'not_run'.
 
 Memory: the framework's own peak where it has one (reset per case; JAX's is the process's peak, which
-n ascending makes the current case's), and nvidia-smi's memory.used sampled while the case runs, minus
-its value before the group's process started (the CUDA context is included).
+n ascending makes the current case's), and nvidia-smi's memory.used sampled from the case's start to
+the end of its timed calls (the marginal-error evaluation after them is not the peer's), minus its
+value before the group's process started (the CUDA context is included).
 
     python3 bench/suite/run.py --impls flashsinkhorn-cli,flash-sinkhorn,geomloss-tensorized \
         --ops forward,converge --ns 1000,10000 --ds 3,64 --precisions tf32 --budget 600 \
@@ -63,6 +64,7 @@ OPS = ("forward", "forward_gradient", "hvp", "converge")
 FAILED = ("timeout", "oom", "error", "crash")
 CASE_BEGIN = "SUITE_CASE_BEGIN "  # the child starts case number …
 STOPPED = "SUITE_STOPPED"  # the child started no more cases: the deadline passed
+MEASURED = "SUITE_MEASURED"  # the case's timed calls are done (its marginal-error evaluation follows)
 
 
 # ----------------------------------------------------------------------------- one case (child side)
@@ -77,6 +79,7 @@ def run_case(case: Case) -> dict:
     try:
         module = importlib.import_module(IMPLS[case.impl][0])
         measured, potentials = module.run(case, case.impl)
+        print(MEASURED, flush=True)  # the parent's memory peak ends here: the evaluation below is not the peer's
         record.update(measured)
         if potentials is not None and case.evaluate:
             (x, y, a, b), f, g = potentials
@@ -221,7 +224,7 @@ def launch_group(cases: list[Case], budget: float, not_after: float, keops_env: 
 
     began = time.perf_counter()  # the first case's time includes the process's start and imports
     for index, case in enumerate(cases):
-        record, stopped = None, False
+        record, stopped, peak = None, False, None
         limit = time.perf_counter() + budget + (start_up if index == 0 else 0.0)
         while record is None and not stopped:
             try:
@@ -241,6 +244,8 @@ def launch_group(cases: list[Case], budget: float, not_after: float, keops_env: 
                 sampler.mark()
                 if index:
                     began = time.perf_counter()
+            elif line.startswith(MEASURED):
+                peak = sampler.case_peak()
             elif line.startswith(STOPPED):
                 stopped = True
             elif line.startswith(protocol.RESULT_MARKER):
@@ -254,7 +259,10 @@ def launch_group(cases: list[Case], budget: float, not_after: float, keops_env: 
         record["wall_s"] = time.perf_counter() - began
         if index == 0:
             record["wall_includes"] = "the process's start, imports and CUDA context (first case of its group)"
-        record.update(sampler.case_peak())
+        scope = "the timed calls (evaluation excluded)" if peak is not None else "the whole case"
+        peak = peak if peak is not None else sampler.case_peak()
+        if peak:  # (no GPU sampling: nothing)
+            record.update(peak, peak_device_bytes_smi_scope=scope)
         yield case, record
         if record["status"] in FAILED:
             for rest in cases[index + 1:]:

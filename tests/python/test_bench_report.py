@@ -92,8 +92,10 @@ def test_report_writes_tables_claims_and_plots(tmp_path):
     assert "4.8 (3.00×)" in text  # 4.8 ms / 1.6 ms
     assert "9.0e-05" in text
     assert "| geomloss-tensorized | forward | 64 | gpu | none | oom at n = 10,000 |" in text
-    # forward + gradient from the stamped C++ row against the peer: 6.0 / 2.0
-    assert "| 10,000 | 64 | tf32 | 3.00× | met |" in text
+    # forward + gradient from the stamped C++ row against the peer: 6.0 / 2.0, judged as kernels only
+    # (no end-to-end row of ours in the fixture)
+    assert "| 10,000 | 64 | tf32 | – | 3.00× | met (kernels only) |" in text
+    assert "| 10,000 | 64 | tf32 | 3.00× | – | met |" in text  # the forward: end to end (CLI 1.6 ms)
     # the CPU section and the sources with their commands; the unknown file listed, not converted
     assert "| pot-dense-log | 5,000 | 64 | fp32 | 100 | 55 s | 9.17× |" in text
     assert "`run.py (fixture)`" in text and "`unrelated_2099.json`" in text
@@ -124,3 +126,25 @@ def test_report_plots(tmp_path):
     for name in ("time_vs_n.png", "memory_vs_n.png", "speedup_vs_flash_sinkhorn.png", "hvp_time_vs_n.png"):
         path = tmp_path / "plots" / name
         assert path.exists() and path.read_bytes()[:4] == b"\x89PNG", name
+
+
+def test_suite_rows_merge_across_files_newest_run_first(tmp_path):
+    report = load_report()
+    results = tmp_path / "results"
+    write_fixture(results)
+    header = {"suite": "flashsinkhorn-bench-suite", "schema": 1, "machine": {"gpu": "fixture GPU"},
+              "commit": "def5678", "date": "2099-01-02T00:00:00+00:00", "command": "run.py (later fixture)",
+              "device": "cuda", "precision": "tf32", "d": 64, "op": "forward", "n": 10000}
+    later = [{**header, "impl": "flash-sinkhorn", "status": "ok", "ms": 6.4},  # re-run: replaces 4.8
+             {**header, "impl": "geomloss-tensorized", "status": "not_run", "reason": "deadline"},  # keeps OOM
+             {**header, "impl": "flashsinkhorn-py", "status": "ok", "ms": 3.2}]  # slower than the CLI's 1.6
+    (results / "suite_2099-01-02_lane1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in later))
+    # a file of report_suite.SUPERSEDED: its stale row of ours (0.5 ms, newest) is listed, not used
+    stale = {**header, "date": "2099-01-03T00:00:00+00:00", "impl": "flashsinkhorn-cli", "status": "ok", "ms": 0.5}
+    (results / "suite_h200_2026-11-30_s10a_lane0.jsonl").write_text(json.dumps(stale) + "\n")
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    forward = text[text.index("### forward (gpu)"):]
+    # one table for both files; columns in order: ours first; ratio to our fastest end-to-end row (1.6)
+    assert "| 64 | 10,000 | tf32 | 1.6 | 3.2 | 6.4 (4.00×) | OOM |" in forward
+    assert "Merged from `suite_2099-01-01.jsonl`, `suite_2099-01-02_lane1.jsonl` (" in text
+    assert "| `suite_h200_2026-11-30_s10a_lane0.jsonl` | flashsinkhorn-cli | forward | f73d02b: every solve" in text

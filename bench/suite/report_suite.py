@@ -1,0 +1,151 @@
+"""The benchmark suite's section of BENCHMARKS.md (bench/suite/report.py): the rows of every
+`suite_*.jsonl` merged into one table per (device, operation).
+
+Merging: one cell per (device, operation, d, n, implementation, precision), from the newest file
+that ran the case (status other than 'not_run'); a sweep is split over several device calls and
+lanes (run_lanes.sh), and a later run of a case replaces an earlier one. Rows measured before a
+change that made them stale are listed in SUPERSEDED with the reason, shown in the report, and left
+out of the tables; the JSON files are never edited.
+
+Ratios: peer / ours, where ours is our fastest end-to-end row (the CLI or the Python package on the
+same arrays). Our C++ kernel rows (stamped by run.py --stamp: kernels only, no preparation) are
+shown as their own columns and in the claims as a second figure, never as the end-to-end one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from report_tables import best, cell, fmt_bytes, table
+
+OURS = "flashsinkhorn"
+PEER = "flash-sinkhorn"
+OPS = ("forward", "forward_gradient", "hvp", "converge")
+
+# (file name prefix, implementation, operation, why the rows no longer describe the library)
+SUPERSEDED = (
+    ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-cli", "forward",
+     "f73d02b: every solve also ran the primal-terms pass (about three half-steps); dc2c7b8 made it on demand"),
+    ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-py", "forward",
+     "f73d02b: every solve also ran the primal-terms pass; re-measured at d6397f0 (s10b)"),
+    ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-py", "forward_gradient",
+     "f73d02b: every solve also ran the primal-terms pass; re-measured at d6397f0 (s10b)"),
+)
+
+
+def is_kernel_row(row: dict) -> bool:
+    """Our C++ benchmark rows: the kernels alone (variant 'C++ <kernel>')."""
+    return str(row.get("variant", "")).startswith("C++")
+
+
+def superseded_by(row: dict) -> str | None:
+    for prefix, variant, op, why in SUPERSEDED:
+        if row["file"].startswith(prefix) and row["variant"] == variant and row["op"] == op:
+            return why
+    return None
+
+
+def merge(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(merged, superseded): the suite's operation rows, one per case (the newest run of it)."""
+    suite = [r for r in rows if r["file"].startswith("suite") and r.get("op") in OPS]
+    stale = [r for r in suite if superseded_by(r)]
+    chosen: dict[tuple, dict] = {}
+    for r in sorted((r for r in suite if not superseded_by(r)), key=lambda r: str(r.get("date") or "")):
+        key = (r["device"], r["op"], r["d"], r["n"], r["variant"], r["precision"])
+        if r["status"] == "not_run" and key in chosen:
+            continue  # a later sweep that did not reach the case leaves the earlier run in place
+        chosen[key] = r
+    return list(chosen.values()), stale
+
+
+def ours_end_to_end(rows: list[dict]) -> dict | None:
+    return best([r for r in rows if r["impl"] == OURS and not is_kernel_row(r)])
+
+
+def speedups(merged: list[dict], op: str, kernels: bool = False) -> dict:
+    """{(n, d, precision): flash-sinkhorn's ms / ours} for `op`: ours end to end, or (kernels=True)
+    our C++ kernel rows."""
+    out = {}
+    for key in {(r["n"], r["d"], r["precision"]) for r in merged if r["op"] == op}:
+        at = [r for r in merged if r["op"] == op and (r["n"], r["d"], r["precision"]) == key]
+        ours = best([r for r in at if r["impl"] == OURS and is_kernel_row(r)]) if kernels else ours_end_to_end(at)
+        peer = best([r for r in at if r["impl"] == PEER])
+        if ours and peer:
+            out[key] = peer["ms"] / ours["ms"]
+    return out
+
+
+def _column(sel: list[dict], variant: str, key: tuple) -> dict | None:
+    return next((r for r in sel if r["variant"] == variant and (r["d"], r["n"], r["precision"]) == key), None)
+
+
+def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
+    variants = sorted({r["variant"] for r in sel}, key=lambda v: (not v.startswith(("flashsinkhorn", "C++")), v))
+    keys = sorted({(r["d"], r["n"], r["precision"]) for r in sel})
+    out = [f"### {op} ({device})", "",
+           "ms per call (median); OOM / TIMEOUT / error / skipped (stop rule) / unsupported / not_run as recorded; "
+           "(ratio) = peer / ours, ours = our fastest end-to-end row (C++ columns: kernels only).", ""]
+    body = []
+    for key in keys:
+        at = [r for r in sel if (r["d"], r["n"], r["precision"]) == key]
+        ours = ours_end_to_end(at)
+        cells = []
+        for v in variants:
+            r = _column(sel, v, key)
+            text = cell(r)
+            if r is not None and r["impl"] != OURS and ours and r.get("status") == "ok" and r.get("ms"):
+                text += f" ({r['ms'] / ours['ms']:.2f}×)"
+            cells.append(text)
+        body.append([key[0], f"{key[1]:,}", key[2], *cells])
+    out += table(["d", "n", "precision", *variants], body)
+    out += ["Peak memory (each row's source: the framework's allocator, JAX's memory stats or nvidia-smi's "
+            "memory.used minus before, CUDA context included; see the JSON):", ""]
+    out += table(["d", "n", "precision", *variants],
+                 [[k[0], f"{k[1]:,}", k[2], *[cell(_column(sel, v, k), "peak_bytes", fmt_bytes) for v in variants]]
+                  for k in keys])
+    if op in ("forward", "converge"):
+        error = lambda v: "–" if v is None else f"{v:.1e}"  # noqa: E731
+        out += ["Marginal error reached (max of the L1 row and column errors, one float64 evaluator for all, "
+                "from each implementation's potentials):", ""]
+        out += table(["d", "n", "precision", *variants],
+                     [[k[0], f"{k[1]:,}", k[2], *[cell(_column(sel, v, k), "marginal_error", error) for v in variants]]
+                      for k in keys])
+    return out
+
+
+def _reach_table(merged: list[dict]) -> list[str]:
+    reach: dict[tuple, tuple] = defaultdict(lambda: (0, ""))
+    for r in sorted(merged, key=lambda r: r["n"]):
+        key = (r["variant"], r["op"], r["d"], r["device"])
+        if r["status"] == "ok" and r["n"] > reach[key][0]:
+            reach[key] = (r["n"], reach[key][1])
+        if r["status"] in ("oom", "timeout", "error", "crash") and not reach[key][1]:
+            budget = f" ({r['error']})" if r["status"] == "timeout" and r.get("error") else ""
+            reach[key] = (reach[key][0], f"{r['status']} at n = {r['n']:,}{budget}")
+    out = ["### Largest n reached (within each run's per-case budget)", ""]
+    return out + table(["implementation", "operation", "d", "device", "largest n ok", "first failure"],
+                       [[k[0], k[1], k[2], k[3], f"{v[0]:,}" if v[0] else "none", v[1] or "–"]
+                        for k, v in sorted(reach.items())])
+
+
+def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
+    """The section's lines and the merged rows (for the claims and the plots)."""
+    merged, stale = merge(rows)
+    out = ["## Benchmark suite (bench/suite: every peer on the same arrays)", ""]
+    if not merged:
+        return out + ["No suite results committed yet: run `bench/suite/run_device.sh` on the GPU machine "
+                      "(tools/gpu_check.sh stage `suite`) and commit its `suite_*.jsonl` under bench/results/.", ""], []
+    files = sorted({r["file"] for r in merged})
+    out += ["Merged from " + ", ".join(f"`{f}`" for f in files) + " (each cell: the newest run of its case; the "
+            "files' commits and commands are under Sources).", ""]
+    for device in ("gpu", "cpu"):
+        for op in OPS:
+            sel = [r for r in merged if r["op"] == op and r["device"] == device]
+            if sel:
+                out += _op_tables(sel, op, device)
+    out += _reach_table(merged)
+    if stale:
+        out += ["### Superseded rows (left out above; still in their files)", ""]
+        groups = sorted({(r["file"], r["variant"], r["op"], superseded_by(r)) for r in stale})
+        out += table(["file", "implementation", "operation", "why"], [[f"`{f}`", v, o, w] for f, v, o, w in groups])
+    return out, merged

@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
   o.max_iterations = a.iters;
   o.tolerance = 0;
   o.cpu_threads = a.threads;
+  o.primal_terms = false;  // as the Python package solves (its results compute them when first read)
 
   const fs::dtype type = single ? fs::dtype::float32 : fs::dtype::float64;
   const fs::memory_space space = a.cuda ? fs::memory_space::cuda : fs::memory_space::host;

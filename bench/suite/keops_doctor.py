@@ -38,7 +38,9 @@ assert err < 1e-3, err
 
 def attempt(name: str, env: dict, timeout: float) -> dict:
     try:
-        proc = subprocess.run([sys.executable, "-c", TEST], capture_output=True, text=True, env=env, timeout=timeout)
+        # -X faulthandler: a crash inside KeOps's compiled binder prints the Python stack that reached it
+        proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", TEST], capture_output=True, text=True,
+                              env=env, timeout=timeout)
         ok = proc.returncode == 0
         return {"config": name, "status": "ok" if ok else ("crash" if proc.returncode < 0 else "error"),
                 "returncode": proc.returncode, "stdout_tail": proc.stdout[-1500:], "stderr_tail": proc.stderr[-4000:]}

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sections, also when loaded by path (tests)
 from report_hvp import claim_summary, hvp_plot, hvp_section, is_hvp_file  # noqa: E402
-from report_suite import is_kernel_row, speedups, suite_section  # noqa: E402
+from report_suite import is_kernel_row, keops_section, speedups, suite_section  # noqa: E402
 from report_tables import best, cell, fmt_bytes, fmt_ms, fmt_x, table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,8 +49,8 @@ def load(results: Path) -> tuple[list[dict], list[dict], list[str]]:
         name = path.name
         try:
             if name.endswith(".jsonl"):
-                if is_hvp_file(path) or name.startswith("hvp_agreement"):
-                    continue  # report_hvp.py's section
+                if is_hvp_file(path) or name.startswith("hvp_agreement") or name.endswith("_keops.jsonl"):
+                    continue  # report_hvp.py's section, report_suite.keops_section
                 data = read_json_lines(path)
                 if data and "suite" in data[0]:
                     converted = [suite_row(r, name) for r in data]
@@ -441,7 +441,8 @@ def render(results: Path, markdown: Path, plot_dir: Path) -> str:
              "rerun it after adding results). Every number below is read from a committed file named in its section; "
              "the commands and commits that produced each file are listed at the end.", ""]
     lines += claims_section(forward_claims, suite_rows, rows, results)
-    lines += forward + plan_section(rows, sources) + hvp_section(results, sources) + suite + cpu_section(rows, sources)
+    lines += forward + plan_section(rows, sources) + hvp_section(results, sources) + suite + keops_section(results)
+    lines += cpu_section(rows, sources)
     lines += ["## Plots", ""]
     lines += [f"![{Path(p).stem}]({rel(p)})" for p in written] if written else \
         ["(matplotlib is not installed: no plots were written.)"]

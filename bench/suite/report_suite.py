@@ -14,7 +14,9 @@ shown as their own columns and in the claims as a second figure, never as the en
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from pathlib import Path
 
 from report_tables import best, cell, fmt_bytes, table
 
@@ -149,3 +151,26 @@ def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
         groups = sorted({(r["file"], r["variant"], r["op"], superseded_by(r)) for r in stale})
         out += table(["file", "implementation", "operation", "why"], [[f"`{f}`", v, o, w] for f, v, o, w in groups])
     return out, merged
+
+
+def keops_section(results: Path) -> list[str]:
+    """Each KeOps configuration keops_doctor.py tried (files suite_*_keops.jsonl): GeomLoss's online
+    backend runs only where one passed; otherwise its exact outcome is the result."""
+    attempts = []
+    for path in sorted(results.glob("suite_*_keops.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip().startswith("{"):
+                attempts.append((path.name, json.loads(line)))
+    if not attempts:
+        return []
+    out = ["### KeOps (GeomLoss online): the configurations tried on the GPU machine", "",
+           "`bench/suite/keops_doctor.py`: pykeops.test_torch_bindings() and a LazyTensor log-sum-exp checked "
+           "against torch, one process per configuration. A status other than ok is the exact outcome "
+           "(exit status; the last line KeOps printed; stderr).", ""]
+    body = []
+    for name, r in attempts:
+        last = (r.get("stdout_tail") or "").strip().splitlines()[-1:] or ["–"]
+        stderr = " ".join((r.get("stderr_tail") or r.get("error") or "").split())[-300:] or "–"
+        body.append([f"`{name}`", r.get("config", "?"), r.get("status", "?"), r.get("returncode", "–"),
+                     f"`{last[0][:160]}`", stderr.replace("|", "/")])
+    return out + table(["file", "configuration", "status", "exit", "last line printed", "stderr (tail)"], body)

@@ -76,6 +76,9 @@ def write_fixture(results: Path) -> None:
                  {"n": 10000, "d": 64, "sinkhorn_iterations": 2000, "our_marginal_error": 2.2e-4, "our_norm": 1.809,
                   "their_norm": 1.814, "relative_difference": 0.0592}]
     (results / "hvp_agreement_2099-01-01.jsonl").write_text("".join(json.dumps(r) + "\n" for r in agreement))
+    keops = {"config": "pykeops-2.3", "status": "crash", "returncode": -11, "stdout_tail": "pykeops 2.3\n[KeOps] "
+             "Generating code ...", "stderr_tail": "Fatal Python error: Segmentation fault"}
+    (results / "suite_2099-01-01_keops.jsonl").write_text(json.dumps(keops) + "\n")
 
 
 def test_report_writes_tables_claims_and_plots(tmp_path):
@@ -110,6 +113,10 @@ def test_report_writes_tables_claims_and_plots(tmp_path):
     assert "| 10,000 | 64 | 2000 | 2.2e-04 | 1.809 | 1.814 | 0.0592 |" in text
     assert "`hvp_agreement_2099-01-01.jsonl` | hvp agreement |" in text
     assert "`hvp_h200_2099-01-01.jsonl` | hvp |" in text
+    # KeOps's configurations with their exact outcome (not listed as an unconverted file)
+    assert ("| `suite_2099-01-01_keops.jsonl` | pykeops-2.3 | crash | -11 | `[KeOps] Generating code ...` | "
+            "Fatal Python error: Segmentation fault |") in text
+    assert "`suite_2099-01-01_keops.jsonl`," not in text and "`suite_2099-01-01_keops.jsonl`\n" not in text
     # the claim in "Claims checked": our row at the tolerance the peer reached (2e-5 ≤ 2.2e-5): 60 / 24 ms,
     # and with our forward (50 × 0.15 ms) 60 / 31.5 ms
     # and against its HVP alone 45 / 24 ms

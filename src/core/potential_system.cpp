@@ -41,43 +41,68 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
     for (std::size_t j = 0; j < v.size(); ++j) out_s[j] = c[j] * v[j] - out_s[j];
     return out_s;
   };
+  const bool sparse = settings.preconditioner == cg_preconditioner::sparse_plan;
   const std::vector<double> preconditioner =
-      settings.preconditioner == cg_preconditioner::diagonal ? c : std::vector<double>(m, 1.0);
+      settings.preconditioner == cg_preconditioner::none ? std::vector<double>(m, 1.0) : c;
   const bool exact = settings.ridge == 0;  // damped: S + ridge·diag(c) is positive definite, no projection
   const projected_cg_settings cg_settings{settings.tolerance, settings.max_iterations, exact};
-  std::optional<projected_cg_outcome> cg;
-  const bool sparse = settings.preconditioner == cg_preconditioner::sparse_plan;
-  if (!settings.host_cg) {  // the backend's own CG (the CUDA backend's: no host round trip per iteration)
-    schur_system system = plan.schur();
-    system.column_sums = &c;  // (1 + ridge)·c: the damped diagonal
-    if (sparse) {
-      system.sparse_row_masses = &a;
-      system.sparse_shift = sparse_plan_shift(c, exact);
+  // CG on S·x = rhs: the backend's own (the CUDA backend's: no host round trip per iteration), else
+  // the host's; with_sparse: preconditioned by S_k (sparse_plan_preconditioner.hpp), else by diag.
+  const auto solve = [&](const std::vector<double>& rhs, const projected_cg_settings& cg_with, bool with_sparse) {
+    std::optional<projected_cg_outcome> cg;
+    if (!settings.host_cg) {
+      schur_system system = plan.schur();
+      system.column_sums = &c;  // (1 + ridge)·c: the damped diagonal
+      if (with_sparse) {
+        system.sparse_row_masses = &a;
+        system.sparse_shift = sparse_plan_shift(c, exact);
+      }
+      cg = plan.compute().solve_schur(system, rhs, preconditioner, cg_with);
+      if (cg) plan.count_passes(2 * cg->iterations + (with_sparse ? 1 : 0));  // (+ the top-entries pass)
     }
-    cg = plan.compute().solve_schur(system, rho, preconditioner, cg_settings);
-    if (cg) plan.count_passes(2 * cg->iterations + (sparse ? 1 : 0));  // (+ the top-entries pass)
-  }
-  if (!cg && sparse) {  // S_k built and solved on the host (an inner CG)
-    const sparse_plan_preconditioner host_sparse(plan, plan.problem(), a, c, exact);
-    plan.count_passes(1);  // its scan of the scores for the top entries
-    projected_cg_settings flexible = cg_settings;
-    flexible.flexible = true;  // the inner solve is inexact (kSparsePlanInnerTolerance)
-    cg = projected_cg(schur, rho, [&host_sparse](const std::vector<double>& r) { return host_sparse.solve(r); },
-                      flexible);
-  } else if (!cg) {
-    cg = projected_cg(schur, rho, preconditioner, cg_settings);
-  }
-  out.g = std::move(cg->solution);
-  out.iterations = cg->iterations;
-
-  // The residual of the returned z_g, not the recurrence's (they part at the roundoff floor).
-  const double rho_norm = norm(rho);
-  if (rho_norm > 0) {
-    std::vector<double> residual = schur(out.g);
+    if (!cg && with_sparse) {  // S_k built and solved on the host (an inner CG)
+      const sparse_plan_preconditioner host_sparse(plan, plan.problem(), a, c, exact);
+      plan.count_passes(1);  // its scan of the scores for the top entries
+      projected_cg_settings flexible = cg_with;
+      flexible.flexible = true;  // the inner solve is inexact (kSparsePlanInnerTolerance)
+      cg = projected_cg(schur, rhs, [&host_sparse](const std::vector<double>& r) { return host_sparse.solve(r); },
+                        flexible);
+    } else if (!cg) {
+      cg = projected_cg(schur, rhs, preconditioner, cg_with);
+    }
+    return std::move(*cg);
+  };
+  // ‖ρ − S·z‖/‖ρ‖ (0 when ρ = 0): one more product.
+  const auto relative_residual = [&](const std::vector<double>& z) {
+    const double rho_norm = norm(rho);
+    if (!(rho_norm > 0)) return 0.0;
+    std::vector<double> residual = schur(z);
     for (std::size_t j = 0; j < m; ++j) residual[j] = rho[j] - residual[j];
     if (exact) project_out_mean(residual);
-    out.relative_residual = norm(residual) / rho_norm;
+    return norm(residual) / rho_norm;
+  };
+  projected_cg_outcome cg = solve(rho, cg_settings, sparse);
+  out.g = std::move(cg.solution);
+  out.iterations = cg.iterations;
+  if (sparse && cg.breakdown) {
+    // Non-positive curvature under S_k. Before convergence S is indefinite at the level of its
+    // rounding (its diagonal c comes from a pass whose values carry exp((f̃ − f)/ε)), and S_k, whose
+    // near-null directions are S's, amplifies that rounding: in fp32 after 5–10 iterations the
+    // flexible CG stops within a few iterations, at residual ~1e-2 or after a wild step. Its iterate
+    // is then no start for another CG either (diag(c) from it missed the tolerance in 400
+    // iterations where it needs ~250 from zero: 300 × 16, seeds 75–89). So, unless the breakdown
+    // came at the tolerance (roundoff at convergence), the solve starts over with diag(c), from
+    // zero, with its own iteration budget; `iterations` counts both.
+    if (!(relative_residual(out.g) <= settings.tolerance)) {
+      const projected_cg_outcome again = solve(rho, cg_settings, false);
+      out.g = again.solution;
+      out.iterations += again.iterations;
+      out.preconditioner_fell_back = true;
+    }
   }
+
+  // The residual of the returned z_g, not the recurrence's (they part at the roundoff floor).
+  out.relative_residual = relative_residual(out.g);
   out.converged = out.relative_residual <= settings.tolerance;
 
   out.f = plan.row_average(out.g, 1);

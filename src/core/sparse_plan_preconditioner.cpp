@@ -94,13 +94,18 @@ sparse_plan_preconditioner::sparse_plan_preconditioner(const solved_plan& plan, 
     p.column_entries[static_cast<std::size_t>(slot++)] = static_cast<std::int64_t>(e);
   }
   const double shift = sparse_plan_shift(c, exact);
+  std::vector<double> row_sums(static_cast<std::size_t>(n), 0.0);  // W·1
+  for (std::int64_t e = 0; e < n * k; ++e) row_sums[e / k] += p.weights[e];
   p.diagonal.resize(static_cast<std::size_t>(m));
   p.jacobi.resize(static_cast<std::size_t>(m));
   for (std::int64_t j = 0; j < m; ++j) {
-    double squares = 0;
-    for (std::int64_t e = p.column_offsets[j]; e < p.column_offsets[j + 1]; ++e)
-      squares += p.weights[p.column_entries[e]] * p.weights[p.column_entries[e]];
-    p.diagonal[j] = c[j] + shift;
+    double squares = 0, coupling = 0;  // (WᵀW)_jj and (WᵀW·1)_j
+    for (std::int64_t e = p.column_offsets[j]; e < p.column_offsets[j + 1]; ++e) {
+      const double w = p.weights[p.column_entries[e]];
+      squares += w * w;
+      coupling += w * row_sums[p.column_entries[e] / k];
+    }
+    p.diagonal[j] = sparse_plan_diagonal(c[j], coupling, shift);
     p.jacobi[j] = p.diagonal[j] - squares;
   }
 }

@@ -13,7 +13,10 @@
 // The top-k entries come from one host scan of the prepared points (O(n·m·d), the cost of a plan
 // pass): s_ij = softmax_j((g_j − s‖p_i − q_j‖²)/ε + log b_j) in float64.
 // Exact systems (ridge = 0, S·1 = 0): S_k is shifted by 1e-10·max c (positive definite), and
-// solutions are projected onto 1⊥ (projected_cg's contract).
+// solutions are projected onto 1⊥ (projected_cg's contract). S_k's diagonal is kept dominant
+// (sparse_plan_diagonal). Before convergence in fp32, S is indefinite at its rounding's level and S_k
+// amplifies that: a CG that then meets non-positive curvature short of its tolerance is started
+// over with diag(c) (core/potential_system.cpp).
 #pragma once
 
 #include <algorithm>
@@ -35,6 +38,19 @@ inline constexpr int kSparsePlanInnerIterations = 200;
 // The diagonal shift of S_k (both backends): kSparsePlanShift·max c on an exact system, else 0.
 inline double sparse_plan_shift(const std::vector<double>& c, bool exact) {
   return exact && !c.empty() ? kSparsePlanShift * *std::max_element(c.begin(), c.end()) : 0.0;
+}
+
+// S_k's diagonal entry d_j: c_j + shift, raised where needed to (1 + kSparsePlanDominance)·(WᵀW·1)_j
+// so that S_k = diag(d) − WᵀW is diagonally dominant, hence positive definite (its off-diagonal
+// entries are −(WᵀW)_jl ≤ 0). The plan whose rows give W has column sums ≥ (WᵀW·1)_j, so an exact c
+// never needs it; the c the CG's operator uses comes from the y-rows pass, whose values carry
+// exp((f̃ − f)/ε) — far from 1 before convergence (10 iterations at ε = 0.1: marginal error 0.6) — and
+// in fp32 it fell short of (WᵀW·1)_j: S_k was indefinite, the inner CG met negative curvature and
+// returned 0, and the flexible outer CG stopped after 3 iterations at residual 9e-3
+// (1,000 × 64, fp32; fp64 and converged plans were fine). Both backends.
+inline constexpr double kSparsePlanDominance = 1e-10;
+inline double sparse_plan_diagonal(double column_mass, double coupling, double shift) {
+  return std::max(column_mass, (1 + kSparsePlanDominance) * coupling) + shift;
 }
 
 class sparse_plan_preconditioner {

@@ -92,8 +92,8 @@ sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys,
   reserve(b.inverse_diagonal, columns);
   const kernels::sparse_schur_view view = view_of(b, n_, m_, entries_per_row_);
   if (m_ > 0) {
-    kernels::sparse_schur_diagonal_kernel<<<blocks_for(m_), kThreads, 0, stream>>>(view, sums, shift, b.diagonal.data(),
-                                                                                   b.inverse_diagonal.data());
+    kernels::sparse_schur_diagonal_kernel<<<blocks_for(m_), kThreads, 0, stream>>>(
+        view, sums, shift, kSparsePlanDominance, b.diagonal.data(), b.inverse_diagonal.data());
     FS_CUDA_CHECK(cudaGetLastError());
   }
 

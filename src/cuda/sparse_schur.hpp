@@ -1,6 +1,7 @@
 // The sparse_plan preconditioner on the device (core/sparse_plan_preconditioner.hpp is the host's):
 // from each x row's K largest plan entries (plan_top_entries.hpp),
-//   S_k = diag(d) − Σ_i a_i·s_i^(K)·s_i^(K)ᵀ,   d = the CG's (damped) column sums (+ shift),
+//   S_k = diag(d) − Σ_i a_i·s_i^(K)·s_i^(K)ᵀ,   d = the CG's (damped) column sums (+ shift), raised
+//   where needed to keep S_k diagonally dominant (sparse_plan_diagonal, the host's rule),
 // kept as W (n × K, W_iu = √a_i·s_iu) and its transpose by columns (a stable CUB radix sort of the
 // entries by key, so the layout and every sum in it are deterministic). solve enqueues
 // x ≈ S_k⁻¹·r by an inner Jacobi-preconditioned CG in one cooperative kernel

@@ -203,17 +203,24 @@ __global__ void sparse_schur_offsets_kernel(const int* sorted_keys, std::int64_t
   offsets[j] = static_cast<int>(lo);
 }
 
-// d_j = column_sums_j + shift, and 1 / (d_j − Σ_e W_e²) over column j's entries.
+// d_j = max(column_sums_j, (1 + dominance)·(WᵀW·1)_j) + shift (core/sparse_plan_preconditioner.hpp,
+// sparse_plan_diagonal: S_k diagonally dominant, so positive definite), and 1 / (d_j − Σ_e W_e²) over
+// column j's entries. (W·1)_i is summed from row i's K weights for each of the column's entries.
 __global__ void sparse_schur_diagonal_kernel(const sparse_schur_view s, const double* column_sums, double shift,
-                                             double* diagonal, double* inverse_diagonal) {
+                                             double dominance, double* diagonal, double* inverse_diagonal) {
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= s.m) return;
-  double squares = 0;
+  double squares = 0, coupling = 0;
   for (int e = s.column_offsets[j]; e < s.column_offsets[j + 1]; ++e) {
-    const double weight = s.entry_weights[s.column_entries[e]];
+    const int entry = s.column_entries[e];
+    const double weight = s.entry_weights[entry];
+    const double* row = s.entry_weights + static_cast<std::int64_t>(entry / s.entries_per_row) * s.entries_per_row;
+    double row_sum = 0;
+    for (int u = 0; u < s.entries_per_row; ++u) row_sum += row[u];
     squares += weight * weight;
+    coupling += weight * row_sum;
   }
-  const double d = column_sums[j] + shift;
+  const double d = fmax(column_sums[j], (1 + dominance) * coupling) + shift;
   diagonal[j] = d;
   inverse_diagonal[j] = 1.0 / (d - squares);
 }

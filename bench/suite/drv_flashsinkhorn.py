@@ -132,7 +132,8 @@ def run_py(case: Case) -> dict:
     if case.op == "converge":
         timing, res = time_torch(lambda: fs.sinkhorn(x, y, a, b, iters=case.max_iters, tol=case.tol,
                                                      scaling=case.scaling, **common), case)
-        record.update(own_memory(timing), iterations=res.iterations, converged=res.converged, own_marginal_error=res.marginal_error,
+        record.update(own_memory(timing), iterations=res.iterations, converged=res.converged,
+                      own_marginal_error=res.marginal_error,
                       own_criterion="L1 marginal error (SPEC §1) every 10 iterations", library_seconds=res.seconds)
         return record, potentials(res)
     xg = x.detach().clone().requires_grad_(True)
@@ -151,8 +152,8 @@ def run_py(case: Case) -> dict:
             solver.solve()
             return solver.hvp(direction, tol=HVP_CG_TOL, iters=1000, preconditioner=preconditioner)
         timing, product = time_torch(call, case)
-        record.update(own_memory(timing), hvp_norm=float(product.product.norm()), cg_iterations=product.cg_iterations, plan_passes=product.plan_passes,
-                      cg_relative_residual=product.relative_residual,
+        record.update(own_memory(timing), hvp_norm=float(product.product.norm()), cg_iterations=product.cg_iterations,
+                      plan_passes=product.plan_passes, cg_relative_residual=product.relative_residual,
                       hvp_method=f"Solver.hvp: implicit (exact) HVP, CG to {HVP_CG_TOL:g} relative, "
                                  f"preconditioner '{preconditioner}'")
         return record, None

@@ -295,8 +295,8 @@ def claims_section(forward_claims, suite_rows, rows, results: Path) -> list[str]
                 "stage of tools/gpu_check.sh produce them).", ""]
     # 3. linear memory up to n = 1e6, dense peers out of memory
     out += ["**Linear memory up to n = 10⁶ while dense peers run out:**", ""]
-    mem = [r for r in suite_rows if r["impl"] == OURS and r["status"] == "ok" and r.get("peak_bytes") and r["device"] == "gpu"
-           and not is_kernel_row(r)]
+    mem = [r for r in suite_rows if r["impl"] == OURS and r["status"] == "ok" and r.get("peak_bytes")
+           and r["device"] == "gpu" and not is_kernel_row(r)]
     if mem:
         body = []
         for r in sorted(mem, key=lambda r: (r["op"], r["d"], r["n"])):

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import importlib
 import json
-import gc
 import os
 import queue
 import signal
@@ -57,6 +57,7 @@ IMPLS = {
     "pot-dense-log": ("drv_pot", {"fp32", "tf32", "fp64"}, True),
     "pot-lazy": ("drv_pot", {"fp32", "tf32", "fp64"}, False),
 }
+DEFAULT_IMPLS = tuple(IMPLS)  # the sweep's default: every implementation above
 # For tests/python/test_bench_suite.py: FS_SUITE_TEST_IMPLS = {name: [driver module on PYTHONPATH, [precisions]]}.
 IMPLS.update({name: (module, set(precisions), False)
               for name, (module, precisions) in json.loads(os.environ.get("FS_SUITE_TEST_IMPLS", "{}")).items()})
@@ -137,8 +138,8 @@ class SmiSampler:
             return
         try:
             self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
-                                          "-i", visible_gpu(), "-lms", "100"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                         text=True)
+                                          "-i", visible_gpu(), "-lms", "100"], stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, text=True)
         except OSError:
             return
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -304,7 +305,8 @@ def sweep(args) -> int:
                                       scaling=args.scaling, iters=args.iters, evaluate=not args.no_eval)
                                  for n in ns]
                         if time.time() > not_after:
-                            results = ((c, {"status": "not_run", "reason": "the sweep's deadline passed"}) for c in cases)
+                            late = {"status": "not_run", "reason": "the sweep's deadline passed"}
+                            results = ((c, dict(late)) for c in cases)
                         else:
                             for case in cases:
                                 protocol.ensure_data(args.data_dir, case.n, d,
@@ -326,8 +328,7 @@ def main() -> int:
     ap.add_argument("--not-after", type=float, default=float("inf"), help=argparse.SUPPRESS)
     ap.add_argument("--stamp", metavar="COMMAND",
                     help="copy JSON lines from stdin to stdout with machine, commit, date and COMMAND added")
-    ap.add_argument("--impls", default="flashsinkhorn-cli,flashsinkhorn-py,flash-sinkhorn,geomloss-tensorized,geomloss-online,"
-                                       "ott-dense,ott-online,pot-dense-log,pot-lazy")
+    ap.add_argument("--impls", default=",".join(DEFAULT_IMPLS))
     ap.add_argument("--ops", default="forward,forward_gradient,hvp,converge")
     ap.add_argument("--ns", default="1000,10000,50000,200000,1000000")
     ap.add_argument("--ds", default="3,8,64,512,1024")

@@ -97,7 +97,6 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
       const projected_cg_outcome again = solve(rho, cg_settings, false);
       out.g = again.solution;
       out.iterations += again.iterations;
-      out.preconditioner_fell_back = true;
     }
   }
 

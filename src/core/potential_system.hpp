@@ -39,7 +39,6 @@ struct potential_system_solution {
   double relative_residual = 0;   // ‖ρ − S z_g‖/‖ρ‖ recomputed from z_g (0 when ρ = 0)
   bool converged = false;         // relative_residual ≤ tolerance
   double gauge_defect = 0;        // Σ r_f − Σ r_g as given
-  bool preconditioner_fell_back = false;  // S_k met non-positive curvature; diag(c) finished the solve
 };
 
 // r_f: (n,), r_g: (m,); a: the x weights (P·1).

@@ -100,11 +100,16 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
             cells.append(text)
         body.append([key[0], f"{key[1]:,}", key[2], *cells])
     out += table(["d", "n", "precision", *variants], body)
-    out += ["Peak memory (each row's source: the framework's allocator, JAX's memory stats or nvidia-smi's "
-            "memory.used minus before, CUDA context included; see the JSON):", ""]
+    out += ["Peak memory: the framework's allocator or JAX's memory stats (inputs included), the backend's own "
+            "buffers for the C++ rows; † nvidia-smi's memory.used minus its value before the process — the whole "
+            "device, CUDA context (~0.5 GB) and torch's cache included, and for rows before the `SUITE_MEASURED` "
+            "change the marginal-error evaluation's dense blocks too: not comparable with the allocator figures.", ""]
+
+    def memory(row: dict | None) -> str:
+        text = cell(row, "peak_bytes", fmt_bytes)
+        return text + " †" if row and row.get("status") == "ok" and "nvidia-smi" in str(row.get("peak_source")) else text
     out += table(["d", "n", "precision", *variants],
-                 [[k[0], f"{k[1]:,}", k[2], *[cell(_column(sel, v, k), "peak_bytes", fmt_bytes) for v in variants]]
-                  for k in keys])
+                 [[k[0], f"{k[1]:,}", k[2], *[memory(_column(sel, v, k)) for v in variants]] for k in keys])
     if op in ("forward", "converge"):
         error = lambda v: "–" if v is None else f"{v:.1e}"  # noqa: E731
         out += ["Marginal error reached (max of the L1 row and column errors, one float64 evaluator for all, "

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -924,9 +926,16 @@ int cuda_device_count() noexcept {
 }
 
 std::string cuda_device_name(int device) {
+  // cudaGetDeviceProperties reads every property, some through the driver (reported at 1 to 10s of
+  // ms: NVIDIA/cutlass#927), and the runtime has no attribute for the name: read once per device
+  // and process, not at every backend's construction (each solver makes one).
+  static std::mutex mutex;
+  static std::map<int, std::string> names;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto known = names.find(device); known != names.end()) return known->second;
   cudaDeviceProp properties{};
   FS_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
-  return properties.name;
+  return names.emplace(device, properties.name).first->second;
 }
 
 }  // namespace flashsinkhorn::detail

@@ -116,7 +116,8 @@ def suite_row(r: dict, file: str) -> dict:
                precision=r["precision"], device="gpu" if r.get("device", "cuda").startswith("cuda") else "cpu",
                status=r["status"], ms=r.get("ms"), ms_per_iteration=r.get("ms_per_iteration"),
                marginal_error=r.get("marginal_error"), reached_tol=r.get("reached_tol"),
-               iterations=r.get("iterations"), error=r.get("error") or r.get("reason"), budget=None)
+               iterations=r.get("iterations"), error=r.get("error") or r.get("reason"), budget=None,
+               forward_iterations=r.get("iters"))
     peak = r.get("peak_device_bytes") if out["device"] == "gpu" else r.get("peak_host_rss_bytes")
     source_name = r.get("peak_device_bytes_source") if out["device"] == "gpu" else r.get("peak_host_rss_source")
     if impl == "flashsinkhorn-py" and out["device"] == "gpu" and "torch.cuda" in str(source_name):

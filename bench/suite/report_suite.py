@@ -84,9 +84,12 @@ def _column(sel: list[dict], variant: str, key: tuple) -> dict | None:
 def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
     variants = sorted({r["variant"] for r in sel}, key=lambda v: (not v.startswith(("flashsinkhorn", "C++")), v))
     keys = sorted({(r["d"], r["n"], r["precision"]) for r in sel})
+    iterations = sorted({r["forward_iterations"] for r in sel if r.get("forward_iterations")})
     out = [f"### {op} ({device})", "",
            "ms per call (median); OOM / TIMEOUT / error / skipped (stop rule) / unsupported / not_run as recorded; "
-           "(ratio) = peer / ours, ours = our fastest end-to-end row (C++ columns: kernels only).", ""]
+           "(ratio) = peer / ours, ours = our fastest end-to-end row (C++ columns: kernels only)."
+           + (f" Forward iterations in these rows: {', '.join(map(str, iterations))}." if op != "converge" and iterations
+              else ""), ""]
     body = []
     for key in keys:
         at = [r for r in sel if (r["d"], r["n"], r["precision"]) == key]

@@ -302,7 +302,8 @@ def sweep(args) -> int:
                         cases = [Case(impl=impl, op=op, n=n, d=d, precision=precision, device=args.device,
                                       warmup=args.warmup, repeats=args.repeats, threads=args.threads,
                                       data_dir=args.data_dir, max_iters=args.max_iters, tol=args.tol,
-                                      scaling=args.scaling, iters=args.iters, evaluate=not args.no_eval)
+                                      scaling=args.scaling, iters=args.hvp_iters if op == "hvp" else args.iters,
+                                      evaluate=not args.no_eval)
                                  for n in ns]
                         if time.time() > not_after:
                             late = {"status": "not_run", "reason": "the sweep's deadline passed"}
@@ -341,6 +342,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--iters", type=int, default=protocol.ITERS)
+    ap.add_argument("--hvp-iters", type=int, default=protocol.HVP_ITERS, help="the forward's iterations before an HVP")
     ap.add_argument("--max-iters", type=int, default=2000)
     ap.add_argument("--tol", type=float, default=protocol.TOL)
     ap.add_argument("--scaling", type=float, default=protocol.SCALING)

@@ -18,7 +18,7 @@ def run(case, variant: str):
         time.sleep(4 if case.n < FAIL_AT else 0)
         return {"ms": 1.0}, None
     if case.n < FAIL_AT or variant == "fake-ok":
-        return {"ms": 1.0}, None
+        return {"ms": 1.0, "iterations_given": case.iters}, None
     if variant == "fake-sleep":
         time.sleep(60)  # far beyond the test's budget: the parent must kill the process
         return {"ms": 60e3}, None

@@ -122,3 +122,10 @@ def test_the_first_case_may_take_the_start_up_allowance(tmp_path):
     (tmp_path / "strict").mkdir()
     rows, _, _ = suite(tmp_path / "strict", "fake-slow-start", "--budget", "2", "--start-up", "0")
     assert statuses(rows) == [(100, "timeout"), (400, "skipped"), (800, "skipped")]
+
+
+def test_hvp_cases_take_the_longer_forward(tmp_path):
+    # protocol.HVP_ITERS iterations before an HVP (issue 5's protocol), ITERS before the others
+    rows, _, _ = suite(tmp_path, "fake-ok", "--ops", "forward,hvp", "--iters", "10", "--hvp-iters", "50")
+    given = {(r["op"], r["iterations_given"]) for r in rows}
+    assert given == {("forward", 10), ("hvp", 50)}

@@ -309,7 +309,7 @@ def machine() -> dict:
         smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
                               "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
         if smi.returncode == 0:
-            info["gpu"] = smi.stdout.strip()
+            info["gpu"] = "; ".join(line.strip() for line in smi.stdout.splitlines() if line.strip())  # one per GPU
     except (OSError, subprocess.TimeoutExpired):
         pass
     try:

@@ -82,8 +82,9 @@ def source(name: str, meta: dict, kind: str, rows: int) -> dict:
     machine = meta.get("machine")
     if isinstance(machine, dict):
         machine = machine.get("gpu") or machine.get("model_name") or machine.get("host") or machine.get("platform")
+    machine = "; ".join(line.strip() for line in str(machine or "?").splitlines() if line.strip())  # one per GPU
     return {"file": name, "kind": kind, "commit": str(meta.get("commit", "?"))[:60], "date": str(meta.get("date", "?")),
-            "machine": str(machine or "?"), "rows": rows,
+            "machine": machine, "rows": rows,
             "command": meta.get("command") or {
                 "gpu_forward": "tools/gpu_check.sh, stage bench (bench/run_gpu_bench.sh); command not recorded in the file",
                 "plan_pass": "STAGES='build gpu plan' tools/gpu_check.sh",

@@ -126,16 +126,15 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
 def _reach_table(merged: list[dict]) -> list[str]:
     reach: dict[tuple, tuple] = defaultdict(lambda: (0, ""))
     for r in sorted(merged, key=lambda r: r["n"]):
-        key = (r["variant"], r["op"], r["d"], r["device"])
+        key = (r["variant"], r["op"], r["d"], r["device"], r["precision"])
         if r["status"] == "ok" and r["n"] > reach[key][0]:
             reach[key] = (r["n"], reach[key][1])
         if r["status"] in ("oom", "timeout", "error", "crash") and not reach[key][1]:
             budget = f" ({r['error']})" if r["status"] == "timeout" and r.get("error") else ""
             reach[key] = (reach[key][0], f"{r['status']} at n = {r['n']:,}{budget}")
     out = ["### Largest n reached (within each run's per-case budget)", ""]
-    return out + table(["implementation", "operation", "d", "device", "largest n ok", "first failure"],
-                       [[k[0], k[1], k[2], k[3], f"{v[0]:,}" if v[0] else "none", v[1] or "–"]
-                        for k, v in sorted(reach.items())])
+    return out + table(["implementation", "operation", "d", "device", "precision", "largest n ok", "first failure"],
+                       [[*k, f"{v[0]:,}" if v[0] else "none", v[1] or "–"] for k, v in sorted(reach.items())])
 
 
 def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:

@@ -94,7 +94,7 @@ def test_report_writes_tables_claims_and_plots(tmp_path):
     assert "OOM" in text and "skipped" in text
     assert "4.8 (3.00×)" in text  # 4.8 ms / 1.6 ms
     assert "9.0e-05" in text
-    assert "| geomloss-tensorized | forward | 64 | gpu | none | oom at n = 10,000 |" in text
+    assert "| geomloss-tensorized | forward | 64 | gpu | tf32 | none | oom at n = 10,000 |" in text
     # forward + gradient from the stamped C++ row against the peer: 6.0 / 2.0, judged as kernels only
     # (no end-to-end row of ours in the fixture)
     assert "| 10,000 | 64 | tf32 | – | 3.00× | met (kernels only) |" in text

@@ -425,6 +425,32 @@ def plots(rows, sources, forward_claims, suite_rows, plot_dir: Path) -> list[str
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(str(path))
+    # the suite's end-to-end speedups (same arrays, the whole call on both sides), per operation
+    suite_speed = {op: speedups(suite_rows, op) for op in ("forward", "forward_gradient", "hvp")}
+    if any(suite_speed.values()):
+        ds = sorted({d for per_op in suite_speed.values() for (_, d, _) in per_op})
+        fig, axes = plt.subplots(1, len(ds), figsize=(4.2 * len(ds), 3.6), squeeze=False)
+        for ax, d in zip(axes[0], ds):
+            for op, per_op in suite_speed.items():
+                for precision in sorted({p for (_, dd, p) in per_op if dd == d}):
+                    pts = sorted((n, v) for (n, dd, p), v in per_op.items() if dd == d and p == precision)
+                    if pts:
+                        ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", label=f"{op} {precision}")
+            ax.legend(fontsize=6)
+            ax.axhline(FORWARD_GOAL, color="k", ls="--", lw=0.8)
+            ax.axhline(FORWARD_GRADIENT_GOAL, color="k", ls=":", lw=0.8)
+            ax.axhline(1.0, color="grey", lw=0.6)
+            ax.set_xscale("log")
+            ax.set_title(f"d = {d}")
+            ax.set_xlabel("n = m")
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][0].set_ylabel("flash-sinkhorn time / ours, end to end")
+        fig.suptitle("suite, same arrays: speedup over flash-sinkhorn\n(goals: dashed 2×, dotted 2.5×)", fontsize=8)
+        fig.tight_layout()
+        path = plot_dir / "suite_speedup_vs_flash_sinkhorn.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(str(path))
     return written
 
 

@@ -130,7 +130,8 @@ def test_report_plots(tmp_path):
     results = tmp_path / "results"
     write_fixture(results)
     report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
-    for name in ("time_vs_n.png", "memory_vs_n.png", "speedup_vs_flash_sinkhorn.png", "hvp_time_vs_n.png"):
+    for name in ("time_vs_n.png", "memory_vs_n.png", "speedup_vs_flash_sinkhorn.png", "hvp_time_vs_n.png",
+                 "suite_speedup_vs_flash_sinkhorn.png"):
         path = tmp_path / "plots" / name
         assert path.exists() and path.read_bytes()[:4] == b"\x89PNG", name
 

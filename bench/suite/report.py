@@ -398,60 +398,51 @@ def plots(rows, sources, forward_claims, suite_rows, plot_dir: Path) -> list[str
            lambda r: r.get("ms_per_iteration") or (r["ms"] / 10 if r.get("ms") else None))
     figure("memory_vs_n.png", "peak device memory (forward)", "bytes", lambda r: r["op"] == "forward",
            lambda r: r.get("peak_bytes"))
-    # speedup vs flash-sinkhorn
-    speed = [r for r in forward_claims if r.get("speedup")]
-    if speed:
-        ds = sorted({r["d"] for r in speed})
-        fig, axes = plt.subplots(1, len(ds), figsize=(4.2 * len(ds), 3.6), squeeze=False)
-        for ax, d in zip(axes[0], ds):
-            lines = defaultdict(list)
-            for r in speed:
-                if r["d"] == d:
-                    lines[f"{r['precision']} [{r['variant'][4:]}]"].append((r["n"], r["speedup"]))
-            for name_, pts in sorted(lines.items()):
-                pts.sort()
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name_)
-            ax.legend(fontsize=6)
-            ax.axhline(FORWARD_GOAL, color="k", ls="--", lw=0.8)
-            ax.axhline(1.0, color="grey", lw=0.6)
-            ax.set_xscale("log")
-            ax.set_title(f"d = {d}")
-            ax.set_xlabel("n = m")
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0][0].set_ylabel("flash-sinkhorn time / ours (forward)")
-        fig.suptitle("speedup over flash-sinkhorn (dashed: the 2× goal) — latest gpu_forward session", fontsize=9)
-        fig.tight_layout()
-        path = plot_dir / "speedup_vs_flash_sinkhorn.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(str(path))
-    # the suite's end-to-end speedups (same arrays, the whole call on both sides), per operation
-    suite_speed = {op: speedups(suite_rows, op) for op in ("forward", "forward_gradient", "hvp")}
-    if any(suite_speed.values()):
-        ds = sorted({d for per_op in suite_speed.values() for (_, d, _) in per_op})
-        fig, axes = plt.subplots(1, len(ds), figsize=(4.2 * len(ds), 3.6), squeeze=False)
-        for ax, d in zip(axes[0], ds):
-            for op, per_op in suite_speed.items():
-                for precision in sorted({p for (_, dd, p) in per_op if dd == d}):
-                    pts = sorted((n, v) for (n, dd, p), v in per_op.items() if dd == d and p == precision)
-                    if pts:
-                        ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", label=f"{op} {precision}")
-            ax.legend(fontsize=6)
-            ax.axhline(FORWARD_GOAL, color="k", ls="--", lw=0.8)
-            ax.axhline(FORWARD_GRADIENT_GOAL, color="k", ls=":", lw=0.8)
-            ax.axhline(1.0, color="grey", lw=0.6)
-            ax.set_xscale("log")
-            ax.set_title(f"d = {d}")
-            ax.set_xlabel("n = m")
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0][0].set_ylabel("flash-sinkhorn time / ours, end to end")
-        fig.suptitle("suite, same arrays: speedup over flash-sinkhorn\n(goals: dashed 2×, dotted 2.5×)", fontsize=8)
-        fig.tight_layout()
-        path = plot_dir / "suite_speedup_vs_flash_sinkhorn.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(str(path))
+    # speedup vs flash-sinkhorn: the kernels of the latest gpu_forward session, per precision and kernel
+    panels: dict = defaultdict(lambda: defaultdict(list))
+    for r in forward_claims:
+        if r.get("speedup"):
+            panels[r["d"]][f"{r['precision']} [{r['variant'][4:]}]"].append((r["n"], r["speedup"]))
+    if panels:
+        written.append(speedup_figure(plt, panels, [(FORWARD_GOAL, "--")], "flash-sinkhorn time / ours (forward)",
+                                      "speedup over flash-sinkhorn (dashed: the 2× goal) — latest gpu_forward session",
+                                      plot_dir / "speedup_vs_flash_sinkhorn.png"))
+    # and the suite's end-to-end speedups (same arrays, the whole call on both sides), per operation
+    panels = defaultdict(lambda: defaultdict(list))
+    for op in ("forward", "forward_gradient", "hvp"):
+        for (n, d, precision), value in speedups(suite_rows, op).items():
+            panels[d][f"{op} {precision}"].append((n, value))
+    if panels:
+        written.append(speedup_figure(plt, panels, [(FORWARD_GOAL, "--"), (FORWARD_GRADIENT_GOAL, ":")],
+                                      "flash-sinkhorn time / ours, end to end",
+                                      "suite, same arrays: speedup over flash-sinkhorn\n(goals: dashed 2×, dotted 2.5×)",
+                                      plot_dir / "suite_speedup_vs_flash_sinkhorn.png"))
     return written
+
+
+def speedup_figure(plt, panels: dict, goals: list, ylabel: str, title: str, path: Path) -> str:
+    """One panel per d of {label: [(n, speedup)]} on a log n axis, the goals as horizontal lines
+    (value, line style); written to `path`, which is returned."""
+    ds = sorted(panels)
+    fig, axes = plt.subplots(1, len(ds), figsize=(4.2 * len(ds), 3.6), squeeze=False)
+    for ax, d in zip(axes[0], ds):
+        for label, pts in sorted(panels[d].items()):
+            pts = sorted(pts)
+            ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", label=label)
+        ax.legend(fontsize=6)
+        for value, style in goals:
+            ax.axhline(value, color="k", ls=style, lw=0.8)
+        ax.axhline(1.0, color="grey", lw=0.6)
+        ax.set_xscale("log")
+        ax.set_title(f"d = {d}")
+        ax.set_xlabel("n = m")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    fig.suptitle(title, fontsize=8 if "\n" in title else 9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
 
 
 # ----------------------------------------------------------------------------- main

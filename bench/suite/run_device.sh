@@ -16,6 +16,8 @@
 #   SUITE_REPEATS     timed calls per case [5]   SUITE_MAX_ITERS  converge's iteration cap [2000]
 #   SUITE_CPP         1: our C++ forward and plan/gradient benches on the same grid first [1]
 #   SUITE_CPP_PRECISIONS  their precisions [tf32,bf16,fp32]   SUITE_CPP_TIMEOUT  seconds each [150]
+#   SUITE_CPP_MAX_N   the C++ benches' largest n [200000: at 1e6 their warm-up and repeats at three
+#                     precisions outlast SUITE_CPP_TIMEOUT; run.py's CLI and Python rows cover 1e6]
 #   SUITE_KEOPS_DOCTOR 1: try KeOps configurations first (when geomloss-online is asked for) [1]
 #   SUITE_DEVICE      cuda or cpu [cuda]
 #   SUITE_KEOPS_ENV   the doctor's choice, for geomloss-online [/tmp/keops_choice.env]
@@ -77,7 +79,10 @@ fi
 
 if [[ "${SUITE_CPP:-1}" != 0 ]]; then
   sizes=""
-  for n in ${ns//,/ }; do for d in ${ds//,/ }; do sizes+="${sizes:+,}${n}x$d"; done; done
+  for n in ${ns//,/ }; do
+    (( n <= ${SUITE_CPP_MAX_N:-200000} )) || continue
+    for d in ${ds//,/ }; do sizes+="${sizes:+,}${n}x$d"; done
+  done
   cpp_precisions="${SUITE_CPP_PRECISIONS:-tf32,bf16,fp32}"
   # One size per process: a size that runs out of time or memory costs only itself.
   # The C++ part gets at most half the deadline; the sizes left over are logged as not run.

@@ -24,7 +24,7 @@ logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
 rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES-build gpu demo study bench plan hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite
+stages="${STAGES-build gpu demo study bench plan hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +overhead
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -159,6 +159,21 @@ if has suite; then
     SUITE_LOG_DIR="$logs/suite" timeout "$(( left + 30 ))" "$runner" > "$logs/suite.log" 2>&1 ||
     { echo "suite failed or cut short"; status=1; }
   tail -60 "$logs/suite.log"
+fi
+if has overhead; then
+  # Where a Python call's host time goes on CUDA tensors (issue 6; not in the default list): the
+  # extension built in $build, bench/studies/solve_path_profile.py (CUDA events, the kernels and the
+  # CUDA API calls' host time under torch.profiler) and bench/studies/cuda_call_breakdown.py (each
+  # step of the call's path, medians of many warm calls).
+  {
+    cmake -S . -B "$build" -DFLASHSINKHORN_PYTHON=ON &&
+      cmake --build "$build" -j "$jobs" --target flashsinkhorn_python &&
+      PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/solve_path_profile.py \
+        --ns "${OVERHEAD_PROFILE_NS:-1000,10000}" --out "$out/solve_path_profile.jsonl" &&
+      PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/cuda_call_breakdown.py \
+        --ns 1,1000 --out "$out/cuda_call_breakdown.jsonl"
+  } > "$logs/overhead.log" 2>&1 || { echo "overhead studies failed"; status=1; }
+  grep -vE "^--|^\[|Warning|_warn_once" "$logs/overhead.log" | tail -60
 fi
 if has profile; then
   # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (the warm-up call);

@@ -21,7 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "suite"))
@@ -60,15 +59,21 @@ def profile_one(call) -> dict:
         torch.cuda.synchronize()
         wall = (time.perf_counter() - t0) * 1e3
     kernels: dict[str, list[float]] = {}
+    runtime: dict[str, list[float]] = {}  # CUDA runtime/driver API calls (CUPTI): host time each
     busy = 0.0
     for event in prof.events():
         if getattr(event, "device_type", None) == torch.autograd.DeviceType.CUDA:
             ms = event.device_time_total / 1e3 if hasattr(event, "device_time_total") else event.cuda_time_total / 1e3
             kernels.setdefault(event.name[:90], []).append(ms)
             busy += ms
+        elif event.name.startswith("cu"):
+            runtime.setdefault(event.name[:60], []).append(event.cpu_time_total / 1e3)
     table = sorted(((name, len(v), sum(v)) for name, v in kernels.items()), key=lambda r: -r[2])
+    calls = sorted(((name, len(v), sum(v)) for name, v in runtime.items()), key=lambda r: -r[2])
     return {"wall_ms": wall, "gpu_busy_ms": busy,
-            "kernels": [{"name": n, "count": c, "ms": round(t, 4)} for n, c, t in table[:25]]}
+            "kernels": [{"name": n, "count": c, "ms": round(t, 4)} for n, c, t in table[:25]],
+            "runtime_calls": [{"name": n, "count": c, "host_ms": round(t, 4)} for n, c, t in calls[:25]],
+            "runtime_host_ms": round(sum(t for _, _, t in calls), 4)}
 
 
 def main() -> int:
@@ -92,7 +97,9 @@ def main() -> int:
             return fs.sinkhorn(x, y, a, b, **common)
         forward()  # warm-up: module load, kernel attributes
         times = cuda_ms(forward, args.repeats)
-        construct_ms, solver = wall_ms(lambda: fs.Solver(x, y, a, b, **common))
+        construct_ms = statistics.median(wall_ms(lambda: fs.Solver(x, y, a, b, **common))[0]
+                                         for _ in range(args.repeats))
+        solver = fs.Solver(x, y, a, b, **common)
         solve_ms, result = wall_ms(solver.solve)
         primal_ms, _ = wall_ms(lambda: result.primal_cost)
         row = {"n": n, "d": args.d, "precision": args.precision, "sinkhorn_ms_median": statistics.median(times),
@@ -104,7 +111,10 @@ def main() -> int:
         print(json.dumps({k: v for k, v in row.items() if k not in ("profile", "machine", "versions")}), flush=True)
         for k in row["profile"]["kernels"][:12]:
             print(f"   {k['ms']:9.4f} ms  x{k['count']:<3} {k['name']}", flush=True)
-        print(f"   wall {row['profile']['wall_ms']:.3f} ms, GPU busy {row['profile']['gpu_busy_ms']:.3f} ms", flush=True)
+        for k in row["profile"]["runtime_calls"][:12]:
+            print(f"   {k['host_ms']:9.4f} ms host  x{k['count']:<3} {k['name']}", flush=True)
+        print(f"   wall {row['profile']['wall_ms']:.3f} ms, GPU busy {row['profile']['gpu_busy_ms']:.3f} ms, "
+              f"CUDA API host time {row['profile']['runtime_host_ms']:.3f} ms", flush=True)
     if args.out:
         Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
     return 0

@@ -11,7 +11,7 @@ solved by Sinkhorn iterations that never form the n×m matrices. Entry points: `
 from __future__ import annotations
 
 from . import _core
-from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available
+from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available, empty_cache
 from ._labels import LabelCost
 from ._functional import (HessianVectorProduct, JointHessianVectorProduct, PotentialVjp, SinkhornResult, Solver,
                           apply_plan, barycentric_map, sinkhorn)
@@ -39,6 +39,7 @@ __all__ = [
     "apply_plan",
     "barycentric_map",
     "cuda_available",
+    "empty_cache",
     "lanczos",
     "newton",
     "sinkhorn",

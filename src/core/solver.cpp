@@ -600,4 +600,10 @@ bool cuda_available() noexcept {
 #endif
 }
 
+void release_cached_device_memory() {
+#ifdef FLASHSINKHORN_HAS_CUDA
+  if (detail::cuda_device_count() > 0) detail::release_device_pools();
+#endif
+}
+
 }  // namespace flashsinkhorn

@@ -52,12 +52,14 @@ void cosine_gradient_on_device(const backend& compute, side rows, const matrix_v
   if (input.rows != out.rows || input.cols != out.cols)
     throw invalid_argument("cosine_gradient_on_device: the points and the output have different shapes");
   FS_CUDA_CHECK(cudaSetDevice(out.device));
-  // ∇_x̂ in float64 first (the backend's device copy; it waits for its own stream).
-  device_buffer<double> gradient(static_cast<std::size_t>(out.rows * out.cols));
-  compute.read_point_gradient(
-      rows, {gradient.data(), out.rows, out.cols, out.cols, dtype::float64, memory_space::cuda, out.device});
   const cudaStream_t stream =
       caller_stream && *caller_stream != 0 ? reinterpret_cast<cudaStream_t>(*caller_stream) : cudaStreamLegacy;
+  // ∇_x̂ in float64 first (the backend's device copy, on its own stream, which it waits for). The
+  // buffer is ordered on the caller's stream: complete before the backend's stream writes it.
+  device_buffer<double> gradient(static_cast<std::size_t>(out.rows * out.cols), stream);
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  compute.read_point_gradient(
+      rows, {gradient.data(), out.rows, out.cols, out.cols, dtype::float64, memory_space::cuda, out.device});
   if (input.type == dtype::float32)
     launch_for_output(static_cast<const float*>(input.data), input.row_stride, gradient.data(), out, stream);
   else

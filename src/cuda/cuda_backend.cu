@@ -73,7 +73,7 @@ std::int64_t storage_bytes(precision mode) {
 
 template <class T>
 device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream, transfer_statistics* transfers) {
-  device_buffer<T> buffer(host.size());
+  device_buffer<T> buffer(host.size(), stream);
   if (!host.empty()) {
     FS_CUDA_CHECK(cudaMemcpyAsync(buffer.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream));  // `host` may die when we return
@@ -220,7 +220,7 @@ class cuda_backend final : public backend {
                                     cudaMemcpyDeviceToDevice, stream_.get()));
       FS_CUDA_CHECK(cudaMemcpyAsync(slot_data(slot::g), prepared.initial_g.data(), prepared.initial_g.bytes(),
                                     cudaMemcpyDeviceToDevice, stream_.get()));
-      FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));  // `prepared` is freed on return
+      // (`prepared`'s buffers, freed on return, are freed in the order of stream_: no wait)
       summary.warm_start = true;
     }
   }
@@ -244,12 +244,12 @@ class cuda_backend final : public backend {
   void allocate_state() {
     for (int s = 0; s < kSlotCount; ++s) {
       const std::int64_t count = cloud(side_of(static_cast<slot>(s))).count;
-      slots_[s] = device_buffer<double>(static_cast<std::size_t>(count));
+      slots_[s] = device_buffer<double>(static_cast<std::size_t>(count), stream_.get());
       FS_CUDA_CHECK(cudaMemsetAsync(slots_[s].data(), 0, slots_[s].bytes(), stream_.get()));
       slot_buffer_[s] = s;
     }
     const std::int64_t max_padded = std::max(cloud(side::x).padded_count, cloud(side::y).padded_count);
-    bias_ = device_buffer<double>(static_cast<std::size_t>(max_padded));
+    bias_ = device_buffer<double>(static_cast<std::size_t>(max_padded), stream_.get());
     // Partial states for the split-key path: sized for the largest split any direction needs.
     std::int64_t partial_bytes = 0;
     for (side rows : {side::x, side::y})
@@ -257,8 +257,8 @@ class cuda_backend final : public backend {
         const int splits = softmin_split_count(mode_, cloud(rows), key_cloud(keys), sm_count_, max_shared_bytes_);
         partial_bytes = std::max(partial_bytes, softmin_partial_bytes(mode_, cloud(rows).padded_count, splits));
       }
-    if (partial_bytes > 0) partial_ = device_buffer<unsigned char>(static_cast<std::size_t>(partial_bytes));
-    error_ = device_buffer<double>(1);
+    if (partial_bytes > 0) partial_ = device_buffer<unsigned char>(static_cast<std::size_t>(partial_bytes), stream_.get());
+    error_ = device_buffer<double>(1, stream_.get());
     FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
@@ -376,7 +376,7 @@ class cuda_backend final : public backend {
     refuse_inside_block("weighted_dual_term");
     FS_CUDA_CHECK(cudaSetDevice(device_));
     const device_cloud_view& own = cloud(side_of(h));
-    double* term = reserve(summary_.values, 1);
+    double* term = reserve(summary_.values, 1, stream_.get());
     FS_CUDA_CHECK(launch_weighted_phi_sum(own.weights, slot_data(h), own.count, eps, rho ? *rho : 0.0, term,
                                           summary_.scratch, stream_.get()));
     return download_scalars(term, 1)[0];
@@ -392,20 +392,20 @@ class cuda_backend final : public backend {
     const auto n = static_cast<std::size_t>(rows.count);
     const auto m = static_cast<std::size_t>(keys.count);
     // sums: [Σa, Σb, Σ b·g, Σ transport, Σ entropy, Σ mass]
-    double* sums = reserve(summary_.values, 6);
+    double* sums = reserve(summary_.values, 6, stream_.get());
     cudaStream_t stream = stream_.get();
     FS_CUDA_CHECK(launch_sum(rows.weights, rows.count, sums + 0, summary_.scratch, stream));
     FS_CUDA_CHECK(launch_sum(keys.weights, keys.count, sums + 1, summary_.scratch, stream));
     FS_CUDA_CHECK(launch_weighted_phi_sum(keys.weights, slot_data(slot::g), keys.count, eps, 0.0, sums + 2,
                                           summary_.scratch, stream));
-    double* shifted = reserve(plan_.values, m);
+    double* shifted = reserve(plan_.values, m, stream_.get());
     FS_CUDA_CHECK(launch_shifted(slot_data(slot::g), keys.count, sums + 2, sums + 1, shifted, stream));
     plan_rows_launch_args args = plan_args(side::x, side::y, slot::g, eps, 1);
     args.values = shifted;
-    args.values_scratch = reserve(plan_.staged, staged_bytes(side::y, 1, true));
-    args.cost = reserve(plan_.cost, n);
+    args.values_scratch = reserve(plan_.staged, staged_bytes(side::y, 1, true), stream_.get());
+    args.cost = reserve(plan_.cost, n, stream_.get());
     FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream));
-    double* terms = reserve(summary_.row_terms, 3 * n);
+    double* terms = reserve(summary_.row_terms, 3 * n, stream_.get());
     primal_row_terms_args row_terms;
     row_terms.weights = rows.weights;
     row_terms.potential = slot_data(slot::f);
@@ -472,14 +472,14 @@ class cuda_backend final : public backend {
 
     plan_rows_launch_args args = plan_args(request.rows, request.keys, request.key_potential, request.eps, k);
     if (k > 0) {
-      double* values = reserve(plan_.values, m * k);
+      double* values = reserve(plan_.values, m * k, stream_.get());
       FS_CUDA_CHECK(cudaMemcpyAsync(values, request.values, m * k * sizeof(double), cudaMemcpyHostToDevice,
                                     stream_.get()));
       count_host_to_device(transfers_, static_cast<std::int64_t>(m * k * sizeof(double)));
       args.values = values;
-      args.values_scratch = reserve(plan_.staged, staged_bytes(request.keys, request.k, request.want_cost));
+      args.values_scratch = reserve(plan_.staged, staged_bytes(request.keys, request.k, request.want_cost), stream_.get());
     }
-    if (request.want_cost) args.cost = reserve(plan_.cost, n);
+    if (request.want_cost) args.cost = reserve(plan_.cost, n, stream_.get());
     FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
 
     plan_rows_result result;
@@ -518,7 +518,7 @@ class cuda_backend final : public backend {
       context.clouds = {&clouds_[0], &clouds_[1]};
       context.pass_args = [this](side rows, side keys, slot key, double eps, std::int64_t k, bool quadratic) {
         plan_rows_launch_args args = plan_args(rows, keys, key, eps, static_cast<std::size_t>(k), false);
-        args.values_scratch = reserve(plan_.staged, staged_bytes(keys, k, false, quadratic));
+        args.values_scratch = reserve(plan_.staged, staged_bytes(keys, k, false, quadratic), stream_.get());
         return args;
       };
       context.transfers = transfers_;
@@ -552,7 +552,7 @@ class cuda_backend final : public backend {
       args.stored_directions = upload_stored(plan_.stored_directions, request.directions, rows);
       if (request.key_directions != nullptr)
         args.stored_key_directions = upload_stored(plan_.stored_key_directions, request.key_directions, keys);
-      args.values_scratch = reserve(plan_.staged, staged_bytes(request.keys, request.k, false, true));
+      args.values_scratch = reserve(plan_.staged, staged_bytes(request.keys, request.k, false, true), stream_.get());
     }
     FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
     plan_rows_result result;
@@ -580,12 +580,12 @@ class cuda_backend final : public backend {
     if (system.key_reweight->size() != n || rhs.size() != m || diagonal.size() != m)
       throw invalid_argument("solve_schur: vector sizes do not match the clouds");
     // All scratch at its final size first: nothing is reallocated while passes are in flight.
-    reserve(plan_.lse, std::max(n, m));
-    reserve(plan_.weighted, std::max(n, m));
-    void* staged = reserve(plan_.staged, std::max(staged_bytes(side::y, 1, false), staged_bytes(side::x, 1, false)));
+    reserve(plan_.lse, std::max(n, m), stream_.get());
+    reserve(plan_.weighted, std::max(n, m), stream_.get());
+    void* staged = reserve(plan_.staged, std::max(staged_bytes(side::y, 1, false), staged_bytes(side::x, 1, false)), stream_.get());
     reserve(plan_.partials, static_cast<std::size_t>(
-                                std::max(vector_partial_bytes(side::x, side::y), vector_partial_bytes(side::y, side::x))));
-    device_buffer<double> reweight(n), reweighted(n);
+                                std::max(vector_partial_bytes(side::x, side::y), vector_partial_bytes(side::y, side::x))), stream_.get());
+    device_buffer<double> reweight(n, stream_.get()), reweighted(n, stream_.get());
     FS_CUDA_CHECK(cudaMemcpyAsync(reweight.data(), system.key_reweight->data(), n * sizeof(double),
                                   cudaMemcpyHostToDevice, stream_.get()));
 
@@ -627,8 +627,8 @@ class cuda_backend final : public backend {
     args.cost_scale = cost_scale_;
     args.eps = system.eps;
     args.sm_count = sm_count_;
-    args.entry_keys = reserve(plan_.top_keys, entries);
-    args.entry_values = reserve(plan_.top_values, entries);
+    args.entry_keys = reserve(plan_.top_keys, entries, stream_.get());
+    args.entry_values = reserve(plan_.top_values, entries, stream_.get());
     FS_CUDA_CHECK(launch_plan_top_entries(mode_, args, plan_.top_scratch, stream_.get()));
     return sparse_schur(plan_.sparse, args.entry_keys, args.entry_values, rows.count, kTopEntries,
                         *system.sparse_row_masses, *system.column_sums, system.sparse_shift, device_, stream_.get());
@@ -661,7 +661,7 @@ class cuda_backend final : public backend {
       throw invalid_argument("point_gradient: accumulate into a gradient that was never written");
     const exact_points_view& row_points = clouds_[static_cast<int>(request.rows)].exact;
     point_gradient_epilogue_args epilogue;
-    epilogue.gradient = reserve(gradient, n * d);
+    epilogue.gradient = reserve(gradient, n * d, stream_.get());
     epilogue.points = row_points.data;
     epilogue.points_are_double = row_points.is_double;
     epilogue.points_stride = row_points.stride;
@@ -760,21 +760,21 @@ class cuda_backend final : public backend {
     args.eps = eps;
     args.k = static_cast<std::int64_t>(k);
     const auto n = static_cast<std::size_t>(args.rows.count);
-    args.lse = reserve(plan_.lse, n);
-    args.weighted = k > 0 && weighted_scratch ? reserve(plan_.weighted, n * k) : nullptr;
+    args.lse = reserve(plan_.lse, n, stream_.get());
+    args.weighted = k > 0 && weighted_scratch ? reserve(plan_.weighted, n * k, stream_.get()) : nullptr;
     args.bias_scratch = reinterpret_cast<float*>(bias_.data());  // the softmin's β buffer, 8 bytes a key
     args.max_shared_bytes = max_shared_bytes_;
     args.sm_count = sm_count_;
     if (k <= 1) {  // the one-column and the LSE-only passes split their keys
       args.partial_scratch_capacity = vector_partial_bytes(rows, keys);
-      args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(args.partial_scratch_capacity));
+      args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(args.partial_scratch_capacity), stream_.get());
     }
     return args;
   }
 
   // `count` host doubles into `buffer` (grown as needed), enqueued on the stream.
   double* upload_to(device_buffer<double>& buffer, const double* host, std::size_t count) const {
-    double* device = reserve(buffer, count);
+    double* device = reserve(buffer, count, stream_.get());
     FS_CUDA_CHECK(cudaMemcpyAsync(device, host, count * sizeof(double), cudaMemcpyHostToDevice, stream_.get()));
     return device;
   }
@@ -786,7 +786,7 @@ class cuda_backend final : public backend {
                             const device_cloud_view& view) const {
     const std::vector<unsigned char> stored =
         encode_points(host, view.count, view.dim, view.padded_count, view.padded_dim, mode_, nullptr);
-    unsigned char* device = reserve(buffer, stored.size());
+    unsigned char* device = reserve(buffer, stored.size(), stream_.get());
     FS_CUDA_CHECK(cudaMemcpyAsync(device, stored.data(), stored.size(), cudaMemcpyHostToDevice, stream_.get()));
     return device;
   }
@@ -811,7 +811,7 @@ class cuda_backend final : public backend {
     const device_cloud_view& view = cloud(keys);
     const exact_points_view& exact = clouds_[static_cast<int>(keys)].exact;
     const staged_values_layout layout = plan_values_layout(mode_, view.padded_dim, view.dim, false, max_shared_bytes_);
-    staged = device_buffer<unsigned char>(static_cast<std::size_t>(plan_values_bytes(layout, view.dim, view.padded_count)));
+    staged = device_buffer<unsigned char>(static_cast<std::size_t>(plan_values_bytes(layout, view.dim, view.padded_count)), stream_.get());
     FS_CUDA_CHECK(stage_plan_values(mode_, layout, static_cast<const float*>(exact.data), exact.stride, view.count,
                                     view.padded_count, view.dim, staged.data(), stream_.get()));
     return staged.data();

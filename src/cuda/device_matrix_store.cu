@@ -142,7 +142,7 @@ void device_matrix_store::check_device(memory_space space, int device, const std
                            std::to_string(context_.device));
 }
 
-unsigned char* device_matrix_store::staging(std::size_t bytes) const { return reserve(staging_, bytes); }
+unsigned char* device_matrix_store::staging(std::size_t bytes) const { return reserve(staging_, bytes, context_.stream); }
 
 void device_matrix_store::write_view(int id, const matrix_view& view, const std::string& name) {
   FS_CUDA_CHECK(cudaSetDevice(context_.device));
@@ -193,7 +193,7 @@ void device_matrix_store::read_into(int id, const mutable_matrix_view& out, cons
 std::int64_t device_matrix_store::first_nonfinite(int id) const {
   FS_CUDA_CHECK(cudaSetDevice(context_.device));
   const matrix& m = at(id);
-  if (flag_.size() == 0) flag_ = device_buffer<unsigned long long>(1);
+  if (flag_.size() == 0) flag_ = device_buffer<unsigned long long>(1, context_.stream);
   FS_CUDA_CHECK(cudaMemsetAsync(flag_.data(), 0xff, sizeof(unsigned long long), context_.stream));
   if (m.rows * m.cols > 0)
     first_nonfinite_kernel<<<blocks_for(m.rows * m.cols), kThreads, 0, context_.stream>>>(m.values.data(),
@@ -216,11 +216,11 @@ double* device_matrix_store::shape(int id, std::int64_t rows, std::int64_t cols)
   matrix& m = matrices_[id];
   m.rows = rows;
   m.cols = cols;
-  return reserve(m.values, static_cast<std::size_t>(rows * cols));
+  return reserve(m.values, static_cast<std::size_t>(rows * cols), context_.stream);
 }
 
 const double* device_matrix_store::upload_vector(int slot, const std::vector<double>& host) const {
-  double* device = reserve(vectors_[static_cast<std::size_t>(slot)], host.size());
+  double* device = reserve(vectors_[static_cast<std::size_t>(slot)], host.size(), context_.stream);
   FS_CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(double), cudaMemcpyHostToDevice,
                                 context_.stream));
   count_host_to_device(context_.transfers, static_cast<std::int64_t>(host.size() * sizeof(double)));
@@ -316,7 +316,7 @@ std::vector<double> device_matrix_store::row_dots(int a, std::int64_t a_column, 
   FS_CUDA_CHECK(cudaSetDevice(context_.device));
   const matrix& ma = at(a);
   const matrix& mb = at(b);
-  double* out = reserve(vectors_[kMaxTerms], static_cast<std::size_t>(ma.rows));
+  double* out = reserve(vectors_[kMaxTerms], static_cast<std::size_t>(ma.rows), context_.stream);
   if (ma.rows == 0) return {};
   row_dots_kernel<<<blocks_for(ma.rows * 32), kThreads, 0, context_.stream>>>(
       ma.values.data() + a_column, ma.cols, mb.values.data() + b_column, mb.cols, ma.rows, width, out);
@@ -340,7 +340,7 @@ const void* device_matrix_store::stored_like(int id, const device_cloud_view& vi
   const matrix& m = at(id);
   const std::int64_t element = context_.mode == precision::fp64 ? 8 : context_.mode == precision::bf16 ? 2 : 4;
   const auto bytes = static_cast<std::size_t>(view.padded_count * view.padded_dim * element);
-  unsigned char* stored = reserve(buffer, bytes);
+  unsigned char* stored = reserve(buffer, bytes, context_.stream);
   FS_CUDA_CHECK(cudaMemsetAsync(stored, 0, bytes, context_.stream));
   encode_rows_kernel<<<blocks_for(m.rows * m.cols), kThreads, 0, context_.stream>>>(
       m.values.data(), m.rows, m.cols, view.padded_dim, context_.mode, stored);

@@ -278,13 +278,14 @@ void require_on_device(const View& view, int device, const char* name) {
 }
 
 // CUB's sums of up to `capacity` doubles into device scalars, with one temporary storage sized once
-// (a larger storage than a smaller sum needs is allowed), so that no sum waits for the host.
+// (a larger storage than a smaller sum needs is allowed), so that no sum waits for the host. The
+// sums run on the stream the storage is allocated on.
 class device_sums {
  public:
-  explicit device_sums(std::int64_t capacity) {
+  device_sums(std::int64_t capacity, cudaStream_t stream) {
     FS_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes_, static_cast<const double*>(nullptr),
                                          static_cast<double*>(nullptr), capacity));
-    storage_ = device_buffer<unsigned char>(std::max<std::size_t>(bytes_, 1));
+    storage_ = device_buffer<unsigned char>(std::max<std::size_t>(bytes_, 1), stream);
   }
   void sum(const double* values, std::int64_t count, double* out, cudaStream_t stream) {
     std::size_t bytes = bytes_;
@@ -343,11 +344,11 @@ device_cloud store_cloud(working_cloud&& work, const double* mean, std::int64_t 
   const std::int64_t n = work.count;
   const std::int64_t padded_n = tile::round_up(n, tile::kRowPadding);
   const std::int64_t padded_d = softmin_padded_dim(mode, dim);
-  out.points = device_buffer<unsigned char>(static_cast<std::size_t>(padded_n * padded_d * storage_bytes(mode)));
+  out.points = device_buffer<unsigned char>(static_cast<std::size_t>(padded_n * padded_d * storage_bytes(mode)), stream);
   FS_CUDA_CHECK(cudaMemsetAsync(out.points.data(), 0, out.points.bytes(), stream));
   const bool rounded_copy = mode == precision::tf32 || mode == precision::bf16;
-  if (rounded_copy) out.exact_points = device_buffer<float>(static_cast<std::size_t>(n * dim));
-  out.scaled_sq_norm = device_buffer<double>(static_cast<std::size_t>(n));
+  if (rounded_copy) out.exact_points = device_buffer<float>(static_cast<std::size_t>(n * dim), stream);
+  out.scaled_sq_norm = device_buffer<double>(static_cast<std::size_t>(n), stream);
   store_rows_kernel<<<blocks_for(n), kThreads, 0, stream>>>(work.points.data(), mean, n, dim, padded_d, mode,
                                                             cost_scale, out.points.data(), out.exact_points.data(),
                                                             out.scaled_sq_norm.data());
@@ -391,18 +392,18 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
   const vector_view* weights[2] = {&p.a, &p.b};
 
   // Read and validate: points and weights into working buffers, the flags in one struct.
-  device_buffer<validation_flags> flags_on_device(1);
+  device_buffer<validation_flags> flags_on_device(1, stream);
   FS_CUDA_CHECK(cudaMemsetAsync(flags_on_device.data(), 0xFF, sizeof(validation_flags), stream));  // kNone
   validation_flags* flags = flags_on_device.data();
   working_cloud work[2];
-  device_sums sums(std::max(p.x.rows, p.y.rows));
+  device_sums sums(std::max(p.x.rows, p.y.rows), stream);
   for (int s = 0; s < 2; ++s) {
     const matrix_view& view = *views[s];
     working_cloud& w = work[s];
     w.count = view.rows;
-    w.points = device_buffer<double>(static_cast<std::size_t>(view.rows * dim));
-    w.weights = device_buffer<double>(static_cast<std::size_t>(view.rows));
-    w.log_weights = device_buffer<double>(static_cast<std::size_t>(view.rows));
+    w.points = device_buffer<double>(static_cast<std::size_t>(view.rows * dim), stream);
+    w.weights = device_buffer<double>(static_cast<std::size_t>(view.rows), stream);
+    w.log_weights = device_buffer<double>(static_cast<std::size_t>(view.rows), stream);
     const matrix_source points{view.data, view.rows, view.cols, view.row_stride, view.type == dtype::float64};
     read_points_kernel<<<blocks_for(view.rows * dim), kThreads, 0, stream>>>(points, w.points.data(),
                                                                              &flags->first_nonfinite_point[s]);
@@ -420,7 +421,7 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
   for (int s = 0; s < 2; ++s) {
     const vector_view& view = *potentials[s];
     if (view.empty()) continue;
-    *potential_buffers[s] = device_buffer<double>(static_cast<std::size_t>(view.size));
+    *potential_buffers[s] = device_buffer<double>(static_cast<std::size_t>(view.size), stream);
     const vector_source source{view.data, view.size, view.stride, view.type == dtype::float64};
     read_potential_kernel<<<blocks_for(view.size), kThreads, 0, stream>>>(source, potential_buffers[s]->data(),
                                                                           &flags->first_nonfinite_potential[s]);
@@ -468,7 +469,7 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
   }
 
   // Weights normalised, then the column statistics: weighted means (centring) and the bounding box.
-  device_buffer<double> masses(2);  // Σw̃ per cloud (1 up to rounding when normalising)
+  device_buffer<double> masses(2, stream);  // Σw̃ per cloud (1 up to rounding when normalising)
   for (int s = 0; s < 2; ++s) {
     normalise_weights_kernel<<<blocks_for(work[s].count), kThreads, 0, stream>>>(
         work[s].weights.data(), work[s].log_weights.data(), work[s].count, &flags->weight_sum[s], o.normalize_weights);
@@ -476,15 +477,15 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
     sums.sum(work[s].weights.data(), work[s].count, masses.data() + s, stream);
   }
   if (dim > 65535) throw unsupported("prepare_on_device: more than 65535 coordinates per point");
-  device_buffer<double> partials(static_cast<std::size_t>(2 * dim * kColumnChunks * 3));
+  device_buffer<double> partials(static_cast<std::size_t>(2 * dim * kColumnChunks * 3), stream);
   for (int s = 0; s < 2; ++s) {
     column_partials_kernel<<<dim3(kColumnChunks, static_cast<unsigned>(dim)), kThreads, 0, stream>>>(
         work[s].points.data(), work[s].weights.data(), work[s].count, dim,
         partials.data() + s * dim * kColumnChunks * 3);
     FS_CUDA_CHECK_LAUNCH();
   }
-  device_buffer<double> mean(static_cast<std::size_t>(dim));
-  device_buffer<double> box_diagonal(1);
+  device_buffer<double> mean(static_cast<std::size_t>(dim), stream);
+  device_buffer<double> box_diagonal(1, stream);
   finish_columns_kernel<<<1, kThreads, 0, stream>>>(partials.data(), partials.data() + dim * kColumnChunks * 3,
                                                     masses.data(), masses.data() + 1, dim, mean.data(),
                                                     box_diagonal.data());
@@ -498,7 +499,8 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
 
   for (int s = 0; s < 2; ++s)
     out.clouds[s] = store_cloud(std::move(work[s]), mean.data(), dim, o.precision, out.cost_scale, stream);
-  FS_CUDA_CHECK(cudaStreamSynchronize(stream));  // the working buffers and `mean` are freed on return
+  // The working buffers and `mean` are freed on return in the order of `stream` (device_buffer.hpp),
+  // after the kernels above: no wait.
   return out;
 }
 

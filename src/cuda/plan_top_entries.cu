@@ -53,7 +53,7 @@ cudaError_t launch_plan_top_entries(precision mode, const plan_top_entries_args&
 
   const auto states = static_cast<std::size_t>(splits) * static_cast<std::size_t>(n);
   const std::size_t bytes = states * (kTopEntries * (sizeof(float) + sizeof(int)) + 2 * sizeof(float));
-  unsigned char* base = reserve(scratch, bytes);
+  unsigned char* base = reserve(scratch, bytes, stream);
   kernels::plan_top_entries_params p;
   p.row_points = args.rows.points;
   p.key_points = args.keys.points;

@@ -50,7 +50,7 @@ class state_ring {
 };
 
 double* upload(device_buffer<double>& buffer, const std::vector<double>& values, cudaStream_t stream) {
-  double* data = reserve(buffer, values.size());
+  double* data = reserve(buffer, values.size(), stream);
   FS_CUDA_CHECK(cudaMemcpyAsync(data, values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice, stream));
   return data;
 }
@@ -59,7 +59,7 @@ double* upload(device_buffer<double>& buffer, const std::vector<double>& values,
 
 struct schur_cg_workspace::impl {
   device_buffer<double> c, mu, diagonal, rhs, product, solution, residual, direction, previous_residual, preconditioned;
-  device_buffer<schur_cg_state> state{1};
+  device_buffer<schur_cg_state> state;  // one
   state_ring ring;
 };
 
@@ -95,16 +95,16 @@ projected_cg_outcome device_schur_cg(schur_cg_workspace& workspace, const schur_
   v.column_sums = upload(w.c, *inputs.column_sums, stream);
   v.column_masses = upload(w.mu, *inputs.column_masses, stream);
   v.diagonal = upload(w.diagonal, *inputs.diagonal, stream);
-  double* product = reserve(w.product, size);
+  double* product = reserve(w.product, size, stream);
   v.product = product;
-  v.solution = reserve(w.solution, size);
-  v.residual = reserve(w.residual, size);
-  v.direction = reserve(w.direction, size);
-  v.previous_residual = precondition != nullptr ? reserve(w.previous_residual, size) : nullptr;
-  double* preconditioned = precondition != nullptr ? reserve(w.preconditioned, size) : nullptr;
+  v.solution = reserve(w.solution, size, stream);
+  v.residual = reserve(w.residual, size, stream);
+  v.direction = reserve(w.direction, size, stream);
+  v.previous_residual = precondition != nullptr ? reserve(w.previous_residual, size, stream) : nullptr;
+  double* preconditioned = precondition != nullptr ? reserve(w.preconditioned, size, stream) : nullptr;
   v.tolerance = settings.tolerance;
   v.project = settings.project;
-  v.state = w.state.data();
+  v.state = reserve(w.state, 1, stream);
 
   state_ring& ring = w.ring;
   kernels::schur_cg_start_kernel<<<1, kernels::kSchurCgThreads, 0, stream>>>(v, upload(w.rhs, *inputs.rhs, stream));

@@ -56,7 +56,7 @@ cudaError_t launch_sum(const double* values, std::int64_t count, double* out, de
   if (scratch.size() < bytes) {
     status = cudaStreamSynchronize(stream);  // the old scratch may still be read
     if (status != cudaSuccess) return status;
-    scratch = device_buffer<unsigned char>(bytes);
+    scratch = device_buffer<unsigned char>(bytes, stream);
   }
   return cub::DeviceReduce::Sum(scratch.data(), bytes, values, out, count, stream);
 }
@@ -73,7 +73,7 @@ cudaError_t launch_weighted_phi_sum(const double* weights, const double* potenti
   if (scratch.size() < aligned_terms + bytes) {
     status = cudaStreamSynchronize(stream);
     if (status != cudaSuccess) return status;
-    scratch = device_buffer<unsigned char>(aligned_terms + bytes);
+    scratch = device_buffer<unsigned char>(aligned_terms + bytes, stream);
   }
   auto* terms = reinterpret_cast<double*>(scratch.data());
   weighted_phi_kernel<<<blocks_for(count), kThreads, 0, stream>>>(weights, potential, count, eps, rho, terms);

@@ -19,7 +19,7 @@ unsigned blocks_for(std::int64_t count) { return static_cast<unsigned>((count + 
 // Copies host values into `buffer` (grown as needed) on the stream; pageable memory: the copy has
 // read `values` when this returns.
 double* upload(device_buffer<double>& buffer, const std::vector<double>& values, cudaStream_t stream) {
-  double* data = reserve(buffer, values.size());
+  double* data = reserve(buffer, values.size(), stream);
   FS_CUDA_CHECK(cudaMemcpyAsync(data, values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice, stream));
   return data;
 }
@@ -59,12 +59,12 @@ sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys,
   const double* masses = upload(b.masses, row_masses, stream);
   const double* sums = upload(b.sums, column_sums, stream);
   const auto count = static_cast<std::size_t>(entries);
-  reserve(b.weights, count);
-  reserve(b.keys, count);
-  reserve(b.sort_keys, count);
-  reserve(b.sorted_keys, count);
-  reserve(b.ids, count);
-  reserve(b.column_entries, count);
+  reserve(b.weights, count, stream);
+  reserve(b.keys, count, stream);
+  reserve(b.sort_keys, count, stream);
+  reserve(b.sorted_keys, count, stream);
+  reserve(b.ids, count, stream);
+  reserve(b.column_entries, count, stream);
 
   // W and the sort's inputs, then the entries by column (stable: ascending e within a column).
   FS_CUDA_CHECK(cudaMemcpyAsync(b.keys.data(), entry_keys, count * sizeof(int), cudaMemcpyDeviceToDevice, stream));
@@ -77,19 +77,19 @@ sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys,
     FS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, b.sort_keys.data(), b.sorted_keys.data(),
                                                   b.ids.data(), b.column_entries.data(), static_cast<int>(entries), 0,
                                                   end_bit, stream));
-    reserve(b.sort_temp, std::max<std::size_t>(temp_bytes, 1));
+    reserve(b.sort_temp, std::max<std::size_t>(temp_bytes, 1), stream);
     FS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(b.sort_temp.data(), temp_bytes, b.sort_keys.data(),
                                                   b.sorted_keys.data(), b.ids.data(), b.column_entries.data(),
                                                   static_cast<int>(entries), 0, end_bit, stream));
   }
-  reserve(b.column_offsets, static_cast<std::size_t>(m_ + 1));
+  reserve(b.column_offsets, static_cast<std::size_t>(m_ + 1), stream);
   kernels::sparse_schur_offsets_kernel<<<blocks_for(m_ + 1), kThreads, 0, stream>>>(b.sorted_keys.data(), entries, m_,
                                                                                     b.column_offsets.data());
   FS_CUDA_CHECK(cudaGetLastError());
 
   const auto columns = static_cast<std::size_t>(m_);
-  reserve(b.diagonal, columns);
-  reserve(b.inverse_diagonal, columns);
+  reserve(b.diagonal, columns, stream);
+  reserve(b.inverse_diagonal, columns, stream);
   const kernels::sparse_schur_view view = view_of(b, n_, m_, entries_per_row_);
   if (m_ > 0) {
     kernels::sparse_schur_diagonal_kernel<<<blocks_for(m_), kThreads, 0, stream>>>(
@@ -104,12 +104,12 @@ sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys,
                                                               kernels::kSparseSchurThreads, 0));
   const std::int64_t wanted = (std::max(n_, m_) + kernels::kSparseSchurThreads - 1) / kernels::kSparseSchurThreads;
   blocks_ = static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::int64_t{sm_count} * std::max(per_sm, 1)));
-  reserve(b.row_values, static_cast<std::size_t>(std::max<std::int64_t>(n_, 1)));
-  reserve(b.residual, columns);
-  reserve(b.scaled, columns);
-  reserve(b.directions, 2 * columns);
-  reserve(b.product, columns);
-  reserve(b.partials, static_cast<std::size_t>(4 * blocks_));
+  reserve(b.row_values, static_cast<std::size_t>(std::max<std::int64_t>(n_, 1)), stream);
+  reserve(b.residual, columns, stream);
+  reserve(b.scaled, columns, stream);
+  reserve(b.directions, 2 * columns, stream);
+  reserve(b.product, columns, stream);
+  reserve(b.partials, static_cast<std::size_t>(4 * blocks_), stream);
 }
 
 void sparse_schur::solve(const double* rhs, double* solution, const int* skip, cudaStream_t stream) const {

@@ -340,12 +340,12 @@ TEST(cuda_backend_errors, reports_bad_arguments) {
 TEST(cuda_backend_errors, out_of_memory_is_an_exception) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   try {
-    const device_buffer<double> huge(std::size_t{1} << 47);
+    const device_buffer<double> huge(std::size_t{1} << 47, nullptr);
     FAIL() << "a 1 PiB cudaMalloc succeeded";
   } catch (const flashsinkhorn::out_of_memory& e) {
     EXPECT_NE(std::string(e.what()).find("1125899906842624 bytes"), std::string::npos) << e.what();
   }
-  const device_buffer<double> small(1024);  // the failed call left no sticky error behind
+  const device_buffer<double> small(1024, nullptr);  // the failed call left no sticky error behind
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 

@@ -53,9 +53,10 @@ host_cloud random_cloud(std::int64_t count, std::int64_t dim, double shift, doub
   return c;
 }
 
+// (on the legacy default stream, as every call of these tests)
 template <class T>
 device_buffer<T> upload(const std::vector<T>& values) {
-  device_buffer<T> buffer(values.size());
+  device_buffer<T> buffer(values.size(), nullptr);
   EXPECT_EQ(cudaMemcpy(buffer.data(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
   return buffer;
 }
@@ -119,8 +120,8 @@ TEST_F(sparse_plan_gpu_test, top_entries_match_a_float64_scan) {
   for (double& v : h) v = normal(rng);
   const uploaded_cloud rows(x), keys(y);
   const device_buffer<double> potential = upload(h);
-  device_buffer<int> entry_keys(static_cast<std::size_t>(x.count * kTopEntries));
-  device_buffer<double> entry_values(static_cast<std::size_t>(x.count * kTopEntries));
+  device_buffer<int> entry_keys(static_cast<std::size_t>(x.count * kTopEntries), nullptr);
+  device_buffer<double> entry_values(static_cast<std::size_t>(x.count * kTopEntries), nullptr);
   device_buffer<unsigned char> scratch;
   plan_top_entries_args args;
   args.rows = rows.view;
@@ -198,7 +199,7 @@ TEST_F(sparse_plan_gpu_test, sparse_schur_solve_reaches_its_tolerance) {
   std::vector<double> r(static_cast<std::size_t>(m));
   for (double& v : r) v = normal(rng);
   const device_buffer<double> d_r = upload(r);
-  device_buffer<double> d_x(static_cast<std::size_t>(m));
+  device_buffer<double> d_x(static_cast<std::size_t>(m), nullptr);
   s_k.solve(d_r.data(), d_x.data(), nullptr, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<double> x = download(d_x);

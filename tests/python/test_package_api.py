@@ -19,8 +19,9 @@ def test_version_and_exports():
     assert fs.__version__ == "0.1.0"
     assert fs.__core_version__ == "0.1.0"
     for name in ("sinkhorn", "Solver", "SamplesLoss", "apply_plan", "barycentric_map", "SinkhornResult",
-                 "InvalidArgument", "Unsupported", "CudaError", "OutOfMemory", "Error", "cuda_available"):
+                 "InvalidArgument", "Unsupported", "CudaError", "OutOfMemory", "Error", "cuda_available", "empty_cache"):
         assert hasattr(fs, name), name
+    fs.empty_cache()  # gives the CUDA pools' cached memory back; a no-op without CUDA
     assert issubclass(fs.InvalidArgument, ValueError) and issubclass(fs.InvalidArgument, fs.Error)
     assert issubclass(fs.Unsupported, NotImplementedError)
     assert issubclass(fs.CudaError, RuntimeError)

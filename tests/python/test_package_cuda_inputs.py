@@ -232,3 +232,30 @@ def test_hvp_on_cuda_tensors_stays_on_the_gpu():
     want = cpu.hvp(direction.cpu(), tol=1e-10).product
     for got in (first.product, product.product, joint.product_x):
         assert torch.allclose(got.cpu(), want, rtol=1e-7, atol=1e-9 * float(want.abs().max()))
+
+
+def test_a_warm_call_allocates_no_device_memory_from_the_driver():
+    """The solver's buffers come from flashsinkhorn's memory pool (device_memory_pool.hpp): after a
+    first call of a size, another call makes no cudaMalloc or cudaFree (torch's own tensors come
+    from its caching allocator). fs.empty_cache() gives the pool's memory back to the driver, and
+    the next call still solves."""
+    from torch.profiler import ProfilerActivity, profile
+
+    x, y, a, b = _tensors(5, N, M, D, torch.float32, "cuda")
+
+    def driver_calls():
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            fs.sinkhorn(x, y, a, b, eps=0.5, iters=20, tol=0)
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events()]
+        return sum(n == "cudaMalloc" for n in names), sum(n == "cudaFree" for n in names)
+
+    fs.sinkhorn(x, y, a, b, eps=0.5, iters=20, tol=0)  # the pool takes what this size needs
+    assert driver_calls() == (0, 0)
+    torch.cuda.synchronize()
+    free_before = torch.cuda.mem_get_info()[0]
+    fs.empty_cache()
+    assert torch.cuda.mem_get_info()[0] > free_before  # the pool's cache went back to the driver
+    r = fs.sinkhorn(x, y, a, b, eps=0.5, iters=20, tol=0)  # and the pool grows again
+    assert torch.isfinite(r.cost)

@@ -1,0 +1,48 @@
+// Stream-ordered device memory for the CUDA backend's buffers (device_buffer.hpp).
+//
+// Every solver owns a few dozen device buffers. Allocated with cudaMalloc and freed with cudaFree
+// they cost a Python call on CUDA tensors 31 of each, 0.9 ms of host time at n = 10,000 (0.3 ms at
+// n = 1,000; H200, bench/results/solve_path_profile_h200_2026-11-30_s11c.jsonl) — against 1.7 ms
+// of GPU work — and cudaFree waits for the whole device. Here they come from one CUDA memory pool
+// per device (cudaMallocFromPoolAsync / cudaFreeAsync, ordered on the stream that uses the buffer),
+// and the pool keeps what is freed (release threshold: unlimited), so that the next solver of the
+// same size reuses it without a call into the driver's allocator: the caching-allocator model of
+// PyTorch and CuPy, on the runtime's own pools.
+//
+// Contracts:
+//   - a buffer is used on its stream only, or on work ordered before its free on that stream;
+//     the stream outlives the buffer (cuda_backend declares its stream before every buffer);
+//   - while `stream` is being captured into a CUDA graph the allocation is a plain cudaMalloc,
+//     which the capture rejects (graph_cache.hpp turns graphs off), as before the pool;
+//   - a device without memory pools (cudaDevAttrMemoryPoolsSupported = 0) gets cudaMalloc/cudaFree;
+//   - out of memory: the pools' cached memory is given back (after a device synchronisation) and the
+//     allocation tried once more before out_of_memory is thrown;
+//   - release_device_pools() (public: flashsinkhorn::release_cached_device_memory) gives every
+//     pool's unused memory back.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace flashsinkhorn::detail {
+
+struct device_allocation {
+  void* data = nullptr;
+  bool pooled = false;  // freed with cudaFreeAsync on its stream (else cudaFree)
+};
+
+// `bytes` (> 0) on the current device, ordered on `stream`. Throws out_of_memory / cuda_error.
+device_allocation allocate_device(std::size_t bytes, cudaStream_t stream);
+
+// Frees an allocation of allocate_device (ordered on `stream` when pooled). Never throws: errors
+// are logged.
+void free_device(const device_allocation& allocation, cudaStream_t stream) noexcept;
+
+// Gives every pool's cached (unused) memory back to the driver. Throws cuda_error.
+void release_device_pools();
+
+// Bytes the current device's pool holds from the driver (in use or cached); 0 without a pool.
+std::size_t pooled_bytes_reserved();
+
+}  // namespace flashsinkhorn::detail

@@ -50,7 +50,7 @@ class Frame:
     `numpy_dtype` is the working dtype as a NumPy type (what the core reads and writes on the host),
     `single` is True for float32, `on_host` is False for tensors on a GPU (results are moved there),
     `cuda_index` is the GPU of CUDA tensors (None otherwise). Frames are immutable; `Frame.of` hands
-    out shared instances for NumPy and CPU tensors."""
+    out shared instances for NumPy, CPU and CUDA tensors."""
 
     __slots__ = ("torch", "dtype", "device", "numpy_dtype", "single", "on_host", "cuda_index")
 
@@ -94,6 +94,12 @@ class Frame:
                     frame = _CPU_TENSOR_FRAMES.get(ref.dtype)
                     if frame is not None:
                         return frame
+                elif ref.is_cuda:  # one shared frame per (dtype, GPU): no torch.device made per call
+                    key = (ref.dtype, ref.get_device())
+                    frame = _CUDA_TENSOR_FRAMES.get(key)
+                    if frame is None:
+                        frame = _CUDA_TENSOR_FRAMES[key] = Frame(True, _working_torch_dtype(ref.dtype), ref.device)
+                    return frame
                 return Frame(True, _working_torch_dtype(ref.dtype), ref.device)
         return _numpy_frame(first.dtype if isinstance(first, np.ndarray) else np.asarray(first).dtype)
 
@@ -130,6 +136,7 @@ _FLOAT32, _FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
 _FLOAT32_FRAME, _FLOAT64_FRAME = Frame(False, np.float32), Frame(False, np.float64)
 _NUMPY_FRAMES = {_FLOAT32: _FLOAT32_FRAME, _FLOAT64: _FLOAT64_FRAME}
 _CPU_TENSOR_FRAMES = {} if torch is None else {t: Frame(True, t, torch.device("cpu")) for t in _NUMPY_OF}
+_CUDA_TENSOR_FRAMES: dict = {}  # (tensor dtype, GPU index) → Frame, filled by Frame.of
 
 
 def _numpy_frame(dtype: np.dtype) -> Frame:
@@ -167,10 +174,17 @@ def core_array(value: Array | None, frame: Frame) -> Any:
 
 def current_stream(frame: Frame) -> int | None:
     """The caller's current CUDA stream on the frame's GPU (the value of its cudaStream_t; 0 is the
-    legacy default stream), None for host frames."""
+    legacy default stream), None for host frames. torch's raw getter (the one Triton launches
+    with) where it exists: torch.cuda.current_stream() builds a Stream object, 9–11 µs of an
+    H200 host's time per call (bench/studies/cuda_call_breakdown.py)."""
     if frame.cuda_index is None:
         return None
+    if _RAW_STREAM is not None:
+        return _RAW_STREAM(frame.cuda_index)
     return torch.cuda.current_stream(frame.cuda_index).cuda_stream
+
+
+_RAW_STREAM = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None) if torch is not None else None
 
 
 def host_array(value: Array | None, frame: Frame) -> Any:

@@ -259,3 +259,28 @@ def test_a_warm_call_allocates_no_device_memory_from_the_driver():
     assert torch.cuda.mem_get_info()[0] > free_before  # the pool's cache went back to the driver
     r = fs.sinkhorn(x, y, a, b, eps=0.5, iters=20, tol=0)  # and the pool grows again
     assert torch.isfinite(r.cost)
+
+
+def test_the_current_stream_is_the_callers():
+    """current_stream reads torch's current stream of the tensors' GPU: the default stream, and a
+    side stream inside `with torch.cuda.stream(...)` (the raw getter agrees with torch.cuda's)."""
+    from flashsinkhorn._arrays import Frame, current_stream
+
+    x = torch.zeros(4, 2, device="cuda")
+    frame = Frame.of(x, x, None, None)
+    assert current_stream(frame) == torch.cuda.current_stream().cuda_stream
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert current_stream(frame) == side.cuda_stream != torch.cuda.default_stream().cuda_stream
+
+
+def test_cuda_frames_are_shared_per_dtype_and_gpu():
+    from flashsinkhorn._arrays import Frame
+
+    x32, x64 = torch.zeros(3, 2, device="cuda"), torch.zeros(3, 2, device="cuda", dtype=torch.float64)
+    assert Frame.of(x32, x32, None, None) is Frame.of(torch.ones(5, 2, device="cuda"), None, None, None)
+    f32, f64 = Frame.of(x32, x32, None, None), Frame.of(x64, x64, None, None)
+    assert f32 is not f64 and f32.single and not f64.single
+    assert f32.cuda_index == x32.get_device() and f32.device == x32.device and not f32.on_host
+    half = Frame.of(torch.zeros(3, 2, device="cuda", dtype=torch.float16), None, None, None)
+    assert half.dtype == torch.float32  # the working dtype of other float types

@@ -41,7 +41,7 @@ def write_fixture(results: Path) -> None:
               "date": "2099-01-01T00:00:00+00:00", "command": "run.py (fixture)", "device": "cuda", "precision": "tf32",
               "d": 64}
     suite = [
-        {**header, "impl": "flashsinkhorn-cli", "op": "forward", "n": 10000, "status": "ok", "ms": 1.6,
+        {**header, "impl": "flashsinkhorn-py", "op": "forward", "n": 10000, "status": "ok", "ms": 1.6,
          "ms_per_iteration": 0.16, "marginal_error": 0.05, "peak_device_bytes_smi": 3 << 20},
         {**header, "impl": "flash-sinkhorn", "op": "forward", "n": 10000, "status": "ok", "ms": 4.8,
          "ms_per_iteration": 0.46, "marginal_error": 0.05, "peak_device_bytes": 18 << 20},
@@ -49,7 +49,7 @@ def write_fixture(results: Path) -> None:
          "error": "OutOfMemoryError: CUDA out of memory"},
         {**header, "impl": "geomloss-tensorized", "op": "forward", "n": 50000, "status": "skipped",
          "reason": "n = 10000 ended with status oom"},
-        {**header, "impl": "flashsinkhorn-cli", "op": "converge", "n": 10000, "status": "ok", "ms": 20.0,
+        {**header, "impl": "flashsinkhorn-py", "op": "converge", "n": 10000, "status": "ok", "ms": 20.0,
          "marginal_error": 9e-5, "reached_tol": True},
         {**header, "impl": "flashsinkhorn", "kernel": "wgmma-tma", "n": 10000, "precision": "tf32",
          "forward_gradient_ms": 2.0, "suite": "flashsinkhorn-bench-suite"},
@@ -98,7 +98,7 @@ def test_report_writes_tables_claims_and_plots(tmp_path):
     # forward + gradient from the stamped C++ row against the peer: 6.0 / 2.0, judged as kernels only
     # (no end-to-end row of ours in the fixture)
     assert "| 10,000 | 64 | tf32 | – | 3.00× | met (kernels only) |" in text
-    assert "| 10,000 | 64 | tf32 | 3.00× | – | met |" in text  # the forward: end to end (CLI 1.6 ms)
+    assert "| 10,000 | 64 | tf32 | 3.00× | – | met |" in text  # the forward: end to end (the Python package, 1.6 ms)
     # the CPU section and the sources with their commands; the unknown file listed, not converted
     assert "| pot-dense-log | 5,000 | 64 | fp32 | 100 | 55 s | 9.17× |" in text
     assert "`run.py (fixture)`" in text and "`unrelated_2099.json`" in text
@@ -145,14 +145,15 @@ def test_suite_rows_merge_across_files_newest_run_first(tmp_path):
               "device": "cuda", "precision": "tf32", "d": 64, "op": "forward", "n": 10000}
     later = [{**header, "impl": "flash-sinkhorn", "status": "ok", "ms": 6.4},  # re-run: replaces 4.8
              {**header, "impl": "geomloss-tensorized", "status": "not_run", "reason": "deadline"},  # keeps OOM
-             {**header, "impl": "flashsinkhorn-py", "status": "ok", "ms": 3.2}]  # slower than the CLI's 1.6
+             {**header, "impl": "flashsinkhorn-py", "status": "ok", "ms": 3.2},  # re-run: replaces 1.6
+             {**header, "impl": "flashsinkhorn-cli", "status": "ok", "ms": 0.8}]  # its loop alone: no ratio
     (results / "suite_2099-01-02_lane1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in later))
     # a file of report_suite.SUPERSEDED: its stale row of ours (0.5 ms, newest) is listed, not used
     stale = {**header, "date": "2099-01-03T00:00:00+00:00", "impl": "flashsinkhorn-cli", "status": "ok", "ms": 0.5}
     (results / "suite_h200_2026-11-30_s10a_lane0.jsonl").write_text(json.dumps(stale) + "\n")
     text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
     forward = text[text.index("### forward (gpu)"):]
-    # one table for both files; columns in order: ours first; ratio to our fastest end-to-end row (1.6)
-    assert "| 64 | 10,000 | tf32 | 1.6 | 3.2 | 6.4 (4.00×) | OOM |" in forward
+    # one table for both files; columns in order: ours first; ratio to the Python package's newest row
+    assert "| 64 | 10,000 | tf32 | 0.8 | 3.2 | 6.4 (2.00×) | OOM |" in forward
     assert "Merged from `suite_2099-01-01.jsonl`, `suite_2099-01-02_lane1.jsonl` (" in text
     assert "| `suite_h200_2026-11-30_s10a_lane0.jsonl` | flashsinkhorn-cli | forward | f73d02b: every solve" in text

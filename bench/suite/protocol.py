@@ -45,6 +45,9 @@ HVP_ITERS = 50
 TOL = 1e-4
 SCALING = 0.5
 RESULT_MARKER = "SUITE_RESULT "
+# Printed by the case's process after its first call (imports, JIT, autotuning done) with that call's
+# ms: the parent tells a timeout in the first call from one in the timed calls (run.py).
+FIRST_CALL_MARKER = "SUITE_FIRST_CALL "
 # Exact marginal errors up to this many (i, j) pairs; beyond, an unbiased estimate from sampled rows
 # and columns (each sampled row's error is exact: it sums over every column).
 EXACT_PAIRS = 4e8
@@ -158,6 +161,10 @@ def median(values: list[float]) -> float:
     return s[len(s) // 2] if len(s) % 2 else 0.5 * (s[len(s) // 2 - 1] + s[len(s) // 2])
 
 
+def first_call_done(first_ms: float) -> None:
+    print(f"{FIRST_CALL_MARKER}{first_ms:.1f}", flush=True)
+
+
 def time_torch(call, case: Case) -> dict:
     """Warm-up, then `repeats` calls timed with CUDA events (CPU: wall clock); peak allocator bytes."""
     import torch
@@ -168,6 +175,7 @@ def time_torch(call, case: Case) -> dict:
     if cuda:
         torch.cuda.synchronize()
     first_ms = (time.perf_counter() - t0) * 1e3
+    first_call_done(first_ms)
     for _ in range(max(case.warmup - 1, 0)):
         out = call()
     repeats = adaptive_repeats(case, first_ms)
@@ -215,6 +223,7 @@ def time_wall(call, case: Case, sync=lambda out: out) -> dict:
     t0 = time.perf_counter()
     out = sync(call())
     first_ms = (time.perf_counter() - t0) * 1e3
+    first_call_done(first_ms)
     for _ in range(max(case.warmup - 1, 0)):
         out = sync(call())
     repeats = adaptive_repeats(case, first_ms)

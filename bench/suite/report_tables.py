@@ -36,7 +36,10 @@ def cell(row: dict | None, key: str = "ms", fmt=fmt_ms) -> str:
     if row is None:
         return "–"
     if row.get("status") not in (None, "ok"):
-        return row["status"].upper() if row["status"] in ("oom", "timeout", "crash") else row["status"]
+        text = row["status"].upper() if row["status"] in ("oom", "timeout", "crash") else row["status"]
+        phase = row.get("timed_out_in", "")  # run.py: in the first call (JIT, autotuning) or the timed ones
+        return text + (" (first call)" if phase.startswith("the first call") else
+                       " (timed calls)" if phase == "the timed calls" else "")
     return fmt(row.get(key))
 
 

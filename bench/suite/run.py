@@ -225,7 +225,7 @@ def launch_group(cases: list[Case], budget: float, not_after: float, keops_env: 
 
     began = time.perf_counter()  # the first case's time includes the process's start and imports
     for index, case in enumerate(cases):
-        record, stopped, peak = None, False, None
+        record, stopped, peak, first_call_ms = None, False, None, None
         limit = time.perf_counter() + budget + (start_up if index == 0 else 0.0)
         while record is None and not stopped:
             try:
@@ -235,6 +235,12 @@ def launch_group(cases: list[Case], budget: float, not_after: float, keops_env: 
                 allowed = budget + (start_up if index == 0 else 0.0)
                 record = {"status": "timeout", "error": f"not done within the {allowed:g} s budget",
                           "stderr_tail": stderr_tail(1500)}
+                # in the first call (imports, JIT compilation, autotuning) or in the timed calls
+                if first_call_ms is None:
+                    record["timed_out_in"] = "the first call (imports, JIT, autotuning included)"
+                else:
+                    record["timed_out_in"] = "the timed calls"
+                    record["first_call_ms"] = first_call_ms
                 break
             if line is None:
                 proc.wait()
@@ -245,6 +251,8 @@ def launch_group(cases: list[Case], budget: float, not_after: float, keops_env: 
                 sampler.mark()
                 if index:
                     began = time.perf_counter()
+            elif line.startswith(protocol.FIRST_CALL_MARKER):
+                first_call_ms = float(line[len(protocol.FIRST_CALL_MARKER):])
             elif line.startswith(MEASURED):
                 peak = sampler.case_peak()
             elif line.startswith(STOPPED):

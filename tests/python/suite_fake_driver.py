@@ -22,6 +22,10 @@ def run(case, variant: str):
     if variant == "fake-sleep":
         time.sleep(60)  # far beyond the test's budget: the parent must kill the process
         return {"ms": 60e3}, None
+    if variant == "fake-sleep-timed":  # the first call is done, the timed ones never end
+        protocol.first_call_done(4.5)
+        time.sleep(60)
+        return {"ms": 60e3}, None
     elif variant == "fake-crash":
         os.kill(os.getpid(), signal.SIGKILL)  # dies by a signal, with no core dump and no result line
     elif variant == "fake-oom":

@@ -157,3 +157,14 @@ def test_suite_rows_merge_across_files_newest_run_first(tmp_path):
     assert "| 64 | 10,000 | tf32 | 0.8 | 3.2 | 6.4 (2.00×) | OOM |" in forward
     assert "Merged from `suite_2099-01-01.jsonl`, `suite_2099-01-02_lane1.jsonl` (" in text
     assert "| `suite_h200_2026-11-30_s10a_lane0.jsonl` | flashsinkhorn-cli | forward | f73d02b: every solve" in text
+
+
+def test_a_timeout_cell_names_its_phase():
+    load_report()  # puts bench/suite on sys.path
+    from report_tables import cell
+
+    assert cell({"status": "timeout", "timed_out_in": "the timed calls"}) == "TIMEOUT (timed calls)"
+    assert cell({"status": "timeout", "timed_out_in": "the first call (imports, JIT, autotuning included)"}) == \
+        "TIMEOUT (first call)"
+    assert cell({"status": "timeout"}) == "TIMEOUT"  # rows from before run.py recorded the phase
+    assert cell({"status": "oom"}) == "OOM" and cell({"status": "ok", "ms": 2.0}) == "2"

@@ -18,7 +18,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RUN = HERE.parents[1] / "bench" / "suite" / "run.py"
-VARIANTS = ("fake-ok", "fake-sleep", "fake-crash", "fake-oom", "fake-error", "fake-unsupported", "fake-slow-start")
+VARIANTS = ("fake-ok", "fake-sleep", "fake-sleep-timed", "fake-crash", "fake-oom", "fake-error", "fake-unsupported",
+            "fake-slow-start")
 NS = (100, 400, 800)
 
 
@@ -68,6 +69,14 @@ def test_timeout_kills_the_group_and_skips_larger_n(tmp_path):
     assert budget - 1 < rows[1]["wall_s"] < budget + 10  # from the case's announcement, just after the limit starts
     assert "n = 400" in rows[2]["reason"] and "timeout" in rows[2]["reason"]
     assert elapsed < 30, "the sleeping child was not killed"
+    assert rows[1]["timed_out_in"].startswith("the first call")  # it slept before any call was done
+
+
+def test_a_timeout_names_the_phase_it_happened_in(tmp_path):
+    # fake-sleep-timed finishes its first call (4.5 ms, announced) and then sleeps in the timed calls
+    rows, _, _ = suite(tmp_path, "fake-sleep-timed", "--budget", "3")
+    assert statuses(rows) == [(100, "ok"), (400, "timeout"), (800, "skipped")]
+    assert rows[1]["timed_out_in"] == "the timed calls" and rows[1]["first_call_ms"] == 4.5
 
 
 def test_crash_is_recorded_with_the_exit_status(tmp_path):

@@ -7,6 +7,13 @@ on CUDA 13). Configurations, in order, stopping at the first that passes:
   pykeops-2.2.3          the fallback wheels of .whl/alt, installed into /tmp/site_keops223 (first on
                          PYTHONPATH), fresh cache
 The test: pykeops.test_torch_bindings(), then a LazyTensor log-sum-exp on CUDA checked against torch.
+Before KeOps compiles anything the test prints the CUDA libraries the process has mapped (torch's
+CUDA context made), and after each attempt the libraries KeOps's compiled binders link to (ldd):
+the three configurations crash in NVRTC code generation, and two copies of libnvrtc (torch's
+wheel's and the toolkit's) in one process are a suspect.
+When none passes, one diagnostic attempt follows, never chosen for GeomLoss (which needs torch):
+  pykeops-2.3-numpy      pykeops.numpy in a process that never imports torch (only the toolkit's
+                         CUDA libraries): does the crash need torch's libraries in the process?
 Writes one JSON line per attempt (stdout or --out) and, for the first that passes, the shell exports
 that select it (--env-out; run_device.sh sources them before the sweep).
 """
@@ -22,9 +29,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-TEST = r"""
+MAPPED = r"""
+def mapped_cuda_libraries():
+    names = set()
+    for line in open("/proc/self/maps"):
+        path = line.split()[-1]
+        if any(k in path for k in ("nvrtc", "libcuda.so", "cudart", "nvJitLink")):
+            names.add(path)
+    print("mapped:", *sorted(names), sep="\n  ", flush=True)
+"""
+
+TEST = MAPPED + r"""
 import torch, pykeops
 print("pykeops", pykeops.__version__, flush=True)
+torch.zeros(1, device="cuda")  # torch's CUDA context (and the libraries it maps) first
+mapped_cuda_libraries()
 pykeops.test_torch_bindings()
 from pykeops.torch import LazyTensor
 x = torch.randn(2000, 8, device="cuda"); y = torch.randn(3000, 8, device="cuda")
@@ -36,10 +55,42 @@ assert err < 1e-3, err
 """
 
 
-def attempt(name: str, env: dict, timeout: float) -> dict:
+TEST_NUMPY = MAPPED + r"""
+import sys
+import numpy as np
+import pykeops
+from pykeops.numpy import LazyTensor
+print("pykeops", pykeops.__version__, flush=True)
+rng = np.random.default_rng(0)
+x, y = rng.standard_normal((2000, 8)), rng.standard_normal((3000, 8))
+lse = (-LazyTensor(x[:, None, :]).sqdist(LazyTensor(y[None, :, :]))).logsumexp(dim=1).reshape(-1)
+mapped_cuda_libraries()
+d2 = ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+ref = -d2.min(1) + np.log(np.exp(-d2 + d2.min(1)[:, None]).sum(1))
+err = float(np.abs(lse - ref).max())
+print("max abs error", err, "torch imported:", "torch" in sys.modules, flush=True)
+assert err < 1e-3 and "torch" not in sys.modules, err
+"""
+
+
+def binder_links(cache: str) -> list[str]:
+    """The CUDA libraries each shared object KeOps built in `cache` links to (ldd)."""
+    out = []
+    for so in sorted(Path(cache).rglob("*.so")):
+        try:
+            ldd = subprocess.run(["ldd", str(so)], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired) as error:
+            out.append(f"{so.name}: ldd failed: {error}")
+            continue
+        out += [f"{so.name}: {line.strip()}" for line in ldd.splitlines()
+                if any(k in line for k in ("nvrtc", "libcuda.so", "cudart", "nvJitLink"))]
+    return out
+
+
+def attempt(name: str, env: dict, timeout: float, test: str = TEST) -> dict:
     try:
         # -X faulthandler: a crash inside KeOps's compiled binder prints the Python stack that reached it
-        proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", TEST], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", test], capture_output=True, text=True,
                               env=env, timeout=timeout)
         ok = proc.returncode == 0
         return {"config": name, "status": "ok" if ok else ("crash" if proc.returncode < 0 else "error"),
@@ -80,11 +131,19 @@ def main() -> int:
             env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
         row = attempt(name, env, args.timeout)
         row["env"] = {k: env[k] for k in ("CUDA_HOME", "CUDA_PATH", "KEOPS_CACHE_FOLDER", "PYTHONPATH") if k in env}
+        row["binder_links"] = binder_links(cache)
         rows.append(row)
         print(f"keops doctor: {name}: {row['status']}", file=sys.stderr, flush=True)
         if row["status"] == "ok":
             chosen = row
             break
+    if chosen is None:  # the diagnostic: KeOps with no torch in the process (never chosen)
+        env = dict(base, CUDA_HOME=cuda_home, CUDA_PATH=cuda_home, KEOPS_CACHE_FOLDER=tempfile.mkdtemp(prefix="keops_cache_"))
+        row = attempt("pykeops-2.3-numpy", env, args.timeout, TEST_NUMPY)
+        row["diagnostic"] = "pykeops.numpy without torch in the process; not usable by GeomLoss"
+        row["binder_links"] = binder_links(env["KEOPS_CACHE_FOLDER"])
+        rows.append(row)
+        print(f"keops doctor: pykeops-2.3-numpy (diagnostic): {row['status']}", file=sys.stderr, flush=True)
     text = "".join(json.dumps(r) + "\n" for r in rows)
     if args.out:
         with open(args.out, "a") as sink:

@@ -183,6 +183,21 @@ def keops_section(results: Path) -> list[str]:
     for name, r in attempts:
         last = (r.get("stdout_tail") or "").strip().splitlines()[-1:] or ["–"]
         stderr = " ".join((r.get("stderr_tail") or r.get("error") or "").split())[-300:] or "–"
-        body.append([f"`{name}`", r.get("config", "?"), r.get("status", "?"), r.get("returncode", "–"),
-                     f"`{last[0][:160]}`", stderr.replace("|", "/")])
-    return out + table(["file", "configuration", "status", "exit", "last line printed", "stderr (tail)"], body)
+        config = r.get("config", "?") + (" (diagnostic, never used by GeomLoss)" if r.get("diagnostic") else "")
+        body.append([f"`{name}`", config, r.get("status", "?"), r.get("returncode", "–"),
+                     f"`{last[0][:160]}`", stderr.replace("|", "/"), nvrtc_copies(r)])
+    return out + table(["file", "configuration", "status", "exit", "last line printed", "stderr (tail)",
+                        "libnvrtc: mapped before KeOps / KeOps's binders link"], body)
+
+
+def nvrtc_copies(attempt: dict) -> str:
+    """The libnvrtc paths a doctor attempt saw: mapped by the process before KeOps compiled (its
+    'mapped:' lines), and those KeOps's binders link to (ldd) — '–' for rows from before the doctor
+    recorded them."""
+    lines = (attempt.get("stdout_tail") or "").splitlines()
+    mapped = sorted({line.strip() for line in lines if line.startswith("  ") and "nvrtc" in line})
+    linked = sorted({entry.split("=>")[-1].split("(")[0].strip() for entry in attempt.get("binder_links", [])
+                     if "nvrtc" in entry})
+    if not mapped and not linked:
+        return "–"
+    return f"{', '.join(mapped) or 'none'} / {', '.join(linked) or 'none'}"

@@ -78,7 +78,10 @@ def write_fixture(results: Path) -> None:
     (results / "hvp_agreement_2099-01-01.jsonl").write_text("".join(json.dumps(r) + "\n" for r in agreement))
     keops = {"config": "pykeops-2.3", "status": "crash", "returncode": -11, "stdout_tail": "pykeops 2.3\n[KeOps] "
              "Generating code ...", "stderr_tail": "Fatal Python error: Segmentation fault"}
-    (results / "suite_2099-01-01_keops.jsonl").write_text(json.dumps(keops) + "\n")
+    diagnostic = {"config": "pykeops-2.3-numpy", "status": "ok", "returncode": 0, "diagnostic": "no torch",
+                  "stdout_tail": "pykeops 2.3\nmapped:\n  /usr/local/cuda/lib64/libnvrtc.so.13\nmax abs error 1e-6",
+                  "binder_links": ["nvrtc_jit.so: libnvrtc.so.13 => /usr/local/cuda/lib64/libnvrtc.so.13 (0x7f00)"]}
+    (results / "suite_2099-01-01_keops.jsonl").write_text(json.dumps(keops) + "\n" + json.dumps(diagnostic) + "\n")
 
 
 def test_report_writes_tables_claims_and_plots(tmp_path):
@@ -115,7 +118,10 @@ def test_report_writes_tables_claims_and_plots(tmp_path):
     assert "`hvp_h200_2099-01-01.jsonl` | hvp |" in text
     # KeOps's configurations with their exact outcome (not listed as an unconverted file)
     assert ("| `suite_2099-01-01_keops.jsonl` | pykeops-2.3 | crash | -11 | `[KeOps] Generating code ...` | "
-            "Fatal Python error: Segmentation fault |") in text
+            "Fatal Python error: Segmentation fault | – |") in text
+    # the diagnostic attempt is marked as such, with the libnvrtc it mapped and its binder links to
+    assert ("| pykeops-2.3-numpy (diagnostic, never used by GeomLoss) | ok | 0 | `max abs error 1e-6` | – | "
+            "/usr/local/cuda/lib64/libnvrtc.so.13 / /usr/local/cuda/lib64/libnvrtc.so.13 |") in text
     assert "`suite_2099-01-01_keops.jsonl`," not in text and "`suite_2099-01-01_keops.jsonl`\n" not in text
     # the claim in "Claims checked": our row at the tolerance the peer reached (2e-5 ≤ 2.2e-5): 60 / 24 ms,
     # and with our forward (50 × 0.15 ms) 60 / 31.5 ms

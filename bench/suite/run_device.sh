@@ -11,6 +11,8 @@
 #   SUITE_DS          d values [3,8,64,512,1024]
 #   SUITE_PRECISIONS  for the peers and flashsinkhorn-cli/-py [tf32]
 #   SUITE_BUDGET      seconds per case, the stop rule's limit [120; the 600 needs a call of its own]
+#   SUITE_START_UP    seconds the first case of a group may take beyond the budget (imports, JIT,
+#                     autotuning) [120; 0 for a "largest n within the budget" lane, whose budget is all]
 #   SUITE_DEADLINE    seconds (from this script's start) after which no case starts [360]; the C++
 #                     benches stop starting sizes at half of it
 #   SUITE_REPEATS     timed calls per case [5]   SUITE_MAX_ITERS  converge's iteration cap [2000]
@@ -111,7 +113,7 @@ fi
 export SUITE_KEOPS_ENV="${SUITE_KEOPS_ENV:-/tmp/keops_choice.env}"
 
 python3 bench/suite/run.py --impls "$impls" --ops "$ops" \
-  --ns "$ns" --ds "$ds" --precisions "${SUITE_PRECISIONS:-tf32}" --device "${SUITE_DEVICE:-cuda}" --budget "${SUITE_BUDGET:-120}" \
+  --ns "$ns" --ds "$ds" --precisions "${SUITE_PRECISIONS:-tf32}" --device "${SUITE_DEVICE:-cuda}" --budget "${SUITE_BUDGET:-120}" --start-up "${SUITE_START_UP:-120}" \
   --deadline "$(( ${SUITE_DEADLINE:-360} - SECONDS > 30 ? ${SUITE_DEADLINE:-360} - SECONDS : 30 ))" --repeats "${SUITE_REPEATS:-5}" --max-iters "${SUITE_MAX_ITERS:-2000}" \
   --out "$out/suite_${tag}.jsonl" 2>> "$log"
 status=$?

@@ -135,7 +135,8 @@ def _reach_table(merged: list[dict]) -> list[str]:
         if r["status"] == "ok" and r["n"] > reach[key][0]:
             reach[key] = (r["n"], reach[key][1])
         if r["status"] in ("oom", "timeout", "error", "crash") and not reach[key][1]:
-            budget = f" ({r['error']})" if r["status"] == "timeout" and r.get("error") else ""
+            phase = f", in {r['timed_out_in']}" if r.get("timed_out_in") else ""
+            budget = f" ({r['error']}{phase})" if r["status"] == "timeout" and r.get("error") else ""
             reach[key] = (reach[key][0], f"{r['status']} at n = {r['n']:,}{budget}")
     out = ["### Largest n reached (within each run's per-case budget)", ""]
     return out + table(["implementation", "operation", "d", "device", "precision", "largest n ok", "first failure"],

@@ -74,6 +74,14 @@ bool capturing(cudaStream_t stream) {
                       " bytes failed");
 }
 
+// A request beyond the device's whole memory (the pool may refuse it with another error than
+// cudaErrorMemoryAllocation).
+bool larger_than_the_device(std::size_t bytes) {
+  (void)cudaGetLastError();
+  std::size_t free_bytes = 0, total_bytes = 0;
+  return cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess && bytes > total_bytes;
+}
+
 device_allocation plain_allocation(std::size_t bytes) {
   device_allocation a;
   const cudaError_t status = cudaMalloc(&a.data, bytes);
@@ -90,6 +98,9 @@ device_allocation allocate_device(std::size_t bytes, cudaStream_t stream) {
   device_allocation a;
   a.pooled = true;
   cudaError_t status = cudaMallocFromPoolAsync(&a.data, bytes, pool, stream);
+  if (status != cudaSuccess && status != cudaErrorMemoryAllocation && larger_than_the_device(bytes)) {
+    throw_out_of_memory(bytes, "cudaMallocFromPoolAsync");  // whatever error the pool chose for it
+  }
   if (status == cudaErrorMemoryAllocation) {
     // The pools' cached blocks may be what is missing: wait for the frees in flight, give the
     // cache back and try once more.

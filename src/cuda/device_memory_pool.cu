@@ -48,10 +48,9 @@ cudaMemPool_t make_pool(int device) {
 }
 
 // The current device's pool (null: none), made on first use.
-cudaMemPool_t current_pool(int* device_out = nullptr) {
+cudaMemPool_t current_pool() {
   int device = 0;
   FS_CUDA_CHECK(cudaGetDevice(&device));
-  if (device_out != nullptr) *device_out = device;
   if (device < 0 || device >= kMaxDevices) return nullptr;
   pool_table& t = table();
   std::lock_guard<std::mutex> lock(t.mutex);

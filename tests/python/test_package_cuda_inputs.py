@@ -239,9 +239,14 @@ def test_a_warm_call_allocates_no_device_memory_from_the_driver():
     first call of a size, another call makes no cudaMalloc or cudaFree (torch's own tensors come
     from its caching allocator). fs.empty_cache() gives the pool's memory back to the driver, and
     the next call still solves."""
+    import gc
+
     from torch.profiler import ProfilerActivity, profile
 
-    x, y, a, b = _tensors(5, N, M, D, torch.float32, "cuda")
+    gc.collect()  # earlier tests' solvers (and their pooled blocks) go first
+    # Large enough (tens of MB of buffers) that the pool's blocks for it are not shared with a
+    # buffer of some solver still alive, so that empty_cache below can give them back.
+    x, y, a, b = _tensors(5, 60_000, 60_000, D, torch.float32, "cuda")
 
     def driver_calls():
         torch.cuda.synchronize()

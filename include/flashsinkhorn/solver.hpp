@@ -134,9 +134,10 @@ std::string version();
 // True when this build has the CUDA backend and a CUDA device is visible.
 bool cuda_available() noexcept;
 
-// The CUDA backend keeps the device memory its solvers free, one pool per device, for the next
-// solver to reuse (as PyTorch's caching allocator does); this gives what no solver uses back to
-// the driver (torch.cuda.empty_cache() for flashsinkhorn). No-op without CUDA. Throws cuda_error.
+// The CUDA backend keeps the device memory its solvers free (up to an eighth of each device), one
+// pool per device, for the next solver to reuse (as PyTorch's caching allocator does); this gives
+// what no solver uses back to the driver (torch.cuda.empty_cache() for flashsinkhorn). No-op
+// without CUDA. Throws cuda_error.
 void release_cached_device_memory();
 
 }  // namespace flashsinkhorn

@@ -476,6 +476,7 @@ NB_MODULE(_core, m) {
   m.def("cuda_available", &fs::cuda_available, "True when this build has CUDA and a CUDA device is visible.");
   m.def("empty_cache", &fs::release_cached_device_memory,
         "Gives back to the CUDA driver the device memory that flashsinkhorn's solvers freed and keep for the "
-        "next solver (one memory pool per device), as torch.cuda.empty_cache() does for PyTorch's cache. "
+        "next solver (one memory pool per device, up to an eighth of it), as torch.cuda.empty_cache() does "
+        "for PyTorch's cache. "
         "No-op without CUDA.");
 }

@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cstdint>
-#include <limits>
 #include <mutex>
 #include <string>
 
@@ -40,10 +39,14 @@ cudaMemPool_t make_pool(int device) {
   props.location.id = device;
   cudaMemPool_t pool = nullptr;
   FS_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
-  // Keep every freed byte for the next solver (the default, 0, gives memory back to the driver at
-  // each synchronisation, which is a cudaFree in all but name).
-  std::uint64_t keep_all = std::numeric_limits<std::uint64_t>::max();
-  FS_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
+  // Keep what solvers free for the next one, up to an eighth of the device (the default, 0, gives
+  // memory back to the driver at each synchronisation: a cudaFree in all but name). The bound is
+  // for the other allocators in the process: torch's cannot ask this pool to give memory back when
+  // it runs out (flashsinkhorn.empty_cache() can), so an idle cache must not crowd the device.
+  std::size_t free_bytes = 0, total_bytes = 0;
+  FS_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  std::uint64_t keep = total_bytes / 8;
+  FS_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   return pool;
 }
 

@@ -5,9 +5,10 @@
 // n = 1,000; H200, bench/results/solve_path_profile_h200_2026-11-30_s11c.jsonl) — against 1.7 ms
 // of GPU work — and cudaFree waits for the whole device. Here they come from one CUDA memory pool
 // per device (cudaMallocFromPoolAsync / cudaFreeAsync, ordered on the stream that uses the buffer),
-// and the pool keeps what is freed (release threshold: unlimited), so that the next solver of the
-// same size reuses it without a call into the driver's allocator: the caching-allocator model of
-// PyTorch and CuPy, on the runtime's own pools.
+// and the pool keeps what is freed (release threshold: an eighth of the device's memory), so that
+// the next solver of the same size reuses it without a call into the driver's allocator: the
+// caching-allocator model of PyTorch and CuPy, on the runtime's own pools, with a bound because
+// other allocators in the process (torch's) cannot make this one give memory back.
 //
 // Contracts:
 //   - a buffer is used on its stream only, or on work ordered before its free on that stream;

@@ -143,6 +143,31 @@ def _reach_table(merged: list[dict]) -> list[str]:
                        [[*k, f"{v[0]:,}" if v[0] else "none", v[1] or "–"] for k, v in sorted(reach.items())])
 
 
+COVERAGE_STATUSES = (("ok", ("ok",)), ("failed", ("oom", "timeout", "error", "crash")), ("skipped", ("skipped",)),
+                     ("unsupported", ("unsupported",)), ("not run", ("not_run",)))
+
+
+def _coverage_table(merged: list[dict]) -> list[str]:
+    """What of the grid the committed runs cover, GPU rows: per implementation and operation, for each
+    d, how many sizes were measured (ok), failed (OOM, timeout, crash, error), skipped after a
+    failure (the stop rule), unsupported, and not yet run — so that the next device calls can be
+    aimed at the gaps."""
+    gpu = [r for r in merged if r["device"] == "gpu" and not is_kernel_row(r)]
+    if not gpu:
+        return []
+    ds = sorted({r["d"] for r in gpu})
+    body = []
+    for variant, op in sorted({(r["variant"], r["op"]) for r in gpu}):
+        cells = []
+        for d in ds:
+            at = [r for r in gpu if (r["variant"], r["op"], r["d"]) == (variant, op, d)]
+            counts = {label: sum(r["status"] in statuses for r in at) for label, statuses in COVERAGE_STATUSES}
+            cells.append(", ".join(f"{c} {label}" for label, c in counts.items() if c or label == "ok") if at else "–")
+        body.append([variant, op, *cells])
+    out = ["### Coverage of the grid (GPU; sizes per cell, '–': never attempted)", ""]
+    return out + table(["implementation", "operation", *[f"d = {d}" for d in ds]], body)
+
+
 def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
     """The section's lines and the merged rows (for the claims and the plots)."""
     merged, stale = merge(rows)
@@ -159,6 +184,7 @@ def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
             if sel:
                 out += _op_tables(sel, op, device)
     out += _reach_table(merged)
+    out += _coverage_table(merged)
     if stale:
         out += ["### Superseded rows (left out above; still in their files)", ""]
         groups = sorted({(r["file"], r["variant"], r["op"], superseded_by(r)) for r in stale})

@@ -123,6 +123,10 @@ def test_report_writes_tables_claims_and_plots(tmp_path):
     assert ("| pykeops-2.3-numpy (diagnostic, never used by GeomLoss) | ok | 0 | `max abs error 1e-6` | – | "
             "/usr/local/cuda/lib64/libnvrtc.so.13 / /usr/local/cuda/lib64/libnvrtc.so.13 |") in text
     assert "`suite_2099-01-01_keops.jsonl`," not in text and "`suite_2099-01-01_keops.jsonl`\n" not in text
+    # the grid's coverage: the OOM, then the stop rule's skipped size, counted apart from ok
+    coverage = text[text.index("### Coverage of the grid"):]
+    assert "| geomloss-tensorized | forward | 0 ok, 1 failed, 1 skipped |" in coverage
+    assert "| flash-sinkhorn | forward | 1 ok |" in coverage
     # the claim in "Claims checked": our row at the tolerance the peer reached (2e-5 ≤ 2.2e-5): 60 / 24 ms,
     # and with our forward (50 × 0.15 ms) 60 / 31.5 ms
     # and against its HVP alone 45 / 24 ms

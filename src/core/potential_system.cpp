@@ -73,8 +73,8 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
     return std::move(*cg);
   };
   // ‖ρ − S·z‖/‖ρ‖ (0 when ρ = 0): one more product.
+  const double rho_norm = norm(rho);
   const auto relative_residual = [&](const std::vector<double>& z) {
-    const double rho_norm = norm(rho);
     if (!(rho_norm > 0)) return 0.0;
     std::vector<double> residual = schur(z);
     for (std::size_t j = 0; j < m; ++j) residual[j] = rho[j] - residual[j];
@@ -84,6 +84,7 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   projected_cg_outcome cg = solve(rho, cg_settings, sparse);
   out.g = std::move(cg.solution);
   out.iterations = cg.iterations;
+  std::optional<double> residual;  // of out.g, once computed
   if (sparse && cg.breakdown) {
     // Non-positive curvature under S_k. Before convergence S is indefinite at the level of its
     // rounding (its diagonal c comes from a pass whose values carry exp((f̃ − f)/ε)), and S_k, whose
@@ -93,15 +94,18 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
     // iterations where it needs ~250 from zero: 300 × 16, seeds 75–89). So, unless the breakdown
     // came at the tolerance (roundoff at convergence), the solve starts over with diag(c), from
     // zero, with its own iteration budget; `iterations` counts both.
-    if (!(relative_residual(out.g) <= settings.tolerance)) {
+    residual = relative_residual(out.g);
+    if (!(*residual <= settings.tolerance)) {
       const projected_cg_outcome again = solve(rho, cg_settings, false);
       out.g = again.solution;
       out.iterations += again.iterations;
+      residual.reset();  // of the discarded iterate
     }
   }
 
-  // The residual of the returned z_g, not the recurrence's (they part at the roundoff floor).
-  out.relative_residual = relative_residual(out.g);
+  // The residual of the returned z_g, not the recurrence's (they part at the roundoff floor); known
+  // already when the breakdown check above kept z_g (each costs a product: two plan passes).
+  out.relative_residual = residual ? *residual : relative_residual(out.g);
   out.converged = out.relative_residual <= settings.tolerance;
 
   out.f = plan.row_average(out.g, 1);

@@ -184,7 +184,7 @@ def current_stream(frame: Frame) -> int | None:
     return torch.cuda.current_stream(frame.cuda_index).cuda_stream
 
 
-_RAW_STREAM = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None) if torch is not None else None
+_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None) if torch is not None else None
 
 
 def host_array(value: Array | None, frame: Frame) -> Any:

@@ -10,7 +10,7 @@
 // --device cuda: what a call on torch CUDA tensors does — the points are copied once into device
 // memory and passed as CUDA views (read in place on GPU 0, in the order of the legacy default
 // stream, 0, which is torch's current stream unless the caller set another), and each call is
-// solver(p, o).solve_into(out) with f, g (and the gradient) written into device buffers made once
+// solver(p, o).solve_into(out) with f, g, the cost (and the gradient) written into device buffers made once
 // (torch's caching allocator hands the Python side its outputs without a cudaMalloc either). Only
 // in a build with the CUDA backend (FLASHSINKHORN_HAS_CUDA); elsewhere it exits 3, naming why.
 // `slack` is wall time minus the result's own total_seconds (the solver's internal clock), per call:
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     o.cuda_stream = 0;  // the legacy default stream: torch's current stream by default
     points_device = std::make_unique<device_bytes>(bytes.size(), bytes.data());
     gradient_device = std::make_unique<device_bytes>(x_bytes);
-    potentials_device = std::make_unique<device_bytes>(static_cast<std::size_t>(a.n + a.m) * item);
+    potentials_device = std::make_unique<device_bytes>(static_cast<std::size_t>(a.n + a.m + 1) * item);
     points = points_device->data();
     gradient = gradient_device->data();
     potentials = potentials_device->data();
@@ -187,10 +187,13 @@ int main(int argc, char** argv) {
   p.x = fs::matrix_view{points, a.n, a.d, a.d, type, space, 0};
   p.y = fs::matrix_view{points + x_bytes, a.m, a.d, a.d, type, space, 0};
   p.eps = a.eps;
-  fs::potential_views out;  // --device cuda: f, g into device memory (solve_into), as the Python call does
+  // --device cuda: f, g and the cost into device memory (solve_into), laid out as the Python call's
+  // one output tensor [f | g | cost]
+  fs::potential_views out;
   if (potentials != nullptr) {
     out.f = fs::mutable_vector_view{potentials, a.n, 1, type, space, 0};
     out.g = fs::mutable_vector_view{potentials + static_cast<std::size_t>(a.n) * item, a.m, 1, type, space, 0};
+    out.cost = fs::mutable_vector_view{potentials + static_cast<std::size_t>(a.n + a.m) * item, 1, 1, type, space, 0};
   }
 
   double sink = 0;  // keeps the result observable

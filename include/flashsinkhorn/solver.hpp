@@ -29,9 +29,12 @@ class solver_state;
 }
 
 // Where solver::solve_into writes the potentials: f (n,) and g (m,), and f_aa (n,), g_bb (m,) of a
-// debiased solve (left empty: not written).
+// debiased solve (left empty: not written). `cost` (1,), when given, receives result::cost in its
+// dtype, in place like the potentials (on a GPU: stored there in the order of the caller's stream,
+// as a kernel argument, not a copy), so that a caller whose outputs live on the device gets the value
+// there too.
 struct potential_views {
-  mutable_vector_view f, g, f_aa, g_bb;
+  mutable_vector_view f, g, f_aa, g_bb, cost;
 };
 
 // CUDA inputs. When X and Y (and a, b when given) are views of CUDA memory and the CUDA backend

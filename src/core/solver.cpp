@@ -26,6 +26,7 @@
 #ifdef FLASHSINKHORN_HAS_CUDA
 #include "cuda/cosine_gradient.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/device_value.hpp"
 #include "cuda/host_path_copies.hpp"
 #endif
 
@@ -133,6 +134,7 @@ class solver_state {
   result solve_into(const potential_views& out) {
     check_potential_view(out.f, count(side::x), "f");
     check_potential_view(out.g, count(side::y), "g");
+    if (out.cost.data != nullptr) check_potential_view(out.cost, 1, "cost");
     return solve_with(&out);
   }
 
@@ -194,6 +196,18 @@ class solver_state {
     }
 #endif
     write_vector(out, values, name);
+  }
+
+  // The value into `out` (potential_views::cost), where it lives.
+  void write_value_view(double value, const mutable_vector_view& out) const {
+    if (out.data == nullptr) return;
+#ifdef FLASHSINKHORN_HAS_CUDA
+    if (out.space == memory_space::cuda) {
+      write_value_to_device(value, out, options_.cuda_stream);
+      return;
+    }
+#endif
+    write_vector(out, {value}, "cost");
   }
 
   // The value and the primal terms reduced where the potentials are (backend.hpp); nullopt when the
@@ -297,6 +311,7 @@ class solver_state {
       message.append(" is likely too small for the cost scale in this precision — raise eps or use fp64");
       throw error(message);
     }
+    if (into != nullptr) write_value_view(r.cost, into->cost);
     r.time.prepare_seconds = prepare_seconds_;
     r.time.solve_seconds = seconds_since(start);
     r.time.total_seconds = r.time.prepare_seconds + r.time.solve_seconds;

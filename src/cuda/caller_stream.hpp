@@ -6,11 +6,18 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "cuda/cuda_check.hpp"
 
 namespace flashsinkhorn::detail {
+
+// options::cuda_stream as a stream to enqueue on: unset or 0 is the legacy default stream.
+inline cudaStream_t stream_of(std::optional<std::uintptr_t> caller_stream) {
+  return caller_stream && *caller_stream != 0 ? reinterpret_cast<cudaStream_t>(*caller_stream) : cudaStreamLegacy;
+}
 
 class caller_stream {
  public:

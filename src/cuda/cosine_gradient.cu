@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "cuda/caller_stream.hpp"
 #include "cuda/cosine_gradient.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
@@ -52,8 +53,7 @@ void cosine_gradient_on_device(const backend& compute, side rows, const matrix_v
   if (input.rows != out.rows || input.cols != out.cols)
     throw invalid_argument("cosine_gradient_on_device: the points and the output have different shapes");
   FS_CUDA_CHECK(cudaSetDevice(out.device));
-  const cudaStream_t stream =
-      caller_stream && *caller_stream != 0 ? reinterpret_cast<cudaStream_t>(*caller_stream) : cudaStreamLegacy;
+  const cudaStream_t stream = stream_of(caller_stream);
   // ∇_x̂ in float64 first (the backend's device copy, on its own stream, which it waits for). The
   // buffer is ordered on the caller's stream: complete before the backend's stream writes it.
   device_buffer<double> gradient(static_cast<std::size_t>(out.rows * out.cols), stream);

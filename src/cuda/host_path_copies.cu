@@ -4,16 +4,13 @@
 #include <cstring>
 
 #include "core/transfer_count.hpp"
+#include "cuda/caller_stream.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/host_path_copies.hpp"
 #include "flashsinkhorn/error.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
-
-cudaStream_t stream_of(std::optional<std::uintptr_t> caller_stream) {
-  return caller_stream && *caller_stream != 0 ? reinterpret_cast<cudaStream_t>(*caller_stream) : cudaStreamLegacy;
-}
 
 // A (rows, cols) view with row stride → contiguous bytes; the view then reads them.
 matrix_view copy_matrix(const matrix_view& view, std::vector<unsigned char>& bytes, cudaStream_t stream,

@@ -1,5 +1,5 @@
-// solver::solve_into (solver.hpp) on host views: the same solve as solve(), its potentials written
-// into the caller's views (dtype and stride honoured), the result's vectors left empty; bad views
+// solver::solve_into (solver.hpp) on host views: the same solve as solve(), its potentials and value
+// written into the caller's views (dtype and stride honoured), the result's vectors left empty; bad views
 // named; the CPU backend counts no host↔device copy (transfers()). The CUDA side of solve_into is
 // tests/gpu/device_inputs_gpu_test.cpp.
 #include <gtest/gtest.h>
@@ -32,12 +32,15 @@ TEST(SolveInto, WritesTheSamePotentialsAsSolveIntoTheViews) {
     out.g = fs::host_vector(g.data(), 29);
     out.f_aa = fs::host_vector(f_aa.data(), 37);
     out.g_bb = fs::host_vector(g_bb.data(), 29);
+    float value = -1.0f;
+    out.cost = fs::host_vector(&value, 1);
     fs::solver s(p, o);
     const fs::result got = s.solve_into(out);
     EXPECT_TRUE(got.f.empty() && got.g.empty() && got.f_aa.empty() && got.g_bb.empty());
     EXPECT_EQ(got.cost, want.cost);
     EXPECT_EQ(got.primal_cost, want.primal_cost);
     EXPECT_EQ(got.iterations, want.iterations);
+    EXPECT_EQ(value, static_cast<float>(want.cost)) << "the value, rounded once to the view's dtype";
     for (int i = 0; i < 37; ++i) {
       EXPECT_EQ(f[2 * i], static_cast<float>(want.f[i])) << i;
       EXPECT_EQ(f[2 * i + 1], -1.0f) << "the stride's gaps are not written";
@@ -58,13 +61,21 @@ TEST(SolveInto, NamesAMissingOrMisSizedOutput) {
   fs::solver s(testing_support::make_problem(x, y, 0.5, 1.0), testing_support::fixed_iterations(5, fs::precision::fp64));
   std::vector<double> f(10), g(7);
   try {
-    s.solve_into({fs::host_vector(f.data(), 10), fs::host_vector(g.data(), 7), {}, {}});
+    s.solve_into({fs::host_vector(f.data(), 10), fs::host_vector(g.data(), 7), {}, {}, {}});
     FAIL() << "a g of 7 elements for 8 points was accepted";
   } catch (const fs::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), "solve_into: the output for g has 7 elements, expected 8");
   }
+  std::vector<double> g8(8), two_values(2);
   try {
-    s.solve_into({{}, fs::host_vector(g.data(), 7), {}, {}});
+    s.solve_into({fs::host_vector(f.data(), 10), fs::host_vector(g8.data(), 8), {}, {},
+                  fs::host_vector(two_values.data(), 2)});
+    FAIL() << "a cost view of 2 elements was accepted";
+  } catch (const fs::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "solve_into: the output for cost has 2 elements, expected 1");
+  }
+  try {
+    s.solve_into({{}, fs::host_vector(g.data(), 7), {}, {}, {}});
     FAIL() << "a missing f was accepted";
   } catch (const fs::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), "solve_into: the output for f has no data");

@@ -160,11 +160,14 @@ TEST_P(DeviceInputs, MatchTheHostInputsOnTheCudaBackend) {
   const fs::result want = on_host.solve();
   const device_problem dp(x, y, type);
   fs::solver on_device(dp.view(x, y, eps), o);
-  device_array f(x.count), g(y.count), f_aa(x.count), g_bb(y.count);
-  fs::potential_views views{f.mutable_vector(), g.mutable_vector(), f_aa.mutable_vector(), g_bb.mutable_vector()};
+  device_array f(x.count), g(y.count), f_aa(x.count), g_bb(y.count), value(1, fs::dtype::float32);
+  fs::potential_views views{f.mutable_vector(), g.mutable_vector(), f_aa.mutable_vector(), g_bb.mutable_vector(),
+                            value.mutable_vector()};
   const fs::result got = on_device.solve_into(views);
 
   EXPECT_TRUE(got.f.empty() && got.g.empty()) << "solve_into leaves the result's vectors empty";
+  EXPECT_EQ(value.to_host()[0], static_cast<double>(static_cast<float>(got.cost)))
+      << "the value is stored on the device, rounded once to the view's dtype";
   EXPECT_EQ(got.iterations, want.iterations);
   // One unit of the mode in a few operands, through 60 iterations: 1e-11 (fp64), 2e-6 (others)
   // of the value's scale.
@@ -180,7 +183,7 @@ TEST_P(DeviceInputs, MatchTheHostInputsOnTheCudaBackend) {
     fs::solver lazy(dp.view(x, y, eps), lazy_options);
     device_array lf(x.count), lg(y.count), lf_aa(x.count), lg_bb(y.count);
     const fs::result r = lazy.solve_into({lf.mutable_vector(), lg.mutable_vector(), lf_aa.mutable_vector(),
-                                          lg_bb.mutable_vector()});
+                                          lg_bb.mutable_vector(), {}});
     EXPECT_TRUE(std::isnan(r.primal_cost) && std::isnan(r.relative_entropy)) << c.name;
     EXPECT_NEAR(r.cost, got.cost, rel * scale) << c.name;
     const fs::objective_terms terms = lazy.primal_objective();
@@ -246,7 +249,7 @@ TEST(DeviceInputsTransfers, SolveAndPointGradientsMoveOnlyScalars) {
     device_array f(kN, fs::dtype::float32), g(kM, fs::dtype::float32), gx(kN * kD, fs::dtype::float32),
         gy(kM * kD, fs::dtype::float32), f_aa(kN, fs::dtype::float32), g_bb(kM, fs::dtype::float32);
     const fs::result r =
-        s.solve_into({f.mutable_vector(), g.mutable_vector(), f_aa.mutable_vector(), g_bb.mutable_vector()});
+        s.solve_into({f.mutable_vector(), g.mutable_vector(), f_aa.mutable_vector(), g_bb.mutable_vector(), {}});
     s.gradient_x(gx.mutable_matrix(kN, kD));
     s.gradient_y(gy.mutable_matrix(kM, kD));
     const fs::transfer_statistics t = s.transfers();
@@ -272,7 +275,7 @@ TEST(DeviceInputsTransfers, HostPathsAreCountedAndHostInputsUploadOnce) {
   const device_problem dp(x, y, fs::dtype::float64);
   fs::solver s(dp.view(x, y, 0.5), o);
   device_array f(kN), g(kM);
-  s.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}});
+  s.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}, {}});
   EXPECT_LE(s.transfers().largest_copy_bytes, kScalarBytes);
   std::vector<double> projection(static_cast<std::size_t>(kN * kD));
   s.barycentric_projection(fs::host_matrix(projection.data(), kN, kD));
@@ -305,7 +308,7 @@ TEST(DeviceInputsWarmStart, MatchesTheHostWarmStartAndChecksTheValues) {
   fs::options o = gpu_options(fs::precision::fp64);
   o.max_iterations = 7;
   device_array f0(kN), g0(kM);
-  fs::solver(dp.view(x, y, 0.4), o).solve_into({f0.mutable_vector(), g0.mutable_vector(), {}, {}});
+  fs::solver(dp.view(x, y, 0.4), o).solve_into({f0.mutable_vector(), g0.mutable_vector(), {}, {}, {}});
   const std::vector<double> host_f0 = f0.to_host(), host_g0 = g0.to_host();
 
   fs::problem warm_on_device = dp.view(x, y, 0.4);
@@ -313,7 +316,7 @@ TEST(DeviceInputsWarmStart, MatchesTheHostWarmStartAndChecksTheValues) {
   warm_on_device.initial_g = g0.vector();
   fs::solver s(warm_on_device, o);
   device_array f(kN), g(kM);
-  const fs::result got = s.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}});
+  const fs::result got = s.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}, {}});
   EXPECT_LE(s.transfers().largest_copy_bytes, kScalarBytes);
   EXPECT_EQ(s.transfers().host_to_device_bytes, 0);
 
@@ -356,7 +359,7 @@ TEST(DeviceInputsStream, InputsAreReadAfterTheCallersStreamWork) {
   o.cuda_stream = reinterpret_cast<std::uintptr_t>(caller);
   fs::solver s(dp.view(x, y, 0.7), o);  // no host wait before: the order is the stream's
   device_array f(x.count), g(y.count);
-  const fs::result got = s.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}});
+  const fs::result got = s.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}, {}});
   const fs::result want =
       fs::solver(testing_support::make_problem(x, y, 0.7, 1.0), gpu_options(fs::precision::fp64)).solve();
   EXPECT_NEAR(got.cost, want.cost, 1e-10 * std::max(1.0, std::abs(want.cost)));

@@ -291,6 +291,15 @@ mutable_vector_view as_mutable_vector(const array_argument& array, const char* n
   return vector_of<mutable_vector_view>(array, name);
 }
 
+mutable_vector_view as_mutable_scalar(const array_argument& array, const char* name) {
+  if (array.ndim != 0 && !(array.ndim == 1 && array.shape[0] == 1)) {
+    throw invalid_argument(std::string(name) + " must hold one element (0-d, or 1-d of size 1)");
+  }
+  mutable_vector_view view;
+  view.size = 1;
+  return described(view, array);
+}
+
 nb::object numpy_vector(std::vector<double>&& values, bool float32) {
   // The array wraps the vector's own buffer (moved into the capsule that is the array's base): no
   // allocation and no copy after the solve.
@@ -303,17 +312,6 @@ nb::object numpy_vector(std::vector<double>&& values, bool float32) {
                                                 bytes, 0, NPY_ARRAY_CARRAY, nullptr));
   if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array.ptr()), base.release().ptr()) < 0) {
     throw nb::python_error();  // the reference to `base` was stolen even on failure
-  }
-  return array;
-}
-
-nb::object numpy_scalar(double value, bool float32) {
-  nb::object array = steal_or_raise(PyArray_SimpleNew(0, nullptr, float32 ? NPY_FLOAT32 : NPY_FLOAT64));
-  void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.ptr()));
-  if (float32) {
-    *static_cast<float*>(data) = static_cast<float>(value);
-  } else {
-    *static_cast<double*>(data) = value;
   }
   return array;
 }

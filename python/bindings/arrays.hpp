@@ -56,11 +56,11 @@ mutable_matrix_view as_mutable_matrix(const array_argument& array, const char* n
 // (size,) float32/float64, any positive stride.
 vector_view as_vector(const array_argument& array, const char* name);
 mutable_vector_view as_mutable_vector(const array_argument& array, const char* name);
+// One element: a 0-d array, or a 1-d one of size 1.
+mutable_vector_view as_mutable_scalar(const array_argument& array, const char* name);
 
 // A NumPy array of `values`, float32 (rounded once) or float64, that owns the vector's buffer.
 nb::object numpy_vector(std::vector<double>&& values, bool float32);
-// A 0-d NumPy array holding `value`, float32 or float64.
-nb::object numpy_scalar(double value, bool float32);
 
 // The same as host DLPack capsules ("dltensor", unversioned: what torch._C._from_dlpack takes):
 // the capsule owns the vector's buffer and hands it to the consumer, which frees it through the

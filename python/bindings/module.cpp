@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -34,10 +35,11 @@ nb::tuple potentials(const result& r, bool float32, bool debiased) {
 
 // The solve and everything the Python result needs, in one call: (cost, primal_cost,
 // relative_entropy, iterations, marginal_error, converged, eps, device, total_seconds, f, g, f_aa,
-// g_bb), f_aa and g_bb None unless `debiased`. NumPy callers (`dlpack` false) get the potentials as
-// in `potentials` and the cost as a float; torch callers (`dlpack` true) get the cost (0-d) and the
-// potentials as host DLPack capsules of the working dtype, which torch._C._from_dlpack wraps.
-nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool dlpack) {
+// g_bb), f_aa and g_bb None unless `debiased`, preceded by `owner` when given (new_solved). NumPy
+// callers (`dlpack` false) get the potentials as in `potentials` and the cost as a float; torch
+// callers (`dlpack` true) get the cost (0-d) and the potentials as host DLPack capsules of the working
+// dtype, which torch._C._from_dlpack wraps.
+nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool dlpack, nb::handle owner = nb::handle()) {
   result r;
   {
     nb::gil_scoped_release unlocked;
@@ -45,38 +47,52 @@ nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool dlpack) {
   }
   // The potentials move into the arrays (no copy of n + m values after the solve).
   const auto vector = dlpack ? &dlpack_vector : &numpy_vector;
-  const nb::object cost = dlpack ? dlpack_scalar(r.cost, float32) : nb::cast(r.cost);
-  const nb::object f = vector(std::move(r.f), float32), g = vector(std::move(r.g), float32);
-  const nb::object f_aa = debiased ? vector(std::move(r.f_aa), float32) : nb::none();
-  const nb::object g_bb = debiased ? vector(std::move(r.g_bb), float32) : nb::none();
-  return nb::make_tuple(cost, r.primal_cost, r.relative_entropy, r.iterations, r.marginal_error, r.converged, r.eps,
-                        r.device, r.time.total_seconds, f, g, f_aa, g_bb);
+  nb::object fields[] = {dlpack ? dlpack_scalar(r.cost, float32) : nb::cast(r.cost),
+                         nb::cast(r.primal_cost),
+                         nb::cast(r.relative_entropy),
+                         nb::cast(r.iterations),
+                         nb::cast(r.marginal_error),
+                         nb::cast(r.converged),
+                         nb::cast(r.eps),
+                         nb::cast(r.device),
+                         nb::cast(r.time.total_seconds),
+                         vector(std::move(r.f), float32),
+                         vector(std::move(r.g), float32),
+                         debiased ? vector(std::move(r.f_aa), float32) : nb::none(),
+                         debiased ? vector(std::move(r.g_bb), float32) : nb::none()};
+  const Py_ssize_t first = owner.is_valid() ? 1 : 0;
+  nb::tuple out = nb::steal<nb::tuple>(PyTuple_New(first + static_cast<Py_ssize_t>(std::size(fields))));
+  if (!out.is_valid()) throw nb::python_error();
+  if (first == 1) PyTuple_SET_ITEM(out.ptr(), 0, owner.inc_ref().ptr());
+  for (std::size_t i = 0; i < std::size(fields); ++i) {
+    PyTuple_SET_ITEM(out.ptr(), first + static_cast<Py_ssize_t>(i), fields[i].release().ptr());
+  }
+  return out;
 }
 
 // --- CUDA inputs read in place (solver.hpp, "CUDA inputs"): the solve into the caller's arrays ---
 
-// solve_into (solver.hpp): the potentials written into f, g (and f_aa, g_bb when debiased; None: not
-// written) — DLPack tensors in CUDA memory stay there — and the rest of the result as solve_fields
-// gives it, without the potentials: (cost, primal_cost, relative_entropy, iterations,
-// marginal_error, converged, eps, device, total_seconds).
-nb::tuple solve_into_fields(solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, bool float32,
-                            bool cost_array) {
+// solve_into (solver.hpp): the potentials written into f, g (and f_aa, g_bb when debiased) and the
+// value into `cost` (0-d; None: not written) — DLPack tensors in CUDA memory stay there, so a caller
+// on the GPU gets everything there without a fill of its own. Returns (iterations, marginal_error,
+// converged, eps, device, total_seconds).
+nb::tuple solve_into_arrays(solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, nb::handle cost) {
   const array_argument fa = output_argument(f, "f"), ga = output_argument(g, "g");
   const array_argument faa = f_aa.is_none() ? array_argument{} : output_argument(f_aa, "f_aa");
   const array_argument gbb = g_bb.is_none() ? array_argument{} : output_argument(g_bb, "g_bb");
+  const array_argument ca = cost.is_none() ? array_argument{} : output_argument(cost, "cost");
   potential_views out;
   out.f = as_mutable_vector(fa, "f");
   out.g = as_mutable_vector(ga, "g");
   if (!f_aa.is_none()) out.f_aa = as_mutable_vector(faa, "f_aa");
   if (!g_bb.is_none()) out.g_bb = as_mutable_vector(gbb, "g_bb");
+  if (!cost.is_none()) out.cost = as_mutable_scalar(ca, "cost");
   result r;
   {
     nb::gil_scoped_release unlocked;
     r = s.solve_into(out);
   }
-  const nb::object cost = cost_array ? numpy_scalar(r.cost, float32) : nb::cast(r.cost);
-  return nb::make_tuple(cost, r.primal_cost, r.relative_entropy, r.iterations, r.marginal_error, r.converged, r.eps,
-                        r.device, r.time.total_seconds);
+  return nb::make_tuple(r.iterations, r.marginal_error, r.converged, r.eps, r.device, r.time.total_seconds);
 }
 
 // solver::transfers (transfer_statistics.hpp) as a dict.
@@ -318,6 +334,47 @@ bound_solver* new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b,
   return held.release();
 }
 
+// new_solver and Solver.solve_fields in one crossing for host inputs (no labels, no stream): the
+// package's sinkhorn() on NumPy arrays and CPU tensors, where each Python-level step and binding call
+// costs microseconds when the caches are cold after a long solve (bench/python_call_overhead.py).
+// Returns (solver, *solve_fields(...)).
+nb::tuple new_solved(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
+                     nb::handle initial_f, nb::handle initial_g, const options& opts, bool float32, bool debiased,
+                     bool dlpack) {
+  problem p;
+  std::unique_ptr<bound_solver> held =
+      bound_arguments(x, y, a, b, eps, cost_scale, initial_f, initial_g, nb::none(), p);
+  {
+    nb::gil_scoped_release unlocked;
+    held->impl.emplace(p, opts);
+  }
+  solver& s = held->get();
+  const nb::object owner = nb::cast(held.release(), nb::rv_policy::take_ownership);
+  return solve_fields(s, float32, debiased, dlpack, owner);
+}
+
+// new_solver (with the caller's stream) and solve_into_arrays in one crossing, for the package's
+// sinkhorn() on CUDA tensors: (solver, iterations, marginal_error, converged, eps, device,
+// total_seconds).
+nb::tuple new_solved_into(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
+                          nb::handle initial_f, nb::handle initial_g, const options& shared_options,
+                          std::optional<std::uintptr_t> cuda_stream, nb::handle f, nb::handle g, nb::handle f_aa,
+                          nb::handle g_bb, nb::handle cost) {
+  options opts = shared_options;
+  opts.cuda_stream = cuda_stream;
+  problem p;
+  std::unique_ptr<bound_solver> held =
+      bound_arguments(x, y, a, b, eps, cost_scale, initial_f, initial_g, nb::none(), p);
+  {
+    nb::gil_scoped_release unlocked;
+    held->impl.emplace(p, opts);
+  }
+  solver& s = held->get();
+  const nb::object owner = nb::cast(held.release(), nb::rv_policy::take_ownership);
+  const nb::tuple fields = solve_into_arrays(s, f, g, f_aa, g_bb, cost);
+  return nb::make_tuple(owner, fields[0], fields[1], fields[2], fields[3], fields[4], fields[5]);
+}
+
 }  // namespace
 }  // namespace flashsinkhorn::python
 
@@ -404,12 +461,13 @@ NB_MODULE(_core, m) {
           "DLPack capsules of the working dtype.")
       .def(
           "solve_into",
-          [](py::bound_solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, bool float32,
-             bool cost_array) { return py::solve_into_fields(s.get(), f, g, f_aa, g_bb, float32, cost_array); },
-          "f"_a, "g"_a, "f_aa"_a.none(), "g_bb"_a.none(), "float32"_a, "cost_array"_a,
-          "solver::solve_into: the potentials written into the given arrays (CUDA tensors stay on the device); "
-          "returns (cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps, device, "
-          "total_seconds).")
+          [](py::bound_solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, nb::handle cost) {
+            return py::solve_into_arrays(s.get(), f, g, f_aa, g_bb, cost);
+          },
+          "f"_a, "g"_a, "f_aa"_a.none(), "g_bb"_a.none(), "cost"_a.none(),
+          "solver::solve_into: the potentials written into f, g (f_aa, g_bb when debiased) and the value into "
+          "the 0-d `cost` (None: not written); CUDA tensors stay on the device. Returns (iterations, "
+          "marginal_error, converged, eps, device, total_seconds).")
       .def_prop_ro(
           "transfers", [](const py::bound_solver& s) { return py::transfer_counts(*s.impl); },
           "solver::transfers(): the host<->device copies this solver made, as a dict of counts and bytes.")
@@ -469,6 +527,18 @@ NB_MODULE(_core, m) {
         nb::rv_policy::take_ownership,
         "A Solver for x, y, a, b, initial_f, initial_g: NumPy arrays or DLPack tensors/capsules (read in place "
         "when float32/float64 with a readable layout, else converted once), None for the optional ones.");
+
+  m.def("new_solved", &py::new_solved, "x"_a, "y"_a, "a"_a.none(), "b"_a.none(), "eps"_a, "cost_scale"_a,
+        "initial_f"_a.none(), "initial_g"_a.none(), "options"_a, "float32"_a, "debias"_a, "dlpack"_a,
+        "new_solver(...) and its solve_fields(float32, debias, dlpack) in one call, for host inputs: (solver, "
+        "cost, primal_cost, relative_entropy, iterations, marginal_error, converged, eps, device, total_seconds, "
+        "f, g, f_aa, g_bb).");
+
+  m.def("new_solved_into", &py::new_solved_into, "x"_a, "y"_a, "a"_a.none(), "b"_a.none(), "eps"_a,
+        "cost_scale"_a, "initial_f"_a.none(), "initial_g"_a.none(), "options"_a, "cuda_stream"_a.none(), "f"_a, "g"_a,
+        "f_aa"_a.none(), "g_bb"_a.none(), "cost"_a.none(),
+        "new_solver(..., cuda_stream) and Solver.solve_into(f, g, f_aa, g_bb, cost) in one call: (solver, "
+        "iterations, marginal_error, converged, eps, device, total_seconds).");
 
   py::bind_optimizers(m);
 

@@ -121,18 +121,13 @@ class Solver:
         return self._result(*self._core.solve_fields(frame.single, self._debias, frame.torch))
 
     def _solve_on_device(self) -> SinkhornResult:
-        """solve() for CUDA tensors: the core writes the potentials into tensors on their GPU
-        (solve_into) and reduces the value there; only scalars come back, the cost becomes a 0-d tensor
-        on the GPU by a fill (no copy)."""
+        """solve() for CUDA tensors: the core writes the potentials and the value into tensors on their
+        GPU (solve_into); only scalars come back."""
         frame, debias = self._frame, self._debias
-        n, m = self._n, self._m
-        f, g = frame.empty_device((n,)), frame.empty_device((m,))
-        f_aa, g_bb = (frame.empty_device((n,)), frame.empty_device((m,))) if debias else (None, None)
-        capsules = [None if t is None else _to_dlpack(t) for t in (f, g, f_aa, g_bb)]
-        # (the core's primal terms are NaN: options primal_terms is off, PrimalTerms computes them)
-        (cost, _, _, iterations, marginal_error, converged, eps, device,
-         seconds) = self._core.solve_into(*capsules, frame.single, False)
-        cost = _torch.full((), cost, dtype=frame.dtype, device=frame.device)
+        f, g, f_aa, g_bb, cost = _device_outputs(frame, self._n, self._m, debias)
+        (iterations, marginal_error, converged, eps, device, seconds) = self._core.solve_into(
+            _to_dlpack(f), _to_dlpack(g), None if f_aa is None else _to_dlpack(f_aa),
+            None if g_bb is None else _to_dlpack(g_bb), _to_dlpack(cost))
         return SinkhornResult(f, g, cost, PrimalTerms(self), iterations, marginal_error, converged, eps,
                               device, seconds, self, f_aa, g_bb)
 
@@ -415,17 +410,57 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
                       debias=debias, precision=precision, device=device, threads=threads,
                       normalize_weights=normalize_weights, initial_f=initial_f, initial_g=initial_g, labels=labels)
         return differentiable_sinkhorn(x, y, a, b, kwargs)
-    # Solver(...).solve(), without binding the keyword arguments a second time (every Python-level call
-    # on this path costs microseconds when the interpreter's caches are cold after a long solve).
+    # Solver(...).solve(), without binding the keyword arguments a second time: every Python-level call
+    # on this path costs microseconds when the interpreter's caches are cold after a long solve
+    # (bench/python_call_overhead.py), so the common cases take one binding call and no helper:
+    # new_solved for host inputs, new_solved_into for CUDA tensors read in place.
     s = Solver.__new__(Solver)
     s._frame, s._debias = frame, bool(debias)
+    options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, reach, reach_x, reach_y, debias,
+                          precision or ("fp32" if frame.single else "fp64"), device, threads, normalize_weights,
+                          frame.cuda_index)
+    if frame.on_host and labels is None:
+        if frame.torch:
+            x, y, a, b = host_array(x, frame), host_array(y, frame), host_array(a, frame), host_array(b, frame)
+            initial_f, initial_g = host_array(initial_f, frame), host_array(initial_g, frame)
+        (s._core, cost, _, _, iterations, marginal_error, converged, eps, device, seconds, f, g, f_aa,
+         g_bb) = _core.new_solved(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options,
+                                  frame.single, s._debias, frame.torch)
+        s._solve_count = 1
+        if frame.torch:
+            cost, f, g = _from_dlpack(cost), _from_dlpack(f), _from_dlpack(g)
+            if f_aa is not None:
+                f_aa, g_bb = _from_dlpack(f_aa), _from_dlpack(g_bb)
+        return SinkhornResult(f, g, cost, PrimalTerms(s), iterations, marginal_error, converged, eps, device, seconds, s,
+                              f_aa, g_bb)
+    s._in_place = _reads_in_place(frame, device)
+    if s._in_place and labels is None and getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
+        # CUDA tensors read in place: the potentials and the value written into tensors made here, on
+        # their GPU, in the order of the current stream (new_solved_into: construction and solve_into).
+        f, g, f_aa, g_bb, value = _device_outputs(frame, x.shape[0], y.shape[0], s._debias)
+        (s._core, iterations, marginal_error, converged, eps, device, seconds) = _core.new_solved_into(
+            core_array(x, frame), core_array(y, frame), core_array(a, frame), core_array(b, frame), float(eps),
+            float(cost_scale), core_array(initial_f, frame), core_array(initial_g, frame), options,
+            current_stream(frame), _to_dlpack(f), _to_dlpack(g), None if f_aa is None else _to_dlpack(f_aa),
+            None if g_bb is None else _to_dlpack(g_bb), _to_dlpack(value))
+        s._solve_count = 1
+        return SinkhornResult(f, g, value, PrimalTerms(s), iterations, marginal_error, converged, eps, device, seconds,
+                              s, f_aa, g_bb)
     core = s._core = _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
                                iters, tol, check_every, reach, reach_x, reach_y, debias, precision, device, threads,
                                normalize_weights, labels)
-    s._in_place = _reads_in_place(frame, device)
     if s._in_place:
         return s._solve_on_device()
     return s._result(*core.solve_fields(frame.single, s._debias, frame.torch))
+
+
+def _device_outputs(frame: Frame, n: int, m: int, debias: bool) -> tuple:
+    """(f, g, f_aa, g_bb, cost): the tensors on the frame's GPU that solve_into writes (f_aa, g_bb None
+    unless debiased; cost 0-d)."""
+    empty = frame.empty_device
+    if debias:
+        return empty((n,)), empty((m,)), empty((n,)), empty((m,)), empty(())
+    return empty((n,)), empty((m,)), None, None, empty(())
 
 
 def _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter, iters, tol,

@@ -199,3 +199,63 @@ def test_options_are_built_once_per_argument_set():
     with pytest.raises(fs.InvalidArgument, match="cost"):  # errors are not cached away
         _options(cost="nope")
 
+
+
+class _CoreCalls:
+    """Stands in for flashsinkhorn._core in _functional and records which of its functions are called."""
+
+    def __init__(self):
+        self.called = []
+
+    def __getattr__(self, name):
+        value = getattr(_core, name)
+        if callable(value) and not isinstance(value, type):
+            def recorded(*args, **kwargs):
+                self.called.append(name)
+                return value(*args, **kwargs)
+            return recorded
+        return value
+
+
+def _binding_calls(monkeypatch, call):
+    from flashsinkhorn import _functional
+    calls = _CoreCalls()
+    monkeypatch.setattr(_functional, "_core", calls)
+    result = call()
+    return calls.called, result
+
+
+@pytest.mark.parametrize("debias", [False, True])
+def test_a_host_solve_crosses_into_the_binding_once(monkeypatch, debias):
+    """sinkhorn() on NumPy arrays and CPU tensors: construction and solve in one binding call
+    (new_solved), the same result as the Solver path's two calls."""
+    x, y, a, b = _points(np.float32)
+    options = dict(eps=0.5, iters=20, tol=0, threads=1, debias=debias)
+    want = fs.Solver(x, y, a, b, **options).solve()
+    called, got = _binding_calls(monkeypatch, lambda: fs.sinkhorn(x, y, a, b, **options))
+    assert called == ["new_solved"]
+    assert got.cost == want.cost and np.array_equal(got.f, want.f) and np.array_equal(got.g, want.g)
+    assert got.solver is not None and got.primal_cost == want.primal_cost  # the solver stays usable
+    torch = pytest.importorskip("torch")
+    tx, ty, ta, tb = (torch.from_numpy(v) for v in (x, y, a, b))
+    called, got = _binding_calls(monkeypatch, lambda: fs.sinkhorn(tx, ty, ta, tb, **options))
+    assert called == ["new_solved"]
+    assert float(got.cost) == float(np.float32(want.cost)) and torch.equal(got.f, torch.from_numpy(want.f))
+
+
+@pytest.mark.parametrize("debias", [False, True])
+def test_a_cuda_solve_crosses_into_the_binding_once(monkeypatch, debias):
+    """sinkhorn() on CUDA tensors: construction and solve in one binding call (new_solved_into), the
+    value written on the device into the 0-d cost tensor (no fill after the solve)."""
+    torch = pytest.importorskip("torch")
+    if not (torch.cuda.is_available() and _core.cuda_available()):
+        pytest.skip("needs torch.cuda and a core built with CUDA")
+    x, y, a, b = (torch.from_numpy(v).cuda() for v in _points(np.float32))
+    options = dict(eps=0.5, iters=20, tol=0, debias=debias, precision="fp32")
+    want = fs.Solver(x, y, a, b, **options).solve()
+    called, got = _binding_calls(monkeypatch, lambda: fs.sinkhorn(x, y, a, b, **options))
+    assert called[-1] == "new_solved_into" and "new_solver" not in called
+    assert got.cost.shape == () and got.cost.device == x.device and got.cost.dtype == torch.float32
+    assert float(got.cost) == float(want.cost) and torch.equal(got.f, want.f) and torch.equal(got.g, want.g)
+    if debias:
+        assert torch.equal(got.f_aa, want.f_aa) and torch.equal(got.g_bb, want.g_bb)

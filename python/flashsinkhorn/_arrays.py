@@ -163,6 +163,10 @@ def core_array(value: Array | None, frame: Frame) -> Any:
     contiguous: torch operations on the GPU); everything else as `host_array` gives it."""
     if value is None or torch is None or not isinstance(value, torch.Tensor) or value.is_cpu:
         return host_array(value, frame)
+    dtype = value.dtype
+    if ((dtype is torch.float32 or dtype is torch.float64) and not value.is_neg()
+            and (value.ndim != 2 or value.shape[1] <= 1 or value.stride(1) == 1)):
+        return _to_dlpack(value)  # readable as it is (requires_grad or not: nothing is recorded)
     tensor = value.detach()
     if tensor.dtype not in (torch.float32, torch.float64):
         tensor = tensor.to(_working_torch_dtype(tensor.dtype))

@@ -422,7 +422,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     if frame.on_host and labels is None:
         if frame.torch:
             x, y, a, b = host_array(x, frame), host_array(y, frame), host_array(a, frame), host_array(b, frame)
-            initial_f, initial_g = host_array(initial_f, frame), host_array(initial_g, frame)
+            if initial_f is not None or initial_g is not None:
+                initial_f, initial_g = host_array(initial_f, frame), host_array(initial_g, frame)
         (s._core, cost, _, _, iterations, marginal_error, converged, eps, device, seconds, f, g, f_aa,
          g_bb) = _core.new_solved(x, y, a, b, float(eps), float(cost_scale), initial_f, initial_g, options,
                                   frame.single, s._debias, frame.torch)
@@ -439,9 +440,11 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
         # their GPU, in the order of the current stream (new_solved_into: construction and solve_into).
         f, g, f_aa, g_bb, value = _device_outputs(frame, x.shape[0], y.shape[0], s._debias)
         (s._core, iterations, marginal_error, converged, eps, device, seconds) = _core.new_solved_into(
-            core_array(x, frame), core_array(y, frame), core_array(a, frame), core_array(b, frame), float(eps),
-            float(cost_scale), core_array(initial_f, frame), core_array(initial_g, frame), options,
-            current_stream(frame), _to_dlpack(f), _to_dlpack(g), None if f_aa is None else _to_dlpack(f_aa),
+            core_array(x, frame), core_array(y, frame), None if a is None else core_array(a, frame),
+            None if b is None else core_array(b, frame), float(eps), float(cost_scale),
+            None if initial_f is None else core_array(initial_f, frame),
+            None if initial_g is None else core_array(initial_g, frame), options, current_stream(frame),
+            _to_dlpack(f), _to_dlpack(g), None if f_aa is None else _to_dlpack(f_aa),
             None if g_bb is None else _to_dlpack(g_bb), _to_dlpack(value))
         s._solve_count = 1
         return SinkhornResult(f, g, value, PrimalTerms(s), iterations, marginal_error, converged, eps, device, seconds,

@@ -178,3 +178,16 @@ def test_a_timeout_cell_names_its_phase():
         "TIMEOUT (first call)"
     assert cell({"status": "timeout"}) == "TIMEOUT"  # rows from before run.py recorded the phase
     assert cell({"status": "oom"}) == "OOM" and cell({"status": "ok", "ms": 2.0}) == "2"
+
+
+def test_converge_times_compare_only_at_comparable_errors():
+    """A peer that stopped far from our marginal error (GeomLoss's fixed schedule) gets no ratio."""
+    load_report()
+    from report_suite import _comparable_errors
+
+    ours = {"marginal_error": 4e-2, "tol": 1e-4}
+    assert _comparable_errors({"marginal_error": 3e-2}, ours)
+    assert _comparable_errors({"marginal_error": 0.39}, ours)
+    assert not _comparable_errors({"marginal_error": 0.84}, ours)
+    assert _comparable_errors({"marginal_error": 9e-4}, {"marginal_error": 5e-5, "tol": 1e-4})  # within 10× tol
+    assert _comparable_errors({}, ours)  # no error recorded: nothing to hold against it

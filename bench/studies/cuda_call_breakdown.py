@@ -8,7 +8,7 @@ _functional.sinkhorn for tensors that do not require grad. This study runs that 
 one, in the same order and with the same arguments, and reads the clock between them:
 
   frame        Frame.of(x, y, a, b)                     options   options_for(...) (a cached lookup)
-  outputs      f, g and the 0-d cost: three torch.empty on the GPU (_device_outputs)
+  outputs      f, g and the 0-d cost: three new_empty on the GPU (_device_outputs)
   inputs       core_array(...) for x, y, a, b, f0, g0   stream    current_stream(frame)
   construct    _core.new_solver(...) (binding + solver construction: validation, device prepare)
   solve        core.solve_into(...) (binding + the loop; returns with the potentials and the value
@@ -57,7 +57,7 @@ def stepped_call(x, y, precision: str, clock) -> tuple[dict[str, float], float]:
     options = options_for("sqeuclidean", "alternating", None, None, 10, 0.0, 10, None, None, None, False,
                           precision, "auto", 0, True, frame.cuda_index)
     t.append(clock())
-    f, g, f_aa, g_bb, cost = _device_outputs(frame, x.shape[0], y.shape[0], False)
+    f, g, f_aa, g_bb, cost = _device_outputs(frame, x.shape[0], y.shape[0], False, x)
     t.append(clock())
     xs, ys, a, b = core_array(x, frame), core_array(y, frame), core_array(None, frame), core_array(None, frame)
     f0, g0 = core_array(None, frame), core_array(None, frame)

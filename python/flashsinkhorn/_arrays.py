@@ -108,7 +108,7 @@ class Frame:
         zero-copy `torch.from_numpy` in give_back)."""
         return np.empty(shape, dtype=self.numpy_dtype)
 
-    def empty_device(self, shape: tuple[int, ...]) -> Any:
+    def empty_device(self, shape: int | tuple[int, ...]) -> Any:
         """An output tensor on the frame's GPU that the core writes in place (CUDA frames only)."""
         return torch.empty(shape, dtype=self.dtype, device=self.device)
 

@@ -259,3 +259,18 @@ def test_a_cuda_solve_crosses_into_the_binding_once(monkeypatch, debias):
     assert float(got.cost) == float(want.cost) and torch.equal(got.f, want.f) and torch.equal(got.g, want.g)
     if debias:
         assert torch.equal(got.f_aa, want.f_aa) and torch.equal(got.g_bb, want.g_bb)
+
+
+def test_device_outputs_take_the_frames_dtype_and_device():
+    """_device_outputs (the tensors solve_into writes): f (n,), g (m,), f_aa, g_bb when debiased and a
+    0-d cost, in the frame's working dtype and device, whether made by `like.new_empty` or by
+    torch.empty (a `like` of another dtype)."""
+    torch = pytest.importorskip("torch")
+    from flashsinkhorn._functional import _device_outputs
+    for like in (torch.zeros(4, 3, dtype=torch.float64), torch.zeros(4, 3, dtype=torch.float16), None):
+        frame = Frame.of(torch.zeros(4, 3, dtype=torch.float64))
+        f, g, f_aa, g_bb, cost = _device_outputs(frame, 4, 5, True, like)
+        assert [tuple(t.shape) for t in (f, g, f_aa, g_bb, cost)] == [(4,), (5,), (4,), (5,), ()]
+        assert all(t.dtype == torch.float64 and t.device == frame.device and not t.requires_grad
+                   for t in (f, g, f_aa, g_bb, cost))
+        assert _device_outputs(frame, 4, 5, False, like)[2:4] == (None, None)

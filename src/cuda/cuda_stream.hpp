@@ -1,6 +1,7 @@
-// The stream a CUDA backend orders all of its work on (move-only): either created here,
-// non-blocking (no implicit ordering with the legacy default stream, so other libraries' work on
-// it neither waits for nor delays ours), or borrowed from the caller, who then owns it.
+// The stream a CUDA backend orders all of its work on (move-only): either its own, non-blocking (no
+// implicit ordering with the legacy default stream, so other libraries' work on it neither waits for
+// nor delays ours) and taken from the device's stream pool, or borrowed from the caller, who then
+// owns it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/stream_pool.hpp"
 
 namespace flashsinkhorn::detail {
 
@@ -15,10 +17,12 @@ class cuda_stream {
  public:
   cuda_stream() = default;
 
-  // A new non-blocking stream on the current device, destroyed with this object.
+  // A non-blocking stream of its own on the current device (stream_pool.hpp: given back to the
+  // device's pool with this object, not destroyed).
   [[nodiscard]] static cuda_stream create() {
     cuda_stream s;
-    FS_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream_, cudaStreamNonBlocking));
+    FS_CUDA_CHECK(cudaGetDevice(&s.device_));
+    s.stream_ = acquire_stream(s.device_);
     s.owned_ = true;
     return s;
   }
@@ -32,12 +36,14 @@ class cuda_stream {
 
   ~cuda_stream() { release(); }
   cuda_stream(cuda_stream&& other) noexcept
-      : stream_(std::exchange(other.stream_, nullptr)), owned_(std::exchange(other.owned_, false)) {}
+      : stream_(std::exchange(other.stream_, nullptr)), owned_(std::exchange(other.owned_, false)),
+        device_(other.device_) {}
   cuda_stream& operator=(cuda_stream&& other) noexcept {
     if (this != &other) {
       release();
       stream_ = std::exchange(other.stream_, nullptr);
       owned_ = std::exchange(other.owned_, false);
+      device_ = other.device_;
     }
     return *this;
   }
@@ -52,13 +58,14 @@ class cuda_stream {
 
  private:
   void release() noexcept {
-    if (owned_ && stream_ != nullptr) FS_CUDA_CHECK_LOG(cudaStreamDestroy(stream_));
+    if (owned_) release_stream(device_, stream_);
     stream_ = nullptr;
     owned_ = false;
   }
 
   cudaStream_t stream_ = nullptr;
   bool owned_ = false;
+  int device_ = 0;  // where an owned stream was made
 };
 
 }  // namespace flashsinkhorn::detail

@@ -148,7 +148,7 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cuda
                   static_cast<unsigned>(vector ? splits.splits
                                                : (args.k > 0 ? value_columns_padded(args.k) / kValueCols : 1)));
   auto launch = [&](auto kernel, int shared_bytes) {
-    cudaError_t s = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+    cudaError_t s = allow_shared(kernel, shared_bytes);
     if (s != cudaSuccess) return s;
     kernel<<<grid, kThreads, shared_bytes, stream>>>(p);
     return cudaGetLastError();
@@ -213,7 +213,7 @@ cudaError_t launch_plan_wgmma_steps(const plan_rows_launch_args& args, const ker
   plan.p.stage_bytes = geo.stage_bytes;
   plan.p.query_bytes = geo.query_bytes;
   const auto kernel = &kernels::plan_wgmma_kernel<Op, kSteps>;
-  cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, geo.total_bytes);
+  cudaError_t status = allow_shared(kernel, geo.total_bytes);
   if (status != cudaSuccess) return status;
   kernel<<<hopper_plan_grid(plan, kernels::plan_wgmma::kValueCols), tile::kWgmmaWsThreads, geo.total_bytes, stream>>>(
       plan.p, plan.rows_map, plan.keys_map, plan.values_map);
@@ -229,7 +229,7 @@ cudaError_t launch_plan_wgmma_streamed(const plan_rows_launch_args& args, std::i
   if (!make_hopper_plan(args, words, stages, plan)) return cudaErrorNotSupported;
   const int shared_bytes = wgmma::kPanelAlignment + stages * kernels::plan_wgmma_streamed::kStageBytes;
   const auto kernel = &kernels::plan_wgmma_streamed_kernel<Op, kHalves>;
-  cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+  cudaError_t status = allow_shared(kernel, shared_bytes);
   if (status != cudaSuccess) return status;
   kernel<<<hopper_plan_grid(plan, kHalves * kernels::plan_wgmma::kValueCols), tile::kWgmmaWsThreads, shared_bytes,
            stream>>>(plan.p, static_cast<int>(words / wgmma::kPanelWords), plan.rows_map, plan.keys_map,

@@ -151,7 +151,9 @@ def python_run(call, args: tuple, kwargs: dict, core_seconds, repeats: int,
 
 
 def report_header(args, fs, torch) -> dict:
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    # (a tree without .git, as tools/gpu_check.sh runs it from an archive: the commit it was given)
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or os.environ.get("FS_COMMIT", "")
     dirty = bool(subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "python", "bench"],
                                 capture_output=True, text=True).stdout.strip())
     return {

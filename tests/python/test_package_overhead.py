@@ -274,3 +274,18 @@ def test_device_outputs_take_the_frames_dtype_and_device():
         assert all(t.dtype == torch.float64 and t.device == frame.device and not t.requires_grad
                    for t in (f, g, f_aa, g_bb, cost))
         assert _device_outputs(frame, 4, 5, False, like)[2:4] == (None, None)
+
+
+def test_plain_autograd_skips_the_setup_context_binding():
+    """Outside torch.func, the differentiable cost comes from the forward(ctx, ...) Function (torch binds
+    a setup_context forward's arguments through inspect on every call); under torch.func.grad the
+    setup_context one runs. Both give the same gradient."""
+    torch = pytest.importorskip("torch")
+    x, y, _, _ = (torch.from_numpy(v) for v in _points(np.float64))
+    options = dict(eps=0.5, iters=30, tol=0, threads=1)
+    xr = x.clone().requires_grad_(True)
+    cost = fs.sinkhorn(xr, y, **options).cost
+    assert type(cost.grad_fn).__name__ == "_PlainSinkhornFunctionBackward"
+    (plain,) = torch.autograd.grad(cost, xr)
+    transformed = torch.func.grad(lambda p: fs.sinkhorn(p, y, **options).cost)(x)
+    assert torch.allclose(plain, transformed, rtol=1e-12, atol=1e-14)

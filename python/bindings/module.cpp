@@ -334,6 +334,17 @@ bound_solver* new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b,
   return held.release();
 }
 
+// new_solver(...) as the Python object that owns it, and the solver inside.
+std::pair<nb::object, solver*> owned_new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps,
+                                                double cost_scale, nb::handle initial_f, nb::handle initial_g,
+                                                const options& shared_options,
+                                                std::optional<std::uintptr_t> cuda_stream) {
+  std::unique_ptr<bound_solver> held(
+      new_solver(x, y, a, b, eps, cost_scale, initial_f, initial_g, shared_options, nb::none(), cuda_stream));
+  solver* s = &held->get();
+  return {nb::cast(held.release(), nb::rv_policy::take_ownership), s};
+}
+
 // new_solver and Solver.solve_fields in one crossing for host inputs (no labels, no stream): the
 // package's sinkhorn() on NumPy arrays and CPU tensors, where each Python-level step and binding call
 // costs microseconds when the caches are cold after a long solve (bench/python_call_overhead.py).
@@ -341,16 +352,8 @@ bound_solver* new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b,
 nb::tuple new_solved(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
                      nb::handle initial_f, nb::handle initial_g, const options& opts, bool float32, bool debiased,
                      bool dlpack) {
-  problem p;
-  std::unique_ptr<bound_solver> held =
-      bound_arguments(x, y, a, b, eps, cost_scale, initial_f, initial_g, nb::none(), p);
-  {
-    nb::gil_scoped_release unlocked;
-    held->impl.emplace(p, opts);
-  }
-  solver& s = held->get();
-  const nb::object owner = nb::cast(held.release(), nb::rv_policy::take_ownership);
-  return solve_fields(s, float32, debiased, dlpack, owner);
+  const auto [owner, s] = owned_new_solver(x, y, a, b, eps, cost_scale, initial_f, initial_g, opts, std::nullopt);
+  return solve_fields(*s, float32, debiased, dlpack, owner);
 }
 
 // new_solver (with the caller's stream) and solve_into_arrays in one crossing, for the package's
@@ -360,18 +363,9 @@ nb::tuple new_solved_into(nb::handle x, nb::handle y, nb::handle a, nb::handle b
                           nb::handle initial_f, nb::handle initial_g, const options& shared_options,
                           std::optional<std::uintptr_t> cuda_stream, nb::handle f, nb::handle g, nb::handle f_aa,
                           nb::handle g_bb, nb::handle cost) {
-  options opts = shared_options;
-  opts.cuda_stream = cuda_stream;
-  problem p;
-  std::unique_ptr<bound_solver> held =
-      bound_arguments(x, y, a, b, eps, cost_scale, initial_f, initial_g, nb::none(), p);
-  {
-    nb::gil_scoped_release unlocked;
-    held->impl.emplace(p, opts);
-  }
-  solver& s = held->get();
-  const nb::object owner = nb::cast(held.release(), nb::rv_policy::take_ownership);
-  const nb::tuple fields = solve_into_arrays(s, f, g, f_aa, g_bb, cost);
+  const auto [owner, s] =
+      owned_new_solver(x, y, a, b, eps, cost_scale, initial_f, initial_g, shared_options, cuda_stream);
+  const nb::tuple fields = solve_into_arrays(*s, f, g, f_aa, g_bb, cost);
   return nb::make_tuple(owner, fields[0], fields[1], fields[2], fields[3], fields[4], fields[5]);
 }
 

@@ -97,6 +97,16 @@ def base(file: str, meta: dict) -> dict:
     return {"file": file, "commit": meta.get("commit"), "date": meta.get("date")}
 
 
+PROTOCOL_EPS = 0.1  # bench/suite/protocol.py's EPS (the authors' protocol)
+
+
+def op_label(r: dict) -> str:
+    """A suite row's operation, with its ε when it is not the protocol's (run.py --eps): rows at another
+    ε get tables of their own instead of replacing the protocol's."""
+    eps = r.get("eps", PROTOCOL_EPS)
+    return r["op"] if eps is None or math.isclose(eps, PROTOCOL_EPS) else f"{r['op']} (ε = {eps:g})"
+
+
 def suite_row(r: dict, file: str) -> dict:
     out = base(file, r)
     if "op" not in r:  # a C++ row stamped by run.py --stamp
@@ -113,7 +123,7 @@ def suite_row(r: dict, file: str) -> dict:
             out.update(op="plan_pass")
         return out
     impl = r["impl"]
-    out.update(impl=OURS if impl.startswith("flashsinkhorn") else impl, variant=impl, op=r["op"], n=r["n"], d=r["d"],
+    out.update(impl=OURS if impl.startswith("flashsinkhorn") else impl, variant=impl, op=op_label(r), n=r["n"], d=r["d"],
                precision=r["precision"], device="gpu" if r.get("device", "cuda").startswith("cuda") else "cpu",
                status=r["status"], ms=r.get("ms"), ms_per_iteration=r.get("ms_per_iteration"),
                marginal_error=r.get("marginal_error"), reached_tol=r.get("reached_tol"),

@@ -28,6 +28,11 @@ END_TO_END = "flashsinkhorn-py"  # our row that ratios and claims use
 PEER = "flash-sinkhorn"
 OPS = ("forward", "forward_gradient", "hvp", "converge")
 
+
+def base_op(op: str | None) -> str | None:
+    """'converge (ε = 1)' → 'converge': the operation of a row labelled with a non-protocol ε (report.py)."""
+    return None if op is None else op.split(" (", 1)[0]
+
 # (file name prefix, implementation, operation, why the rows no longer describe the library)
 SUPERSEDED = (
     ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-cli", "forward",
@@ -53,7 +58,7 @@ def superseded_by(row: dict) -> str | None:
 
 def merge(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     """(merged, superseded): the suite's operation rows, one per case (the newest run of it)."""
-    suite = [r for r in rows if r["file"].startswith("suite") and r.get("op") in OPS]
+    suite = [r for r in rows if r["file"].startswith("suite") and base_op(r.get("op")) in OPS]
     stale = [r for r in suite if superseded_by(r)]
     chosen: dict[tuple, dict] = {}
     for r in sorted((r for r in suite if not superseded_by(r)), key=lambda r: str(r.get("date") or "")):
@@ -101,8 +106,8 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
            "(ratio) = peer / ours, ours = the Python package's call (flashsinkhorn-py; the CLI column times "
            "its solve loop alone, the C++ columns the kernels alone)."
            + (" Converge: a ratio only where the peer reached a marginal error within 10× of ours (or of the "
-              "tolerance)." if op == "converge" else "")
-           + (f" Forward iterations in these rows: {', '.join(map(str, iterations))}." if op != "converge" and iterations
+              "tolerance)." if base_op(op) == "converge" else "")
+           + (f" Forward iterations in these rows: {', '.join(map(str, iterations))}." if base_op(op) != "converge" and iterations
               else ""), ""]
     body = []
     for key in keys:
@@ -113,7 +118,7 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
             r = _column(sel, v, key)
             text = cell(r)
             if r is not None and r["impl"] != OURS and ours and r.get("status") == "ok" and r.get("ms"):
-                if op == "converge" and not _comparable_errors(r, ours):
+                if base_op(op) == "converge" and not _comparable_errors(r, ours):
                     text += f" (stopped at error {r['marginal_error']:.1e}: no ratio)"
                 else:
                     text += f" ({r['ms'] / ours['ms']:.2f}×)"
@@ -130,7 +135,7 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
         return text + " †" if row and row.get("status") == "ok" and "nvidia-smi" in str(row.get("peak_source")) else text
     out += table(["d", "n", "precision", *variants],
                  [[k[0], f"{k[1]:,}", k[2], *[memory(_column(sel, v, k)) for v in variants]] for k in keys])
-    if op in ("forward", "converge"):
+    if base_op(op) in ("forward", "converge"):
         error = lambda v: "–" if v is None else f"{v:.1e}"  # noqa: E731
         out += ["Marginal error reached (max of the L1 row and column errors, one float64 evaluator for all, "
                 "from each implementation's potentials):", ""]
@@ -191,7 +196,7 @@ def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
     out += ["Merged from " + ", ".join(f"`{f}`" for f in files) + " (each cell: the newest run of its case; the "
             "files' commits and commands are under Sources).", ""]
     for device in ("gpu", "cpu"):
-        for op in OPS:
+        for op in sorted({r["op"] for r in merged}, key=lambda o: (OPS.index(base_op(o)), o)):
             sel = [r for r in merged if r["op"] == op and r["device"] == device]
             if sel:
                 out += _op_tables(sel, op, device)

@@ -311,7 +311,7 @@ def sweep(args) -> int:
                                       warmup=args.warmup, repeats=args.repeats, threads=args.threads,
                                       data_dir=args.data_dir, max_iters=args.max_iters, tol=args.tol,
                                       scaling=args.scaling, iters=args.hvp_iters if op == "hvp" else args.iters,
-                                      evaluate=not args.no_eval)
+                                      eps=args.eps, evaluate=not args.no_eval)
                                  for n in ns]
                         if time.time() > not_after:
                             late = {"status": "not_run", "reason": "the sweep's deadline passed"}
@@ -352,6 +352,8 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=protocol.ITERS)
     ap.add_argument("--hvp-iters", type=int, default=protocol.HVP_ITERS, help="the forward's iterations before an HVP")
     ap.add_argument("--max-iters", type=int, default=2000)
+    ap.add_argument("--eps", type=float, default=protocol.EPS,
+                    help="ε (the authors' protocol: 0.1; the report labels other values, e.g. 'converge (ε = 1)')")
     ap.add_argument("--tol", type=float, default=protocol.TOL)
     ap.add_argument("--scaling", type=float, default=protocol.SCALING)
     ap.add_argument("--threads", type=int, default=0)

@@ -191,3 +191,15 @@ def test_converge_times_compare_only_at_comparable_errors():
     assert not _comparable_errors({"marginal_error": 0.84}, ours)
     assert _comparable_errors({"marginal_error": 9e-4}, {"marginal_error": 5e-5, "tol": 1e-4})  # within 10× tol
     assert _comparable_errors({}, ours)  # no error recorded: nothing to hold against it
+
+
+def test_rows_at_another_eps_get_an_operation_of_their_own():
+    """run.py --eps: a row at ε ≠ 0.1 is labelled with its ε (its own tables), never merged with the
+    protocol's rows of the same case."""
+    report = load_report()
+    from report_suite import base_op
+
+    assert report.op_label({"op": "converge", "eps": 0.1}) == "converge"
+    assert report.op_label({"op": "converge"}) == "converge"  # rows from before run.py recorded ε
+    assert report.op_label({"op": "converge", "eps": 1.0}) == "converge (ε = 1)"
+    assert base_op("converge (ε = 1)") == "converge" and base_op("forward") == "forward"

@@ -164,7 +164,8 @@ if has overhead; then
   # Where a Python call's host time goes on CUDA tensors (issue 6; not in the default list): the
   # extension built in $build, bench/studies/solve_path_profile.py (CUDA events, the kernels and the
   # CUDA API calls' host time under torch.profiler), bench/studies/cuda_call_breakdown.py (each
-  # step of the call's path, medians of many warm calls) and the CUDA rows of
+  # step of the call's path, medians of many warm calls), bench/studies/samplesloss_call_breakdown.py
+  # (SamplesLoss forward and backward apart, and their torch operators) and the CUDA rows of
   # bench/python_call_overhead.py against the C++ program of the same tree.
   {
     cmake -S . -B "$build" -DFLASHSINKHORN_PYTHON=ON &&
@@ -173,6 +174,8 @@ if has overhead; then
         --ns "${OVERHEAD_PROFILE_NS:-1000,10000}" --out "$out/solve_path_profile.jsonl" &&
       PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/cuda_call_breakdown.py \
         --ns 1,1000 --out "$out/cuda_call_breakdown.jsonl" &&
+      PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/samplesloss_call_breakdown.py \
+        --device cuda --ns 1,1000 --out "$out/samplesloss_call_breakdown.jsonl" &&
       PYTHONPATH="$PWD/$build/python" timeout 150 python3 bench/python_call_overhead.py \
         --bin "$build/bench/flashsinkhorn_call_overhead" --devices cuda --rounds 3 --budget-s 120 --label h200_cuda \
         --out "$out/python_call_overhead_h200_cuda.json" \

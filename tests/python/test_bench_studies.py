@@ -1,0 +1,35 @@
+"""bench/studies scripts that run without a GPU, run small: they must not rot between device sessions.
+Nothing here measures anything."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("flashsinkhorn._core")
+
+STUDIES = Path(__file__).resolve().parents[2] / "bench" / "studies"
+
+
+def test_samplesloss_call_breakdown_on_the_cpu(tmp_path):
+    """Forward and backward timed apart, the core's clock beside them, a profiler table; one JSON row
+    per n."""
+    out = tmp_path / "breakdown.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    subprocess.run([sys.executable, str(STUDIES / "samplesloss_call_breakdown.py"), "--device", "cpu", "--ns", "1,40",
+                    "--calls", "3", "--warmup", "1", "--profile-rows", "5", "--out", str(out)],
+                   check=True, env=env, capture_output=True, text=True, timeout=300)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["n"] for r in rows] == [1, 40]
+    for r in rows:
+        m = r["median_us"]
+        assert m["forward"] > 0 and m["backward"] > 0 and m["sinkhorn"] > 0
+        assert 0 < m["core"] < m["forward"]  # the solve is inside the forward's wall time
+        assert len(r["profile_forward_backward"]) == 5
+        assert any("SinkhornFunction" in e["name"] for e in r["profile_forward_backward"])

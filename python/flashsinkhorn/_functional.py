@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._arrays import Array, Frame, _from_dlpack, core_array, current_stream, host_array, is_tensor
+from ._arrays import _NUMPY_FRAMES, Array, Frame, _from_dlpack, core_array, current_stream, host_array, is_tensor
 from ._arrays import torch as _torch
 from ._labels import LabelCost
 from ._options import options_for
@@ -401,7 +401,12 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     Raises:
       flashsinkhorn.InvalidArgument (a ValueError) with the library's message for unusable input.
     """
-    frame = Frame.of(x, y, a, b)
+    # float32/float64 NumPy clouds: Frame.of's first case without its call (a Python call costs ~10 µs
+    # when the caches are cold after a long solve: bench/python_cold_floor_probe.py)
+    frame = (_NUMPY_FRAMES.get(x.dtype) if type(x) is _NDARRAY and type(y) is _NDARRAY and
+             (a is None or type(a) is _NDARRAY) and (b is None or type(b) is _NDARRAY) else None)
+    if frame is None:
+        frame = Frame.of(x, y, a, b)
     if frame.torch and (_requires_grad(x) or _requires_grad(y) or _requires_grad(a) or _requires_grad(b)
                         or _under_transform(x, y, a, b)):
         from ._autograd import differentiable_sinkhorn
@@ -510,6 +515,7 @@ def _core_has_cuda() -> bool:
 
 
 _CORE_HAS_CUDA = None
+_NDARRAY = np.ndarray
 
 
 def _requires_grad(value: Any) -> bool:

@@ -33,3 +33,19 @@ def test_samplesloss_call_breakdown_on_the_cpu(tmp_path):
         assert 0 < m["core"] < m["forward"]  # the solve is inside the forward's wall time
         assert len(r["profile_forward_backward"]) == 5
         assert any("SinkhornFunction" in e["name"] for e in r["profile_forward_backward"])
+
+
+def test_python_path_ab_probe_runs_against_a_baseline(tmp_path):
+    """bench/python_path_ab_probe.py loads a baseline _functional.py beside the package's own and
+    alternates their sinkhorn() calls (here: the current file against itself, a few rounds)."""
+    import flashsinkhorn
+
+    baseline = Path(flashsinkhorn.__file__).parent / "_functional.py"
+    out = tmp_path / "ab.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    subprocess.run([sys.executable, str(STUDIES.parent / "python_path_ab_probe.py"), "--baseline", str(baseline),
+                    "--rounds", "2", "--warm", "5", "--out", str(out)],
+                   check=True, env=env, capture_output=True, text=True, timeout=300)
+    report = json.loads(out.read_text())
+    assert set(report["cold_median_us"]) == {"baseline", "current"}
+    assert all(v > 0 for v in report["warm_median_us"].values())

@@ -33,6 +33,19 @@ nb::tuple potentials(const result& r, bool float32, bool debiased) {
                         debiased ? numpy_vector(std::vector<double>(r.g_bb), float32) : nb::none());
 }
 
+// (owner, *fields) as one tuple, or the fields alone when `owner` is not given: the combined calls
+// (new_solved, new_solved_into) hand their new solver back with its fields in one tuple.
+nb::tuple owned_tuple(nb::handle owner, nb::object* fields, std::size_t count) {
+  const Py_ssize_t first = owner.is_valid() ? 1 : 0;
+  nb::tuple out = nb::steal<nb::tuple>(PyTuple_New(first + static_cast<Py_ssize_t>(count)));
+  if (!out.is_valid()) throw nb::python_error();
+  if (first == 1) PyTuple_SET_ITEM(out.ptr(), 0, owner.inc_ref().ptr());
+  for (std::size_t i = 0; i < count; ++i) {
+    PyTuple_SET_ITEM(out.ptr(), first + static_cast<Py_ssize_t>(i), fields[i].release().ptr());
+  }
+  return out;
+}
+
 // The solve and everything the Python result needs, in one call: (cost, primal_cost,
 // relative_entropy, iterations, marginal_error, converged, eps, device, total_seconds, f, g, f_aa,
 // g_bb), f_aa and g_bb None unless `debiased`, preceded by `owner` when given (new_solved). NumPy
@@ -60,14 +73,7 @@ nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool dlpack, nb::
                          vector(std::move(r.g), float32),
                          debiased ? vector(std::move(r.f_aa), float32) : nb::none(),
                          debiased ? vector(std::move(r.g_bb), float32) : nb::none()};
-  const Py_ssize_t first = owner.is_valid() ? 1 : 0;
-  nb::tuple out = nb::steal<nb::tuple>(PyTuple_New(first + static_cast<Py_ssize_t>(std::size(fields))));
-  if (!out.is_valid()) throw nb::python_error();
-  if (first == 1) PyTuple_SET_ITEM(out.ptr(), 0, owner.inc_ref().ptr());
-  for (std::size_t i = 0; i < std::size(fields); ++i) {
-    PyTuple_SET_ITEM(out.ptr(), first + static_cast<Py_ssize_t>(i), fields[i].release().ptr());
-  }
-  return out;
+  return owned_tuple(owner, fields, std::size(fields));
 }
 
 // --- CUDA inputs read in place (solver.hpp, "CUDA inputs"): the solve into the caller's arrays ---
@@ -75,8 +81,9 @@ nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool dlpack, nb::
 // solve_into (solver.hpp): the potentials written into f, g (and f_aa, g_bb when debiased) and the
 // value into `cost` (0-d; None: not written) — DLPack tensors in CUDA memory stay there, so a caller
 // on the GPU gets everything there without a fill of its own. Returns (iterations, marginal_error,
-// converged, eps, device, total_seconds).
-nb::tuple solve_into_arrays(solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, nb::handle cost) {
+// converged, eps, device, total_seconds), preceded by `owner` when given (new_solved_into).
+nb::tuple solve_into_arrays(solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, nb::handle cost,
+                            nb::handle owner = nb::handle()) {
   const array_argument fa = output_argument(f, "f"), ga = output_argument(g, "g");
   const array_argument faa = f_aa.is_none() ? array_argument{} : output_argument(f_aa, "f_aa");
   const array_argument gbb = g_bb.is_none() ? array_argument{} : output_argument(g_bb, "g_bb");
@@ -92,7 +99,9 @@ nb::tuple solve_into_arrays(solver& s, nb::handle f, nb::handle g, nb::handle f_
     nb::gil_scoped_release unlocked;
     r = s.solve_into(out);
   }
-  return nb::make_tuple(r.iterations, r.marginal_error, r.converged, r.eps, r.device, r.time.total_seconds);
+  nb::object fields[] = {nb::cast(r.iterations), nb::cast(r.marginal_error), nb::cast(r.converged), nb::cast(r.eps),
+                         nb::cast(r.device), nb::cast(r.time.total_seconds)};
+  return owned_tuple(owner, fields, std::size(fields));
 }
 
 // solver::transfers (transfer_statistics.hpp) as a dict.
@@ -365,8 +374,7 @@ nb::tuple new_solved_into(nb::handle x, nb::handle y, nb::handle a, nb::handle b
                           nb::handle g_bb, nb::handle cost) {
   const auto [owner, s] =
       owned_new_solver(x, y, a, b, eps, cost_scale, initial_f, initial_g, shared_options, cuda_stream);
-  const nb::tuple fields = solve_into_arrays(*s, f, g, f_aa, g_bb, cost);
-  return nb::make_tuple(owner, fields[0], fields[1], fields[2], fields[3], fields[4], fields[5]);
+  return solve_into_arrays(*s, f, g, f_aa, g_bb, cost, owner);
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ import protocol  # noqa: E402
 
 import flashsinkhorn as fs  # noqa: E402
 from flashsinkhorn import _core  # noqa: E402
-from flashsinkhorn._arrays import Frame, _to_dlpack, core_array, current_stream  # noqa: E402
+from flashsinkhorn._arrays import Frame, core_array, current_stream, device_address  # noqa: E402
 from flashsinkhorn._functional import PrimalTerms, SinkhornResult, Solver, _device_outputs  # noqa: E402
 from flashsinkhorn._options import options_for  # noqa: E402
 
@@ -66,7 +66,7 @@ def stepped_call(x, y, precision: str, clock) -> tuple[dict[str, float], float]:
     t.append(clock())
     core = _core.new_solver(xs, ys, a, b, 0.1, 1.0, f0, g0, options, None, stream)
     t.append(clock())
-    fields = core.solve_into(_to_dlpack(f), _to_dlpack(g), None, None, _to_dlpack(cost))
+    fields = core.solve_into(device_address(f), device_address(g), None, None, device_address(cost))
     t.append(clock())
     s = Solver.__new__(Solver)
     s._frame, s._debias, s._core, s._in_place, s._solve_count = frame, False, core, True, 1

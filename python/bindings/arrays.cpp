@@ -62,6 +62,33 @@ bool describe_numpy(array_argument& out, PyArrayObject* array) {
   return whole;
 }
 
+// The first item of every device address: an object of the binding's own, so that no tuple a user
+// passes (points given as nested tuples) is taken for one.
+PyObject* address_tag = nullptr;
+
+// A device address (arrays.hpp): the tuple (tag, owner, address, shape, float32, device), `shape` a
+// tuple of at most two sizes (torch.Size is one); strides are those of the C-contiguous layout.
+// False when `object` is not such a tuple.
+bool describe_address(array_argument& out, PyObject* object, const char* name) {
+  if (!PyTuple_CheckExact(object) || PyTuple_GET_SIZE(object) != 6 || PyTuple_GET_ITEM(object, 0) != address_tag) {
+    return false;
+  }
+  PyObject* shape = PyTuple_GET_ITEM(object, 3);
+  if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > 2) {
+    throw invalid_argument(std::string(name) + ": a device address needs a shape of at most two sizes");
+  }
+  out.ndim = static_cast<int>(PyTuple_GET_SIZE(shape));
+  for (int k = 0; k < out.ndim; ++k) out.shape[k] = nb::cast<std::int64_t>(nb::handle(PyTuple_GET_ITEM(shape, k)));
+  if (out.ndim == 2) out.stride[0] = out.shape[1], out.stride[1] = 1;
+  if (out.ndim == 1) out.stride[0] = 1;
+  out.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(nb::handle(PyTuple_GET_ITEM(object, 2))));
+  out.type = nb::cast<bool>(nb::handle(PyTuple_GET_ITEM(object, 4))) ? dtype::float32 : dtype::float64;
+  out.space = memory_space::cuda;
+  out.device = nb::cast<int>(nb::handle(PyTuple_GET_ITEM(object, 5)));
+  out.owner = nb::borrow(PyTuple_GET_ITEM(object, 1));
+  return true;
+}
+
 bool float_array(PyArrayObject* array) {
   const int type = PyArray_TYPE(array);
   return (type == NPY_FLOAT32 || type == NPY_FLOAT64) && PyArray_ISNOTSWAPPED(array) && PyArray_ISALIGNED(array);
@@ -257,10 +284,19 @@ void init_numpy() {
   if (_import_array() < 0) throw nb::python_error();
 }
 
+nb::object device_address_tag() {
+  if (address_tag == nullptr) {
+    address_tag = PyCapsule_New(&address_tag, "flashsinkhorn.device_address", nullptr);
+    if (address_tag == nullptr) throw nb::python_error();
+  }
+  return nb::borrow(address_tag);  // one reference stays with the binding for the process's life
+}
+
 array_argument input_argument(nb::handle object, const char* name) {
   PyObject* o = object.ptr();
   if (PyArray_Check(o)) return from_numpy(nb::borrow(object), name, false);
   array_argument out;
+  if (describe_address(out, o, name)) return out;
   if (nb::try_cast(object, out.dlpack_input, false)) {
     describe_dlpack(out, out.dlpack_input, name);
     if (out.space == memory_space::host && !readable_layout(out)) copy_to_contiguous(out);
@@ -272,6 +308,7 @@ array_argument input_argument(nb::handle object, const char* name) {
 array_argument output_argument(nb::handle object, const char* name) {
   if (PyArray_Check(object.ptr())) return from_numpy(nb::borrow(object), name, true);
   array_argument out;
+  if (describe_address(out, object.ptr(), name)) return out;
   if (!nb::try_cast(object, out.dlpack_output, false)) {
     throw invalid_argument(std::string(name) + " must be a writable NumPy array or DLPack tensor");
   }

@@ -5,6 +5,12 @@
 //   NumPy float32/float64 arrays      read in place through the NumPy C API (no DLPack capsule, no
 //                                     buffer request): any row stride ≥ cols with unit column
 //                                     stride, any positive vector stride.
+//   a device address                  (tag, owner, address, shape, float32, device), `tag` the
+//                                     module's DEVICE_ADDRESS: a C-contiguous CUDA tensor that the
+//                                     package has checked (_arrays.core_array: float32/float64, no
+//                                     negative bit), read or written in place through its address
+//                                     while `owner` keeps it alive. No DLPack capsule is made: an
+//                                     export and an import per tensor, five tensors per sinkhorn().
 //   DLPack (a capsule from torch.utils.dlpack.to_dlpack, or any object with __dlpack__)
 //                                     imported by nanobind, read in place on the host or a CUDA GPU.
 //   anything else NumPy accepts       (lists, integer or float16 arrays, ...) converted by NumPy.
@@ -28,7 +34,8 @@ namespace nb = nanobind;
 
 // An argument as the core will read it, and the references that keep that memory alive.
 struct array_argument {
-  nb::object owner;                   // the NumPy array read (the caller's, or the copy made here)
+  nb::object owner;                   // the NumPy array read (the caller's, or the copy made here),
+                                      // or the tensor of a device address
   nb::ndarray<nb::ro> dlpack_input;   // or the DLPack import of an input
   nb::ndarray<> dlpack_output;        // or the DLPack import of an output
   void* data = nullptr;
@@ -42,6 +49,9 @@ struct array_argument {
 
 // Loads the NumPy C API; called once when the module is imported.
 void init_numpy();
+
+// The first item of a device address (the module's DEVICE_ADDRESS).
+nb::object device_address_tag();
 
 // `object` as an input the core reads (copied only where it must be, see above).
 array_argument input_argument(nb::handle object, const char* name);

@@ -388,6 +388,7 @@ NB_MODULE(_core, m) {
   nb::set_leak_warnings(false);
   py::register_errors(m);
   py::init_numpy();
+  m.attr("DEVICE_ADDRESS") = py::device_address_tag();
 
   nb::enum_<fs::cost_kind>(m, "CostKind")
       .value("squared_euclidean", fs::cost_kind::squared_euclidean)

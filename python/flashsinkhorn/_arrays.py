@@ -6,8 +6,8 @@ them through the NumPy C API, and converts anything else NumPy accepts (lists, i
 arrays, unreadable layouts) once, in C++. CPU torch tensors of float32/float64 go as DLPack capsules
 (`torch.utils.dlpack.to_dlpack`: the same memory, no Python-level `__dlpack__` protocol on the call
 path). Torch copies happen only for other dtypes (→ float64, float16/bfloat16 → float32), tensors with
-the negative bit set. CUDA tensors go to the solver as CUDA DLPack capsules (`core_array`), read in
-place on the device in the order of the caller's current stream, when the core has CUDA and the device
+the negative bit set. CUDA tensors go to the solver by address (`device_address`, C-contiguous ones)
+or as CUDA DLPack capsules (`core_array`), read in place on the device in the order of the caller's current stream, when the core has CUDA and the device
 is not 'cpu' (else they are copied to the host, and results moved back); the potentials and the x, y
 gradients are then written by the core into CUDA tensors made here (`empty_device`). The other
 products (plan products, weight gradients, Hessian products) still take host arrays: their inputs are
@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _core
+
 try:
     import torch
     from torch.utils.dlpack import to_dlpack as _to_dlpack
@@ -36,6 +38,7 @@ except ImportError:  # torch is optional
 # DLPack capsule → tensor, without torch.utils.dlpack.from_dlpack's Python-level protocol checks
 # (the public function calls this one for capsules).
 _from_dlpack = None if torch is None else getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
+_DEVICE_ADDRESS = _core.DEVICE_ADDRESS  # the first item of a device address (device_address)
 
 Array = Any  # numpy.ndarray | torch.Tensor | anything np.asarray accepts
 
@@ -158,15 +161,19 @@ def _working_torch_dtype(dtype: Any) -> Any:
 
 def core_array(value: Array | None, frame: Frame) -> Any:
     """An input of the solver's construction as the binding takes it: a CUDA tensor of float32/float64
-    as a DLPack capsule of its own memory (the core reads it in place on the GPU), made readable on
-    the device where it is not (other dtypes converted, the negative bit resolved, rows made
-    contiguous: torch operations on the GPU); everything else as `host_array` gives it."""
+    read in place on the GPU (C-contiguous: as its `device_address`; other readable layouts: as a
+    DLPack capsule of its own memory), made readable on the device where it is not (other dtypes
+    converted, the negative bit resolved, rows made contiguous: torch operations on the GPU);
+    everything else as `host_array` gives it."""
     if value is None or torch is None or not isinstance(value, torch.Tensor) or value.is_cpu:
         return host_array(value, frame)
     dtype = value.dtype
-    if ((dtype is torch.float32 or dtype is torch.float64) and not value.is_neg()
-            and (value.ndim != 2 or value.shape[1] <= 1 or value.stride(1) == 1)):
-        return _to_dlpack(value)  # readable as it is (requires_grad or not: nothing is recorded)
+    if (dtype is torch.float32 or dtype is torch.float64) and not value.is_neg():
+        # readable as it is (requires_grad or not: nothing is recorded)
+        if value.is_contiguous():
+            return device_address(value)
+        if value.ndim != 2 or value.shape[1] <= 1 or value.stride(1) == 1:
+            return _to_dlpack(value)
     tensor = value.detach()
     if tensor.dtype not in (torch.float32, torch.float64):
         tensor = tensor.to(_working_torch_dtype(tensor.dtype))
@@ -174,6 +181,14 @@ def core_array(value: Array | None, frame: Frame) -> Any:
     if tensor.ndim == 2 and tensor.shape[1] > 1 and tensor.stride(1) != 1:
         tensor = tensor.contiguous()
     return _to_dlpack(tensor)
+
+
+def device_address(tensor: Any) -> tuple:
+    """A C-contiguous float32/float64 CUDA tensor as the binding reads or writes it in place without
+    a DLPack capsule (python/bindings/arrays.hpp, "a device address"): the caller has checked the
+    dtype, the layout and the negative bit; the tuple holds the tensor, which keeps the memory alive."""
+    return (_DEVICE_ADDRESS, tensor, tensor.data_ptr(), tensor.shape, tensor.dtype is torch.float32,
+            tensor.get_device())
 
 
 def current_stream(frame: Frame) -> int | None:

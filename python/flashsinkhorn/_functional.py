@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._arrays import _NUMPY_FRAMES, Array, Frame, _from_dlpack, core_array, current_stream, host_array, is_tensor
+from ._arrays import (_NUMPY_FRAMES, Array, Frame, _from_dlpack, core_array, current_stream, device_address, host_array,
+                      is_tensor)
 from ._arrays import torch as _torch
 from ._labels import LabelCost
 from ._options import options_for
@@ -126,8 +127,8 @@ class Solver:
         frame, debias = self._frame, self._debias
         f, g, f_aa, g_bb, cost = _device_outputs(frame, self._n, self._m, debias)
         (iterations, marginal_error, converged, eps, device, seconds) = self._core.solve_into(
-            _to_dlpack(f), _to_dlpack(g), None if f_aa is None else _to_dlpack(f_aa),
-            None if g_bb is None else _to_dlpack(g_bb), _to_dlpack(cost))
+            device_address(f), device_address(g), None if f_aa is None else device_address(f_aa),
+            None if g_bb is None else device_address(g_bb), device_address(cost))
         return SinkhornResult(f, g, cost, PrimalTerms(self), iterations, marginal_error, converged, eps,
                               device, seconds, self, f_aa, g_bb)
 
@@ -197,7 +198,7 @@ class Solver:
         frame = self._frame
         if self._in_place:
             out = frame.empty_device((rows, self._d))
-            method(_to_dlpack(out))
+            method(device_address(out))
             return out
         out = frame.empty_host((rows, self._d))
         method(out)
@@ -258,7 +259,7 @@ class Solver:
         # CUDA tensors read in place: the direction and the product stay on their GPU (solver.hpp).
         out = frame.empty_device(shape) if self._in_place else frame.empty_host(shape)
         read = core_array if self._in_place else host_array
-        arguments = (read(direction, frame), _to_dlpack(out) if self._in_place else out, self._HVP_PARTS[part], tol,
+        arguments = (read(direction, frame), device_address(out) if self._in_place else out, self._HVP_PARTS[part], tol,
                      iters, _PRECONDITIONERS[preconditioner])
         report = self._core.hvp_self(*arguments) if wrt == "self" else self._core.hvp(wrt == "y", *arguments)
         return HessianVectorProduct(out if self._in_place else frame.give_back(out), *report)
@@ -285,7 +286,7 @@ class Solver:
         outs = [empty((rows, self._d)) if wanted else None for wanted, rows in ((x, self._n), (y, self._m))]
         directions = [None if v is None else read(v if isinstance(v, np.ndarray) or is_tensor(v) else np.asarray(v),
                                                   frame) for v in (dx, dy)]
-        core_outs = [None if out is None else (_to_dlpack(out) if self._in_place else out) for out in outs]
+        core_outs = [None if out is None else (device_address(out) if self._in_place else out) for out in outs]
         report = self._core.hvp_xy(*directions, *core_outs, self._HVP_PARTS[part], tol, iters,
                                    _PRECONDITIONERS[preconditioner])
         products = (None if out is None else (out if self._in_place else frame.give_back(out)) for out in outs)
@@ -449,8 +450,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
             None if b is None else core_array(b, frame), float(eps), float(cost_scale),
             None if initial_f is None else core_array(initial_f, frame),
             None if initial_g is None else core_array(initial_g, frame), options, current_stream(frame),
-            _to_dlpack(f), _to_dlpack(g), None if f_aa is None else _to_dlpack(f_aa),
-            None if g_bb is None else _to_dlpack(g_bb), _to_dlpack(value))
+            device_address(f), device_address(g), None if f_aa is None else device_address(f_aa),
+            None if g_bb is None else device_address(g_bb), device_address(value))
         s._solve_count = 1
         return SinkhornResult(f, g, value, PrimalTerms(s), iterations, marginal_error, converged, eps, device, seconds,
                               s, f_aa, g_bb)
@@ -533,7 +534,6 @@ def _under_transform(*values: Any) -> bool:
 
 
 _functorch_active = None if _torch is None else _torch._C._are_functorch_transforms_active
-_to_dlpack = None if _torch is None else _torch.utils.dlpack.to_dlpack
 
 # The CG preconditioners of potential_vjp / hvp / hvp_xy as the binding takes them (module.cpp,
 # preconditioner_of): 'sparse' is the Schur complement of the plan's 8 largest entries per row

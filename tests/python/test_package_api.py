@@ -54,6 +54,29 @@ def test_lists_and_integer_arrays_are_accepted():
     assert r.f.dtype == np.float64
 
 
+def test_nested_tuples_are_points_not_device_addresses():
+    """Six points as a tuple of tuples: the binding's device-address form is a 6-tuple too, told apart
+    by its first item (_core.DEVICE_ADDRESS), so user tuples are converted by NumPy as lists are."""
+    points = ((0, 0), (1, 0), (0, 1), (2, 2), (3, 1), (1, 3))
+    want = fs.sinkhorn(np.array(points, dtype=float), np.array(points[::-1], dtype=float), eps=0.5).cost
+    assert fs.sinkhorn(points, points[::-1], eps=0.5).cost == pytest.approx(want, rel=1e-14)
+
+
+def test_a_device_address_without_a_cuda_backend_is_refused_by_name():
+    """The device-address form (arrays.hpp) claims CUDA memory: without a CUDA backend the core
+    refuses it with a message naming the argument, never reading the pointer."""
+    from flashsinkhorn import _core
+    from flashsinkhorn._options import options_for
+    if fs.cuda_available():
+        pytest.skip("a CUDA build reads device addresses (tests/python/test_package_cuda_inputs.py)")
+    x = np.zeros((3, 2))
+    options = options_for("sqeuclidean", "alternating", None, None, 10, 0.0, 10, None, None, None, False, "fp64",
+                          "auto", 0, True, None)
+    address = (_core.DEVICE_ADDRESS, x, x.ctypes.data, x.shape, False, 0)
+    with pytest.raises(fs.Unsupported, match="X lives in CUDA memory"):
+        _core.new_solver(address, x, None, None, 0.5, 1.0, None, None, options)
+
+
 def test_strided_and_readonly_inputs_match_contiguous():
     x, y, a, b = random_problem(12, 30, 20, 4)
     want = fs.sinkhorn(x, y, a, b, eps=0.3, **converged_kwargs()).cost

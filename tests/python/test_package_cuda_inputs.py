@@ -289,3 +289,32 @@ def test_cuda_frames_are_shared_per_dtype_and_gpu():
     assert f32.cuda_index == x32.get_device() and f32.device == x32.device and not f32.on_host
     half = Frame.of(torch.zeros(3, 2, device="cuda", dtype=torch.float16), None, None, None)
     assert half.dtype == torch.float32  # the working dtype of other float types
+
+
+def test_every_readable_layout_matches_the_contiguous_call():
+    """C-contiguous CUDA tensors go to the core by address (including views with a storage offset),
+    other readable layouts as DLPack capsules (rows wider than d), unreadable ones as copies made on
+    the GPU (a transpose, a stride-0 expansion): the same problem gives the same result each way, and
+    the address form keeps its tensors alive for the solver's later passes."""
+    from flashsinkhorn._arrays import Frame, core_array, device_address
+
+    x, y, a, b = _tensors(7, 301, 257, 4, torch.float32, "cuda")
+    kwargs = dict(eps=0.5, iters=30, tol=0)
+    want = fs.sinkhorn(x, y, a, b, **kwargs)
+    frame = Frame.of(x, y, a, b)
+    assert type(core_array(x, frame)) is tuple and type(device_address(x)) is tuple  # the address form
+    offset = torch.cat([torch.zeros(1, 4, device="cuda"), x])[1:]  # contiguous, storage offset 4
+    wide = torch.zeros(301, 9, device="cuda")
+    wide[:, :4] = x  # row stride 9: a capsule
+    assert type(core_array(wide[:, :4], frame)) is not tuple
+    transposed = y.t().contiguous().t()  # column stride ≠ 1: copied on the GPU
+    a_strided = torch.repeat_interleave(a, 2)[::2]
+    layouts = [(offset, y, a, b), (wide[:, :4], y, a, b), (x, transposed, a, b), (x, y, a_strided, b)]
+    for xs, ys, as_, bs in layouts:
+        got = fs.sinkhorn(xs, ys, as_, bs, **kwargs)
+        assert float(got.cost) == pytest.approx(float(want.cost), rel=1e-6)
+        torch.testing.assert_close(got.f, want.f, rtol=0, atol=1e-5)
+    solver = fs.sinkhorn(x.clone(), y.clone(), a, b, **kwargs).solver  # its inputs' only references
+    garbage = [torch.full_like(t, float("nan")) for t in (x, y) for _ in range(4)]  # would reuse freed blocks
+    torch.testing.assert_close(solver.gradient_x(), want.solver.gradient_x(), rtol=0, atol=1e-5)
+    del garbage

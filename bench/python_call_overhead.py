@@ -22,6 +22,9 @@ What is timed (wall clock per call, perf_counter / steady_clock, after warm-up):
                  iters=10, tol=0, threads=1, device=the row's device, precision=the row's) — the same
                  problem — forward + backward with x.requires_grad (one solve + one streamed ∇x), in one
                  small function; compared with cpp gradient=1.
+  floor          (device cuda) the least Python code around the same binding call: three new output
+                 tensors, the current stream, one _core.new_solved_into with everything else prepared
+                 beforehand (floor_call) — what any Python API returning new CUDA tensors pays here.
   With device cuda the C++ program runs with --device cuda: the points in device memory as CUDA views,
   solve_into device buffers (and gradient_x into one), stream 0 — torch's current stream here. Both
   sides' calls return with their outputs complete (the core waits for its writes into the caller's
@@ -181,6 +184,32 @@ def fitted_repeats(requested: int, seconds_per_call: float, rounds: int, time_le
     return max(3, min(requested, int(time_left / max(cases_left, 1) / max(per_call_round, 1e-9))))
 
 
+def floor_call(fs, torch, x, y, kw: dict):
+    """The least Python code around sinkhorn()'s CUDA call, as a function of no arguments returning
+    (core seconds, f, g, cost, solver): the three output tensors made, the caller's stream read, the
+    one binding call (the same _core.new_solved_into as sinkhorn()'s) — everything else sinkhorn()
+    does (the frame, the options, the input checks and addresses, the result object) done once,
+    beforehand. Its paired difference with the C++ call is the floor of any Python API that returns
+    new CUDA tensors on this machine (row caller "floor")."""
+    from flashsinkhorn._arrays import Frame, core_array, current_stream, device_address
+    from flashsinkhorn._options import options_for
+
+    frame = Frame.of(x, y, None, None)
+    options = options_for("sqeuclidean", kw["solver"], None, None, kw["iters"], kw["tol"], 10, None, None, None,
+                          False, kw.get("precision") or "fp32", kw["device"], kw["threads"], True, frame.cuda_index)
+    xs, ys, eps, index = core_array(x, frame), core_array(y, frame), float(kw["eps"]), frame.cuda_index
+    n, m, new_empty, solved_into = x.shape[0], y.shape[0], x.new_empty, fs._core.new_solved_into
+    stream = torch._C._cuda_getCurrentRawStream
+
+    def call():
+        f, g, cost = new_empty(n), new_empty(m), new_empty(())
+        fields = solved_into(xs, ys, None, None, eps, 1.0, None, None, options, stream(index), device_address(f),
+                             device_address(g), None, None, device_address(cost))
+        return fields[6], f, g, cost, fields[0]
+
+    return call
+
+
 def measure(args, fs, torch, case: dict, n: int, dtype: str, data: Path, repeats: int, report: dict) -> None:
     """One case (device, precision) at one (n, dtype): the C++ program and the Python callers, alternating
     by round."""
@@ -211,6 +240,7 @@ def measure(args, fs, torch, case: dict, n: int, dtype: str, data: Path, repeats
              "samplesloss": (samplesloss_call, (xg, yt), {}, first, True)}
     if device != "cpu":
         del cases["numpy"]
+        cases["floor"] = (floor_call(fs, torch, xt, yt, kw), (), {}, first, False)
     samples = {name: {"wall": [], "slack": [], "core": [], "release": [], "round_medians": []} for name in cases}
     cpp = {g: {"medians": [], "q1": [], "q3": [], "slack": [], "core": []} for g in (False, True)}
     for _ in range(args.rounds):

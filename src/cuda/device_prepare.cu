@@ -22,10 +22,24 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr unsigned long long kNone = ~0ull;  // "no offending index" in the first-index flags
-constexpr int kColumnChunks = 64;            // row chunks per column of the column statistics
+constexpr int kColumnChunks = 64;            // most row chunks per column of the column statistics
 
 unsigned blocks_for(std::int64_t count) {
   return static_cast<unsigned>(std::max<std::int64_t>(1, (count + kThreads - 1) / kThreads));
+}
+
+// Row chunks of the column statistics of `rows` points: at least 4 rows per thread of a chunk's
+// block, so that 1,000 points take one block per column rather than 64 nearly idle ones.
+int column_chunks(std::int64_t rows) {
+  const std::int64_t wanted = (rows + 4 * kThreads - 1) / (4 * kThreads);
+  return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, kColumnChunks));
+}
+
+// Lanes that share one row in store_rows_kernel: the power of two ≥ dim, at most a warp.
+int lanes_per_row(std::int64_t dim) {
+  int lanes = 1;
+  while (lanes < 32 && lanes < dim) lanes *= 2;
+  return lanes;
 }
 
 // A caller's matrix or vector view, read as doubles.
@@ -130,13 +144,13 @@ struct most_of {
 };
 
 // Per (column, row chunk): Σ w_i p_ic, min_i p_ic, max_i p_ic over the chunk's rows, into
-// partials[(column·kColumnChunks + chunk)·3 + {0, 1, 2}]. Grid (kColumnChunks, dim).
+// partials[(column·chunks + chunk)·3 + {0, 1, 2}]. Grid (chunks, dim).
 __global__ void column_partials_kernel(const double* points, const double* weights, std::int64_t rows, std::int64_t dim,
                                        double* partials) {
   using block_reduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename block_reduce::TempStorage storage;
   const std::int64_t column = blockIdx.y;
-  const std::int64_t chunk = (rows + kColumnChunks - 1) / kColumnChunks;
+  const std::int64_t chunk = (rows + gridDim.x - 1) / gridDim.x;
   const std::int64_t begin = blockIdx.x * chunk;
   const std::int64_t end = min(rows, begin + chunk);
   double weighted = 0, lo = CUDART_INF, hi = -CUDART_INF;
@@ -146,7 +160,7 @@ __global__ void column_partials_kernel(const double* points, const double* weigh
     lo = fmin(lo, v);
     hi = fmax(hi, v);
   }
-  double* out = partials + (column * kColumnChunks + blockIdx.x) * 3;
+  double* out = partials + (column * gridDim.x + blockIdx.x) * 3;
   const double sum = block_reduce(storage).Sum(weighted);
   __syncthreads();
   const double least = block_reduce(storage).Reduce(lo, least_of{});
@@ -159,22 +173,28 @@ __global__ void column_partials_kernel(const double* points, const double* weigh
   }
 }
 
-// From both clouds' partials: μ_c = ½(Σ_x w p/Σw_x + Σ_y w p/Σw_y) into mean (dim,), and
-// diameter = √Σ_c (max_c − min_c)² over both clouds into *diameter. One block.
-__global__ void finish_columns_kernel(const double* partials_x, const double* partials_y, const double* mass_x,
-                                      const double* mass_y, std::int64_t dim, double* mean, double* diameter) {
+// From both clouds' partials (chunks_x and chunks_y row chunks per column): μ_c = ½(Σ_x w p/Σw_x
+// + Σ_y w p/Σw_y) into mean (dim,), and diameter = √Σ_c (max_c − min_c)² over both clouds into
+// *diameter. One block.
+__global__ void finish_columns_kernel(const double* partials_x, int chunks_x, const double* partials_y, int chunks_y,
+                                      const double* mass_x, const double* mass_y, std::int64_t dim, double* mean,
+                                      double* diameter) {
   using block_reduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename block_reduce::TempStorage storage;
   double range_sq = 0;
   for (std::int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
     double sum_x = 0, sum_y = 0, lo = CUDART_INF, hi = -CUDART_INF;
-    for (int k = 0; k < kColumnChunks; ++k) {
-      const double* px = partials_x + (c * kColumnChunks + k) * 3;
-      const double* py = partials_y + (c * kColumnChunks + k) * 3;
+    for (int k = 0; k < chunks_x; ++k) {
+      const double* px = partials_x + (c * chunks_x + k) * 3;
       sum_x += px[0];
+      lo = fmin(lo, px[1]);
+      hi = fmax(hi, px[2]);
+    }
+    for (int k = 0; k < chunks_y; ++k) {
+      const double* py = partials_y + (c * chunks_y + k) * 3;
       sum_y += py[0];
-      lo = fmin(lo, fmin(px[1], py[1]));
-      hi = fmax(hi, fmax(px[2], py[2]));
+      lo = fmin(lo, py[1]);
+      hi = fmax(hi, py[2]);
     }
     mean[c] = 0.5 * (sum_x / *mass_x + sum_y / *mass_y);
     range_sq += (hi - lo) * (hi - lo);
@@ -187,14 +207,18 @@ __global__ void finish_columns_kernel(const double* partials_x, const double* pa
 __device__ std::uint16_t bf16_bits(float rounded) { return static_cast<std::uint16_t>(__float_as_uint(rounded) >> 16); }
 
 // Per row: p − μ rounded to the mode and stored at (i, c) of the (padded_n, padded_d) storage
-// (zero padding written beforehand); the float copy of p − μ (tf32, bf16); s·‖stored‖².
+// (zero padding written beforehand); the float copy of p − μ (tf32, bf16); s·‖stored‖². A row is
+// shared by `lanes` adjacent threads (a power of two ≤ 32, lanes_per_row), each taking every
+// lanes-th coordinate, so that a warp reads whole rows (coalesced at d = 64) and the row's norm is
+// a shuffle sum within the group.
 __global__ void store_rows_kernel(const double* points, const double* mean, std::int64_t rows, std::int64_t dim,
-                                  std::int64_t padded_dim, precision mode, double cost_scale, void* stored,
+                                  std::int64_t padded_dim, int lanes, precision mode, double cost_scale, void* stored,
                                   float* exact, double* scaled_sq_norm) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= rows) return;
+  const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t i = thread / lanes;
+  const int lane = static_cast<int>(thread % lanes);
   double sq = 0;
-  for (std::int64_t c = 0; c < dim; ++c) {
+  for (std::int64_t c = lane; i < rows && c < dim; c += lanes) {
     const double centred = points[i * dim + c] - mean[c];
     const auto single = static_cast<float>(centred);
     const std::int64_t at = i * padded_dim + c;
@@ -223,7 +247,10 @@ __global__ void store_rows_kernel(const double* points, const double* mean, std:
     if (exact != nullptr) exact[i * dim + c] = single;
     sq += value * value;
   }
-  scaled_sq_norm[i] = cost_scale * sq;
+  // Every thread of the warp takes part (rows past the end add 0): groups of `lanes` adjacent
+  // threads sum their shares.
+  for (int offset = lanes / 2; offset > 0; offset /= 2) sq += __shfl_xor_sync(0xffffffffu, sq, offset, lanes);
+  if (lane == 0 && i < rows) scaled_sq_norm[i] = cost_scale * sq;
 }
 
 std::int64_t storage_bytes(precision mode) {
@@ -349,9 +376,10 @@ device_cloud store_cloud(working_cloud&& work, const double* mean, std::int64_t 
   const bool rounded_copy = mode == precision::tf32 || mode == precision::bf16;
   if (rounded_copy) out.exact_points = device_buffer<float>(static_cast<std::size_t>(n * dim), stream);
   out.scaled_sq_norm = device_buffer<double>(static_cast<std::size_t>(n), stream);
-  store_rows_kernel<<<blocks_for(n), kThreads, 0, stream>>>(work.points.data(), mean, n, dim, padded_d, mode,
-                                                            cost_scale, out.points.data(), out.exact_points.data(),
-                                                            out.scaled_sq_norm.data());
+  const int lanes = lanes_per_row(dim);
+  store_rows_kernel<<<blocks_for(n * lanes), kThreads, 0, stream>>>(work.points.data(), mean, n, dim, padded_d, lanes,
+                                                                    mode, cost_scale, out.points.data(),
+                                                                    out.exact_points.data(), out.scaled_sq_norm.data());
   FS_CUDA_CHECK_LAUNCH();
   out.exact = rounded_copy ? exact_points_view{out.exact_points.data(), dim, false}
                            : exact_points_view{out.points.data(), padded_d, mode == precision::fp64};
@@ -477,16 +505,17 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
     sums.sum(work[s].weights.data(), work[s].count, masses.data() + s, stream);
   }
   if (dim > 65535) throw unsupported("prepare_on_device: more than 65535 coordinates per point");
-  device_buffer<double> partials(static_cast<std::size_t>(2 * dim * kColumnChunks * 3), stream);
+  const int chunks[2] = {column_chunks(work[0].count), column_chunks(work[1].count)};
+  device_buffer<double> partials(static_cast<std::size_t>(dim * (chunks[0] + chunks[1]) * 3), stream);
+  double* cloud_partials[2] = {partials.data(), partials.data() + dim * chunks[0] * 3};
   for (int s = 0; s < 2; ++s) {
-    column_partials_kernel<<<dim3(kColumnChunks, static_cast<unsigned>(dim)), kThreads, 0, stream>>>(
-        work[s].points.data(), work[s].weights.data(), work[s].count, dim,
-        partials.data() + s * dim * kColumnChunks * 3);
+    column_partials_kernel<<<dim3(static_cast<unsigned>(chunks[s]), static_cast<unsigned>(dim)), kThreads, 0, stream>>>(
+        work[s].points.data(), work[s].weights.data(), work[s].count, dim, cloud_partials[s]);
     FS_CUDA_CHECK_LAUNCH();
   }
   device_buffer<double> mean(static_cast<std::size_t>(dim), stream);
   device_buffer<double> box_diagonal(1, stream);
-  finish_columns_kernel<<<1, kThreads, 0, stream>>>(partials.data(), partials.data() + dim * kColumnChunks * 3,
+  finish_columns_kernel<<<1, kThreads, 0, stream>>>(cloud_partials[0], chunks[0], cloud_partials[1], chunks[1],
                                                     masses.data(), masses.data() + 1, dim, mean.data(),
                                                     box_diagonal.data());
   FS_CUDA_CHECK_LAUNCH();

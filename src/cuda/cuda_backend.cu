@@ -240,16 +240,20 @@ class cuda_backend final : public backend {
     if (stream_.is_legacy()) graphs_.turn_off("the legacy default stream cannot be captured into a CUDA graph");
   }
 
-  // The potential slots and the scratch of the softmin, once the clouds are in place.
+  // The potential slots and the scratch of the softmin, once the clouds are in place: one
+  // allocation and one memset (the zeros: slots, error, split counts) instead of one of each per
+  // buffer — ten fewer runtime calls per solver (~7 µs of host time each on the H200 machine).
   void allocate_state() {
+    constexpr std::size_t kAlign = 256;
+    auto aligned = [](std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; };
+    std::size_t offsets[kSlotCount];
+    std::size_t zeroed = 0;
     for (int s = 0; s < kSlotCount; ++s) {
-      const std::int64_t count = cloud(side_of(static_cast<slot>(s))).count;
-      slots_[s] = device_buffer<double>(static_cast<std::size_t>(count), stream_.get());
-      FS_CUDA_CHECK(cudaMemsetAsync(slots_[s].data(), 0, slots_[s].bytes(), stream_.get()));
-      slot_buffer_[s] = s;
+      offsets[s] = zeroed;
+      zeroed += aligned(static_cast<std::size_t>(cloud(side_of(static_cast<slot>(s))).count) * sizeof(double));
     }
-    const std::int64_t max_padded = std::max(cloud(side::x).padded_count, cloud(side::y).padded_count);
-    bias_ = device_buffer<double>(static_cast<std::size_t>(max_padded), stream_.get());
+    const std::size_t error_offset = zeroed;
+    zeroed += aligned(sizeof(double));
     // Partial states for the split-key path: sized for the largest split any direction needs.
     std::int64_t partial_bytes = 0;
     for (side rows : {side::x, side::y})
@@ -257,9 +261,21 @@ class cuda_backend final : public backend {
         const int splits = softmin_split_count(mode_, cloud(rows), key_cloud(keys), sm_count_, max_shared_bytes_);
         partial_bytes = std::max(partial_bytes, softmin_partial_bytes(mode_, cloud(rows).padded_count, splits));
       }
-    if (partial_bytes > 0) partial_ = device_buffer<unsigned char>(static_cast<std::size_t>(partial_bytes), stream_.get());
-    error_ = device_buffer<double>(1, stream_.get());
-    FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_.get()));
+    const std::size_t partial_offset = zeroed;
+    zeroed += aligned(static_cast<std::size_t>(partial_bytes));  // the split counts start at 0 (finish_block)
+    const std::int64_t max_padded = std::max(cloud(side::x).padded_count, cloud(side::y).padded_count);
+    const std::size_t bias_offset = zeroed;
+    state_ = device_buffer<unsigned char>(bias_offset + static_cast<std::size_t>(max_padded) * sizeof(double),
+                                          stream_.get());
+    FS_CUDA_CHECK(cudaMemsetAsync(state_.data(), 0, zeroed, stream_.get()));
+    for (int s = 0; s < kSlotCount; ++s) {
+      slots_[s] = reinterpret_cast<double*>(state_.data() + offsets[s]);
+      slot_buffer_[s] = s;
+    }
+    error_ = reinterpret_cast<double*>(state_.data() + error_offset);
+    partial_ = partial_bytes > 0 ? state_.data() + partial_offset : nullptr;
+    partial_bytes_ = partial_bytes;
+    bias_ = reinterpret_cast<double*>(state_.data() + bias_offset);
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
@@ -312,8 +328,8 @@ class cuda_backend final : public backend {
     refuse_inside_block("take_error");
     FS_CUDA_CHECK(cudaSetDevice(device_));
     double value = 0;
-    FS_CUDA_CHECK(cudaMemcpyAsync(&value, error_.data(), sizeof value, cudaMemcpyDeviceToHost, stream_.get()));
-    FS_CUDA_CHECK(cudaMemsetAsync(error_.data(), 0, sizeof(double), stream_.get()));
+    FS_CUDA_CHECK(cudaMemcpyAsync(&value, error_, sizeof value, cudaMemcpyDeviceToHost, stream_.get()));
+    FS_CUDA_CHECK(cudaMemsetAsync(error_, 0, sizeof(double), stream_.get()));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     count_device_to_host(transfers_, sizeof value);
     return value;
@@ -762,7 +778,7 @@ class cuda_backend final : public backend {
     const auto n = static_cast<std::size_t>(args.rows.count);
     args.lse = reserve(plan_.lse, n, stream_.get());
     args.weighted = k > 0 && weighted_scratch ? reserve(plan_.weighted, n * k, stream_.get()) : nullptr;
-    args.bias_scratch = reinterpret_cast<float*>(bias_.data());  // the softmin's β buffer, 8 bytes a key
+    args.bias_scratch = reinterpret_cast<float*>(bias_);  // the softmin's β buffer, 8 bytes a key
     args.max_shared_bytes = max_shared_bytes_;
     args.sm_count = sm_count_;
     if (k <= 1) {  // the one-column and the LSE-only passes split their keys
@@ -829,10 +845,10 @@ class cuda_backend final : public backend {
     args.damping = op.damping;
     args.blend = op.blend;
     args.accumulate_error = op.accumulate_error;
-    args.error = error_.data();
-    args.bias_scratch = bias_.data();
-    args.partial_scratch = partial_.data();
-    args.partial_scratch_capacity = static_cast<std::int64_t>(partial_.bytes());
+    args.error = error_;
+    args.bias_scratch = bias_;
+    args.partial_scratch = partial_;
+    args.partial_scratch_capacity = partial_bytes_;
     args.sm_count = sm_count_;
     args.max_shared_bytes = max_shared_bytes_;
     return args;
@@ -848,7 +864,7 @@ class cuda_backend final : public backend {
   // A cloud in the rows' role (p) and in the keys' role (η⊙q; the same buffer without negative coordinates).
   [[nodiscard]] const device_cloud_view& cloud(side s) const { return clouds_[static_cast<int>(s)].row_view; }
   [[nodiscard]] const device_cloud_view& key_cloud(side s) const { return clouds_[static_cast<int>(s)].key_view; }
-  [[nodiscard]] double* slot_data(slot s) const { return slots_[slot_buffer_[static_cast<int>(s)]].data(); }
+  [[nodiscard]] double* slot_data(slot s) const { return slots_[slot_buffer_[static_cast<int>(s)]]; }
 
   precision mode_;
   int device_;
@@ -862,11 +878,13 @@ class cuda_backend final : public backend {
   graph_cache<block_op> graphs_;
   std::vector<block_op>* recording_ = nullptr;  // the block being recorded (run_block), else null
   std::array<device_cloud, 2> clouds_;
-  std::array<device_buffer<double>, kSlotCount> slots_;
-  std::array<int, kSlotCount> slot_buffer_{};  // slot → physical buffer (swap_potentials swaps these)
-  device_buffer<double> bias_;                 // β of the keys of the current step
-  device_buffer<unsigned char> partial_;       // split-key partial lse_states
-  device_buffer<double> error_;                // accumulated marginal error
+  device_buffer<unsigned char> state_;         // the loop's state, one allocation (allocate_state):
+  std::array<double*, kSlotCount> slots_{};    //   the potential slots
+  std::array<int, kSlotCount> slot_buffer_{};  //   slot → physical buffer (swap_potentials swaps these)
+  double* bias_ = nullptr;                     //   β of the keys of the current step
+  unsigned char* partial_ = nullptr;           //   split-key counts and partial lse_states, or null
+  std::int64_t partial_bytes_ = 0;
+  double* error_ = nullptr;                    //   accumulated marginal error
   // Plan-pass scratch, grown on demand and kept (plan_rows and point_gradient are const or not;
   // the scratch is not state).
   struct plan_scratch {

@@ -70,7 +70,8 @@ __global__ void __launch_bounds__(tile::kBlockM64) softmin_fp64_kernel(const sof
     else
       static_cast<math::lse_state<double>*>(p.partial)[split * p.rows_padded + row] = state;
   }
-  if (p.splits == 1) add_block_error(p, error, error_scratch);
+  finish_block<double>(p, error, error_scratch, static_cast<std::int64_t>(blockIdx.x) * tile::kBlockM64,
+                       tile::kBlockM64);
 }
 
 }  // namespace flashsinkhorn::detail::kernels

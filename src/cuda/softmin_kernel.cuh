@@ -35,6 +35,7 @@ struct softmin_params {
   double* out;                     // (rows,)
   double* error;                   // one double
   void* partial;                   // (splits, rows_padded) lse_state<float|double>
+  unsigned* split_counts;          // (row blocks,) zeros between launches (finish_block)
   std::int64_t rows;
   std::int64_t rows_padded;
   std::int64_t padded_dim;         // row stride of the point arrays, elements
@@ -135,6 +136,58 @@ __device__ __forceinline__ void add_block_error(const softmin_params& p, double 
   if (!p.accumulate_error) return;  // uniform over the grid
   const double total = block_sum(error, scratch);
   if (threadIdx.x == 0 && total != 0) atomicAdd(p.error, total);
+}
+
+// A partial state written by another CTA of this launch, read from L2 (ld.global.cg: never a line
+// this SM's L1 kept).
+__device__ __forceinline__ math::lse_state<float> load_partial(const math::lse_state<float>* at) {
+  const float2 v = __ldcg(reinterpret_cast<const float2*>(at));
+  return {v.x, v.y};
+}
+__device__ __forceinline__ math::lse_state<double> load_partial(const math::lse_state<double>* at) {
+  const double2 v = __ldcg(reinterpret_cast<const double2*>(at));
+  return {v.x, v.y};
+}
+
+// The end of every CTA of the softmin kernels; all its threads call it, `error` being the thread's
+// share of the block's marginal-error term and `block_rows` the rows of a CTA.
+// One split: the rows are finished already; the error is summed.
+// Split key ranges: each CTA has stored its rows' partial states (leave_row). The last CTA of a row
+// block to arrive — counted in p.split_counts[blockIdx.x] — merges the splits of the block's rows
+// (math::combine) and finishes them, so no combine kernel follows: a half-step is one launch of
+// the softmin kernel after β. That CTA sets the count back to 0 for the next launch in stream
+// order (no memset; a captured CUDA graph replays it as it is). `scratch` is the CTA's
+// block_sum scratch (its first word carries the "last" flag first).
+template <class State>
+__device__ __forceinline__ void finish_block(const softmin_params& p, double error, double* scratch,
+                                             std::int64_t row_block0, int block_rows) {
+  if (p.splits == 1) {
+    add_block_error(p, error, scratch);
+    return;
+  }
+  auto* last = reinterpret_cast<int*>(scratch);
+  __threadfence();  // release: this CTA's partial states are visible before its arrival is
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned arrived = atomicAdd(p.split_counts + blockIdx.x, 1u) + 1u;
+    *last = arrived == static_cast<unsigned>(p.splits) ? 1 : 0;
+    if (*last) p.split_counts[blockIdx.x] = 0u;
+  }
+  __syncthreads();
+  const bool finishes = *last != 0;
+  __syncthreads();  // the scratch is block_sum's next
+  if (!finishes) return;
+  __threadfence();  // acquire: the other splits' states are read after their arrivals
+  const auto* partial = static_cast<const math::lse_state<State>*>(p.partial);
+  double mine = 0;
+  for (int r = threadIdx.x; r < block_rows; r += blockDim.x) {
+    const std::int64_t row = row_block0 + r;
+    if (row >= p.rows) break;
+    math::lse_state<State> state = math::lse_state<State>::identity();
+    for (int s = 0; s < p.splits; ++s) state = math::combine(state, load_partial(partial + s * p.rows_padded + row));
+    mine += finish_row(p, row, static_cast<double>(state.max) + log(static_cast<double>(state.sum)));
+  }
+  add_block_error(p, mine, scratch);
 }
 
 // ---- tensor-core operand policies ---------------------------------------------------------------
@@ -503,7 +556,7 @@ __global__ void __launch_bounds__(tile::kThreads)
       const std::int64_t row = row_block0 + warp * tile::kRowsPerWarp + mt * 16 + h * 8 + g;
       if (t == 0 && row < p.rows) error += leave_row(p, row, split, {row_max[mt][h] * kLn2f, sum});
     }
-  if (p.splits == 1) add_block_error(p, error, error_scratch);
+  finish_block<float>(p, error, error_scratch, row_block0, tile::kBlockM);
 }
 
 // ---- β_j -----------------------------------------------------------------------------------------
@@ -521,22 +574,6 @@ __global__ void key_bias_kernel(Bias* bias, const double* key_potential, const d
   const double h = key_potential != nullptr ? key_potential[j] : 0.0;
   const double beta = (h - scaled_sq_norm[j]) / eps + log_weights[j];
   bias[j] = sizeof(Bias) == 4 ? static_cast<Bias>(beta * 1.44269504088896340736) : static_cast<Bias>(beta);
-}
-
-// ---- split combine --------------------------------------------------------------------------------
-template <class T>
-__global__ void __launch_bounds__(256) softmin_combine_kernel(const softmin_params p) {
-  __shared__ double error_scratch[256 / 32];
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  double error = 0;
-  if (row < p.rows) {
-    const auto* partial = static_cast<const math::lse_state<T>*>(p.partial);
-    math::lse_state<T> state = math::lse_state<T>::identity();
-    for (int s = 0; s < p.splits; ++s) state = math::combine(state, partial[s * p.rows_padded + row]);
-    const double lse = static_cast<double>(state.max) + log(static_cast<double>(state.sum));
-    error = finish_row(p, row, lse);
-  }
-  add_block_error(p, error, error_scratch);
 }
 
 }  // namespace flashsinkhorn::detail::kernels

@@ -1,5 +1,5 @@
-// Host launch of one softmin half-step (see softmin_launch.hpp): β, the fused kernel, and the
-// split combine when the key range is split across CTAs.
+// Host launch of one softmin half-step (see softmin_launch.hpp): β, then the fused kernel (which
+// also merges the splits when the key range is split across CTAs).
 #include "cuda/softmin_launch.hpp"
 
 #include <algorithm>
@@ -277,10 +277,16 @@ wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_s
   return {wgmma_kernel_name(mode, choice.family), choice.stages, choice.shared_bytes};
 }
 
+std::int64_t softmin_split_count_bytes(std::int64_t padded_rows) {
+  // One count per row block; every kernel's CTA holds at least kMinBlockRows rows.
+  constexpr std::int64_t kMinBlockRows = 16;
+  return tile::round_up((padded_rows + kMinBlockRows - 1) / kMinBlockRows * 4, 256);
+}
+
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits) {
   if (splits <= 1) return 0;
   const std::int64_t state_bytes = mode == precision::fp64 ? 16 : 8;
-  return state_bytes * padded_rows * splits;
+  return softmin_split_count_bytes(padded_rows) + state_bytes * padded_rows * splits;
 }
 
 cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cudaStream_t stream) {
@@ -303,7 +309,11 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   p.previous = args.previous;
   p.out = args.out;
   p.error = args.error;
-  p.partial = args.partial_scratch;
+  // The scratch: the row blocks' split counts (zeros, softmin_partial_bytes), then the states.
+  if (args.partial_scratch != nullptr) {
+    p.split_counts = static_cast<unsigned*>(args.partial_scratch);
+    p.partial = static_cast<unsigned char*>(args.partial_scratch) + softmin_split_count_bytes(rows.padded_count);
+  }
   p.rows = rows.count;
   p.rows_padded = rows.padded_count;
   p.padded_dim = rows.padded_dim;
@@ -382,16 +392,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
       status = cudaGetLastError();
       break;
   }
-  if (status != cudaSuccess || plan.splits == 1) return status;
-
-  // 3. combine the splits and finish the rows
-  constexpr int kCombineThreads = 256;
-  const auto combine_blocks = static_cast<unsigned>((rows.count + kCombineThreads - 1) / kCombineThreads);
-  if (mode == precision::fp64)
-    kernels::softmin_combine_kernel<double><<<combine_blocks, kCombineThreads, 0, stream>>>(p);
-  else
-    kernels::softmin_combine_kernel<float><<<combine_blocks, kCombineThreads, 0, stream>>>(p);
-  return cudaGetLastError();
+  return status;
 }
 
 }  // namespace flashsinkhorn::detail

@@ -1,11 +1,12 @@
 // Host side of the softmin kernels: one plain params struct and the launch entry point.
 //
-// One half-step (backend.hpp, softmin_step) is three launches on `stream`, no host sync:
+// One half-step (backend.hpp, softmin_step) is two launches on `stream`, no host sync:
 //   1. key_bias     β_j = h_j/ε + log w_j − s‖q_j‖²/ε   (·log2 e for the float kernels), −∞ on padding
 //   2. softmin      per row i, over the keys of one split: the online (max, Σexp) of
 //                   S_ij = (2s/ε)·p_i·q_j + β_j on tensor cores; with one split the same kernel
-//                   finishes the row (below), else it writes the partial lse_state
-//   3. combine      (splits > 1 only) math::combine over the splits, then finishes the row
+//                   finishes the row (below); else each CTA writes its partial lse_state and the
+//                   row block's last CTA merges the splits (math::combine) and finishes the rows
+//                   (softmin_kernel.cuh, finish_block).
 // Finishing row i:  T_i = s‖p_i‖² − ε·LSE_j S_ij, new_i = damping·T_i,
 //                   out_i = (1 − blend)·prev_i + blend·new_i,
 //                   error += Σ_i w_i·|exp((prev_i − new_i)/ε) − 1|  (one atomicAdd per CTA).
@@ -45,14 +46,15 @@ struct softmin_launch_args {
   bool accumulate_error = false;
   double* error = nullptr;                // one device double
   void* bias_scratch = nullptr;           // keys.padded_count × 8 bytes
-  void* partial_scratch = nullptr;        // partial_scratch_bytes(...) bytes
+  void* partial_scratch = nullptr;        // softmin_partial_bytes(...) bytes, zeros before the first launch
   std::int64_t partial_scratch_capacity = 0;
   int sm_count = 132;
   int max_shared_bytes = 48 * 1024;       // cudaDevAttrMaxSharedMemoryPerBlockOptin
 };
 
 // Number of key splits the launcher will use for this shape (1 = fully fused), and the scratch
-// bytes that many splits need.
+// bytes that many splits need: the row blocks' split counts (which the kernels leave at 0) and the
+// partial states.
 int softmin_split_count(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
                         int sm_count, int max_shared_bytes);
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits);

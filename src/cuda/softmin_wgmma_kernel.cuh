@@ -233,12 +233,12 @@ __device__ __forceinline__ double leave_warpgroup_rows(const softmin_params& p, 
   return error;
 }
 
-// Leaves the kernel: leave_warpgroup_rows, then the block's error term (one split).
+// Leaves the kernel: leave_warpgroup_rows, then finish_block (the error term; split rows merged).
 __device__ __forceinline__ void finish_warpgroup_rows(const softmin_params& p, std::int64_t row_block0, int split,
                                                       const float (&row_max)[2], const float (&row_sum)[2],
                                                       double* error_scratch) {
   const double error = leave_warpgroup_rows(p, row_block0, split, row_max, row_sum);
-  if (p.splits == 1) add_block_error(p, error, error_scratch);
+  finish_block<float>(p, error, error_scratch, row_block0, tile::kWgmmaBlockM);
 }
 
 // Shared memory of a kernel, aligned up to a panel boundary (the launchers add that much slack).

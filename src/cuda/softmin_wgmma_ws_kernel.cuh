@@ -171,8 +171,9 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     }
     error = leave_warpgroup_rows(p, row_block0, split, row_max, row_sum);
   }
-  // Every thread, the producer warpgroup included (its share is 0): one block-wide sum.
-  if (p.splits == 1) add_block_error(p, error, error_scratch);
+  // Every thread, the producer warpgroup included (its share is 0): the block-wide sum, and with
+  // split keys the merge of the row block's splits by its last CTA.
+  finish_block<float>(p, error, error_scratch, row_block0, tile::kWgmmaBlockM);
 #elif defined(__CUDA_ARCH__)
   __trap();  // the launcher selects this kernel only on sm_90a builds running on sm_90
 #endif

@@ -195,7 +195,8 @@ class graph_blocks : public ::testing::TestWithParam<block_case> {
   }
 };
 
-// n = 7 against 3,000 keys: the split-key path (partial states + combine kernel) inside the graph.
+// n = 7 against 3,000 keys: the split-key path (partial states merged by each row block's last CTA, its
+// split counts reset in the kernel) inside the graph, replayed.
 INSTANTIATE_TEST_SUITE_P(sizes, graph_blocks,
                          ::testing::Values(block_case{300, 457, 5}, block_case{7, 3000, 3},
                                            block_case{2000, 1500, 64}),

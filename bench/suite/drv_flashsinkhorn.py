@@ -104,7 +104,7 @@ def run_py(case: Case) -> dict:
 
     import flashsinkhorn as fs
 
-    from protocol import set_torch_tf32, time_torch, time_torch_forward_gradient, torch_dtype
+    from protocol import LibraryMemory, set_torch_tf32, time_torch, time_torch_forward_gradient, torch_dtype
 
     host = load_data(case, "float64" if case.precision == "fp64" else "float32")
     device = "cuda" if case.device.startswith("cuda") else "cpu"
@@ -115,26 +115,21 @@ def run_py(case: Case) -> dict:
     common = dict(eps=case.eps, precision=case.precision, device=device, threads=case.threads)
     record = {"version": fs.__version__, "inputs": f"torch {dt} tensors on {case.device} (read in place)"}
 
-    def own_memory(timing: dict) -> dict:
-        """torch's allocator sees the inputs and results only: our library allocates its buffers
-        itself, so the device peak is the parent's nvidia-smi sampling (peak_device_bytes_smi)."""
-        if "peak_device_bytes" in timing:
-            timing["peak_torch_tensor_bytes"] = timing.pop("peak_device_bytes")
-            timing["peak_device_bytes_source"] = "nvidia-smi sampling by the parent (peak_device_bytes_smi)"
-        return timing
+    # Our buffers come from the library's own device pool, which torch's allocator does not see.
+    memory = LibraryMemory(fs.reset_peak_memory_stats, fs.max_memory_allocated, "flashsinkhorn.max_memory_allocated")
 
     def potentials(res):
         return (host, res.f.detach().double().cpu().numpy(), res.g.detach().double().cpu().numpy())
 
     if case.op == "forward":
-        timing, res = time_torch(lambda: fs.sinkhorn(x, y, a, b, iters=case.iters, tol=0, **common), case)
-        record.update(own_memory(timing), ms_per_iteration=timing["ms"] / case.iters, value_reported=float(res.cost),
+        timing, res = time_torch(lambda: fs.sinkhorn(x, y, a, b, iters=case.iters, tol=0, **common), case, memory)
+        record.update(timing, ms_per_iteration=timing["ms"] / case.iters, value_reported=float(res.cost),
                       own_marginal_error=res.marginal_error, library_seconds=res.seconds)
         return record, potentials(res)
     if case.op == "converge":
         timing, res = time_torch(lambda: fs.sinkhorn(x, y, a, b, iters=case.max_iters, tol=case.tol,
-                                                     scaling=case.scaling, **common), case)
-        record.update(own_memory(timing), iterations=res.iterations, converged=res.converged,
+                                                     scaling=case.scaling, **common), case, memory)
+        record.update(timing, iterations=res.iterations, converged=res.converged,
                       own_marginal_error=res.marginal_error,
                       own_criterion="L1 marginal error (SPEC §1) every 10 iterations", library_seconds=res.seconds)
         return record, potentials(res)
@@ -142,8 +137,8 @@ def run_py(case: Case) -> dict:
     if case.op == "forward_gradient":
         record["peer_config"] = f"sinkhorn(iters={case.iters}, tol=0).cost, torch.autograd.grad w.r.t. x " \
                                 "(envelope theorem: one streamed gradient pass)"
-        record.update(own_memory(time_torch_forward_gradient(
-            lambda xs: fs.sinkhorn(xs, y, a, b, iters=case.iters, tol=0, **common).cost, xg, case)))
+        record.update(time_torch_forward_gradient(
+            lambda xs: fs.sinkhorn(xs, y, a, b, iters=case.iters, tol=0, **common).cost, xg, case, memory))
         return record, None
     if case.op == "hvp":
         direction = torch.as_tensor(hvp_direction(case.n, case.d), dtype=dt, device=dev)
@@ -153,8 +148,8 @@ def run_py(case: Case) -> dict:
             solver = fs.Solver(x, y, a, b, iters=case.iters, tol=0, **common)
             solver.solve()
             return solver.hvp(direction, tol=HVP_CG_TOL, iters=1000, preconditioner=preconditioner)
-        timing, product = time_torch(call, case)
-        record.update(own_memory(timing), hvp_norm=float(product.product.norm()), cg_iterations=product.cg_iterations,
+        timing, product = time_torch(call, case, memory)
+        record.update(timing, hvp_norm=float(product.product.norm()), cg_iterations=product.cg_iterations,
                       plan_passes=product.plan_passes, cg_relative_residual=product.relative_residual,
                       hvp_method=f"Solver.hvp: implicit (exact) HVP, CG to {HVP_CG_TOL:g} relative, "
                                  f"preconditioner '{preconditioner}'")

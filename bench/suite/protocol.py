@@ -165,8 +165,17 @@ def first_call_done(first_ms: float) -> None:
     print(f"{FIRST_CALL_MARKER}{first_ms:.1f}", flush=True)
 
 
-def time_torch(call, case: Case) -> dict:
-    """Warm-up, then `repeats` calls timed with CUDA events (CPU: wall clock); peak allocator bytes."""
+class LibraryMemory:
+    """A library's own device-memory peak beside torch's allocator: reset() before the timed calls,
+    peak() after (bytes), `source` naming the counter."""
+
+    def __init__(self, reset, peak, source: str) -> None:
+        self.reset, self.peak, self.source = reset, peak, source
+
+
+def time_torch(call, case: Case, library_memory: LibraryMemory | None = None) -> dict:
+    """Warm-up, then `repeats` calls timed with CUDA events (CPU: wall clock); peak allocator bytes:
+    torch's, plus `library_memory`'s for a library that allocates its device buffers itself."""
     import torch
 
     cuda = case.device.startswith("cuda")
@@ -183,6 +192,8 @@ def time_torch(call, case: Case) -> dict:
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
+        if library_memory is not None:
+            library_memory.reset()
     for _ in range(repeats):
         if cuda:
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -200,12 +211,19 @@ def time_torch(call, case: Case) -> dict:
     if cuda:
         record["peak_device_bytes"] = int(torch.cuda.max_memory_allocated())
         record["peak_device_bytes_source"] = "torch.cuda.max_memory_allocated (timed calls; inputs included)"
+        if library_memory is not None:
+            # The two peaks may come at different moments: their sum bounds the joint peak from above.
+            record["peak_torch_tensor_bytes"] = record["peak_device_bytes"]
+            record["peak_library_bytes"] = int(library_memory.peak())
+            record["peak_device_bytes"] += record["peak_library_bytes"]
+            record["peak_device_bytes_source"] = (f"torch.cuda.max_memory_allocated + {library_memory.source} "
+                                                  "(timed calls; inputs included; a sum of two peaks)")
     else:
         record.update(host_memory())
     return record, out
 
 
-def time_torch_forward_gradient(value_of, x, case: Case) -> dict:
+def time_torch_forward_gradient(value_of, x, case: Case, library_memory: LibraryMemory | None = None) -> dict:
     """time_torch of value_of(x) and its gradient w.r.t. x (one torch.autograd.grad, x requires grad);
     the timing fields, then value_reported and gradient_norm (‖∇_x value‖₂)."""
     import torch
@@ -214,7 +232,7 @@ def time_torch_forward_gradient(value_of, x, case: Case) -> dict:
         value = value_of(x)
         (grad,) = torch.autograd.grad(value, x)
         return value, grad
-    timing, (value, grad) = time_torch(call, case)
+    timing, (value, grad) = time_torch(call, case, library_memory)
     return {**timing, "value_reported": float(value), "gradient_norm": float(grad.norm())}
 
 

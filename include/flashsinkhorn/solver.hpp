@@ -143,4 +143,19 @@ bool cuda_available() noexcept;
 // without CUDA. Throws cuda_error.
 void release_cached_device_memory();
 
+// The CUDA backend's device memory on GPU `device`, in bytes (that pool): in use by live solvers,
+// the most in use at once since reset_peak_device_memory(device) or the first solver there, and
+// held from the driver (in use or cached) — torch.cuda's memory_allocated, max_memory_allocated
+// and memory_reserved for flashsinkhorn. Zeros without CUDA or before a solver ran on the device.
+// Buffers made while a CUDA graph is being captured are plain cudaMalloc and not counted.
+struct device_memory_statistics {
+  std::size_t in_use = 0;
+  std::size_t peak_in_use = 0;
+  std::size_t reserved = 0;
+};
+device_memory_statistics device_memory(int device = 0);
+
+// Restarts device_memory(device).peak_in_use from the memory in use now. No-op without CUDA.
+void reset_peak_device_memory(int device = 0);
+
 }  // namespace flashsinkhorn

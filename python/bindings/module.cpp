@@ -543,6 +543,18 @@ NB_MODULE(_core, m) {
         "new_solver(..., cuda_stream) and Solver.solve_into(f, g, f_aa, g_bb, cost) in one call: (solver, "
         "iterations, marginal_error, converged, eps, device, total_seconds).");
 
+  m.def(
+      "device_memory",
+      [](int device) {
+        const fs::device_memory_statistics s = fs::device_memory(device);
+        return nb::make_tuple(s.in_use, s.peak_in_use, s.reserved);
+      },
+      "device"_a,
+      "(in_use, peak_in_use, reserved) bytes of the solvers' device memory pool on GPU `device` "
+      "(flashsinkhorn::device_memory); zeros without CUDA or before a solver ran there.");
+  m.def("reset_peak_device_memory", &fs::reset_peak_device_memory, "device"_a,
+        "Restarts the peak of device_memory(device) from the memory in use now.");
+
   py::bind_optimizers(m);
 
   m.def("version", &fs::version, "The C++ library's version, \"major.minor.patch\".");

@@ -5,7 +5,8 @@
 
 solved by Sinkhorn iterations that never form the n×m matrices. Entry points: `sinkhorn()`,
 `Solver` (plan products, gradients and implicit derivatives of the potentials after a solve), `apply_plan()`, `barycentric_map()`, and
-`SamplesLoss` (a drop-in for GeomLoss's, differentiable with torch).
+`SamplesLoss` (a drop-in for GeomLoss's, differentiable with torch); `max_memory_allocated()` and
+its siblings count the solvers' own device memory.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from . import _core
 from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available, empty_cache
 from ._labels import LabelCost
+from ._memory import max_memory_allocated, memory_allocated, memory_reserved, reset_peak_memory_stats
 from ._functional import (HessianVectorProduct, JointHessianVectorProduct, PotentialVjp, SinkhornResult, Solver,
                           apply_plan, barycentric_map, sinkhorn)
 from ._optimize import LanczosResult, OptimizeResult, lanczos, newton, trust_region
@@ -41,7 +43,11 @@ __all__ = [
     "cuda_available",
     "empty_cache",
     "lanczos",
+    "max_memory_allocated",
+    "memory_allocated",
+    "memory_reserved",
     "newton",
+    "reset_peak_memory_stats",
     "sinkhorn",
     "trust_region",
 ]

@@ -26,6 +26,7 @@
 #ifdef FLASHSINKHORN_HAS_CUDA
 #include "cuda/cosine_gradient.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/device_memory_pool.hpp"
 #include "cuda/device_value.hpp"
 #include "cuda/host_path_copies.hpp"
 #endif
@@ -618,6 +619,24 @@ bool cuda_available() noexcept {
 void release_cached_device_memory() {
 #ifdef FLASHSINKHORN_HAS_CUDA
   if (detail::cuda_device_count() > 0) detail::release_device_pools();
+#endif
+}
+
+device_memory_statistics device_memory(int device) {
+  if (device < 0) throw invalid_argument("device_memory: device must be >= 0, got " + std::to_string(device));
+#ifdef FLASHSINKHORN_HAS_CUDA
+  if (device < detail::cuda_device_count()) {
+    const detail::pool_statistics s = detail::device_pool_statistics(device);
+    return {s.in_use, s.peak_in_use, s.reserved};
+  }
+#endif
+  return {};
+}
+
+void reset_peak_device_memory(int device) {
+  if (device < 0) throw invalid_argument("reset_peak_device_memory: device must be >= 0, got " + std::to_string(device));
+#ifdef FLASHSINKHORN_HAS_CUDA
+  if (device < detail::cuda_device_count()) detail::reset_pool_peak(device);
 #endif
 }
 

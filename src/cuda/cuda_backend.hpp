@@ -60,7 +60,4 @@ int cuda_device_count() noexcept;
 // "NVIDIA H200" etc.
 std::string cuda_device_name(int device);
 
-// Gives the device memory pools' cached memory back (device_memory_pool.hpp).
-void release_device_pools();
-
 }  // namespace flashsinkhorn::detail

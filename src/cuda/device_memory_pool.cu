@@ -133,6 +133,38 @@ std::size_t pooled_bytes_reserved() {
   return static_cast<std::size_t>(bytes);
 }
 
+namespace {
+
+// The pool of `device` if one was made (null otherwise); never makes one.
+cudaMemPool_t existing_pool(int device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  pool_table& t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  return t.made[static_cast<std::size_t>(device)] ? t.pools[static_cast<std::size_t>(device)] : nullptr;
+}
+
+std::size_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attribute) {
+  std::uint64_t bytes = 0;
+  FS_CUDA_CHECK(cudaMemPoolGetAttribute(pool, attribute, &bytes));
+  return static_cast<std::size_t>(bytes);
+}
+
+}  // namespace
+
+pool_statistics device_pool_statistics(int device) {
+  const cudaMemPool_t pool = existing_pool(device);
+  if (pool == nullptr) return {};
+  return {pool_attribute(pool, cudaMemPoolAttrUsedMemCurrent), pool_attribute(pool, cudaMemPoolAttrUsedMemHigh),
+          pool_attribute(pool, cudaMemPoolAttrReservedMemCurrent)};
+}
+
+void reset_pool_peak(int device) {
+  const cudaMemPool_t pool = existing_pool(device);
+  if (pool == nullptr) return;
+  std::uint64_t zero = 0;  // the only value the watermark may be set to: it restarts from the current use
+  FS_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
+}
+
 void release_device_pools() {
   pool_table& t = table();
   std::lock_guard<std::mutex> lock(t.mutex);

@@ -19,7 +19,10 @@
 //   - out of memory: the pools' cached memory is given back (after a device synchronisation) and the
 //     allocation tried once more before out_of_memory is thrown;
 //   - release_device_pools() (public: flashsinkhorn::release_cached_device_memory) gives every
-//     pool's unused memory back.
+//     pool's unused memory back;
+//   - device_pool_statistics / reset_pool_peak (public: flashsinkhorn::device_memory,
+//     reset_peak_device_memory) read the pool's own counters; buffers made during a capture or on
+//     a device without pools (plain cudaMalloc) are not in them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -45,5 +48,18 @@ void release_device_pools();
 
 // Bytes the current device's pool holds from the driver (in use or cached); 0 without a pool.
 std::size_t pooled_bytes_reserved();
+
+// The pool of GPU `device` in bytes: in use by buffers now, the most in use at once since the last
+// reset_pool_peak (the pool's own high watermark, cudaMemPoolAttrUsedMemHigh), and held from the
+// driver. Zeros while the device has no pool (no buffer made there yet, or no pool support).
+struct pool_statistics {
+  std::size_t in_use = 0;
+  std::size_t peak_in_use = 0;
+  std::size_t reserved = 0;
+};
+pool_statistics device_pool_statistics(int device);
+
+// Starts the device pool's high watermark again from what is in use now. No-op without a pool.
+void reset_pool_peak(int device);
 
 }  // namespace flashsinkhorn::detail

@@ -122,6 +122,19 @@ TEST(Validation, CudaRequestedWithoutCudaIsUnsupported) {
 }
 #endif
 
+// The device-memory counters: a negative device is named; without a GPU every count is 0 and the
+// reset is a no-op (tests/gpu/device_memory_pool_gpu_test.cpp counts a solver's buffers on one).
+TEST(Validation, DeviceMemoryCountersNameABadDeviceAndAreZeroWithoutAGpu) {
+  EXPECT_THROW(fs::device_memory(-1), fs::invalid_argument);
+  EXPECT_THROW(fs::reset_peak_device_memory(-1), fs::invalid_argument);
+  if (fs::cuda_available()) GTEST_SKIP() << "a GPU is present";
+  const fs::device_memory_statistics s = fs::device_memory(0);
+  EXPECT_EQ(s.in_use, 0u);
+  EXPECT_EQ(s.peak_in_use, 0u);
+  EXPECT_EQ(s.reserved, 0u);
+  EXPECT_NO_THROW(fs::reset_peak_device_memory(0));
+}
+
 // The precision modes' names, both ways: every mode round-trips, anything else is rejected.
 TEST(PrecisionNames, RoundTripAndRejects) {
   for (const fs::precision mode : {fs::precision::fp32, fs::precision::fp64, fs::precision::tf32, fs::precision::bf16})

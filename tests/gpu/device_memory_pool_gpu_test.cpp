@@ -59,6 +59,45 @@ TEST(DeviceMemoryPool, SolversReuseWhatTheirPredecessorFreed) {
   EXPECT_NEAR(after_release.cost, first.cost, 1e-6 * (1 + std::abs(first.cost)));
 }
 
+// The public counters (flashsinkhorn::device_memory): a live solver's buffers are in use, the peak
+// keeps them after the solver is gone, and a reset restarts the peak from what is in use then.
+TEST(DeviceMemoryPool, CountersSeeALiveSolverAndKeepItsPeak) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  int supported = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, 0), cudaSuccess);
+  if (supported == 0) GTEST_SKIP() << "device 0 has no memory pools (cudaMalloc is used)";
+  const reference::cloud x = reference::random_cloud(3001, 16, 3);
+  const reference::cloud y = reference::random_cloud(2503, 16, 4);
+  (void)solve_on_gpu(x, y);  // makes the pool
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::size_t idle = fs::device_memory(0).in_use;
+  fs::reset_peak_device_memory(0);
+  EXPECT_EQ(fs::device_memory(0).peak_in_use, idle);
+  std::size_t live = 0;
+  {
+    fs::options o;
+    o.device = fs::device_kind::cuda;
+    o.precision = fs::precision::tf32;
+    o.max_iterations = 5;
+    o.tolerance = 0;
+    fs::solver s(testing_support::make_problem(x, y, 0.5, 1.0), o);
+    (void)s.solve();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    live = fs::device_memory(0).in_use;
+    // At least the two clouds' tf32 storage (16 floats a row) is the solver's.
+    EXPECT_GE(live, idle + (3001 + 2503) * 16 * sizeof(float));
+    EXPECT_GE(fs::device_memory(0).peak_in_use, live);
+    EXPECT_GE(fs::device_memory(0).reserved, live);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const fs::device_memory_statistics after = fs::device_memory(0);
+  EXPECT_EQ(after.in_use, idle) << "the solver's buffers went back to the pool";
+  EXPECT_GE(after.peak_in_use, live);
+  fs::reset_peak_device_memory(0);
+  EXPECT_EQ(fs::device_memory(0).peak_in_use, idle);
+}
+
 TEST(DeviceMemoryPool, BuffersOnTwoStreamsKeepTheirContents) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);

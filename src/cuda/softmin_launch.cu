@@ -277,16 +277,16 @@ wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_s
   return {wgmma_kernel_name(mode, choice.family), choice.stages, choice.shared_bytes};
 }
 
-std::int64_t softmin_split_count_bytes(std::int64_t padded_rows) {
+std::int64_t softmin_split_counts(std::int64_t padded_rows) {
   // One count per row block; every kernel's CTA holds at least kMinBlockRows rows.
   constexpr std::int64_t kMinBlockRows = 16;
-  return tile::round_up((padded_rows + kMinBlockRows - 1) / kMinBlockRows * 4, 256);
+  return (padded_rows + kMinBlockRows - 1) / kMinBlockRows;
 }
 
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits) {
   if (splits <= 1) return 0;
   const std::int64_t state_bytes = mode == precision::fp64 ? 16 : 8;
-  return softmin_split_count_bytes(padded_rows) + state_bytes * padded_rows * splits;
+  return state_bytes * padded_rows * splits;
 }
 
 cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cudaStream_t stream) {
@@ -299,6 +299,8 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   const split_plan plan = plan_splits(shape, rows.count, keys.count, args.sm_count);
   if (softmin_partial_bytes(mode, rows.padded_count, plan.splits) > args.partial_scratch_capacity)
     return cudaErrorInvalidValue;
+  if (plan.splits > 1 && (args.split_counts == nullptr || plan.row_blocks > args.split_count_capacity))
+    return cudaErrorInvalidValue;
 
   kernels::softmin_params p{};
   p.rows_points = rows.points;
@@ -309,11 +311,8 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   p.previous = args.previous;
   p.out = args.out;
   p.error = args.error;
-  // The scratch: the row blocks' split counts (zeros, softmin_partial_bytes), then the states.
-  if (args.partial_scratch != nullptr) {
-    p.split_counts = static_cast<unsigned*>(args.partial_scratch);
-    p.partial = static_cast<unsigned char*>(args.partial_scratch) + softmin_split_count_bytes(rows.padded_count);
-  }
+  p.partial = args.partial_scratch;
+  p.split_counts = args.split_counts;
   p.rows = rows.count;
   p.rows_padded = rows.padded_count;
   p.padded_dim = rows.padded_dim;

@@ -46,18 +46,24 @@ struct softmin_launch_args {
   bool accumulate_error = false;
   double* error = nullptr;                // one device double
   void* bias_scratch = nullptr;           // keys.padded_count × 8 bytes
-  void* partial_scratch = nullptr;        // softmin_partial_bytes(...) bytes, zeros before the first launch
+  void* partial_scratch = nullptr;        // softmin_partial_bytes(...) bytes
   std::int64_t partial_scratch_capacity = 0;
+  // The row blocks' split counts (splits > 1): zeros before the first launch, left so by every
+  // launch (softmin_kernel.cuh, finish_block); at least softmin_split_counts(rows.padded_count).
+  // One array for every launch of a backend, whatever its rows: the counts must not share memory
+  // with the partial states, whose layout depends on the launch.
+  unsigned* split_counts = nullptr;
+  std::int64_t split_count_capacity = 0;
   int sm_count = 132;
   int max_shared_bytes = 48 * 1024;       // cudaDevAttrMaxSharedMemoryPerBlockOptin
 };
 
-// Number of key splits the launcher will use for this shape (1 = fully fused), and the scratch
-// bytes that many splits need: the row blocks' split counts (which the kernels leave at 0) and the
-// partial states.
+// Number of key splits the launcher will use for this shape (1 = fully fused), the partial-state
+// bytes that many splits need, and the split counts a launch over `padded_rows` rows may use.
 int softmin_split_count(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
                         int sm_count, int max_shared_bytes);
 std::int64_t softmin_partial_bytes(precision mode, std::int64_t padded_rows, int splits);
+std::int64_t softmin_split_counts(std::int64_t padded_rows);
 
 // Feature padding of the stored points: the tensor-core kernels read rows in groups of 16 32-bit
 // words (two mma.sync k-steps, one 128-bit load per lane; four wgmma k-steps of 32 bytes):

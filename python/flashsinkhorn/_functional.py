@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._arrays import (_NUMPY_FRAMES, Array, Frame, _from_dlpack, core_array, current_stream, device_address, host_array,
-                      is_tensor)
+from ._arrays import (_CUDA_TENSOR_FRAMES, _DEVICE_ADDRESS, _NUMPY_FRAMES, _RAW_STREAM, Array, Frame, _from_dlpack,
+                      core_array, current_stream, device_address, host_array, is_tensor)
 from ._arrays import torch as _torch
 from ._labels import LabelCost
 from ._options import options_for
@@ -402,6 +402,16 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     Raises:
       flashsinkhorn.InvalidArgument (a ValueError) with the library's message for unusable input.
     """
+    # CUDA tensors that need no derivative, in the layout the core reads: the shortest path (about
+    # a dozen Python-level calls fewer than the general one below; bench/python_call_overhead.py's
+    # "floor" row is what no Python path can go below).
+    if type(x) is _TENSOR and x.is_cuda and labels is None and initial_f is None and initial_g is None:
+        frame = _plain_cuda_frame(x, y, a, b, device)
+        if frame is not None:
+            options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, reach, reach_x, reach_y,
+                                  debias, precision or ("fp32" if frame.single else "fp64"), device, threads,
+                                  normalize_weights, frame.cuda_index)
+            return _solve_cuda_tensors(frame, x, y, a, b, float(eps), float(cost_scale), bool(debias), options)
     # float32/float64 NumPy clouds: Frame.of's first case without its call (a Python call costs ~10 µs
     # when the caches are cold after a long solve: bench/python_cold_floor_probe.py)
     frame = (_NUMPY_FRAMES.get(x.dtype) if type(x) is _NDARRAY and type(y) is _NDARRAY and
@@ -463,6 +473,55 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     return s._result(*core.solve_fields(frame.single, s._debias, frame.torch))
 
 
+def _plain_cuda_frame(x: Any, y: Any, a: Any, b: Any, device: Any) -> Frame | None:
+    """The frame of a call that _solve_cuda_tensors serves, None for any other: x (a CUDA tensor) and
+    y, a, b (tensors or None) of one float dtype on one GPU, C-contiguous, without the negative bit,
+    none requiring grad, x and y 2-D and a, b 1-D; a core with CUDA, no device='cpu', no torch.func
+    transform or forward-mode level active. The frame must exist already (the general path makes it
+    on the first call)."""
+    frame = _CUDA_TENSOR_FRAMES.get((x.dtype, x.get_device()))
+    if (frame is None or frame.dtype is not x.dtype or not _CORE_HAS_CUDA or _RAW_STREAM is None
+            or (device != "auto" and str(device) == "cpu") or _functorch_active() or _forward_ad._current_level >= 0):
+        return None
+    index = frame.cuda_index
+    for t, dims in ((x, 2), (y, 2), (a, 1), (b, 1)):
+        if t is None:
+            continue
+        if (type(t) is not _TENSOR or t.dtype is not frame.dtype or t.requires_grad or t.dim() != dims
+                or t.get_device() != index or not t.is_contiguous() or t.is_neg()):
+            return None
+    return frame
+
+
+def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_scale: float, debias: bool,
+                        options: Any) -> SinkhornResult:
+    """sinkhorn() on the tensors _plain_cuda_frame accepts: outputs made on their GPU, every tensor
+    passed by device address, construction and solve in one binding call (new_solved_into), in the
+    order of the current stream."""
+    single, index, new_empty = frame.single, frame.cuda_index, x.new_empty
+    n, m = x.shape[0], y.shape[0]
+    f, g, value = new_empty(n), new_empty(m), new_empty(())
+    f_aa = g_bb = None
+    if debias:
+        f_aa, g_bb = new_empty(n), new_empty(m)
+    s = Solver.__new__(Solver)
+    s._frame, s._debias, s._in_place = frame, debias, True
+    (s._core, iterations, marginal_error, converged, eps, device, seconds) = _core.new_solved_into(
+        (_DEVICE_ADDRESS, x, x.data_ptr(), x.shape, single, index),
+        (_DEVICE_ADDRESS, y, y.data_ptr(), y.shape, single, index),
+        None if a is None else (_DEVICE_ADDRESS, a, a.data_ptr(), a.shape, single, index),
+        None if b is None else (_DEVICE_ADDRESS, b, b.data_ptr(), b.shape, single, index),
+        eps, cost_scale, None, None, options, _RAW_STREAM(index),
+        (_DEVICE_ADDRESS, f, f.data_ptr(), f.shape, single, index),
+        (_DEVICE_ADDRESS, g, g.data_ptr(), g.shape, single, index),
+        None if f_aa is None else (_DEVICE_ADDRESS, f_aa, f_aa.data_ptr(), f_aa.shape, single, index),
+        None if g_bb is None else (_DEVICE_ADDRESS, g_bb, g_bb.data_ptr(), g_bb.shape, single, index),
+        (_DEVICE_ADDRESS, value, value.data_ptr(), value.shape, single, index))
+    s._solve_count = 1
+    return SinkhornResult(f, g, value, PrimalTerms(s), iterations, marginal_error, converged, eps, device, seconds, s,
+                          f_aa, g_bb)
+
+
 def _device_outputs(frame: Frame, n: int, m: int, debias: bool, like: Any = None) -> tuple:
     """(f, g, f_aa, g_bb, cost): the tensors on the frame's GPU that solve_into writes (f_aa, g_bb None
     unless debiased; cost 0-d). `like`: a tensor of the frame's dtype and device whose new_empty makes
@@ -517,6 +576,7 @@ def _core_has_cuda() -> bool:
 
 _CORE_HAS_CUDA = None
 _NDARRAY = np.ndarray
+_TENSOR = None if _torch is None else _torch.Tensor
 
 
 def _requires_grad(value: Any) -> bool:

@@ -261,6 +261,36 @@ def test_a_cuda_solve_crosses_into_the_binding_once(monkeypatch, debias):
         assert torch.equal(got.f_aa, want.f_aa) and torch.equal(got.g_bb, want.g_bb)
 
 
+def test_plain_cuda_calls_take_the_short_path_and_others_do_not(monkeypatch):
+    """_solve_cuda_tensors serves CUDA tensors that need no derivative in the core's layout (the same
+    result as the Solver path); a tensor that requires grad, a row-strided view, a warm start, a
+    NumPy weight vector or device='cpu' take the general path."""
+    torch = pytest.importorskip("torch")
+    if not (torch.cuda.is_available() and _core.cuda_available()):
+        pytest.skip("needs torch.cuda and a core built with CUDA")
+    from flashsinkhorn import _functional
+    x, y, a, b = (torch.from_numpy(v).cuda() for v in _points(np.float32))
+    options = dict(eps=0.5, iters=20, tol=0, precision="fp32")
+    fs.sinkhorn(x, y, a, b, **options)  # the general path makes the frame on a first call
+    served = []
+    short_path = _functional._solve_cuda_tensors
+    monkeypatch.setattr(_functional, "_solve_cuda_tensors", lambda *args: served.append(1) or short_path(*args))
+    want = fs.Solver(x, y, a, b, **options).solve()
+    got = fs.sinkhorn(x, y, a, b, **options)
+    assert served == [1]
+    assert float(got.cost) == float(want.cost) and torch.equal(got.f, want.f) and torch.equal(got.g, want.g)
+    wide = torch.zeros(x.shape[0], 8, device="cuda")
+    wide[:, :x.shape[1]] = x
+    for call in (lambda: fs.sinkhorn(x.clone().requires_grad_(), y, a, b, **options),
+                 lambda: fs.sinkhorn(wide[:, :x.shape[1]], y, a, b, **options),
+                 lambda: fs.sinkhorn(x, y, a, b, initial_f=want.f, initial_g=want.g, **options),
+                 lambda: fs.sinkhorn(x, y, a.cpu().numpy(), b, **options),
+                 lambda: fs.sinkhorn(x, y, a, b, device="cpu", **options)):
+        result = call()
+        assert served == [1]
+        assert float(result.cost) == pytest.approx(float(want.cost), rel=1e-4)  # the warm start: 20 more iterations
+
+
 def test_device_outputs_take_the_frames_dtype_and_device():
     """_device_outputs (the tensors solve_into writes): f (n,), g (m,), f_aa, g_bb when debiased and a
     0-d cost, in the frame's working dtype and device, whether made by `like.new_empty` or by

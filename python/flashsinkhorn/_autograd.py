@@ -42,7 +42,7 @@ from typing import Any
 import torch
 from torch.autograd import forward_ad
 
-from ._functional import SinkhornResult, Solver, _under_transform
+from ._functional import SinkhornResult, Solver, _under_transform, solve_plain
 from ._hessians import DebiasedHessian, ValueHessian
 
 
@@ -63,11 +63,10 @@ class _Solve:
 
     def run(self, x: torch.Tensor, y: torch.Tensor, a: torch.Tensor | None,
             b: torch.Tensor | None) -> SinkhornResult:
-        solver = Solver(x, y, a, b, **self.kwargs)
-        result = solver.solve()
-        self.solver = solver
         # Detached views share the version counter: a debiased replay after an in-place change is refused.
         self.inputs = tuple(None if t is None else t.detach() for t in (x, y, a, b))
+        result = solve_plain(*self.inputs, self.kwargs)
+        solver = self.solver = result.solver
         # Metadata only: keeping the output tensors (cost, f, g) here, on ctx, would make a reference
         # cycle through their grad_fn.
         self.result = SinkhornResult(None, None, None, result.primal, result.iterations,

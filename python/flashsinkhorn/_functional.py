@@ -493,6 +493,24 @@ def _plain_cuda_frame(x: Any, y: Any, a: Any, b: Any, device: Any) -> Frame | No
     return frame
 
 
+def solve_plain(x: Any, y: Any, a: Any, b: Any, kwargs: dict) -> SinkhornResult:
+    """Solver(x, y, a, b, **kwargs).solve() for inputs that need no derivative (`kwargs`: sinkhorn()'s
+    keyword arguments, all of them), by sinkhorn()'s short path for CUDA tensors where it applies:
+    the autograd Function's forward, whose inputs are detached."""
+    if (type(x) is _TENSOR and x.is_cuda and kwargs["labels"] is None and kwargs["initial_f"] is None
+            and kwargs["initial_g"] is None):
+        frame = _plain_cuda_frame(x, y, a, b, kwargs["device"])
+        if frame is not None:
+            k = kwargs
+            options = options_for(k["cost"], k["solver"], k["scaling"], k["diameter"], k["iters"], k["tol"],
+                                  k["check_every"], k["reach"], k["reach_x"], k["reach_y"], k["debias"],
+                                  k["precision"] or ("fp32" if frame.single else "fp64"), k["device"], k["threads"],
+                                  k["normalize_weights"], frame.cuda_index)
+            return _solve_cuda_tensors(frame, x, y, a, b, float(k["eps"]), float(k["cost_scale"]), bool(k["debias"]),
+                                       options)
+    return Solver(x, y, a, b, **kwargs).solve()
+
+
 def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_scale: float, debias: bool,
                         options: Any) -> SinkhornResult:
     """sinkhorn() on the tensors _plain_cuda_frame accepts: outputs made on their GPU, every tensor

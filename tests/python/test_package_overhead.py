@@ -291,6 +291,27 @@ def test_plain_cuda_calls_take_the_short_path_and_others_do_not(monkeypatch):
         assert float(result.cost) == pytest.approx(float(want.cost), rel=1e-4)  # the warm start: 20 more iterations
 
 
+def test_the_differentiable_forward_takes_the_short_path_on_cuda(monkeypatch):
+    """A cost that requires grad (SamplesLoss's case) solves its detached CUDA inputs on sinkhorn()'s
+    short path (solve_plain), and its gradient equals the Solver path's."""
+    torch = pytest.importorskip("torch")
+    if not (torch.cuda.is_available() and _core.cuda_available()):
+        pytest.skip("needs torch.cuda and a core built with CUDA")
+    from flashsinkhorn import _functional
+    x, y, a, b = (torch.from_numpy(v).cuda() for v in _points(np.float32))
+    options = dict(eps=0.5, iters=20, tol=0, precision="fp32")
+    fs.sinkhorn(x, y, a, b, **options)  # the frame
+    served = []
+    short_path = _functional._solve_cuda_tensors
+    monkeypatch.setattr(_functional, "_solve_cuda_tensors", lambda *args: served.append(1) or short_path(*args))
+    xg = x.clone().requires_grad_()
+    (grad,) = torch.autograd.grad(fs.sinkhorn(xg, y, a, b, **options).cost, xg)
+    assert served == [1]
+    want = fs.Solver(x, y, a, b, **options)
+    want.solve()
+    torch.testing.assert_close(grad, want.gradient_x(), rtol=0, atol=0)
+
+
 def test_device_outputs_take_the_frames_dtype_and_device():
     """_device_outputs (the tensors solve_into writes): f (n,), g (m,), f_aa, g_bb when debiased and a
     0-d cost, in the frame's working dtype and device, whether made by `like.new_empty` or by

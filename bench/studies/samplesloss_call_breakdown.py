@@ -11,6 +11,8 @@ the call's whole latency, the GPU's work included):
   forward         loss(x, y) — the solve through the autograd Function
   backward        value.backward() — the engine, our backward (gradient_x, the scaling by the
                   incoming gradient) and the accumulation into x.grad
+  gradient_x      result.solver.gradient_x() of the plain solve — the core's gradient pass as the
+                  backward calls it, without the engine (backward − gradient_x: autograd's share)
   core            the library's own clock of the forward's solve (result.seconds)
 and then one forward + backward under torch.profiler, its CPU operators by self time: the torch
 operations our Python code launches, next to the autograd engine's own.
@@ -96,13 +98,17 @@ def main() -> int:
         def sinkhorn():
             state["plain"] = fs.sinkhorn(x.detach(), y, **plain)
 
+        def gradient_x():
+            state["plain"].solver.gradient_x()
+
         for _ in range(args.warmup):
             sinkhorn()
             forward()
             backward()
-        samples = {"sinkhorn": [], "forward": [], "backward": [], "core": []}
+        samples = {"sinkhorn": [], "gradient_x": [], "forward": [], "backward": [], "core": []}
         for _ in range(args.calls):  # alternating, so that drift hits every step alike
             samples["sinkhorn"].append(timed(sinkhorn, sync))
+            samples["gradient_x"].append(timed(gradient_x, sync))
             samples["forward"].append(timed(forward, sync))
             samples["core"].append(state["value"].grad_fn.solve.result.seconds * 1e6)
             samples["backward"].append(timed(backward, sync))
@@ -119,8 +125,9 @@ def main() -> int:
                "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "flashsinkhorn": fs.__version__}}
         rows.append(row)
         m = row["median_us"]
-        print(f"n={n} d={args.d} {args.precision} {args.device}: sinkhorn {m['sinkhorn']:.1f} µs, forward "
-              f"{m['forward']:.1f}, backward {m['backward']:.1f}, core clock {m['core']:.1f}", flush=True)
+        print(f"n={n} d={args.d} {args.precision} {args.device}: sinkhorn {m['sinkhorn']:.1f} µs, its gradient_x "
+              f"{m['gradient_x']:.1f}, forward {m['forward']:.1f}, backward {m['backward']:.1f}, core clock "
+              f"{m['core']:.1f}", flush=True)
         for e in row["profile_forward_backward"][:12]:
             print(f"   {e['self_cpu_us']:9.1f} µs self  x{e['calls']:<3} {e['name'][:90]}", flush=True)
     if args.out:

@@ -33,12 +33,19 @@ fs::result solve_on_gpu(const reference::cloud& x, const reference::cloud& y) {
   return fs::solver(testing_support::make_problem(x, y, 0.5, 1.0), o).solve();
 }
 
-TEST(DeviceMemoryPool, SolversReuseWhatTheirPredecessorFreed) {
-  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+// Why device 0 cannot run the pool tests (null: it can; then it is the current device).
+const char* why_no_pool() {
+  if (!fs::cuda_available()) return "no CUDA device";
   int supported = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, 0), cudaSuccess);
-  if (supported == 0) GTEST_SKIP() << "device 0 has no memory pools (cudaMalloc is used)";
+  if (cudaSetDevice(0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, 0) != cudaSuccess) {
+    return "device 0 cannot be queried";
+  }
+  return supported == 0 ? "device 0 has no memory pools (cudaMalloc is used)" : nullptr;
+}
+
+TEST(DeviceMemoryPool, SolversReuseWhatTheirPredecessorFreed) {
+  if (const char* why = why_no_pool()) GTEST_SKIP() << why;
   const reference::cloud x = reference::random_cloud(3001, 16, 1);
   const reference::cloud y = reference::random_cloud(2503, 16, 2);
   const fs::result first = solve_on_gpu(x, y);  // the solver is destroyed on return
@@ -62,11 +69,7 @@ TEST(DeviceMemoryPool, SolversReuseWhatTheirPredecessorFreed) {
 // The public counters (flashsinkhorn::device_memory): a live solver's buffers are in use, the peak
 // keeps them after the solver is gone, and a reset restarts the peak from what is in use then.
 TEST(DeviceMemoryPool, CountersSeeALiveSolverAndKeepItsPeak) {
-  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-  int supported = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, 0), cudaSuccess);
-  if (supported == 0) GTEST_SKIP() << "device 0 has no memory pools (cudaMalloc is used)";
+  if (const char* why = why_no_pool()) GTEST_SKIP() << why;
   const reference::cloud x = reference::random_cloud(3001, 16, 3);
   const reference::cloud y = reference::random_cloud(2503, 16, 4);
   (void)solve_on_gpu(x, y);  // makes the pool

@@ -33,12 +33,14 @@ fs::result solve_on_gpu(const reference::cloud& x, const reference::cloud& y) {
   return fs::solver(testing_support::make_problem(x, y, 0.5, 1.0), o).solve();
 }
 
-// Why device 0 cannot run the pool tests (null: it can; then it is the current device).
+// Why device 0 cannot run the pool tests (null: it can; then it is the current device). A device
+// that is visible but fails the query is a failure, not a skip.
 const char* why_no_pool() {
   if (!fs::cuda_available()) return "no CUDA device";
   int supported = 0;
   if (cudaSetDevice(0) != cudaSuccess ||
       cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, 0) != cudaSuccess) {
+    ADD_FAILURE() << "device 0 is visible but cannot be queried";
     return "device 0 cannot be queried";
   }
   return supported == 0 ? "device 0 has no memory pools (cudaMalloc is used)" : nullptr;

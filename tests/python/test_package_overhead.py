@@ -263,8 +263,9 @@ def test_a_cuda_solve_crosses_into_the_binding_once(monkeypatch, debias):
 
 def test_plain_cuda_calls_take_the_short_path_and_others_do_not(monkeypatch):
     """_solve_cuda_tensors serves CUDA tensors that need no derivative in the core's layout (the same
-    result as the Solver path); a tensor that requires grad, a row-strided view, a warm start, a
-    NumPy weight vector or device='cpu' take the general path."""
+    result as the Solver path); a tensor that requires grad, a row-strided view, a warm start or
+    device='cpu' take the general path, and so does a NumPy weight vector, which the core refuses
+    by name (every array of a call in one memory)."""
     torch = pytest.importorskip("torch")
     if not (torch.cuda.is_available() and _core.cuda_available()):
         pytest.skip("needs torch.cuda and a core built with CUDA")
@@ -284,11 +285,13 @@ def test_plain_cuda_calls_take_the_short_path_and_others_do_not(monkeypatch):
     for call in (lambda: fs.sinkhorn(x.clone().requires_grad_(), y, a, b, **options),
                  lambda: fs.sinkhorn(wide[:, :x.shape[1]], y, a, b, **options),
                  lambda: fs.sinkhorn(x, y, a, b, initial_f=want.f, initial_g=want.g, **options),
-                 lambda: fs.sinkhorn(x, y, a.cpu().numpy(), b, **options),
                  lambda: fs.sinkhorn(x, y, a, b, device="cpu", **options)):
         result = call()
         assert served == [1]
         assert float(result.cost) == pytest.approx(float(want.cost), rel=1e-4)  # the warm start: 20 more iterations
+    with pytest.raises(fs.InvalidArgument, match="a lives in host memory but X lives in CUDA memory"):
+        fs.sinkhorn(x, y, a.cpu().numpy(), b, **options)
+    assert served == [1]
 
 
 def test_the_differentiable_forward_takes_the_short_path_on_cuda(monkeypatch):

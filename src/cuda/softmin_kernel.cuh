@@ -149,6 +149,35 @@ __device__ __forceinline__ math::lse_state<double> load_partial(const math::lse_
   return {v.x, v.y};
 }
 
+// The merge of finish_block: this thread's rows of the row block (threadIdx.x, + blockDim.x, ...)
+// combined over the splits and finished; returns the thread's share of the error term. Not inlined:
+// inlined, its loads in flight made ptxas spill in the warp-specialised kernels' main loops (116
+// bytes); as a call, only the registers live across it are saved, once per CTA.
+template <class State>
+__device__ __noinline__ double merge_split_rows(const softmin_params& p, std::int64_t row_block0, int block_rows) {
+  const auto* partial = static_cast<const math::lse_state<State>*>(p.partial);
+  double mine = 0;
+  for (int r = threadIdx.x; r < block_rows; r += blockDim.x) {
+    const std::int64_t row = row_block0 + r;
+    if (row >= p.rows) break;
+    // kBatch loads in flight at a time (one L2 round trip per batch, not per split), then merged.
+    constexpr int kBatch = 4;
+    math::lse_state<State> state = math::lse_state<State>::identity();
+    for (int s0 = 0; s0 < p.splits; s0 += kBatch) {
+      math::lse_state<State> batch[kBatch];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        batch[k] = s0 + k < p.splits ? load_partial(partial + (s0 + k) * p.rows_padded + row)
+                                     : math::lse_state<State>::identity();
+      }
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) state = math::combine(state, batch[k]);
+    }
+    mine += finish_row(p, row, static_cast<double>(state.max) + log(static_cast<double>(state.sum)));
+  }
+  return mine;
+}
+
 // The end of every CTA of the softmin kernels; all its threads call it, `error` being the thread's
 // share of the block's marginal-error term and `block_rows` the rows of a CTA.
 // One split: the rows are finished already; the error is summed.
@@ -178,15 +207,7 @@ __device__ __forceinline__ void finish_block(const softmin_params& p, double err
   __syncthreads();  // the scratch is block_sum's next
   if (!finishes) return;
   __threadfence();  // acquire: the other splits' states are read after their arrivals
-  const auto* partial = static_cast<const math::lse_state<State>*>(p.partial);
-  double mine = 0;
-  for (int r = threadIdx.x; r < block_rows; r += blockDim.x) {
-    const std::int64_t row = row_block0 + r;
-    if (row >= p.rows) break;
-    math::lse_state<State> state = math::lse_state<State>::identity();
-    for (int s = 0; s < p.splits; ++s) state = math::combine(state, load_partial(partial + s * p.rows_padded + row));
-    mine += finish_row(p, row, static_cast<double>(state.max) + log(static_cast<double>(state.sum)));
-  }
+  const double mine = merge_split_rows<State>(p, row_block0, block_rows);
   add_block_error(p, mine, scratch);
 }
 

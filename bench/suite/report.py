@@ -290,8 +290,9 @@ def claims_section(forward_claims, suite_rows, rows, results: Path) -> list[str]
             "kernel per size and precision against flash-sinkhorn's tf32):", ""]
     out += table(["n", "d", "precision", "kernel", "speedup", "verdict"], lines) if lines else ["No rows.", ""]
     if suite_fw:
-        out += ["Suite rows (same arrays; ours end to end: the Python package's call on the arrays in device memory; "
-                "kernels: our C++ benchmark rows of the same run, for reference):", ""]
+        out += ["Suite rows (same arrays; the newest run of each implementation and size; ours end to end: the "
+                "Python package's call on the arrays in device memory; kernels: our newest C++ benchmark rows, "
+                "which may come from another run than the peer's, for reference):", ""]
         out += speedup_table(suite_fw, speedups(suite_rows, "forward", kernels=True), FORWARD_GOAL)
     # 2. forward + gradient ≥ 2.5×
     fg = speedups(suite_rows, "forward_gradient")

@@ -67,18 +67,19 @@ bool describe_numpy(array_argument& out, PyArrayObject* array) {
 PyObject* address_tag = nullptr;
 
 // A device address (arrays.hpp): the tuple (tag, owner, address, shape, float32, device), `shape` a
-// tuple of at most two sizes (torch.Size is one); strides are those of the C-contiguous layout.
+// tuple of sizes (torch.Size is one); strides are those of the C-contiguous layout.
 // False when `object` is not such a tuple.
 bool describe_address(array_argument& out, PyObject* object, const char* name) {
   if (!PyTuple_CheckExact(object) || PyTuple_GET_SIZE(object) != 6 || PyTuple_GET_ITEM(object, 0) != address_tag) {
     return false;
   }
   PyObject* shape = PyTuple_GET_ITEM(object, 3);
-  if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > 2) {
-    throw invalid_argument(std::string(name) + ": a device address needs a shape of at most two sizes");
-  }
+  if (!PyTuple_Check(shape)) throw invalid_argument(std::string(name) + ": a device address needs a shape tuple");
+  // Any number of dimensions: as_matrix / as_vector name a wrong one, as for every other input.
   out.ndim = static_cast<int>(PyTuple_GET_SIZE(shape));
-  for (int k = 0; k < out.ndim; ++k) out.shape[k] = nb::cast<std::int64_t>(nb::handle(PyTuple_GET_ITEM(shape, k)));
+  for (int k = 0; k < out.ndim && k < 2; ++k) {
+    out.shape[k] = nb::cast<std::int64_t>(nb::handle(PyTuple_GET_ITEM(shape, k)));
+  }
   if (out.ndim == 2) out.stride[0] = out.shape[1], out.stride[1] = 1;
   if (out.ndim == 1) out.stride[0] = 1;
   out.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(nb::handle(PyTuple_GET_ITEM(object, 2))));

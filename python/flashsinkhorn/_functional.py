@@ -476,21 +476,23 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
 def _plain_cuda_frame(x: Any, y: Any, a: Any, b: Any, device: Any) -> Frame | None:
     """The frame of a call that _solve_cuda_tensors serves, None for any other: x (a CUDA tensor) and
     y, a, b (tensors or None) of one float dtype on one GPU, C-contiguous, without the negative bit,
-    none requiring grad, x and y 2-D and a, b 1-D; a core with CUDA, no device='cpu', no torch.func
-    transform or forward-mode level active. The frame must exist already (the general path makes it
-    on the first call)."""
+    none requiring grad; a core with CUDA, no device='cpu', no torch.func transform or forward-mode
+    level active. The frame must exist already (the general path makes it on the first call). The
+    numbers of dimensions are the core's to check (the device address carries the shape). x's dtype
+    and GPU are the frame's key, so x needs three checks and the others five: each is a torch call."""
     frame = _CUDA_TENSOR_FRAMES.get((x.dtype, x.get_device()))
     if (frame is None or frame.dtype is not x.dtype or not _CORE_HAS_CUDA or _RAW_STREAM is None
-            or (device != "auto" and str(device) == "cpu") or _functorch_active() or _forward_ad._current_level >= 0):
+            or (device != "auto" and str(device) == "cpu") or _functorch_active() or _forward_ad._current_level >= 0
+            or x.requires_grad or not x.is_contiguous() or x.is_neg() or not _plain_like(y, frame)
+            or (a is not None and not _plain_like(a, frame)) or (b is not None and not _plain_like(b, frame))):
         return None
-    index = frame.cuda_index
-    for t, dims in ((x, 2), (y, 2), (a, 1), (b, 1)):
-        if t is None:
-            continue
-        if (type(t) is not _TENSOR or t.dtype is not frame.dtype or t.requires_grad or t.dim() != dims
-                or t.get_device() != index or not t.is_contiguous() or t.is_neg()):
-            return None
     return frame
+
+
+def _plain_like(t: Any, frame: Frame) -> bool:
+    """t is a tensor _solve_cuda_tensors can pass by address beside the frame's x."""
+    return (type(t) is _TENSOR and t.dtype is frame.dtype and not t.requires_grad and t.get_device() == frame.cuda_index
+            and t.is_contiguous() and not t.is_neg())
 
 
 def solve_plain(x: Any, y: Any, a: Any, b: Any, kwargs: dict) -> SinkhornResult:
@@ -514,28 +516,27 @@ def solve_plain(x: Any, y: Any, a: Any, b: Any, kwargs: dict) -> SinkhornResult:
 def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_scale: float, debias: bool,
                         options: Any) -> SinkhornResult:
     """sinkhorn() on the tensors _plain_cuda_frame accepts: outputs made on their GPU, every tensor
-    passed by device address, construction and solve in one binding call (new_solved_into), in the
-    order of the current stream."""
+    passed by device address (python/bindings/arrays.hpp), construction and solve in one binding call
+    (new_solved_into), in the order of the current stream."""
     single, index, new_empty = frame.single, frame.cuda_index, x.new_empty
-    n, m = x.shape[0], y.shape[0]
+    x_shape, y_shape = x.shape, y.shape
+    n, m = x_shape[0], y_shape[0]
     f, g, value = new_empty(n), new_empty(m), new_empty(())
     f_aa = g_bb = None
     if debias:
         f_aa, g_bb = new_empty(n), new_empty(m)
     s = Solver.__new__(Solver)
-    s._frame, s._debias, s._in_place = frame, debias, True
+    s._frame, s._debias, s._in_place, s._solve_count = frame, debias, True, 1
+    tag = _DEVICE_ADDRESS
     (s._core, iterations, marginal_error, converged, eps, device, seconds) = _core.new_solved_into(
-        (_DEVICE_ADDRESS, x, x.data_ptr(), x.shape, single, index),
-        (_DEVICE_ADDRESS, y, y.data_ptr(), y.shape, single, index),
-        None if a is None else (_DEVICE_ADDRESS, a, a.data_ptr(), a.shape, single, index),
-        None if b is None else (_DEVICE_ADDRESS, b, b.data_ptr(), b.shape, single, index),
+        (tag, x, x.data_ptr(), x_shape, single, index), (tag, y, y.data_ptr(), y_shape, single, index),
+        None if a is None else (tag, a, a.data_ptr(), a.shape, single, index),
+        None if b is None else (tag, b, b.data_ptr(), b.shape, single, index),
         eps, cost_scale, None, None, options, _RAW_STREAM(index),
-        (_DEVICE_ADDRESS, f, f.data_ptr(), f.shape, single, index),
-        (_DEVICE_ADDRESS, g, g.data_ptr(), g.shape, single, index),
-        None if f_aa is None else (_DEVICE_ADDRESS, f_aa, f_aa.data_ptr(), f_aa.shape, single, index),
-        None if g_bb is None else (_DEVICE_ADDRESS, g_bb, g_bb.data_ptr(), g_bb.shape, single, index),
-        (_DEVICE_ADDRESS, value, value.data_ptr(), value.shape, single, index))
-    s._solve_count = 1
+        (tag, f, f.data_ptr(), (n,), single, index), (tag, g, g.data_ptr(), (m,), single, index),
+        None if f_aa is None else (tag, f_aa, f_aa.data_ptr(), (n,), single, index),
+        None if g_bb is None else (tag, g_bb, g_bb.data_ptr(), (m,), single, index),
+        (tag, value, value.data_ptr(), (), single, index))
     return SinkhornResult(f, g, value, PrimalTerms(s), iterations, marginal_error, converged, eps, device, seconds, s,
                           f_aa, g_bb)
 

@@ -318,3 +318,14 @@ def test_every_readable_layout_matches_the_contiguous_call():
     garbage = [torch.full_like(t, float("nan")) for t in (x, y) for _ in range(4)]  # would reuse freed blocks
     torch.testing.assert_close(solver.gradient_x(), want.solver.gradient_x(), rtol=0, atol=1e-5)
     del garbage
+
+
+def test_wrong_dimensions_on_the_gpu_are_named():
+    """A 3-d cloud or 2-d weights passed by device address: the core names the argument and its
+    dimensions, as for host arrays (the short path leaves that check to it)."""
+    x, y, a, b = _tensors(8, 40, 30, 3, torch.float32, "cuda")
+    fs.sinkhorn(x, y, a, b, eps=0.5, iters=5, tol=0)  # the frame
+    with pytest.raises(fs.InvalidArgument, match="X must be a 2-d array .* got 3 dimensions"):
+        fs.sinkhorn(x.reshape(40, 3, 1), y, a, b, eps=0.5, iters=5, tol=0)
+    with pytest.raises(fs.InvalidArgument, match="a must be a 1-d array, got 2 dimensions"):
+        fs.sinkhorn(x, y, a.reshape(40, 1), b, eps=0.5, iters=5, tol=0)

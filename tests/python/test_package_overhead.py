@@ -263,9 +263,10 @@ def test_a_cuda_solve_crosses_into_the_binding_once(monkeypatch, debias):
 
 def test_plain_cuda_calls_take_the_short_path_and_others_do_not(monkeypatch):
     """_solve_cuda_tensors serves CUDA tensors that need no derivative in the core's layout (the same
-    result as the Solver path); a tensor that requires grad, a row-strided view, a warm start or
-    device='cpu' take the general path, and so does a NumPy weight vector, which the core refuses
-    by name (every array of a call in one memory)."""
+    result as the Solver path); a row-strided view, a warm start or device='cpu' take the general
+    path, and so does a NumPy weight vector, which the core refuses by name (every array of a call
+    in one memory). (A tensor that requires grad goes through the autograd Function, whose forward
+    takes the short path on the detached inputs: the next test.)"""
     torch = pytest.importorskip("torch")
     if not (torch.cuda.is_available() and _core.cuda_available()):
         pytest.skip("needs torch.cuda and a core built with CUDA")
@@ -282,8 +283,7 @@ def test_plain_cuda_calls_take_the_short_path_and_others_do_not(monkeypatch):
     assert float(got.cost) == float(want.cost) and torch.equal(got.f, want.f) and torch.equal(got.g, want.g)
     wide = torch.zeros(x.shape[0], 8, device="cuda")
     wide[:, :x.shape[1]] = x
-    for call in (lambda: fs.sinkhorn(x.clone().requires_grad_(), y, a, b, **options),
-                 lambda: fs.sinkhorn(wide[:, :x.shape[1]], y, a, b, **options),
+    for call in (lambda: fs.sinkhorn(wide[:, :x.shape[1]], y, a, b, **options),
                  lambda: fs.sinkhorn(x, y, a, b, initial_f=want.f, initial_g=want.g, **options),
                  lambda: fs.sinkhorn(x, y, a, b, device="cpu", **options)):
         result = call()

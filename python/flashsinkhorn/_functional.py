@@ -404,7 +404,9 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     """
     # CUDA tensors that need no derivative, in the layout the core reads: the shortest path (about
     # a dozen Python-level calls fewer than the general one below; bench/python_call_overhead.py's
-    # "floor" row is what no Python path can go below).
+    # "floor" row is what no Python path can go below). CPU tensors keep the DLPack path below: the
+    # same short path by host address was slower there (three CPU new_empty and solve_into's host
+    # writes: +34 µs cold, +5 µs warm; bench/results/python_path_ab_2026-12-01_s13_cpu_torch_by_address.json).
     if type(x) is _TENSOR and x.is_cuda and labels is None and initial_f is None and initial_g is None:
         frame = _plain_cuda_frame(x, y, a, b, device)
         if frame is not None:

@@ -522,7 +522,7 @@ def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float
     (new_solved_into), in the order of the current stream."""
     single, index, new_empty = frame.single, frame.cuda_index, x.new_empty
     x_shape, y_shape = x.shape, y.shape
-    n, m = x_shape[0], y_shape[0]
+    n, m = x_shape[0] if x_shape else 0, y_shape[0] if y_shape else 0  # a 0-d cloud: the core names it
     f, g, value = new_empty(n), new_empty(m), new_empty(())
     f_aa = g_bb = None
     if debias:

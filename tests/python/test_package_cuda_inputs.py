@@ -321,11 +321,13 @@ def test_every_readable_layout_matches_the_contiguous_call():
 
 
 def test_wrong_dimensions_on_the_gpu_are_named():
-    """A 3-d cloud or 2-d weights passed by device address: the core names the argument and its
-    dimensions, as for host arrays (the short path leaves that check to it)."""
+    """A 3-d or 0-d cloud, or 2-d weights, passed by device address: the core names the argument and
+    its dimensions, as for host arrays (the short path leaves that check to it)."""
     x, y, a, b = _tensors(8, 40, 30, 3, torch.float32, "cuda")
     fs.sinkhorn(x, y, a, b, eps=0.5, iters=5, tol=0)  # the frame
     with pytest.raises(fs.InvalidArgument, match="X must be a 2-d array .* got 3 dimensions"):
         fs.sinkhorn(x.reshape(40, 3, 1), y, a, b, eps=0.5, iters=5, tol=0)
     with pytest.raises(fs.InvalidArgument, match="a must be a 1-d array, got 2 dimensions"):
         fs.sinkhorn(x, y, a.reshape(40, 1), b, eps=0.5, iters=5, tol=0)
+    with pytest.raises(fs.InvalidArgument, match="Y must be a 2-d array .* got 0 dimensions"):
+        fs.sinkhorn(x, y[0, 0], a, b, eps=0.5, iters=5, tol=0)

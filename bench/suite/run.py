@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
+import glob
 import importlib
 import json
 import os
@@ -286,6 +287,36 @@ def launch_group(cases: list[Case], budget: float, not_after: float, keops_env: 
     stderr.close()
 
 
+FINAL = {"ok", "oom", "timeout", "crash", "error", "unsupported"}  # statuses a rerun would only repeat
+ENDS_A_GROUP = {"oom", "timeout", "crash"}  # the stop rule: larger n of the group would end the same way
+
+
+def done_cases(patterns: list[str]) -> dict[tuple, str]:
+    """{(impl, op, d, precision, device, eps, n): status} of the suite's rows with a final status in the
+    JSON-lines files matching `patterns` (globs)."""
+    measured: dict[tuple, str] = {}
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            for line in Path(path).read_text().splitlines():
+                row = json.loads(line) if line.startswith("{") else {}
+                if row.get("suite") != "flashsinkhorn-bench-suite" or row.get("status") not in FINAL:
+                    continue
+                key = (row["impl"], row["op"], row["d"], row["precision"], row["device"],
+                       row.get("eps", protocol.EPS), row["n"])
+                measured[key] = row["status"]
+    return measured
+
+
+def already_measured(case: Case, measured: dict[tuple, str]) -> str | None:
+    """Why `case` need not run again: it has a final status, or a smaller n of its group ended the group."""
+    group = (case.impl, case.op, case.d, case.precision, case.device, case.eps)
+    status = measured.get((*group, case.n))
+    if status is not None:
+        return f"measured before ({status})"
+    ended = [key[-1] for key, s in measured.items() if key[:-1] == group and s in ENDS_A_GROUP and key[-1] < case.n]
+    return f"n = {min(ended)} ended its group before" if ended else None
+
+
 def sweep(args) -> int:
     impls = [i for i in args.impls.split(",") if i]
     for impl in impls:
@@ -300,6 +331,7 @@ def sweep(args) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     not_after = time.time() + args.deadline
+    measured = done_cases(args.skip_done) if args.skip_done else {}
     with out.open("a") as sink:
         for op in ops:
             for d in ds:
@@ -313,6 +345,14 @@ def sweep(args) -> int:
                                       scaling=args.scaling, iters=args.hvp_iters if op == "hvp" else args.iters,
                                       eps=args.eps, evaluate=not args.no_eval)
                                  for n in ns]
+                        if measured:  # --skip-done: the grid's gaps only
+                            skipped = [c for c in cases if already_measured(c, measured)]
+                            for case in skipped:
+                                print(f"{op:<16} d={d:<5} n={case.n:<8} {impl:<20} {precision:<5} not rerun: "
+                                      f"{already_measured(case, measured)}", file=sys.stderr, flush=True)
+                            cases = [c for c in cases if c not in skipped]
+                            if not cases:
+                                continue
                         if time.time() > not_after:
                             late = {"status": "not_run", "reason": "the sweep's deadline passed"}
                             results = ((c, dict(late)) for c in cases)
@@ -359,6 +399,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--data-dir", default=os.environ.get("FS_SUITE_DATA", "/tmp/fs_suite_data"))
     ap.add_argument("--no-eval", action="store_true", help="skip the marginal-error evaluation")
+    ap.add_argument("--skip-done", action="append", metavar="GLOB",
+                    help="JSON-lines results (globs, repeatable): cases found there with a final status, and larger n "
+                         "of a group that ended there (timeout, oom, crash), are not run again — for filling the grid")
     ap.add_argument("--keops-env", default=os.environ.get("SUITE_KEOPS_ENV"),
                     help="keops_doctor.py's --env-out file: its exports are given to geomloss-online's processes")
     ap.add_argument("--out", default=f"bench/results/suite_{protocol.now()[:10]}.jsonl")

@@ -138,3 +138,19 @@ def test_hvp_cases_take_the_longer_forward(tmp_path):
     rows, _, _ = suite(tmp_path, "fake-ok", "--ops", "forward,hvp", "--iters", "10", "--hvp-iters", "50")
     given = {(r["op"], r["iterations_given"]) for r in rows}
     assert given == {("forward", 10), ("hvp", 50)}
+
+
+def test_skip_done_runs_only_the_gaps_of_the_grid(tmp_path):
+    """--skip-done: a case measured before (a final status in the given files) is not run again, nor a
+    larger n of a group that a timeout, OOM or crash ended; a new size is."""
+    runs = [tmp_path / name for name in ("first", "again", "grown")]
+    for run in runs:
+        run.mkdir()
+    first, _, _ = suite(runs[0], "fake-crash,fake-ok")
+    assert statuses(first, "fake-crash") == [(100, "ok"), (400, "crash"), (800, "skipped")]
+    earlier = str(runs[0] / "suite*.jsonl")
+    again, _, stderr = suite(runs[1], "fake-crash,fake-ok", "--skip-done", earlier)
+    assert again == []
+    assert "not rerun: measured before (crash)" in stderr and "not rerun: n = 400 ended its group before" in stderr
+    grown, _, _ = suite(runs[2], "fake-ok", "--ns", "100,400,800,1600", "--skip-done", earlier)
+    assert statuses(grown) == [(1600, "ok")]

@@ -22,6 +22,8 @@ What is timed (wall clock per call, perf_counter / steady_clock, after warm-up):
                  iters=10, tol=0, threads=1, device=the row's device, precision=the row's) — the same
                  problem — forward + backward with x.requires_grad (one solve + one streamed ∇x), in one
                  small function; compared with cpp gradient=1.
+  torch_python_path  (device cuda, when flashsinkhorn._torch_calls is built) the torch row with the CUDA
+                 short path in Python instead of _torch_calls' C++ (python_path_call)
   floor          (device cuda) the least Python code around the same binding call: three new output
                  tensors, the current stream, one _core.new_solved_into with everything else prepared
                  beforehand (floor_call) — what any Python API returning new CUDA tensors pays here.
@@ -210,6 +212,21 @@ def floor_call(fs, torch, x, y, kw: dict):
     return call
 
 
+def python_path_call(fs):
+    """sinkhorn() with its CUDA short path in Python instead of flashsinkhorn._torch_calls (row
+    "torch_python_path"; two module-attribute writes around the call are the difference in code)."""
+    functional = fs._functional
+    torch_calls = functional._TORCH_CALLS
+
+    def call(x, y, **kw):
+        functional._TORCH_CALLS = None
+        try:
+            return fs.sinkhorn(x, y, **kw)
+        finally:
+            functional._TORCH_CALLS = torch_calls
+    return call
+
+
 def measure(args, fs, torch, case: dict, n: int, dtype: str, data: Path, repeats: int, report: dict) -> None:
     """One case (device, precision) at one (n, dtype): the C++ program and the Python callers, alternating
     by round."""
@@ -241,6 +258,8 @@ def measure(args, fs, torch, case: dict, n: int, dtype: str, data: Path, repeats
     if device != "cpu":
         del cases["numpy"]
         cases["floor"] = (floor_call(fs, torch, xt, yt, kw), (), {}, first, False)
+        if fs._functional._TORCH_CALLS is not None:
+            cases["torch_python_path"] = (python_path_call(fs), (xt, yt), kw, result_seconds, False)
     samples = {name: {"wall": [], "slack": [], "core": [], "release": [], "round_medians": []} for name in cases}
     cpp = {g: {"medians": [], "q1": [], "q3": [], "slack": [], "core": []} for g in (False, True)}
     for _ in range(args.rounds):

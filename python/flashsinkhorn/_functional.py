@@ -6,6 +6,7 @@ value OT_ε = ⟨a, f⟩ + ⟨b, g⟩ (S_ε when debiased, the unbalanced dual v
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -408,12 +409,14 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     # same short path by host address was slower there (three CPU new_empty and solve_into's host
     # writes: +34 µs cold, +5 µs warm; bench/results/python_path_ab_2026-12-01_s13_cpu_torch_by_address.json).
     if type(x) is _TENSOR and x.is_cuda and labels is None and initial_f is None and initial_g is None:
-        frame = _plain_cuda_frame(x, y, a, b, device)
+        frame = _cuda_call_frame(x, device)
         if frame is not None:
             options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, reach, reach_x, reach_y,
                                   debias, precision or ("fp32" if frame.single else "fp64"), device, threads,
                                   normalize_weights, frame.cuda_index)
-            return _solve_cuda_tensors(frame, x, y, a, b, float(eps), float(cost_scale), bool(debias), options)
+            result = _solve_cuda_tensors(frame, x, y, a, b, float(eps), float(cost_scale), bool(debias), options)
+            if result is not None:
+                return result
     # float32/float64 NumPy clouds: Frame.of's first case without its call (a Python call costs ~10 µs
     # when the caches are cold after a long solve: bench/python_cold_floor_probe.py)
     frame = (_NUMPY_FRAMES.get(x.dtype) if type(x) is _NDARRAY and type(y) is _NDARRAY and
@@ -475,24 +478,22 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     return s._result(*core.solve_fields(frame.single, s._debias, frame.torch))
 
 
-def _plain_cuda_frame(x: Any, y: Any, a: Any, b: Any, device: Any) -> Frame | None:
-    """The frame of a call that _solve_cuda_tensors serves, None for any other: x (a CUDA tensor) and
-    y, a, b (tensors or None) of one float dtype on one GPU, C-contiguous, without the negative bit,
-    none requiring grad; a core with CUDA, no device='cpu', no torch.func transform or forward-mode
-    level active. The frame must exist already (the general path makes it on the first call). The
-    numbers of dimensions are the core's to check (the device address carries the shape). x's dtype
-    and GPU are the frame's key, so x needs three checks and the others five: each is a torch call."""
+def _cuda_call_frame(x: Any, device: Any) -> Frame | None:
+    """The frame of a CUDA tensor x for the short path (_solve_cuda_tensors), None where only the
+    general path serves: no frame yet (the general path makes it on the first call), x of another
+    dtype than its frame's (float16: converted there), a core without CUDA, device='cpu', a
+    torch.func transform or forward-mode level active."""
     frame = _CUDA_TENSOR_FRAMES.get((x.dtype, x.get_device()))
     if (frame is None or frame.dtype is not x.dtype or not _CORE_HAS_CUDA or _RAW_STREAM is None
-            or (device != "auto" and str(device) == "cpu") or _functorch_active() or _forward_ad._current_level >= 0
-            or x.requires_grad or not x.is_contiguous() or x.is_neg() or not _plain_like(y, frame)
-            or (a is not None and not _plain_like(a, frame)) or (b is not None and not _plain_like(b, frame))):
+            or (device != "auto" and str(device) == "cpu") or _functorch_active() or _forward_ad._current_level >= 0):
         return None
     return frame
 
 
 def _plain_like(t: Any, frame: Frame) -> bool:
-    """t is a tensor _solve_cuda_tensors can pass by address beside the frame's x."""
+    """t is a tensor _solve_cuda_tensors can pass by address beside the frame's x: of its dtype and GPU,
+    C-contiguous, without the negative bit, not requiring grad. The numbers of dimensions are the
+    core's to check (the address carries the shape)."""
     return (type(t) is _TENSOR and t.dtype is frame.dtype and not t.requires_grad and t.get_device() == frame.cuda_index
             and t.is_contiguous() and not t.is_neg())
 
@@ -503,23 +504,49 @@ def solve_plain(x: Any, y: Any, a: Any, b: Any, kwargs: dict) -> SinkhornResult:
     the autograd Function's forward, whose inputs are detached."""
     if (type(x) is _TENSOR and x.is_cuda and kwargs["labels"] is None and kwargs["initial_f"] is None
             and kwargs["initial_g"] is None):
-        frame = _plain_cuda_frame(x, y, a, b, kwargs["device"])
+        frame = _cuda_call_frame(x, kwargs["device"])
         if frame is not None:
             k = kwargs
             options = options_for(k["cost"], k["solver"], k["scaling"], k["diameter"], k["iters"], k["tol"],
                                   k["check_every"], k["reach"], k["reach_x"], k["reach_y"], k["debias"],
                                   k["precision"] or ("fp32" if frame.single else "fp64"), k["device"], k["threads"],
                                   k["normalize_weights"], frame.cuda_index)
-            return _solve_cuda_tensors(frame, x, y, a, b, float(k["eps"]), float(k["cost_scale"]), bool(k["debias"]),
-                                       options)
+            result = _solve_cuda_tensors(frame, x, y, a, b, float(k["eps"]), float(k["cost_scale"]),
+                                         bool(k["debias"]), options)
+            if result is not None:
+                return result
     return Solver(x, y, a, b, **kwargs).solve()
 
 
 def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_scale: float, debias: bool,
-                        options: Any) -> SinkhornResult:
-    """sinkhorn() on the tensors _plain_cuda_frame accepts: outputs made on their GPU, every tensor
-    passed by device address (python/bindings/arrays.hpp), construction and solve in one binding call
-    (new_solved_into), in the order of the current stream."""
+                        options: Any) -> SinkhornResult | None:
+    """sinkhorn() on CUDA tensors of the frame's dtype and GPU, C-contiguous, without the negative bit,
+    none requiring grad (None for any others: the general path serves them): outputs made on their
+    GPU, every tensor passed by device address (python/bindings/arrays.hpp), construction and solve
+    in one binding call (new_solved_into), in the order of the current stream. With
+    flashsinkhorn._torch_calls (built against this torch) the checks, the outputs and the stream
+    are C++ calls on at::Tensor; else they are torch calls from here (about twenty)."""
+    if _TORCH_CALLS is not None:
+        made = _TORCH_CALLS.solve_plain_cuda(_core.new_solved_into, _DEVICE_ADDRESS, x, y, a, b, eps, cost_scale,
+                                             options, debias)
+        if made is None:
+            return None
+        f, g, value, f_aa, g_bb, fields = made
+    else:
+        if (x.requires_grad or not x.is_contiguous() or x.is_neg() or not _plain_like(y, frame)
+                or (a is not None and not _plain_like(a, frame)) or (b is not None and not _plain_like(b, frame))):
+            return None
+        f, g, value, f_aa, g_bb, fields = _solve_by_address(frame, x, y, a, b, eps, cost_scale, debias, options)
+    s = Solver.__new__(Solver)
+    s._frame, s._debias, s._in_place, s._solve_count = frame, debias, True, 1
+    (s._core, iterations, marginal_error, converged, eps, device, seconds) = fields
+    return SinkhornResult(f, g, value, PrimalTerms(s), iterations, marginal_error, converged, eps, device, seconds, s,
+                          f_aa, g_bb)
+
+
+def _solve_by_address(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_scale: float, debias: bool,
+                      options: Any) -> tuple:
+    """_torch_calls.solve_plain_cuda in Python: (f, g, value, f_aa, g_bb, new_solved_into's fields)."""
     single, index, new_empty = frame.single, frame.cuda_index, x.new_empty
     x_shape, y_shape = x.shape, y.shape
     n, m = x_shape[0] if x_shape else 0, y_shape[0] if y_shape else 0  # a 0-d cloud: the core names it
@@ -527,10 +554,8 @@ def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float
     f_aa = g_bb = None
     if debias:
         f_aa, g_bb = new_empty(n), new_empty(m)
-    s = Solver.__new__(Solver)
-    s._frame, s._debias, s._in_place, s._solve_count = frame, debias, True, 1
     tag = _DEVICE_ADDRESS
-    (s._core, iterations, marginal_error, converged, eps, device, seconds) = _core.new_solved_into(
+    fields = _core.new_solved_into(
         (tag, x, x.data_ptr(), x_shape, single, index), (tag, y, y.data_ptr(), y_shape, single, index),
         None if a is None else (tag, a, a.data_ptr(), a.shape, single, index),
         None if b is None else (tag, b, b.data_ptr(), b.shape, single, index),
@@ -539,8 +564,7 @@ def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float
         None if f_aa is None else (tag, f_aa, f_aa.data_ptr(), (n,), single, index),
         None if g_bb is None else (tag, g_bb, g_bb.data_ptr(), (m,), single, index),
         (tag, value, value.data_ptr(), (), single, index))
-    return SinkhornResult(f, g, value, PrimalTerms(s), iterations, marginal_error, converged, eps, device, seconds, s,
-                          f_aa, g_bb)
+    return f, g, value, f_aa, g_bb, fields
 
 
 def _device_outputs(frame: Frame, n: int, m: int, debias: bool, like: Any = None) -> tuple:
@@ -598,6 +622,21 @@ def _core_has_cuda() -> bool:
 _CORE_HAS_CUDA = None
 _NDARRAY = np.ndarray
 _TENSOR = None if _torch is None else _torch.Tensor
+
+
+def _torch_calls() -> Any:
+    """flashsinkhorn._torch_calls when it was built against the torch loaded here and the environment
+    does not turn it off (FLASHSINKHORN_TORCH_CALLS=0: the Python short path), else None."""
+    if _torch is None or os.environ.get("FLASHSINKHORN_TORCH_CALLS") == "0":
+        return None
+    try:
+        from . import _torch_calls as module
+    except ImportError:  # not built (no torch with CUDA at build time), or built for another torch
+        return None
+    return module
+
+
+_TORCH_CALLS = _torch_calls()
 
 
 def _requires_grad(value: Any) -> bool:

@@ -8,6 +8,8 @@ set."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -261,58 +263,114 @@ def test_a_cuda_solve_crosses_into_the_binding_once(monkeypatch, debias):
         assert torch.equal(got.f_aa, want.f_aa) and torch.equal(got.g_bb, want.g_bb)
 
 
-def test_plain_cuda_calls_take_the_short_path_and_others_do_not(monkeypatch):
+@pytest.fixture(params=["torch_calls", "python"])
+def short_path(request, monkeypatch):
+    """The CUDA short path's two implementations: flashsinkhorn._torch_calls (C++ on at::Tensor) where it
+    was built, and the Python one (its fallback). Returns the list of the short path's served calls."""
+    torch = pytest.importorskip("torch")
+    if not (torch.cuda.is_available() and _core.cuda_available()):
+        pytest.skip("needs torch.cuda and a core built with CUDA")
+    from flashsinkhorn import _functional
+    if request.param == "torch_calls" and _functional._TORCH_CALLS is None:
+        pytest.skip("flashsinkhorn._torch_calls is not built for this torch")
+    if request.param == "python":
+        monkeypatch.setattr(_functional, "_TORCH_CALLS", None)
+    served = []
+    solve = _functional._solve_cuda_tensors
+
+    def recorded(*args):
+        result = solve(*args)
+        if result is not None:
+            served.append(1)
+        return result
+    monkeypatch.setattr(_functional, "_solve_cuda_tensors", recorded)
+    return served
+
+
+def test_plain_cuda_calls_take_the_short_path_and_others_do_not(short_path):
     """_solve_cuda_tensors serves CUDA tensors that need no derivative in the core's layout (the same
     result as the Solver path); a row-strided view, a warm start or device='cpu' take the general
     path, and so does a NumPy weight vector, which the core refuses by name (every array of a call
     in one memory). (A tensor that requires grad goes through the autograd Function, whose forward
     takes the short path on the detached inputs: the next test.)"""
-    torch = pytest.importorskip("torch")
-    if not (torch.cuda.is_available() and _core.cuda_available()):
-        pytest.skip("needs torch.cuda and a core built with CUDA")
-    from flashsinkhorn import _functional
+    import torch
+    served = short_path
     x, y, a, b = (torch.from_numpy(v).cuda() for v in _points(np.float32))
     options = dict(eps=0.5, iters=20, tol=0, precision="fp32")
-    fs.sinkhorn(x, y, a, b, **options)  # the general path makes the frame on a first call
-    served = []
-    short_path = _functional._solve_cuda_tensors
-    monkeypatch.setattr(_functional, "_solve_cuda_tensors", lambda *args: served.append(1) or short_path(*args))
+    fs.sinkhorn(x, y, a, b, **options)  # the frame (made on the general path the first time)
+    served.clear()
     want = fs.Solver(x, y, a, b, **options).solve()
-    got = fs.sinkhorn(x, y, a, b, **options)
-    assert served == [1]
-    assert float(got.cost) == float(want.cost) and torch.equal(got.f, want.f) and torch.equal(got.g, want.g)
+    for debias in (False, True):
+        got = fs.sinkhorn(x, y, a, b, debias=debias, **options)
+        want = fs.Solver(x, y, a, b, debias=debias, **options).solve()
+        assert got.cost.shape == () and got.cost.device == x.device and got.f.device == x.device
+        assert float(got.cost) == float(want.cost) and torch.equal(got.f, want.f) and torch.equal(got.g, want.g)
+        if debias:
+            assert torch.equal(got.f_aa, want.f_aa) and torch.equal(got.g_bb, want.g_bb)
+    assert served == [1, 1]
     wide = torch.zeros(x.shape[0], 8, device="cuda")
     wide[:, :x.shape[1]] = x
     for call in (lambda: fs.sinkhorn(wide[:, :x.shape[1]], y, a, b, **options),
                  lambda: fs.sinkhorn(x, y, a, b, initial_f=want.f, initial_g=want.g, **options),
                  lambda: fs.sinkhorn(x, y, a, b, device="cpu", **options)):
         result = call()
-        assert served == [1]
-        assert float(result.cost) == pytest.approx(float(want.cost), rel=1e-4)  # the warm start: 20 more iterations
+        assert served == [1, 1]
+        assert float(result.cost) == pytest.approx(float(want.cost), rel=1e-3)  # the warm start: 20 more iterations
     with pytest.raises(fs.InvalidArgument, match="a lives in host memory but X lives in CUDA memory"):
         fs.sinkhorn(x, y, a.cpu().numpy(), b, **options)
-    assert served == [1]
+    assert served == [1, 1]
 
 
-def test_the_differentiable_forward_takes_the_short_path_on_cuda(monkeypatch):
+def test_the_differentiable_forward_takes_the_short_path_on_cuda(short_path):
     """A cost that requires grad (SamplesLoss's case) solves its detached CUDA inputs on sinkhorn()'s
     short path (solve_plain), and its gradient equals the Solver path's."""
-    torch = pytest.importorskip("torch")
-    if not (torch.cuda.is_available() and _core.cuda_available()):
-        pytest.skip("needs torch.cuda and a core built with CUDA")
-    from flashsinkhorn import _functional
+    import torch
+    served = short_path
     x, y, a, b = (torch.from_numpy(v).cuda() for v in _points(np.float32))
     options = dict(eps=0.5, iters=20, tol=0, precision="fp32")
     fs.sinkhorn(x, y, a, b, **options)  # the frame
-    served = []
-    short_path = _functional._solve_cuda_tensors
-    monkeypatch.setattr(_functional, "_solve_cuda_tensors", lambda *args: served.append(1) or short_path(*args))
+    served.clear()
     xg = x.clone().requires_grad_()
     (grad,) = torch.autograd.grad(fs.sinkhorn(xg, y, a, b, **options).cost, xg)
     assert served == [1]
     want = fs.Solver(x, y, a, b, **options)
     want.solve()
     torch.testing.assert_close(grad, want.gradient_x(), rtol=1e-6, atol=1e-7)
+
+
+def test_torch_calls_declines_what_is_not_a_plain_cuda_call():
+    """flashsinkhorn._torch_calls (where built): None for CPU tensors, NumPy arrays, and tensors of
+    another dtype or layout than it reads by address; a wrong number of arguments is a TypeError."""
+    torch = pytest.importorskip("torch")
+    from flashsinkhorn import _functional
+    calls = _functional._TORCH_CALLS
+    if calls is None:
+        pytest.skip("flashsinkhorn._torch_calls is not built for this torch")
+
+    def declined(x, y, a=None, b=None):
+        return calls.solve_plain_cuda(_core.new_solved_into, _core.DEVICE_ADDRESS, x, y, a, b, 0.5, 1.0, None,
+                                      False) is None
+    x = torch.zeros(5, 3)
+    assert declined(x, x) and declined(x.numpy(), x) and declined(x.double(), x)
+    if torch.cuda.is_available():
+        c = x.cuda()
+        assert declined(c, c.t().contiguous().t()) and declined(c, c.half()) and declined(c, c, x[:, 0])
+        assert declined(c.clone().requires_grad_(), c) and declined(c, c, None, c[:, 0])  # a column: strided
+    with pytest.raises(TypeError, match="takes 10 arguments"):
+        calls.solve_plain_cuda(None, None)
+
+
+def test_torch_calls_refuses_another_torch_version():
+    """_torch_calls is built against one torch and imports under that version only (ImportError,
+    which the package turns into its Python path)."""
+    torch = pytest.importorskip("torch")
+    from flashsinkhorn import _functional
+    if _functional._TORCH_CALLS is None:
+        pytest.skip("flashsinkhorn._torch_calls is not built for this torch")
+    code = ("import torch; torch.__version__ = '0.0.0'\n"
+            "try:\n    import flashsinkhorn._torch_calls\nexcept ImportError as e:\n    print('refused:', e)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "refused: flashsinkhorn._torch_calls was built for torch " + torch.__version__ in done.stdout, done.stderr
 
 
 def test_device_outputs_take_the_frames_dtype_and_device():

@@ -1,0 +1,168 @@
+// flashsinkhorn._torch_calls: sinkhorn()'s call on CUDA tensors with torch's C++ API around the
+// binding (issue 6: "a Python call at n = m = 1,000 within 20 µs of the C++ call").
+//
+// The Python short path (_functional._solve_cuda_tensors) pays for about twenty torch attribute
+// calls that guard the raw addresses and for three Python-level `new_empty` (9 µs of the H200
+// host's time): bench/python_call_overhead.py's "floor" row puts any Python code that makes three
+// CUDA tensors at +14–20 µs there. Here the same checks are C++ calls on at::Tensor (nanoseconds),
+// the outputs come from at::empty, the current stream from c10, and the one binding call
+// (_core.new_solved_into, passed in) is made by vectorcall.
+//
+// Built only against the torch found at configure time, and loadable only under that same torch
+// version (PyInit compares torch.__version__; a torch built differently could lay out at::Tensor
+// differently): _functional falls back to the Python short path when this module is missing.
+// It links libtorch but not the flashsinkhorn core: it calls the core through _core.
+#include <Python.h>
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <cstdint>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#ifndef FLASHSINKHORN_TORCH_VERSION
+#error "FLASHSINKHORN_TORCH_VERSION (torch.__version__ at configure time) must be defined"
+#endif
+
+namespace {
+
+// A new reference, or null with a Python error set.
+using owned = PyObject*;
+
+// The tensor behind `object` when it is exactly a torch.Tensor the core can read by address beside
+// `like`'s dtype and GPU: C-contiguous, no negative bit, not requiring grad. Null otherwise.
+const at::Tensor* plain_tensor(PyObject* object, const at::Tensor* like) {
+  if (!THPVariable_CheckExact(object)) return nullptr;
+  const at::Tensor& t = THPVariable_Unpack(object);
+  if (!t.is_cuda() || t.requires_grad() || !t.is_contiguous() || t.is_neg()) return nullptr;
+  const at::ScalarType type = t.scalar_type();
+  if (type != at::kFloat && type != at::kDouble) return nullptr;
+  if (like != nullptr && (type != like->scalar_type() || t.get_device() != like->get_device())) return nullptr;
+  return &t;
+}
+
+// The binding's device address of `t` (python/bindings/arrays.hpp): (tag, owner, data_ptr, shape,
+// float32, device). `owner` is the Python object that keeps the memory alive.
+owned address(PyObject* tag, PyObject* owner, const at::Tensor& t) {
+  const auto sizes = t.sizes();
+  owned shape = PyTuple_New(static_cast<Py_ssize_t>(sizes.size()));
+  if (shape == nullptr) return nullptr;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    PyObject* size = PyLong_FromLongLong(sizes[k]);
+    if (size == nullptr) {
+      Py_DECREF(shape);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(shape, static_cast<Py_ssize_t>(k), size);
+  }
+  return Py_BuildValue("(OOKNOi)", tag, owner, static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(t.data_ptr())),
+                       shape, t.scalar_type() == at::kFloat ? Py_True : Py_False, static_cast<int>(t.get_device()));
+}
+
+// solve_plain_cuda(new_solved_into, tag, x, y, a, b, eps, cost_scale, options, debias)
+//   -> None when x, y, a, b are not a plain CUDA call (the caller takes another path), else
+//      (f, g, value, f_aa, g_bb, fields): the outputs made on x's GPU and new_solved_into's tuple
+//      (solver, iterations, marginal_error, converged, eps, device, total_seconds).
+// The caller has checked that no torch.func transform or forward-mode level is active.
+PyObject* solve_plain_cuda(PyObject*, PyObject* const* args, Py_ssize_t count) {
+  if (count != 10) {
+    PyErr_SetString(PyExc_TypeError, "solve_plain_cuda takes 10 arguments");
+    return nullptr;
+  }
+  PyObject *solved_into = args[0], *tag = args[1], *xo = args[2], *yo = args[3], *ao = args[4], *bo = args[5];
+  PyObject *eps = args[6], *cost_scale = args[7], *options = args[8];
+  const int debias = PyObject_IsTrue(args[9]);
+  if (debias < 0) return nullptr;
+  const at::Tensor* x = plain_tensor(xo, nullptr);
+  const at::Tensor* y = x == nullptr ? nullptr : plain_tensor(yo, x);
+  const at::Tensor* a = ao == Py_None ? nullptr : plain_tensor(ao, x);
+  const at::Tensor* b = bo == Py_None ? nullptr : plain_tensor(bo, x);
+  if (y == nullptr || (ao != Py_None && a == nullptr) || (bo != Py_None && b == nullptr)) Py_RETURN_NONE;
+
+  PyObject* outputs[5] = {Py_None, Py_None, Py_None, Py_None, Py_None};  // f, g, value, f_aa, g_bb
+  PyObject* call[15] = {};
+  PyObject* fields = nullptr;
+  PyObject* result = nullptr;
+  try {
+    const at::TensorOptions like = x->options();
+    const std::int64_t n = x->dim() > 0 ? x->size(0) : 0;  // a cloud of the wrong rank: the core names it
+    const std::int64_t m = y->dim() > 0 ? y->size(0) : 0;
+    at::Tensor made[5] = {at::empty({n}, like), at::empty({m}, like), at::empty({}, like)};
+    if (debias) {
+      made[3] = at::empty({n}, like);
+      made[4] = at::empty({m}, like);
+    }
+    for (int k = 0; k < (debias ? 5 : 3); ++k) {
+      outputs[k] = THPVariable_Wrap(made[k]);
+      if (outputs[k] == nullptr) throw std::runtime_error("THPVariable_Wrap failed");
+    }
+    const int device = static_cast<int>(x->get_device());
+    const auto stream = reinterpret_cast<std::uintptr_t>(
+        c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream());
+    // new_solved_into(x, y, a, b, eps, cost_scale, initial_f, initial_g, options, cuda_stream, f, g,
+    // f_aa, g_bb, cost): module.cpp.
+    call[0] = address(tag, xo, *x);
+    call[1] = address(tag, yo, *y);
+    call[2] = a == nullptr ? Py_NewRef(Py_None) : address(tag, ao, *a);
+    call[3] = b == nullptr ? Py_NewRef(Py_None) : address(tag, bo, *b);
+    call[4] = Py_NewRef(eps);
+    call[5] = Py_NewRef(cost_scale);
+    call[6] = Py_NewRef(Py_None);
+    call[7] = Py_NewRef(Py_None);
+    call[8] = Py_NewRef(options);
+    call[9] = PyLong_FromUnsignedLongLong(stream);
+    call[10] = address(tag, outputs[0], made[0]);
+    call[11] = address(tag, outputs[1], made[1]);
+    call[12] = debias ? address(tag, outputs[3], made[3]) : Py_NewRef(Py_None);
+    call[13] = debias ? address(tag, outputs[4], made[4]) : Py_NewRef(Py_None);
+    call[14] = address(tag, outputs[2], made[2]);
+    bool complete = true;
+    for (PyObject* argument : call) complete = complete && argument != nullptr;
+    if (complete) fields = PyObject_Vectorcall(solved_into, call, 15, nullptr);
+    if (fields != nullptr) {
+      result = PyTuple_Pack(6, outputs[0], outputs[1], outputs[2], outputs[3], outputs[4], fields);
+    }
+  } catch (const std::exception& e) {  // c10::Error from at::empty (out of memory) and the like
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  for (PyObject* argument : call) Py_XDECREF(argument);
+  for (int k = 0; k < 5; ++k) {
+    if (outputs[k] != Py_None) Py_XDECREF(outputs[k]);
+  }
+  Py_XDECREF(fields);
+  return result;
+}
+
+PyMethodDef methods[] = {
+    {"solve_plain_cuda", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve_plain_cuda)),
+     METH_FASTCALL,
+     "solve_plain_cuda(new_solved_into, tag, x, y, a, b, eps, cost_scale, options, debias) -> None, or "
+     "(f, g, value, f_aa, g_bb, new_solved_into's fields) for CUDA tensors the core reads by address."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch_calls",
+                      "sinkhorn()'s CUDA call in C++ around the binding (built against one torch version).", -1,
+                      methods};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__torch_calls() {
+  // The torch this module was compiled against must be the one loaded (an at::Tensor of another
+  // build may differ in layout): anything else is an ImportError, and the package falls back.
+  PyObject* torch = PyImport_ImportModule("torch");
+  if (torch == nullptr) return nullptr;
+  PyObject* version = PyObject_GetAttrString(torch, "__version__");
+  Py_DECREF(torch);
+  if (version == nullptr) return nullptr;
+  const char* text = PyUnicode_AsUTF8(version);
+  const bool same = text != nullptr && std::string(text) == FLASHSINKHORN_TORCH_VERSION;
+  Py_DECREF(version);
+  if (!same) {
+    PyErr_Format(PyExc_ImportError, "flashsinkhorn._torch_calls was built for torch %s", FLASHSINKHORN_TORCH_VERSION);
+    return nullptr;
+  }
+  return PyModule_Create(&module);
+}

@@ -16,11 +16,11 @@
 
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <cstdint>
 #include <exception>
-#include <stdexcept>
 #include <string>
 
 #ifndef FLASHSINKHORN_TORCH_VERSION
@@ -34,14 +34,43 @@ using owned = PyObject*;
 
 // The tensor behind `object` when it is exactly a torch.Tensor the core can read by address beside
 // `like`'s dtype and GPU: C-contiguous, no negative bit, not requiring grad. Null otherwise.
+// Strided layout only (a sparse tensor's is_contiguous throws); any torch error also means "not plain"
+// (the general path then meets it, with torch's own message).
 const at::Tensor* plain_tensor(PyObject* object, const at::Tensor* like) {
   if (!THPVariable_CheckExact(object)) return nullptr;
   const at::Tensor& t = THPVariable_Unpack(object);
-  if (!t.is_cuda() || t.requires_grad() || !t.is_contiguous() || t.is_neg()) return nullptr;
-  const at::ScalarType type = t.scalar_type();
-  if (type != at::kFloat && type != at::kDouble) return nullptr;
-  if (like != nullptr && (type != like->scalar_type() || t.get_device() != like->get_device())) return nullptr;
+  try {
+    if (!t.is_cuda() || t.layout() != at::kStrided || t.requires_grad() || !t.is_contiguous() || t.is_neg()) {
+      return nullptr;
+    }
+    const at::ScalarType type = t.scalar_type();
+    if (type != at::kFloat && type != at::kDouble) return nullptr;
+    if (like != nullptr && (type != like->scalar_type() || t.get_device() != like->get_device())) return nullptr;
+  } catch (const std::exception&) {
+    return nullptr;
+  }
   return &t;
+}
+
+// The outputs f, g, value (0-d) and, when debiased, f_aa, g_bb, on x's GPU in x's dtype, and the
+// current stream of that GPU. False, with the Python exception torch itself would raise
+// (torch.OutOfMemoryError, ...), when torch refuses.
+bool make_outputs(const at::Tensor& x, const at::Tensor& y, bool debias, at::Tensor (&made)[5],
+                  std::uintptr_t& stream) {
+  HANDLE_TH_ERRORS
+  const at::TensorOptions like = x.options();
+  const std::int64_t n = x.dim() > 0 ? x.size(0) : 0;  // a cloud of the wrong rank: the core names it
+  const std::int64_t m = y.dim() > 0 ? y.size(0) : 0;
+  made[0] = at::empty({n}, like);
+  made[1] = at::empty({m}, like);
+  made[2] = at::empty({}, like);
+  if (debias) {
+    made[3] = at::empty({n}, like);
+    made[4] = at::empty({m}, like);
+  }
+  stream = reinterpret_cast<std::uintptr_t>(c10::cuda::getCurrentCUDAStream(x.get_device()).stream());
+  return true;
+  END_HANDLE_TH_ERRORS_RET(false)
 }
 
 // The binding's device address of `t` (python/bindings/arrays.hpp): (tag, owner, data_ptr, shape,
@@ -82,26 +111,19 @@ PyObject* solve_plain_cuda(PyObject*, PyObject* const* args, Py_ssize_t count) {
   const at::Tensor* b = bo == Py_None ? nullptr : plain_tensor(bo, x);
   if (y == nullptr || (ao != Py_None && a == nullptr) || (bo != Py_None && b == nullptr)) Py_RETURN_NONE;
 
+  at::Tensor made[5];
+  std::uintptr_t stream = 0;
+  if (!make_outputs(*x, *y, debias != 0, made, stream)) return nullptr;
   PyObject* outputs[5] = {Py_None, Py_None, Py_None, Py_None, Py_None};  // f, g, value, f_aa, g_bb
   PyObject* call[15] = {};
   PyObject* fields = nullptr;
   PyObject* result = nullptr;
-  try {
-    const at::TensorOptions like = x->options();
-    const std::int64_t n = x->dim() > 0 ? x->size(0) : 0;  // a cloud of the wrong rank: the core names it
-    const std::int64_t m = y->dim() > 0 ? y->size(0) : 0;
-    at::Tensor made[5] = {at::empty({n}, like), at::empty({m}, like), at::empty({}, like)};
-    if (debias) {
-      made[3] = at::empty({n}, like);
-      made[4] = at::empty({m}, like);
-    }
-    for (int k = 0; k < (debias ? 5 : 3); ++k) {
-      outputs[k] = THPVariable_Wrap(made[k]);
-      if (outputs[k] == nullptr) throw std::runtime_error("THPVariable_Wrap failed");
-    }
-    const int device = static_cast<int>(x->get_device());
-    const auto stream = reinterpret_cast<std::uintptr_t>(
-        c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream());
+  bool complete = true;
+  for (int k = 0; k < (debias ? 5 : 3); ++k) {
+    outputs[k] = THPVariable_Wrap(made[k]);
+    complete = complete && outputs[k] != nullptr;
+  }
+  if (complete) {
     // new_solved_into(x, y, a, b, eps, cost_scale, initial_f, initial_g, options, cuda_stream, f, g,
     // f_aa, g_bb, cost): module.cpp.
     call[0] = address(tag, xo, *x);
@@ -119,18 +141,13 @@ PyObject* solve_plain_cuda(PyObject*, PyObject* const* args, Py_ssize_t count) {
     call[12] = debias ? address(tag, outputs[3], made[3]) : Py_NewRef(Py_None);
     call[13] = debias ? address(tag, outputs[4], made[4]) : Py_NewRef(Py_None);
     call[14] = address(tag, outputs[2], made[2]);
-    bool complete = true;
     for (PyObject* argument : call) complete = complete && argument != nullptr;
-    if (complete) fields = PyObject_Vectorcall(solved_into, call, 15, nullptr);
-    if (fields != nullptr) {
-      result = PyTuple_Pack(6, outputs[0], outputs[1], outputs[2], outputs[3], outputs[4], fields);
-    }
-  } catch (const std::exception& e) {  // c10::Error from at::empty (out of memory) and the like
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, e.what());
   }
+  if (complete) fields = PyObject_Vectorcall(solved_into, call, 15, nullptr);
+  if (fields != nullptr) result = PyTuple_Pack(6, outputs[0], outputs[1], outputs[2], outputs[3], outputs[4], fields);
   for (PyObject* argument : call) Py_XDECREF(argument);
-  for (int k = 0; k < 5; ++k) {
-    if (outputs[k] != Py_None) Py_XDECREF(outputs[k]);
+  for (PyObject* output : outputs) {
+    if (output != Py_None) Py_XDECREF(output);
   }
   Py_XDECREF(fields);
   return result;

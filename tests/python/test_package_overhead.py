@@ -356,6 +356,7 @@ def test_torch_calls_declines_what_is_not_a_plain_cuda_call():
         c = x.cuda()
         assert declined(c, c.t().contiguous().t()) and declined(c, c.half()) and declined(c, c, x[:, 0])
         assert declined(c.clone().requires_grad_(), c) and declined(c, c, None, c[:, 0])  # a column: strided
+        assert declined(c.to_sparse(), c) and declined(c, c._neg_view())  # not strided; the negative bit
     with pytest.raises(TypeError, match="takes 10 arguments"):
         calls.solve_plain_cuda(None, None)
 

@@ -169,7 +169,7 @@ if has overhead; then
   # bench/python_call_overhead.py against the C++ program of the same tree.
   {
     cmake -S . -B "$build" -DFLASHSINKHORN_PYTHON=ON &&
-      cmake --build "$build" -j "$jobs" --target flashsinkhorn_python &&
+      cmake --build "$build" -j "$jobs" --target flashsinkhorn_python_modules &&
       PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/solve_path_profile.py \
         --ns "${OVERHEAD_PROFILE_NS:-1000,10000}" --out "$out/solve_path_profile.jsonl" &&
       PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/cuda_call_breakdown.py \

@@ -22,6 +22,8 @@ def test_counts_are_zero_without_cuda():
         pytest.skip("a GPU is present")
     fs.reset_peak_memory_stats()
     assert (fs.memory_allocated(), fs.max_memory_allocated(0), fs.memory_reserved("cuda:0")) == (0, 0, 0)
+    torch = pytest.importorskip("torch")
+    assert fs.max_memory_allocated(torch.device("cuda:1")) == 0 and fs.memory_allocated("cuda") == 0
 
 
 def test_a_solve_on_the_gpu_shows_in_the_peak():

@@ -500,22 +500,13 @@ def _plain_like(t: Any, frame: Frame) -> bool:
 
 def solve_plain(x: Any, y: Any, a: Any, b: Any, kwargs: dict) -> SinkhornResult:
     """Solver(x, y, a, b, **kwargs).solve() for inputs that need no derivative (`kwargs`: sinkhorn()'s
-    keyword arguments, all of them), by sinkhorn()'s short path for CUDA tensors where it applies:
-    the autograd Function's forward, whose inputs are detached."""
-    if (type(x) is _TENSOR and x.is_cuda and kwargs["labels"] is None and kwargs["initial_f"] is None
-            and kwargs["initial_g"] is None):
-        frame = _cuda_call_frame(x, kwargs["device"])
-        if frame is not None:
-            k = kwargs
-            options = options_for(k["cost"], k["solver"], k["scaling"], k["diameter"], k["iters"], k["tol"],
-                                  k["check_every"], k["reach"], k["reach_x"], k["reach_y"], k["debias"],
-                                  k["precision"] or ("fp32" if frame.single else "fp64"), k["device"], k["threads"],
-                                  k["normalize_weights"], frame.cuda_index)
-            result = _solve_cuda_tensors(frame, x, y, a, b, float(k["eps"]), float(k["cost_scale"]),
-                                         bool(k["debias"]), options)
-            if result is not None:
-                return result
-    return Solver(x, y, a, b, **kwargs).solve()
+    keyword arguments): the autograd Function's forward, whose inputs are detached. Outside torch.func
+    transforms and forward-mode levels that is sinkhorn() itself, whose plain paths make one binding
+    call (the CUDA short path, new_solved on the host); inside them, where sinkhorn() would route back
+    to the Function, the Solver path."""
+    if _functorch_active() or _forward_ad._current_level >= 0:
+        return Solver(x, y, a, b, **kwargs).solve()
+    return sinkhorn(x, y, a, b, **kwargs)
 
 
 def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_scale: float, debias: bool,

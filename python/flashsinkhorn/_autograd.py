@@ -112,8 +112,15 @@ class SinkhornFunction(torch.autograd.Function):
         solve: _Solve = ctx.solve
         solver = solve.solver
         need = ctx.needs_input_grad[:4]
-        x, y, a, b = ctx.saved_tensors
         create_graph = torch.is_grad_enabled()
+        if not create_graph and grad_f is None and grad_g is None and grad_cost is not None:
+            # First order, the value alone (a training loop's loss.backward()): grad mode is off already,
+            # and the saved inputs are not read — the streamed gradients scaled by the incoming one.
+            return (grad_cost * solver.gradient_x() if need[0] else None,
+                    grad_cost * solver.gradient_y() if need[1] else None,
+                    grad_cost * solver.gradient_a() if need[2] else None,
+                    grad_cost * solver.gradient_b() if need[3] else None, None)
+        x, y, a, b = ctx.saved_tensors
         grads: list[torch.Tensor | None] = [None] * 4
         if grad_cost is not None:
             if create_graph and (need[0] or need[1]):

@@ -49,3 +49,19 @@ def test_python_path_ab_probe_runs_against_a_baseline(tmp_path):
     report = json.loads(out.read_text())
     assert set(report["cold_median_us"]) == {"baseline", "current"}
     assert all(v > 0 for v in report["warm_median_us"].values())
+
+
+def test_autograd_backward_ab_probe_runs_against_a_baseline(tmp_path):
+    """bench/autograd_backward_ab_probe.py swaps a baseline _autograd.py's backward and the package's own
+    in as the plain Function's backward, call by call (here: the current file against itself)."""
+    import flashsinkhorn
+
+    baseline = Path(flashsinkhorn.__file__).parent / "_autograd.py"
+    out = tmp_path / "ab.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    subprocess.run([sys.executable, str(STUDIES.parent / "autograd_backward_ab_probe.py"), "--baseline", str(baseline),
+                    "--rounds", "3", "--warmup", "1", "--out", str(out)],
+                   check=True, env=env, capture_output=True, text=True, timeout=300)
+    report = json.loads(out.read_text())
+    assert set(report["backward_median_us"]) == {"baseline", "current"}
+    assert all(v > 0 for v in report["backward_median_us"].values())

@@ -24,9 +24,10 @@ What is timed (wall clock per call, perf_counter / steady_clock, after warm-up):
                  small function; compared with cpp gradient=1.
   torch_python_path  (device cuda, when flashsinkhorn._torch_calls is built) the torch row with the CUDA
                  short path in Python instead of _torch_calls' C++ (python_path_call)
-  floor          (device cuda) the least Python code around the same binding call: three new output
+  floor          (device cuda) the least Python-level code around the same binding call: three new output
                  tensors, the current stream, one _core.new_solved_into with everything else prepared
-                 beforehand (floor_call) — what any Python API returning new CUDA tensors pays here.
+                 beforehand (floor_call) — what Python-level code returning new CUDA tensors pays here
+                 (flashsinkhorn._torch_calls, where built, does that work in C++ and can go below it).
   With device cuda the C++ program runs with --device cuda: the points in device memory as CUDA views,
   solve_into device buffers (and gradient_x into one), stream 0 — torch's current stream here. Both
   sides' calls return with their outputs complete (the core waits for its writes into the caller's
@@ -191,8 +192,8 @@ def floor_call(fs, torch, x, y, kw: dict):
     (core seconds, f, g, cost, solver): the three output tensors made, the caller's stream read, the
     one binding call (the same _core.new_solved_into as sinkhorn()'s) — everything else sinkhorn()
     does (the frame, the options, the input checks and addresses, the result object) done once,
-    beforehand. Its paired difference with the C++ call is the floor of any Python API that returns
-    new CUDA tensors on this machine (row caller "floor")."""
+    beforehand. Its paired difference with the C++ call is the floor of Python-level code that returns
+    new CUDA tensors on this machine (row caller "floor"; _torch_calls works below the Python level)."""
     from flashsinkhorn._arrays import Frame, core_array, current_stream, device_address
     from flashsinkhorn._options import options_for
 

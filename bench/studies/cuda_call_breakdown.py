@@ -19,7 +19,9 @@ one, in the same order and with the same arguments, and reads the clock between 
 For each step the median over --calls calls (after --warmup), and beside them the whole call timed as a
 user writes it, and the core's own clock (`seconds`: construction + solve inside the library). The
 sum of the steps' medians should be close to the whole call's median; what the core's clock does not
-cover in `construct` + `solve` is the binding's and the CUDA runtime's host time.
+cover in `construct` + `solve` is the binding's and the CUDA runtime's host time. The steps are the
+general path's; the whole call takes the short path (flashsinkhorn._torch_calls where it is built,
+`whole_call_by` says which) and, with _torch_calls, is also timed on the Python short path.
 
     python3 bench/studies/cuda_call_breakdown.py --ns 1,1000 --out breakdown.jsonl
 """
@@ -39,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "suite"))
 import protocol  # noqa: E402
 
 import flashsinkhorn as fs  # noqa: E402
-from flashsinkhorn import _core  # noqa: E402
+from flashsinkhorn import _core, _functional  # noqa: E402
 from flashsinkhorn._arrays import Frame, core_array, current_stream, device_address  # noqa: E402
 from flashsinkhorn._functional import PrimalTerms, SinkhornResult, Solver, _device_outputs  # noqa: E402
 from flashsinkhorn._options import options_for  # noqa: E402
@@ -102,25 +104,39 @@ def main() -> int:
                 fs.sinkhorn(x, y, **options)
                 stepped_call(x, y, precision, clock)
             torch.cuda.synchronize()
-            whole, core_us, steps = [], [], {name: [] for name in STEPS}
-            for _ in range(args.calls):  # the whole call and the stepped one alternate (drift hits both)
+            whole, whole_python, core_us, steps = [], [], [], {name: [] for name in STEPS}
+            torch_calls = _functional._TORCH_CALLS
+            for _ in range(args.calls):  # the whole calls and the stepped one alternate (drift hits all)
                 t0 = clock()
                 r = fs.sinkhorn(x, y, **options)
                 whole.append((clock() - t0) / 1e3)
                 core_us.append(r.seconds * 1e6)
                 del r
+                if torch_calls is not None:  # the same call on the Python short path
+                    _functional._TORCH_CALLS = None
+                    t0 = clock()
+                    r = fs.sinkhorn(x, y, **options)
+                    whole_python.append((clock() - t0) / 1e3)
+                    _functional._TORCH_CALLS = torch_calls
+                    del r
                 split, _ = stepped_call(x, y, precision, clock)
                 for name, us in split.items():
                     steps[name].append(us)
             medians = {name: statistics.median(v) for name, v in steps.items()}
             row = {"study": "cuda_call_breakdown", "n": n, "d": args.d, "precision": precision, "calls": args.calls,
                    "whole_call_us_median": statistics.median(whole), "core_clock_us_median": statistics.median(core_us),
+                   "whole_call_by": "flashsinkhorn._torch_calls" if torch_calls is not None else "the Python short path",
+                   "whole_call_python_path_us_median": statistics.median(whole_python) if whole_python else None,
                    "steps_us_median": {k: round(v, 2) for k, v in medians.items()},
                    "steps_sum_us_excluding_release": round(sum(v for k, v in medians.items() if k != "release"), 2),
                    "commit": protocol.commit(), "date": protocol.now(), "machine": protocol.machine(),
                    "versions": protocol.versions()}
             rows.append(row)
-            print(f"n={n} d={args.d} {precision}: whole call {row['whole_call_us_median']:.1f} µs, core clock "
+            if whole_python:
+                print(f"n={n} d={args.d} {precision}: whole call on the Python short path "
+                      f"{row['whole_call_python_path_us_median']:.1f} µs", flush=True)
+            print(f"n={n} d={args.d} {precision}: whole call {row['whole_call_us_median']:.1f} µs "
+                  f"({row['whole_call_by']}), core clock "
                   f"{row['core_clock_us_median']:.1f} µs, steps (sum {row['steps_sum_us_excluding_release']:.1f} µs "
                   "without release):", flush=True)
             for name in STEPS:

@@ -1,6 +1,8 @@
 // The solve's scalars on the device (solve_summary_launch.hpp).
 #include <algorithm>
 #include <cub/device/device_reduce.cuh>
+#include <cuda/std/functional>
+#include <thrust/iterator/counting_iterator.h>
 
 #include "cuda/solve_summary_launch.hpp"
 #include "math/point_gradient.hpp"
@@ -14,14 +16,27 @@ unsigned blocks_for(std::int64_t count) {
   return static_cast<unsigned>(std::max<std::int64_t>(1, (count + kThreads - 1) / kThreads));
 }
 
-// terms_i = w_i·φ(h_i) (core/dual_value.cpp's phi).
-__global__ void weighted_phi_kernel(const double* weights, const double* potential, std::int64_t count, double eps,
-                                    double rho, double* terms) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const double h = potential[i];
-  const double phi = rho > 0 ? (rho + eps / 2) * -expm1(-h / rho) : h;
-  terms[i] = weights[i] * phi;
+// w_i·φ(h_i) (core/dual_value.cpp's phi) of index i: the transform of the weighted-φ reduction.
+struct weighted_phi_term {
+  const double* weights;
+  const double* potential;
+  double eps;
+  double rho;
+  __device__ double operator()(std::int64_t i) const {
+    const double h = potential[i];
+    const double phi = rho > 0 ? (rho + eps / 2) * -expm1(-h / rho) : h;
+    return weights[i] * phi;
+  }
+};
+
+// The temporary storage CUB asks for, in `scratch` (grown after a wait for the work that may still
+// read the old one).
+cudaError_t reserve_scratch(std::size_t bytes, device_buffer<unsigned char>& scratch, cudaStream_t stream) {
+  if (scratch.size() >= bytes) return cudaSuccess;
+  const cudaError_t status = cudaStreamSynchronize(stream);
+  if (status != cudaSuccess) return status;
+  scratch = device_buffer<unsigned char>(bytes, stream);
+  return cudaSuccess;
 }
 
 __global__ void shifted_kernel(const double* g, std::int64_t count, const double* numerator, const double* denominator,
@@ -52,34 +67,25 @@ cudaError_t launch_sum(const double* values, std::int64_t count, double* out, de
                        cudaStream_t stream) {
   std::size_t bytes = 0;
   cudaError_t status = cub::DeviceReduce::Sum(nullptr, bytes, values, out, count, stream);
+  if (status == cudaSuccess) status = reserve_scratch(bytes, scratch, stream);
   if (status != cudaSuccess) return status;
-  if (scratch.size() < bytes) {
-    status = cudaStreamSynchronize(stream);  // the old scratch may still be read
-    if (status != cudaSuccess) return status;
-    scratch = device_buffer<unsigned char>(bytes, stream);
-  }
   return cub::DeviceReduce::Sum(scratch.data(), bytes, values, out, count, stream);
 }
 
+// One CUB reduction whose transform computes the terms from the indices (no kernel writing them
+// first: one launch fewer per sum).
 cudaError_t launch_weighted_phi_sum(const double* weights, const double* potential, std::int64_t count, double eps,
                                     double rho, double* out, device_buffer<unsigned char>& scratch,
                                     cudaStream_t stream) {
-  // The terms live in the front of the scratch, CUB's temporary storage after them.
-  const std::size_t term_bytes = static_cast<std::size_t>(count) * sizeof(double);
+  const weighted_phi_term term{weights, potential, eps, rho};
+  const thrust::counting_iterator<std::int64_t> indices(0);
   std::size_t bytes = 0;
-  cudaError_t status = cub::DeviceReduce::Sum(nullptr, bytes, static_cast<const double*>(nullptr), out, count, stream);
+  cudaError_t status = cub::DeviceReduce::TransformReduce(nullptr, bytes, indices, out, count,
+                                                          cuda::std::plus<double>{}, term, 0.0, stream);
+  if (status == cudaSuccess) status = reserve_scratch(bytes, scratch, stream);
   if (status != cudaSuccess) return status;
-  const std::size_t aligned_terms = (term_bytes + 255) / 256 * 256;
-  if (scratch.size() < aligned_terms + bytes) {
-    status = cudaStreamSynchronize(stream);
-    if (status != cudaSuccess) return status;
-    scratch = device_buffer<unsigned char>(aligned_terms + bytes, stream);
-  }
-  auto* terms = reinterpret_cast<double*>(scratch.data());
-  weighted_phi_kernel<<<blocks_for(count), kThreads, 0, stream>>>(weights, potential, count, eps, rho, terms);
-  status = cudaGetLastError();
-  if (status != cudaSuccess) return status;
-  return cub::DeviceReduce::Sum(scratch.data() + aligned_terms, bytes, terms, out, count, stream);
+  return cub::DeviceReduce::TransformReduce(scratch.data(), bytes, indices, out, count, cuda::std::plus<double>{},
+                                            term, 0.0, stream);
 }
 
 cudaError_t launch_shifted(const double* g, std::int64_t count, const double* numerator, const double* denominator,

@@ -1,7 +1,8 @@
 // The scalars a solve reports, reduced on the device from the backend's vectors (so that the
 // potentials never cross to the host): the dual value's terms (core/dual_value.hpp) and the primal
-// terms of one plan pass (solver.cpp, primal_cost). Elementwise kernels by hand, sums by CUB; the
-// results stay in device memory for one download of a few doubles.
+// terms of one plan pass (solver.cpp, primal_cost). Elementwise kernels by hand, sums by CUB (the
+// weighted φ as one CUB transform-reduce); the results stay in device memory for one download of a
+// few doubles.
 #pragma once
 
 #include <cuda_runtime.h>

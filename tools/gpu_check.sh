@@ -229,10 +229,15 @@ if has python; then
       -Ccmake.define.FLASHSINKHORN_CUDA_ARCHITECTURES="$arch" -Ccmake.define.FLASHSINKHORN_NATIVE=OFF \
       -Ccmake.define.FLASHSINKHORN_BENCH=ON &&
     python3 -m pip install -q --no-deps --no-index --target /tmp/pysite /tmp/wheel/flashsinkhorn-*.whl &&
+    # Whether the wheel's optional torch module loads here (flashsinkhorn._torch_calls; None: the
+    # package's Python short path serves CUDA calls).
+    (cd /tmp && PYTHONPATH=/tmp/pysite python3 -c \
+      "from flashsinkhorn import _functional; print('flashsinkhorn._torch_calls:', _functional._TORCH_CALLS)") &&
     (cd /tmp && PYTHONPATH=/tmp/pysite timeout "${PYTHON_TEST_TIMEOUT:-180}" python3 -X faulthandler -m pytest -q -p no:cacheprovider \
       "$OLDPWD/tests/python" -k package)
   } > "$logs/python.log" 2>&1 || { echo "python stage failed"; status=1; }
   ls /tmp/wheel >> "$logs/python.log" 2>&1
+  grep -m1 "flashsinkhorn._torch_calls:" "$logs/python.log"
   tail -4 "$logs/python.log"
   # Issue 6's call overhead on this machine's (unshared) CPU, with the wheel just built. Like for like:
   # the C++ program is built in the wheel's own build tree (same compiler, flags — portable, not

@@ -29,9 +29,6 @@
 
 namespace {
 
-// A new reference, or null with a Python error set.
-using owned = PyObject*;
-
 // The tensor behind `object` when it is exactly a torch.Tensor the core can read by address beside
 // `like`'s dtype and GPU: C-contiguous, no negative bit, not requiring grad. Null otherwise.
 // Strided layout only (a sparse tensor's is_contiguous throws); any torch error also means "not plain"
@@ -74,10 +71,11 @@ bool make_outputs(const at::Tensor& x, const at::Tensor& y, bool debias, at::Ten
 }
 
 // The binding's device address of `t` (python/bindings/arrays.hpp): (tag, owner, data_ptr, shape,
-// float32, device). `owner` is the Python object that keeps the memory alive.
-owned address(PyObject* tag, PyObject* owner, const at::Tensor& t) {
+// float32, device), a new reference (null with a Python error set). `owner` is the Python object
+// that keeps the memory alive.
+PyObject* address(PyObject* tag, PyObject* owner, const at::Tensor& t) {
   const auto sizes = t.sizes();
-  owned shape = PyTuple_New(static_cast<Py_ssize_t>(sizes.size()));
+  PyObject* shape = PyTuple_New(static_cast<Py_ssize_t>(sizes.size()));
   if (shape == nullptr) return nullptr;
   for (std::size_t k = 0; k < sizes.size(); ++k) {
     PyObject* size = PyLong_FromLongLong(sizes[k]);

@@ -194,7 +194,7 @@ def floor_call(fs, torch, x, y, kw: dict):
     does (the frame, the options, the input checks and addresses, the result object) done once,
     beforehand. Its paired difference with the C++ call is the floor of Python-level code that returns
     new CUDA tensors on this machine (row caller "floor"; _torch_calls works below the Python level)."""
-    from flashsinkhorn._arrays import Frame, core_array, current_stream, device_address
+    from flashsinkhorn._arrays import Frame, core_array, device_address
     from flashsinkhorn._options import options_for
 
     frame = Frame.of(x, y, None, None)

@@ -65,3 +65,19 @@ def test_autograd_backward_ab_probe_runs_against_a_baseline(tmp_path):
     report = json.loads(out.read_text())
     assert set(report["backward_median_us"]) == {"baseline", "current"}
     assert all(v > 0 for v in report["backward_median_us"].values())
+
+
+def test_cuda_call_breakdown_skips_cleanly_without_a_gpu(tmp_path):
+    """bench/studies/cuda_call_breakdown.py imports what it times (the package's private steps) and,
+    without torch.cuda or a CUDA core, says so and exits 0; on the device it runs in gpu_check's
+    overhead stage."""
+    import torch
+
+    import flashsinkhorn
+    if torch.cuda.is_available() and flashsinkhorn.cuda_available():
+        pytest.skip("a GPU is present: the study runs in tools/gpu_check.sh's overhead stage")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, str(STUDIES / "cuda_call_breakdown.py"), "--out", str(tmp_path / "b.jsonl")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "needs torch.cuda and a core built with CUDA; skipped" in done.stdout

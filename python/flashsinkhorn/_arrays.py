@@ -7,8 +7,9 @@ arrays, unreadable layouts) once, in C++. CPU torch tensors of float32/float64 g
 (`torch.utils.dlpack.to_dlpack`: the same memory, no Python-level `__dlpack__` protocol on the call
 path). Torch copies happen only for other dtypes (→ float64, float16/bfloat16 → float32), tensors with
 the negative bit set. CUDA tensors go to the solver by address (`device_address`, C-contiguous ones)
-or as CUDA DLPack capsules (`core_array`), read in place on the device in the order of the caller's current stream, when the core has CUDA and the device
-is not 'cpu' (else they are copied to the host, and results moved back); the potentials and the x, y
+or as CUDA DLPack capsules (`core_array`), read in place on the device in the order of the caller's
+current stream, when the core has CUDA and the device is not 'cpu' (else they are copied to the
+host, and results moved back); the potentials and the x, y
 gradients are then written by the core into CUDA tensors made here (`empty_device`). The other
 products (plan products, weight gradients, Hessian products) still take host arrays: their inputs are
 copied to the host and their results moved back to the tensor's device (solver.hpp, "CUDA inputs",

@@ -459,14 +459,9 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     if s._in_place and labels is None and getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
         # CUDA tensors read in place: the potentials and the value written into tensors made here, on
         # their GPU, in the order of the current stream (new_solved_into: construction and solve_into).
-        f, g, f_aa, g_bb, value = _device_outputs(frame, x.shape[0], y.shape[0], s._debias, x)
-        (s._core, iterations, marginal_error, converged, eps, device, seconds) = _core.new_solved_into(
-            core_array(x, frame), core_array(y, frame), None if a is None else core_array(a, frame),
-            None if b is None else core_array(b, frame), float(eps), float(cost_scale),
-            None if initial_f is None else core_array(initial_f, frame),
-            None if initial_g is None else core_array(initial_g, frame), options, current_stream(frame),
-            device_address(f), device_address(g), None if f_aa is None else device_address(f_aa),
-            None if g_bb is None else device_address(g_bb), device_address(value))
+        f, g, value, f_aa, g_bb, fields = _solved_into(frame, x, y, a, b, float(eps), float(cost_scale), initial_f,
+                                                       initial_g, s._debias, options, core_array)
+        (s._core, iterations, marginal_error, converged, eps, device, seconds) = fields
         s._solve_count = 1
         return SinkhornResult(f, g, value, PrimalTerms(s), iterations, marginal_error, converged, eps, device, seconds,
                               s, f_aa, g_bb)
@@ -527,7 +522,8 @@ def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float
         if (x.requires_grad or not x.is_contiguous() or x.is_neg() or not _plain_like(y, frame)
                 or (a is not None and not _plain_like(a, frame)) or (b is not None and not _plain_like(b, frame))):
             return None
-        f, g, value, f_aa, g_bb, fields = _solve_by_address(frame, x, y, a, b, eps, cost_scale, debias, options)
+        f, g, value, f_aa, g_bb, fields = _solved_into(frame, x, y, a, b, eps, cost_scale, None, None, debias, options,
+                                                       _by_address)
     s = Solver.__new__(Solver)
     s._frame, s._debias, s._in_place, s._solve_count = frame, debias, True, 1
     (s._core, iterations, marginal_error, converged, eps, device, seconds) = fields
@@ -535,27 +531,27 @@ def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float
                           f_aa, g_bb)
 
 
-def _solve_by_address(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_scale: float, debias: bool,
-                      options: Any) -> tuple:
-    """_torch_calls.solve_plain_cuda in Python: (f, g, value, f_aa, g_bb, new_solved_into's fields)."""
-    single, index, new_empty = frame.single, frame.cuda_index, x.new_empty
-    x_shape, y_shape = x.shape, y.shape
-    n, m = x_shape[0] if x_shape else 0, y_shape[0] if y_shape else 0  # a 0-d cloud: the core names it
-    f, g, value = new_empty(n), new_empty(m), new_empty(())
-    f_aa = g_bb = None
-    if debias:
-        f_aa, g_bb = new_empty(n), new_empty(m)
-    tag = _DEVICE_ADDRESS
+def _solved_into(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_scale: float, initial_f: Any,
+                 initial_g: Any, debias: bool, options: Any, read) -> tuple:
+    """new_solved_into on a CUDA frame's arrays, each passed as read(array, frame) gives it (core_array;
+    _by_address for tensors already checked), with outputs made on their GPU (_device_outputs) and
+    passed by device address: (f, g, value, f_aa, g_bb, new_solved_into's fields). The Python form of
+    _torch_calls.solve_plain_cuda."""
+    n, m = x.shape[0] if len(x.shape) else 0, y.shape[0] if len(y.shape) else 0  # a 0-d cloud: the core names it
+    f, g, f_aa, g_bb, value = _device_outputs(frame, n, m, debias, x)
     fields = _core.new_solved_into(
-        (tag, x, x.data_ptr(), x_shape, single, index), (tag, y, y.data_ptr(), y_shape, single, index),
-        None if a is None else (tag, a, a.data_ptr(), a.shape, single, index),
-        None if b is None else (tag, b, b.data_ptr(), b.shape, single, index),
-        eps, cost_scale, None, None, options, _RAW_STREAM(index),
-        (tag, f, f.data_ptr(), (n,), single, index), (tag, g, g.data_ptr(), (m,), single, index),
-        None if f_aa is None else (tag, f_aa, f_aa.data_ptr(), (n,), single, index),
-        None if g_bb is None else (tag, g_bb, g_bb.data_ptr(), (m,), single, index),
-        (tag, value, value.data_ptr(), (), single, index))
+        read(x, frame), read(y, frame), None if a is None else read(a, frame), None if b is None else read(b, frame),
+        eps, cost_scale, None if initial_f is None else read(initial_f, frame),
+        None if initial_g is None else read(initial_g, frame), options, current_stream(frame), device_address(f),
+        device_address(g), None if f_aa is None else device_address(f_aa),
+        None if g_bb is None else device_address(g_bb), device_address(value))
     return f, g, value, f_aa, g_bb, fields
+
+
+def _by_address(tensor: Any, frame: Frame) -> tuple:
+    """The device address of a tensor _solve_cuda_tensors has checked (core_array's first case without
+    its checks)."""
+    return device_address(tensor)
 
 
 def _device_outputs(frame: Frame, n: int, m: int, debias: bool, like: Any = None) -> tuple:

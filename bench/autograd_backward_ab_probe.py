@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import importlib.util
 import json
 import math
 import platform
@@ -32,19 +31,10 @@ from pathlib import Path
 import torch
 
 import flashsinkhorn as fs
+from baseline_module import load_baseline
 from flashsinkhorn import _autograd
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def load_baseline(path: str):
-    """The old _autograd.py as flashsinkhorn._autograd_baseline (its relative imports resolve to the
-    installed package)."""
-    spec = importlib.util.spec_from_file_location("flashsinkhorn._autograd_baseline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def commit() -> str:
@@ -60,7 +50,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=1)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    versions = {"baseline": load_baseline(args.baseline).SinkhornFunction.backward,
+    versions = {"baseline": load_baseline(args.baseline, "_autograd").SinkhornFunction.backward,
                 "current": _autograd.SinkhornFunction.backward}
     loss = fs.SamplesLoss("sinkhorn", p=2, blur=math.sqrt(0.1), scaling=None, debias=False, cost_scale=1.0,
                           solver="alternating", iters=10, tol=0.0, device="cpu", precision="fp32", threads=1)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import statistics
 import sys
@@ -29,16 +28,7 @@ import time
 import numpy as np
 
 import flashsinkhorn as fs
-
-
-def load_baseline(path: str):
-    """The old _functional.py as flashsinkhorn._functional_baseline (its relative imports resolve to the
-    installed package)."""
-    spec = importlib.util.spec_from_file_location("flashsinkhorn._functional_baseline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from baseline_module import load_baseline
 
 
 def main() -> int:
@@ -51,7 +41,7 @@ def main() -> int:
     ap.add_argument("--torch", action="store_true", help="CPU torch tensors instead of NumPy arrays")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    baseline = load_baseline(args.baseline)
+    baseline = load_baseline(args.baseline, "_functional")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((args.n, 3)).astype(args.dtype)
     y = rng.standard_normal((args.n, 3)).astype(args.dtype)

@@ -35,36 +35,27 @@ def test_samplesloss_call_breakdown_on_the_cpu(tmp_path):
         assert any("SinkhornFunction" in e["name"] for e in r["profile_forward_backward"])
 
 
-def test_python_path_ab_probe_runs_against_a_baseline(tmp_path):
-    """bench/python_path_ab_probe.py loads a baseline _functional.py beside the package's own and
-    alternates their sinkhorn() calls (here: the current file against itself, a few rounds)."""
+@pytest.mark.parametrize("probe, module, run, medians", [
+    ("python_path_ab_probe.py", "_functional.py", ["--rounds", "2", "--warm", "5"], "warm_median_us"),
+    ("autograd_backward_ab_probe.py", "_autograd.py", ["--rounds", "3", "--warmup", "1"], "backward_median_us"),
+])
+def test_ab_probes_run_against_a_baseline(tmp_path, probe, module, run, medians):
+    """The in-process A/B probes load a baseline copy of one package module beside the package's own
+    (bench/baseline_module.py) and alternate the two, call by call: python_path_ab_probe.py
+    sinkhorn() (_functional.py), autograd_backward_ab_probe.py the plain Function's backward
+    (_autograd.py). Here the current file runs against itself, a few rounds."""
     import flashsinkhorn
 
-    baseline = Path(flashsinkhorn.__file__).parent / "_functional.py"
+    baseline = Path(flashsinkhorn.__file__).parent / module
     out = tmp_path / "ab.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    subprocess.run([sys.executable, str(STUDIES.parent / "python_path_ab_probe.py"), "--baseline", str(baseline),
-                    "--rounds", "2", "--warm", "5", "--out", str(out)],
+    subprocess.run([sys.executable, str(STUDIES.parent / probe), "--baseline", str(baseline), *run, "--out", str(out)],
                    check=True, env=env, capture_output=True, text=True, timeout=300)
     report = json.loads(out.read_text())
-    assert set(report["cold_median_us"]) == {"baseline", "current"}
-    assert all(v > 0 for v in report["warm_median_us"].values())
-
-
-def test_autograd_backward_ab_probe_runs_against_a_baseline(tmp_path):
-    """bench/autograd_backward_ab_probe.py swaps a baseline _autograd.py's backward and the package's own
-    in as the plain Function's backward, call by call (here: the current file against itself)."""
-    import flashsinkhorn
-
-    baseline = Path(flashsinkhorn.__file__).parent / "_autograd.py"
-    out = tmp_path / "ab.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    subprocess.run([sys.executable, str(STUDIES.parent / "autograd_backward_ab_probe.py"), "--baseline", str(baseline),
-                    "--rounds", "3", "--warmup", "1", "--out", str(out)],
-                   check=True, env=env, capture_output=True, text=True, timeout=300)
-    report = json.loads(out.read_text())
-    assert set(report["backward_median_us"]) == {"baseline", "current"}
-    assert all(v > 0 for v in report["backward_median_us"].values())
+    assert set(report[medians]) == {"baseline", "current"}
+    assert all(v > 0 for v in report[medians].values())
+    if probe == "python_path_ab_probe.py":
+        assert set(report["cold_median_us"]) == {"baseline", "current"}
 
 
 def test_cuda_call_breakdown_skips_cleanly_without_a_gpu(tmp_path):

@@ -11,6 +11,16 @@ its siblings count the solvers' own device memory.
 
 from __future__ import annotations
 
+# torch (optional) is imported before the extension. Loaded first, _core (libcudart.so.13 from the CUDA
+# toolkit, libgomp, libstdc++) made the later `import torch` (2.11+cu130) crash in its operator registry on
+# the H200 machine, with or without _torch_calls; torch first, then _core, loads cleanly there. The likely
+# cause: torch then shares the toolkit's libcudart instead of its own. tests/python/test_package_api.py
+# imports the package in a fresh interpreter.
+try:
+    import torch as _torch  # noqa: F401
+except ImportError:
+    pass
+
 from . import _core
 from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available, empty_cache
 from ._labels import LabelCost

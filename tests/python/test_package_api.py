@@ -28,6 +28,28 @@ def test_version_and_exports():
     assert issubclass(fs.OutOfMemory, MemoryError)
 
 
+def test_the_package_is_a_scripts_first_import():
+    """`import flashsinkhorn` before anything else, in a fresh interpreter, then a solve (on CUDA
+    tensors where torch sees a GPU): on the H200 machine the extension loaded before torch made torch's
+    own import crash (flashsinkhorn/__init__.py)."""
+    import os
+    import subprocess
+    import sys
+    script = ("import flashsinkhorn as fs, numpy as np\n"
+              "x = np.arange(12, dtype=np.float64).reshape(4, 3) / 12\n"
+              "print('cpu', fs.sinkhorn(x, x[::-1].copy(), eps=1.0).iterations > 0)\n"
+              "try:\n    import torch\nexcept ImportError:\n    torch = None\n"
+              "if torch is not None and torch.cuda.is_available() and fs.cuda_available():\n"
+              "    t = torch.from_numpy(x).cuda()\n"
+              "    print('cuda', fs.sinkhorn(t, t.flip(0).contiguous(), eps=1.0).cost.is_cuda)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-X", "faulthandler", "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "cpu True" in done.stdout
+    assert "cuda False" not in done.stdout
+
+
 @pytest.mark.parametrize("dtype,precision", [(np.float64, "fp64"), (np.float32, "fp32")])
 def test_numpy_in_numpy_out(dtype, precision):
     x, y, a, b = random_problem(11, 23, 31, 3)

@@ -299,7 +299,7 @@ def test_plain_cuda_calls_take_the_short_path_and_others_do_not(short_path):
     options = dict(eps=0.5, iters=20, tol=0, precision="fp32")
     fs.sinkhorn(x, y, a, b, **options)  # the frame (made on the general path the first time)
     served.clear()
-    want = fs.Solver(x, y, a, b, **options).solve()
+    plain = fs.Solver(x, y, a, b, **options).solve()  # OT_ε, what the general-path calls below must give
     for debias in (False, True):
         got = fs.sinkhorn(x, y, a, b, debias=debias, **options)
         want = fs.Solver(x, y, a, b, debias=debias, **options).solve()
@@ -311,11 +311,11 @@ def test_plain_cuda_calls_take_the_short_path_and_others_do_not(short_path):
     wide = torch.zeros(x.shape[0], 8, device="cuda")
     wide[:, :x.shape[1]] = x
     for call in (lambda: fs.sinkhorn(wide[:, :x.shape[1]], y, a, b, **options),
-                 lambda: fs.sinkhorn(x, y, a, b, initial_f=want.f, initial_g=want.g, **options),
+                 lambda: fs.sinkhorn(x, y, a, b, initial_f=plain.f, initial_g=plain.g, **options),
                  lambda: fs.sinkhorn(x, y, a, b, device="cpu", **options)):
         result = call()
         assert served == [1, 1]
-        assert float(result.cost) == pytest.approx(float(want.cost), rel=1e-3)  # the warm start: 20 more iterations
+        assert float(result.cost) == pytest.approx(float(plain.cost), rel=1e-3)  # the warm start: 20 more iterations
     with pytest.raises(fs.InvalidArgument, match="a lives in host memory but X lives in CUDA memory"):
         fs.sinkhorn(x, y, a.cpu().numpy(), b, **options)
     assert served == [1, 1]

@@ -171,6 +171,7 @@ def report_header(args, fs, torch) -> dict:
                     "torch": torch.__version__},
         "axes": {"n=m": args.sizes, "d": D, "eps": EPS, "iters": ITERS, "tol": 0, "threads": 1, "solver": "alternating",
                  "devices": args.devices, "cuda_precisions": args.cuda_precisions, "rounds": args.rounds,
+                 "cpus": args.cpus,
                  "repeats_large": args.repeats_large, "repeats_small": args.repeats_small,
                  "repeats_cuda": args.repeats_cuda, "budget_s": args.budget_s},
         "rows": [], "builds": [], "skipped": [],
@@ -336,8 +337,12 @@ def main() -> int:
     ap.add_argument("--label", default="")
     ap.add_argument("--out", default=None)
     ap.add_argument("--note", default="", help="stored in the report (e.g. which package build was measured)")
+    ap.add_argument("--cpus", default=None,
+                    help="CPU ids to pin this process and the C++ program to (e.g. 2,3): less scheduler noise")
     args = ap.parse_args()
     faulthandler.enable()
+    if args.cpus:  # the C++ program, a child process, inherits the affinity
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     signal.signal(signal.SIGTERM, _stop)
     started = time.monotonic()
 

@@ -250,14 +250,15 @@ if has python; then
   # build tree has the CUDA backend, so the program does too) run first (estimated under a minute at
   # 400 calls per round: not yet timed on the GPU machine); the CPU rows
   # share what is left (a case that cannot fit is skipped, named in the report's "skipped").
-  # OVERHEAD_DEVICES=cuda runs the CUDA rows only.
+  # OVERHEAD_DEVICES=cuda runs the CUDA rows only; OVERHEAD_ROUNDS (3) alternations of the C++ and Python
+  # sides; OVERHEAD_CPUS (e.g. 2,3) pins both to those CPUs.
   if [[ "${OVERHEAD:-1}" != 0 ]] && ls /tmp/pysite/flashsinkhorn > /dev/null 2>&1; then
     overhead_timeout="${OVERHEAD_TIMEOUT:-180}"
     overhead_bin=/tmp/wheel-build/bench/flashsinkhorn_call_overhead
     cmake --build /tmp/wheel-build --target flashsinkhorn_call_overhead >> "$logs/python.log" 2>&1 &&
     PYTHONPATH=/tmp/pysite timeout "$overhead_timeout" python3 bench/python_call_overhead.py \
-      --bin "$overhead_bin" --rounds 3 --label h200 --budget-s $((overhead_timeout - 30)) \
-      --devices "${OVERHEAD_DEVICES:-cuda,cpu}" \
+      --bin "$overhead_bin" --rounds "${OVERHEAD_ROUNDS:-3}" --label h200 --budget-s $((overhead_timeout - 30)) \
+      --devices "${OVERHEAD_DEVICES:-cuda,cpu}" ${OVERHEAD_CPUS:+--cpus "$OVERHEAD_CPUS"} \
       --out "$out/python_call_overhead_h200.json" \
       --note "wheel and C++ program built on the GPU machine by tools/gpu_check.sh, one build tree (NATIVE=OFF)" \
       >> "$logs/python.log" 2>&1 ||

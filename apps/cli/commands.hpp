@@ -11,5 +11,6 @@ namespace flashsinkhorn::cli {
 void run_solve_command(std::span<const std::string> args);
 void run_demo_command(std::span<const std::string> args);
 void run_hvp_command(std::span<const std::string> args);
+void run_otdd_command(std::span<const std::string> args);
 
 }  // namespace flashsinkhorn::cli

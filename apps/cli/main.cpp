@@ -27,6 +27,7 @@ const char* const kUsage =
     "  solve      solve OT between two point clouds read from .npy/.npz/.csv files\n"
     "  demo       solve a built-in example (no files needed)\n"
     "  hvp        Hessian-vector product of the converged cost w.r.t. the points of X or Y\n"
+    "  otdd       dataset distance (OTDD) between MNIST and Fashion-MNIST read from --data DIR\n"
     "\n"
     "options:\n"
     "  --help     print this help (`flashsinkhorn <command> --help` for the command's options)\n"
@@ -59,8 +60,10 @@ int dispatch(const std::vector<std::string>& args) {
     flashsinkhorn::cli::run_demo_command(rest);
   } else if (command == "hvp") {
     flashsinkhorn::cli::run_hvp_command(rest);
+  } else if (command == "otdd") {
+    flashsinkhorn::cli::run_otdd_command(rest);
   } else {
-    throw flashsinkhorn::cli::bad_input("unknown command '" + command + "' (expected solve, demo or hvp; see --help)");
+    throw flashsinkhorn::cli::bad_input("unknown command '" + command + "' (expected solve, demo, hvp or otdd; see --help)");
   }
   return kExitSuccess;
 }

@@ -40,6 +40,7 @@ pip_install pytest pytest
 pip_install scipy scipy
 pip_install ot pot
 pip_install nanobind nanobind
+pip_install matplotlib matplotlib
 if ((want_peers)); then
   pip_install torch torch
   pip_install geomloss geomloss

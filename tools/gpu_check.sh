@@ -24,7 +24,7 @@ logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
 rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES-build gpu demo study bench plan hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +overhead
+stages="${STAGES-build gpu demo study bench plan hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +overhead, +examples
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -264,6 +264,43 @@ if has python; then
       >> "$logs/python.log" 2>&1 ||
       { echo "call-overhead bench failed (exit $?; 124: timeout)"; tail -n 25 "$logs/python.log"; status=1; }
   fi
+fi
+if has examples; then
+  # Issue 8's examples on the GPU with the python stage's wheel (/tmp/pysite; run `python` first) and
+  # the carried peers (GeomLoss): the OTDD at EXAMPLES_OTDD_SIZES with the dense float64 check at
+  # n = 2,000 and GeomLoss tensorized at every size (where it runs out of memory), the C++ `otdd`
+  # command at the largest size, the gradient flow, then the shuffled regression. The data come from
+  # EXAMPLES_DATA (default .data: a carried copy of the four MNIST / Fashion-MNIST train files and
+  # MD5SUMS, since ../shared does not travel). Everything they write comes back as examples.tgz.
+  data="${EXAMPLES_DATA:-.data}"
+  examples="$logs/examples"
+  mkdir -p "$examples"
+  peer_site
+  site="/tmp/pysite${PYTHONPATH:+:$PYTHONPATH}"
+  largest="${EXAMPLES_OTDD_SIZES:-2000,10000,20000,60000}"
+  largest="${largest##*,}"
+  {
+    echo "== otdd.py"
+    PYTHONPATH="$site" timeout "${EXAMPLES_OTDD_TIMEOUT:-240}" python3 -u examples/otdd/otdd.py --data "$data" \
+      --sizes "${EXAMPLES_OTDD_SIZES:-2000,10000,20000,60000}" --device cuda --reference --geomloss \
+      --out "$examples/otdd.json" || echo "otdd.py failed (exit $?)"
+    echo "== flashsinkhorn otdd --n $largest"
+    cmake --build /tmp/wheel-build --target flashsinkhorn_cli > /dev/null &&
+      timeout 120 /tmp/wheel-build/apps/cli/flashsinkhorn otdd --data "$data" --n "$largest" --device cuda \
+        > "$examples/otdd_cli.json" || echo "flashsinkhorn otdd failed (exit $?)"
+    echo "== flow.py"
+    PYTHONPATH="$site" timeout "${EXAMPLES_FLOW_TIMEOUT:-150}" python3 -u examples/otdd/flow.py --data "$data" \
+      --n "${EXAMPLES_FLOW_N:-10000}" --steps "${EXAMPLES_FLOW_STEPS:-16}" --device cuda --out-dir "$examples/flow" \
+      || echo "flow.py failed (exit $?)"
+    if [[ -f examples/shuffled_regression/run.py ]]; then
+      echo "== shuffled_regression/run.py"
+      PYTHONPATH="$site" timeout "${EXAMPLES_REGRESSION_TIMEOUT:-200}" python3 -u examples/shuffled_regression/run.py \
+        ${EXAMPLES_REGRESSION_ARGS:---device cuda} --out-dir "$examples/shuffled_regression" \
+        || echo "shuffled regression failed (exit $?)"
+    fi
+  } > "$logs/examples.log" 2>&1
+  tar czf "$out/examples.tgz" -C "$logs" examples
+  grep -E "^==|failed|n=|OTDD|value" "$logs/examples.log" | tail -40
 fi
 if has cpu; then
   timeout "${CPU_TEST_TIMEOUT:-120}" ctest --test-dir "$build" -LE gpu -j "$jobs" --timeout 200 --output-on-failure > "$logs/cpu_tests.log" 2>&1 \

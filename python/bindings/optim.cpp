@@ -7,11 +7,13 @@
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +49,7 @@ void copy_result(nb::handle result, optim::mutable_span out, const char* what) {
   std::copy(view.data(), view.data() + out.size(), out.begin());
 }
 
-// objective from Python: value(θ) → float (may be None), gradient(θ) → (f, g), hvp(θ, v) → Hv.
+// objective from Python: value(θ) → float (may be None), gradient(θ) → (f, g), hvp(θ, v) → Hv (None for Adam).
 optim::objective objective_of(nb::object value, nb::object gradient, nb::object hvp) {
   optim::objective f;
   if (!value.is_none())
@@ -57,9 +59,10 @@ optim::objective objective_of(nb::object value, nb::object gradient, nb::object 
     copy_result(pair[1], g, "gradient");
     return nb::cast<double>(pair[0]);
   };
-  f.hvp = [hvp](optim::const_span theta, optim::const_span v, optim::mutable_span product) {
-    copy_result(hvp(numpy_copy(theta), numpy_copy(v)), product, "hvp");
-  };
+  if (!hvp.is_none())
+    f.hvp = [hvp](optim::const_span theta, optim::const_span v, optim::mutable_span product) {
+      copy_result(hvp(numpy_copy(theta), numpy_copy(v)), product, "hvp");
+    };
   return f;
 }
 
@@ -77,6 +80,16 @@ nb::dict report_of(const optim::optimizer_result& r) {
                                   it.negative_curvature, it.trust_radius, it.accepted));
   out["history"] = history;
   return out;
+}
+
+nb::tuple lambda_sample_of(const optim::lambda_sample& s) {
+  return nb::make_tuple(s.iteration, s.lambda_min, s.residual, s.lanczos_steps, s.converged, s.certified_negative);
+}
+
+optim::second_order_method second_order_of(const std::string& name) {
+  if (name == "trust_region") return optim::second_order_method::trust_region;
+  if (name == "newton") return optim::second_order_method::newton_cg;
+  throw invalid_argument("hybrid: second_order must be 'trust_region' or 'newton', got '" + name + "'");
 }
 
 }  // namespace
@@ -132,6 +145,71 @@ void bind_optimizers(nb::module_& m) {
       },
       "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "gradient_tolerance"_a, "max_iterations"_a,
       "max_cg_iterations"_a, "initial_radius"_a, "flashsinkhorn::optim::trust_region (Steihaug–Toint CG).");
+  m.def(
+      "adam",
+      [](nb::object gradient, std::vector<double> theta0, double learning_rate, double beta1, double beta2,
+         double epsilon, double gradient_tolerance, int max_iterations) {
+        optim::adam_options o;
+        o.learning_rate = learning_rate;
+        o.beta1 = beta1;
+        o.beta2 = beta2;
+        o.epsilon = epsilon;
+        o.gradient_tolerance = gradient_tolerance;
+        o.max_iterations = max_iterations;
+        return report_of(optim::adam(objective_of(nb::none(), gradient, nb::none()), std::move(theta0), o));
+      },
+      "gradient"_a, "theta0"_a, "learning_rate"_a, "beta1"_a, "beta2"_a, "epsilon"_a, "gradient_tolerance"_a,
+      "max_iterations"_a, "flashsinkhorn::optim::adam (bias-corrected Adam; only the gradient is used).");
+  m.def(
+      "hybrid",
+      [](nb::object value, nb::object gradient, nb::object hvp, std::vector<double> theta0, double learning_rate,
+         double beta1, double beta2, int adam_iterations, double adam_tolerance, int check_every,
+         double negative_tolerance, double switch_threshold, const std::string& second_order,
+         double gradient_tolerance, std::optional<int> max_iterations, int max_cg_iterations, double initial_radius,
+         int lanczos_steps, double lanczos_tolerance, std::uint64_t seed) {
+        optim::hybrid_options o;
+        o.adam.learning_rate = learning_rate;
+        o.adam.beta1 = beta1;
+        o.adam.beta2 = beta2;
+        o.adam.gradient_tolerance = adam_tolerance;
+        o.adam.max_iterations = adam_iterations;
+        o.check_every = check_every;
+        o.negative_tolerance = negative_tolerance;
+        o.switch_threshold = switch_threshold;
+        o.second_order = second_order_of(second_order);
+        o.newton_cg.gradient_tolerance = gradient_tolerance;
+        o.newton_cg.max_cg_iterations = max_cg_iterations;
+        o.trust_region.gradient_tolerance = gradient_tolerance;
+        o.trust_region.max_cg_iterations = max_cg_iterations;
+        o.trust_region.initial_radius = initial_radius;
+        o.trust_region.max_radius = std::max(o.trust_region.max_radius, initial_radius);
+        if (max_iterations) {
+          o.newton_cg.max_iterations = *max_iterations;
+          o.trust_region.max_iterations = *max_iterations;
+        }
+        o.lanczos.max_steps = lanczos_steps;
+        o.lanczos.tolerance = lanczos_tolerance;
+        o.lanczos.seed = seed;
+        const optim::hybrid_result r = optim::hybrid(objective_of(value, gradient, hvp), std::move(theta0), o);
+        nb::dict out;
+        out["theta"] = numpy_copy(r.theta);
+        out["value"] = r.value;
+        out["gradient_norm"] = r.gradient_norm;
+        out["status"] = std::string(optim::to_string(r.status));
+        out["switch_iteration"] = r.switch_iteration;
+        nb::list trace;
+        for (const optim::lambda_sample& sample : r.lambda_trace) trace.append(lambda_sample_of(sample));
+        out["lambda_trace"] = trace;
+        out["adam"] = report_of(r.adam_phase);
+        out["second_order"] = r.switch_iteration < 0 ? nb::object(nb::none()) : nb::object(report_of(r.second_order_phase));
+        out["evaluations"] = nb::make_tuple(r.evaluations.values, r.evaluations.gradients, r.evaluations.hvps);
+        return out;
+      },
+      "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "learning_rate"_a, "beta1"_a, "beta2"_a,
+      "adam_iterations"_a, "adam_tolerance"_a, "check_every"_a, "negative_tolerance"_a, "switch_threshold"_a,
+      "second_order"_a, "gradient_tolerance"_a, "max_iterations"_a.none(), "max_cg_iterations"_a, "initial_radius"_a,
+      "lanczos_steps"_a, "lanczos_tolerance"_a, "seed"_a,
+      "flashsinkhorn::optim::hybrid (Adam while λ_min(∇²f) ≤ threshold, then trust region or Newton-CG).");
 }
 
 }  // namespace flashsinkhorn::python

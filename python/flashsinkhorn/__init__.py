@@ -27,7 +27,8 @@ from ._labels import LabelCost
 from ._memory import max_memory_allocated, memory_allocated, memory_reserved, reset_peak_memory_stats
 from ._functional import (HessianVectorProduct, JointHessianVectorProduct, PotentialVjp, SinkhornResult, Solver,
                           apply_plan, barycentric_map, sinkhorn)
-from ._optimize import LanczosResult, OptimizeResult, lanczos, newton, trust_region
+from ._optimize import (HybridResult, LambdaSample, LanczosResult, OptimizeResult, adam, hybrid, lanczos, newton,
+                        trust_region)
 from ._samples_loss import SamplesLoss
 
 __version__ = "0.1.0"
@@ -37,9 +38,11 @@ __all__ = [
     "CudaError",
     "Error",
     "HessianVectorProduct",
+    "HybridResult",
     "InvalidArgument",
     "JointHessianVectorProduct",
     "LabelCost",
+    "LambdaSample",
     "LanczosResult",
     "OptimizeResult",
     "OutOfMemory",
@@ -48,10 +51,12 @@ __all__ = [
     "SinkhornResult",
     "Solver",
     "Unsupported",
+    "adam",
     "apply_plan",
     "barycentric_map",
     "cuda_available",
     "empty_cache",
+    "hybrid",
     "lanczos",
     "max_memory_allocated",
     "memory_allocated",

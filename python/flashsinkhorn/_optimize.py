@@ -1,13 +1,14 @@
 """Matrix-free second-order tools over θ ∈ R^p (the library's flashsinkhorn::optim, docs/optimizers.md):
 `lanczos` (extreme eigenvalues of a symmetric operator: saddle detection), `newton` (truncated
-Newton-CG with an Armijo line search and negative-curvature steps) and `trust_region` (Steihaug–Toint
-CG). The operator, gradient and Hessian-vector product are Python callables on 1-d float64 arrays;
-with `Solver.hvp` they give the OT value's curvature (`Solver.lambda_min`)."""
+Newton-CG with an Armijo line search and negative-curvature steps), `trust_region` (Steihaug–Toint
+CG), `adam`, and `hybrid` (Adam while λ_min(∇²f) ≤ 0, then the trust region or Newton-CG). The
+operator, gradient and Hessian-vector product are Python callables on 1-d float64 arrays; with
+`Solver.hvp` they give the OT value's curvature (`Solver.lambda_min`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -44,6 +45,37 @@ class OptimizeResult:
     history: list
 
 
+class LambdaSample(NamedTuple):
+    """One λ_min check of `hybrid`: after `iteration` Adam steps, the Ritz value θ_min ≥ λ_min(∇²f),
+    its residual bound, the Lanczos steps (Hessian-vector products) it cost, whether Lanczos met its
+    tolerance, and whether it stopped early below −negative_tol (λ_min < −negative_tol certain)."""
+
+    iteration: int
+    lambda_min: float
+    residual: float
+    lanczos_steps: int
+    converged: bool
+    certified_negative: bool
+
+
+@dataclass(slots=True)
+class HybridResult:
+    """Where `hybrid` ended (theta, value, gradient_norm and status of its last phase), the Adam steps
+    made before the switch (−1: no switch), one LambdaSample per λ_min check, each phase's
+    OptimizeResult (`second_order` None without a switch) and the (values, gradients, hvps) counts of
+    both phases and every Lanczos run."""
+
+    theta: np.ndarray
+    value: float
+    gradient_norm: float
+    status: str
+    switch_iteration: int
+    lambda_trace: list
+    adam: OptimizeResult
+    second_order: OptimizeResult | None
+    evaluations: tuple
+
+
 def lanczos(apply: Callable[[np.ndarray], Any], dimension: int, *, max_steps: int = 100, tol: float = 1e-10,
             smallest_only: bool = False, seed: int = 0) -> LanczosResult:
     """Extreme eigenvalues of the symmetric operator v ↦ apply(v) on R^dimension by Lanczos with full
@@ -68,6 +100,47 @@ def trust_region(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndar
     boundary), starting with trust radius `radius`. Callables as for `newton`."""
     return OptimizeResult(**_core.trust_region(value, gradient, hvp, _vector(theta0), float(tol), int(iters),
                                                int(cg_iters), float(radius)))
+
+
+def adam(gradient: Callable[[np.ndarray], tuple], theta0: Any, *, lr: float = 1e-3, beta1: float = 0.9,
+         beta2: float = 0.999, adam_eps: float = 1e-8, tol: float = 1e-8, iters: int = 1000) -> OptimizeResult:
+    """Minimises f by Adam (bias-corrected: θ ← θ − lr·m̂/(√v̂ + adam_eps)) for at most `iters` steps or
+    until ‖∇f‖ ≤ tol. gradient(θ) returns (f(θ), ∇f(θ)); one call per step. The Adam of `hybrid`."""
+    return OptimizeResult(**_core.adam(gradient, _vector(theta0), float(lr), float(beta1), float(beta2),
+                                       float(adam_eps), float(tol), int(iters)))
+
+
+def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, np.ndarray], Any], theta0: Any, *,
+           value: Callable[[np.ndarray], float] | None = None, lr: float = 1e-3, beta1: float = 0.9,
+           beta2: float = 0.999, adam_iters: int = 1000, adam_tol: float = 1e-8, check_every: int = 10,
+           negative_tol: float = 1e-6, switch_threshold: float = 0.0, second_order: str = "trust_region",
+           tol: float = 1e-8, iters: int | None = None, cg_iters: int = 500, radius: float = 1.0,
+           lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0) -> HybridResult:
+    """Adam while the Hessian has negative curvature, a second-order method once it is positive definite.
+
+    Policy (flashsinkhorn::optim::hybrid, docs/optimizers.md): at θ_0 and after every `check_every`
+    Adam steps, Lanczos on hvp estimates λ_min(∇²f(θ)) (at most `lanczos_steps` products, residual
+    ≤ lanczos_tol·max|θ|, stopped early once a Ritz value is below −negative_tol: then λ_min < 0 is
+    certain). Adam continues while λ_min ≤ switch_threshold; once a converged estimate has
+    θ_min − residual > switch_threshold, `second_order` ('trust_region', Steihaug–Toint CG with
+    initial radius `radius`, or 'newton', Newton-CG) runs from there until ‖∇f‖ ≤ tol or `iters`
+    iterations (None: that method's default, 500 / 200), each inner CG at most `cg_iters` products.
+    If Adam reaches ‖∇f‖ ≤ adam_tol first or runs out of `adam_iters` steps, the run ends there (the
+    last λ_min sample tells whether that point is a minimum). Each Lanczos run starts from a fresh
+    random vector (seed + check index).
+
+    Callables as for `newton`: gradient(θ) returns (f(θ), ∇f(θ)); hvp(θ, v) returns ∇²f(θ)·v and is
+    called only at a θ where gradient was last evaluated or an earlier accepted iterate; value(θ),
+    when given, serves the second-order method's trial points. Bad options raise
+    flashsinkhorn.InvalidArgument naming the field."""
+    r = _core.hybrid(value, gradient, hvp, _vector(theta0), float(lr), float(beta1), float(beta2), int(adam_iters),
+                     float(adam_tol), int(check_every), float(negative_tol), float(switch_threshold), str(second_order),
+                     float(tol), None if iters is None else int(iters), int(cg_iters), float(radius), int(lanczos_steps),
+                     float(lanczos_tol), int(seed))
+    r["lambda_trace"] = [LambdaSample(*sample) for sample in r["lambda_trace"]]
+    r["adam"] = OptimizeResult(**r["adam"])
+    r["second_order"] = None if r["second_order"] is None else OptimizeResult(**r["second_order"])
+    return HybridResult(**r)
 
 
 def _vector(theta: Any) -> list:

@@ -82,3 +82,74 @@ def test_solver_lambda_min_matches_the_dense_hessian():
     r = s.lambda_min(max_steps=size, tol=1e-10, hvp_tol=1e-12)
     assert r.lambda_min == pytest.approx(eigenvalues[0], abs=1e-7 * np.abs(eigenvalues).max())
     assert r.lambda_max == pytest.approx(eigenvalues[-1], abs=1e-7 * np.abs(eigenvalues).max())
+
+
+def double_well(theta):
+    """f = x⁴/4 − x²/2 + y²/2: a saddle at 0 (∇²f = diag(−1, 1)), minimisers (±1, 0) (∇²f = diag(2, 1))."""
+    x, y = theta
+    return x ** 4 / 4 - x * x / 2 + y * y / 2, np.array([x ** 3 - x, y])
+
+
+def double_well_hvp(theta, v):
+    return np.array([(3 * theta[0] ** 2 - 1) * v[0], v[1]])
+
+
+@pytest.mark.parametrize("second_order", ["trust_region", "newton"])
+def test_hybrid_leaves_the_saddle_then_switches(second_order):
+    r = fs.hybrid(double_well, double_well_hvp, [1e-3, 0.5], lr=0.05, check_every=5, tol=1e-10,
+                  second_order=second_order)
+    assert r.status == "converged"
+    np.testing.assert_allclose(np.abs(r.theta), [1.0, 0.0], atol=1e-8)
+    first, last = r.lambda_trace[0], r.lambda_trace[-1]
+    assert first.iteration == 0 and first.certified_negative and first.lambda_min == pytest.approx(-1.0, abs=1e-4)
+    assert last.converged and last.lambda_min - last.residual > 0 and not last.certified_negative
+    assert all(s.lambda_min < 0 for s in r.lambda_trace[:-1])  # Adam ran only while λ_min < 0
+    assert r.switch_iteration == last.iteration > 0 and r.switch_iteration % 5 == 0
+    assert r.adam.iterations == r.switch_iteration and r.second_order.status == "converged"
+    assert r.gradient_norm <= 1e-10 and r.value == pytest.approx(-0.25)
+    # every λ_min check costs Hessian products; the counts add up over the phases
+    assert r.evaluations[2] >= sum(s.lanczos_steps for s in r.lambda_trace)
+    assert r.evaluations[1] == r.adam.evaluations[1] + r.second_order.evaluations[1]
+
+
+def test_hybrid_switches_at_once_on_a_convex_quadratic():
+    a = np.diag([1.0, 4.0, 9.0])
+    b = np.array([1.0, -2.0, 3.0])
+    r = fs.hybrid(lambda t: (0.5 * t @ a @ t - b @ t, a @ t - b), lambda t, v: a @ v, np.zeros(3), tol=1e-12,
+                  radius=10.0)
+    assert r.switch_iteration == 0 and r.adam.iterations == 0 and len(r.lambda_trace) == 1
+    assert r.lambda_trace[0].lambda_min == pytest.approx(1.0, rel=1e-3)
+    np.testing.assert_allclose(r.theta, np.linalg.solve(a, b), atol=1e-10)
+
+
+def test_hybrid_without_a_switch_reports_adam_alone():
+    """f = −x²/2 + x⁴/4 + y²/2 from next to the saddle with too few Adam steps: no switch, no second phase."""
+    r = fs.hybrid(double_well, double_well_hvp, [1e-3, 0.5], lr=0.01, adam_iters=3, check_every=1)
+    assert r.switch_iteration == -1 and r.second_order is None and r.status == "max_iterations"
+    assert r.adam.iterations == 3 and len(r.lambda_trace) == 4
+    assert all(s.certified_negative for s in r.lambda_trace)
+
+
+def test_adam_alone_minimises_a_quadratic():
+    r = fs.adam(lambda t: (float(t @ t), 2 * t), [1.0, -2.0], lr=0.1, iters=2000, tol=1e-6)
+    assert r.status == "converged" and np.linalg.norm(r.theta) < 1e-6
+    assert r.iterations == len(r.history) and r.evaluations == (0, r.iterations + 1, 0)
+
+
+@pytest.mark.parametrize("options, field", [
+    (dict(check_every=0), "check_every"),
+    (dict(lr=-1.0), "learning_rate"),
+    (dict(negative_tol=0.0), "negative_tolerance"),
+    (dict(switch_threshold=-1.0), "switch_threshold"),
+    (dict(second_order="bfgs"), "second_order"),
+    (dict(radius=-1.0), "initial_radius"),
+    (dict(lanczos_steps=0), "max_steps"),
+])
+def test_hybrid_bad_options_name_the_field(options, field):
+    with pytest.raises(fs.InvalidArgument, match=field):
+        fs.hybrid(double_well, double_well_hvp, [0.5, 0.5], **options)
+
+
+def test_hybrid_callback_errors_surface():
+    with pytest.raises(fs.InvalidArgument, match="hvp returned 3 values"):
+        fs.hybrid(double_well, lambda t, v: np.zeros(3), [0.5, 0.5])

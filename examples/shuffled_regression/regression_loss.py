@@ -1,0 +1,166 @@
+"""The objective of shuffled regression, L(W) = OT_ε(XW, Y), as the callbacks of fs.hybrid / fs.adam.
+
+Chain rule through Z = XW (SPEC §1, "chain rule to parameters"):
+  ∇_W L = Xᵀ·∇_Z OT_ε(Z, Y)                  (∇_Z from the solve: the envelope gradient, Solver.gradient_x)
+  ∇²_W L·V = Xᵀ·(∇²_Z OT_ε(Z, Y)·(XV))        (the streamed implicit Hessian-vector product, Solver.hvp)
+θ = vec(W) row-major (d_x·d_y float64 values) is what the optimisers see.
+
+Numerics.
+- CPU: float64 tensors, the core's fp64 path.
+- CUDA: float32 tensors with precision 'fp32' (3×TF32 on the tensor cores, fp32 exponentials and
+  LSE; potentials within ~1e-6 relative of float64, gradients ~3e-6, HVPs ~2e-5: docs/numerics.md).
+  tf32 / bf16 are not accurate enough here: their potential error is 2e-4..7e-3 of the cost scale,
+  and with blobs 20 units apart the cost scale is ~10³ while ε = 0.05, so the plan's exponents
+  would be off by O(1)–O(100). fp64 on the GPU has no MUFU exponential (several times slower).
+  Xᵀ·(·) is summed in float64 on the device (n terms).
+- Sinkhorn at ε = 0.05 on this data converges slowly (a contraction of ~0.998 per iteration: 1–4·10³
+  iterations to an L1 marginal error of 1e-5, measured at n = 500) whatever n is, so every solve is
+  bounded by `tol` (default 1e-5) and `iters`; the counts are recorded per evaluation.
+- Warm start when it helps: a solve starts from the last potentials at the target ε, without a
+  schedule, when no point moved by more than `warm_radius`·√ε since that solve (max_i ‖Δz_i‖; √ε is
+  the plan's length scale); otherwise it starts cold with ε-scaling from diam² (`scaling`). The
+  alternating loop's first half-step is f ← T(g), so only g (on the fixed Y) carries over. Measured
+  at n = 500: after an Adam step (Δz ~ 1) a warm start took 6–19·10³ iterations against 1–4·10³
+  cold (it starts inside the slow modes); near a second-order solution (tiny steps) it takes
+  a few hundred.
+- The Solver of the last `cache_size` gradient evaluations is kept, keyed on θ's bytes: the
+  optimisers call hvp only at a θ whose gradient they evaluated (docs/optimizers.md), so a Hessian
+  product costs its CG solve only (each CG iteration one plan pass, 'sparse' preconditioner by
+  default: ~40 passes instead of ~140 with 'diagonal' at n = 500). A miss solves again.
+
+Every evaluation is recorded (kind, θ, value, ‖∇‖, seconds, Sinkhorn or CG iterations) so that the
+drivers can plot loss against wall time; `budget_seconds` stops a run by raising BudgetExhausted
+from the callback (the library passes it through; the record keeps what was done).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+import flashsinkhorn as fs
+
+
+class BudgetExhausted(RuntimeError):
+    """Raised from a callback once the run's wall-time or evaluation budget is spent."""
+
+
+@dataclass
+class Evaluation:
+    kind: str             # 'gradient' or 'hvp'
+    start: float          # seconds since the loss was reset
+    seconds: float
+    value: float          # L(W) (gradient) or NaN (hvp)
+    gradient_norm: float  # ‖∇_W L‖₂ (gradient) or NaN
+    iterations: int       # Sinkhorn iterations (gradient) or CG iterations (hvp)
+    converged: bool
+    theta: list = field(default_factory=list)  # W flattened (gradient evaluations only)
+
+
+class ShuffledRegressionLoss:
+    """L(W) = OT_ε(XW, Y) with uniform weights and C_ij = ‖z_i − y_j‖² (cost_scale 1)."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, eps: float, *, device: str = "cpu", tol: float = 1e-5,
+                 iters: int = 20000, scaling: float = 0.9, warm_start: bool = True, warm_radius: float = 1.0,
+                 hvp_tol: float = 1e-6,
+                 hvp_iters: int = 1000, preconditioner: str = "sparse", cache_size: int = 2,
+                 budget_seconds: float = float("inf"), budget_evaluations: int = 10**9, progress=None) -> None:
+        self.device = torch.device(device)
+        cuda = self.device.type == "cuda"
+        self.dtype = torch.float32 if cuda else torch.float64
+        self.precision = "fp32" if cuda else "fp64"
+        self.x64 = torch.as_tensor(np.asarray(x, dtype=np.float64), device=self.device)  # for Xᵀ(·) in float64
+        self.x = self.x64.to(self.dtype)
+        self.y = torch.as_tensor(np.asarray(y, dtype=np.float64), device=self.device).to(self.dtype).contiguous()
+        self.d_x, self.d_y = int(x.shape[1]), int(y.shape[1])
+        self.eps, self.tol, self.iters, self.scaling = float(eps), float(tol), int(iters), scaling
+        self.warm_start, self.hvp_tol, self.hvp_iters = bool(warm_start), float(hvp_tol), int(hvp_iters)
+        self.warm_shift = float(warm_radius) * float(eps) ** 0.5
+        self.preconditioner, self.cache_size = preconditioner, int(cache_size)
+        self.budget_seconds, self.budget_evaluations = float(budget_seconds), int(budget_evaluations)
+        self.progress = progress
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the warm start, the cache and the record; restart the clock and the budget."""
+        self._potentials = None  # (z, f, g) of the last solve
+        self.warm_solves = 0
+        self._solvers: OrderedDict[bytes, Any] = OrderedDict()
+        self.record: list[Evaluation] = []
+        self._clock = time.perf_counter()
+
+    # -- the callbacks ------------------------------------------------------------------------------
+    def gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """(L(W), ∇_W L) for θ = vec(W)."""
+        self._check_budget()
+        start = time.perf_counter()
+        solver, result = self._solve(theta)
+        grad_z = solver.gradient_x().to(torch.float64)       # (n, d_y)
+        grad_w = (self.x64.T @ grad_z).cpu().numpy().ravel()  # (d_x·d_y,)
+        value = float(result.cost)
+        seconds = time.perf_counter() - start
+        norm = float(np.linalg.norm(grad_w))
+        self.record.append(Evaluation("gradient", start - self._clock, seconds, value, norm, int(result.iterations),
+                                      bool(result.converged), [float(t) for t in theta]))
+        if self.progress is not None:
+            self.progress(f"  grad #{self.count('gradient'):4d}  L = {value:.6e}  |grad| = {norm:.3e}  "
+                          f"sinkhorn {result.iterations:5d} it  {seconds:.3f} s")
+        return value, grad_w
+
+    def hvp(self, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """∇²_W L·V = Xᵀ·(∇²_Z OT_ε·(XV)) for θ = vec(W), v = vec(V)."""
+        self._check_budget()
+        start = time.perf_counter()
+        solver = self._solvers.get(np.asarray(theta, dtype=np.float64).tobytes())
+        if solver is None:  # not where a gradient was evaluated recently: solve there first
+            solver, _ = self._solve(theta)
+        direction = torch.as_tensor(np.asarray(v, dtype=np.float64).reshape(self.d_x, self.d_y), device=self.device)
+        product = solver.hvp((self.x64 @ direction).to(self.dtype).contiguous(), tol=self.hvp_tol,
+                             iters=self.hvp_iters, preconditioner=self.preconditioner)
+        out = (self.x64.T @ product.product.to(torch.float64)).cpu().numpy().ravel()
+        self.record.append(Evaluation("hvp", start - self._clock, time.perf_counter() - start, float("nan"),
+                                      float("nan"), int(product.cg_iterations), bool(product.converged)))
+        return out
+
+    def lambda_min(self, theta: np.ndarray, *, max_steps: int = 50, tol: float = 1e-6, seed: int = 0):
+        """λ_min, λ_max of ∇²_W L at θ by Lanczos on `hvp` (a gradient evaluation first, for the solve)."""
+        self.gradient(theta)
+        return fs.lanczos(lambda v: self.hvp(theta, v), self.d_x * self.d_y, max_steps=max_steps, tol=tol,
+                          smallest_only=False, seed=seed)
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def count(self, kind: str) -> int:
+        return sum(1 for e in self.record if e.kind == kind)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self._clock
+
+    def _check_budget(self) -> None:
+        if self.elapsed() > self.budget_seconds or len(self.record) >= self.budget_evaluations:
+            raise BudgetExhausted(f"budget spent: {self.elapsed():.1f} s, {len(self.record)} evaluations")
+
+    def _solve(self, theta: np.ndarray):
+        """A converged (to tol) Solver at Z = XW, warm-started from the last potentials when allowed."""
+        theta = np.asarray(theta, dtype=np.float64)
+        w = torch.as_tensor(theta.reshape(self.d_x, self.d_y), device=self.device)
+        z = (self.x64 @ w).to(self.dtype).contiguous()  # (n, d_y)
+        warm = (self.warm_start and self._potentials is not None
+                and float((z - self._potentials[0]).norm(dim=1).max()) <= self.warm_shift)
+        kwargs = dict(eps=self.eps, tol=self.tol, iters=self.iters, precision=self.precision)
+        if warm:
+            kwargs.update(initial_f=self._potentials[1], initial_g=self._potentials[2])
+        else:
+            kwargs.update(scaling=self.scaling)
+        solver = fs.Solver(z, self.y, **kwargs)
+        result = solver.solve()
+        self._potentials = (z, result.f, result.g)
+        self.warm_solves += int(warm)
+        self._solvers[theta.tobytes()] = solver
+        while len(self._solvers) > self.cache_size:
+            self._solvers.popitem(last=False)
+        return solver, result

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Shuffled linear regression Y = Π*(XW*) + σE by L(W) = OT_ε(XW, Y) (SPEC §4, issue 8).
+
+    python3 examples/shuffled_regression/run.py --n 500 --out-dir out/          # the known case, CPU
+    python3 examples/shuffled_regression/run.py --n 100000 --device cuda --out-dir out/
+
+For each n: the data (regression_data), the hybrid run (Adam while λ_min(∇²_W L) ≤ 0, then the trust
+region) and Adam alone with the same learning rate, a final λ_min check at each end point, the
+comparison (regression_runs.compare), then shuffled_regression_n{n}.json and three PNGs in
+--out-dir. Progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import flashsinkhorn as fs  # noqa: E402
+
+from regression_data import KNOWN_CASE, make_data  # noqa: E402
+from regression_loss import ShuffledRegressionLoss  # noqa: E402
+from regression_runs import compare, run_adam, run_hybrid  # noqa: E402
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--n", type=int, nargs="+", default=[KNOWN_CASE["n"]], help="number of points (one run each)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:k")
+    p.add_argument("--out-dir", type=Path, required=True)
+    p.add_argument("--eps", type=float, default=0.05)
+    p.add_argument("--noise", type=float, default=KNOWN_CASE["noise"], help="σ")
+    p.add_argument("--seed", type=int, default=KNOWN_CASE["seed"], help="data seed")
+    p.add_argument("--init-seed", type=int, default=KNOWN_CASE["init_seed"], help="W0 = W* + scale·N(0,1) seed")
+    p.add_argument("--init-scale", type=float, default=1.0, help="scale of W0 − W*; 0: W0 = 0.1·N(0,1) near W = 0")
+    p.add_argument("--lr", type=float, default=0.05, help="Adam learning rate (both runs)")
+    p.add_argument("--check-every", type=int, default=10, help="Adam steps between λ_min checks")
+    p.add_argument("--hybrid-adam-iters", type=int, default=1000, help="cap on the hybrid's Adam phase")
+    p.add_argument("--adam-iters", type=int, default=3000, help="cap on Adam alone")
+    p.add_argument("--second-order", choices=("trust_region", "newton"), default="trust_region")
+    p.add_argument("--radius", type=float, default=1.0, help="initial trust radius")
+    p.add_argument("--tol", type=float, default=1e-3, help="stop at ‖∇_W L‖ ≤ tol (both runs)")
+    p.add_argument("--rtol", type=float, default=1e-3, help="loss target L_hybrid_final·(1 + rtol)")
+    p.add_argument("--sinkhorn-tol", type=float, default=1e-5, help="L1 marginal error of every solve")
+    p.add_argument("--sinkhorn-iters", type=int, default=20000)
+    p.add_argument("--hvp-tol", type=float, default=1e-6)
+    p.add_argument("--no-warm-start", action="store_true")
+    p.add_argument("--budget-seconds", type=float, default=math.inf, help="wall-time cap per run")
+    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no per-evaluation progress lines")
+    return p.parse_args(argv)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_one(n: int, args: argparse.Namespace) -> dict:
+    data = make_data(n=n, noise=args.noise, seed=args.seed, init_seed=args.init_seed)
+    w0 = data.w0 if args.init_scale == 1.0 else (
+        data.w_star + args.init_scale * (data.w0 - data.w_star) if args.init_scale > 0
+        else 0.1 * np.random.RandomState(args.init_seed).normal(size=data.w_star.shape))
+    loss = ShuffledRegressionLoss(data.x, data.y, args.eps, device=args.device, tol=args.sinkhorn_tol,
+                                  iters=args.sinkhorn_iters, warm_start=not args.no_warm_start,
+                                  hvp_tol=args.hvp_tol, budget_seconds=args.budget_seconds,
+                                  progress=None if args.quiet else log)
+    config = dict(vars(args), n=n, out_dir=str(args.out_dir), d_x=data.x.shape[1], d_y=data.y.shape[1],
+                  stds=list(KNOWN_CASE["stds"]), device_name=_device_name(args.device), w0=w0.tolist(),
+                  w_star=data.w_star.tolist())
+    loss.reset()
+    value_star, _ = loss.gradient(data.w_star.ravel())
+    log(f"n = {n}: L(W*) = {value_star:.6e}, ‖W0 − W*‖ = {np.linalg.norm(w0 - data.w_star):.3f}")
+
+    log("hybrid (Adam → %s)" % args.second_order)
+    hybrid = run_hybrid(loss, w0, data.w_star, lr=args.lr, adam_iters=args.hybrid_adam_iters,
+                        check_every=args.check_every, tol=args.tol, second_order=args.second_order, radius=args.radius)
+    log(f"  {hybrid['status']}: switch after {hybrid['switch_iteration']} Adam steps, L = {min(hybrid['value']):.6e}, "
+        f"{hybrid['wall_seconds']:.1f} s, {len(hybrid['value'])} gradients, {hybrid['hvp_count']} HVPs")
+    log("Adam alone")
+    adam = run_adam(loss, w0, data.w_star, lr=args.lr, iters=args.adam_iters, tol=args.tol)
+    log(f"  {adam['status']}: L = {min(adam['value']):.6e}, {adam['wall_seconds']:.1f} s, {len(adam['value'])} gradients")
+
+    final_lambda = {}
+    for name, trace in (("hybrid", hybrid), ("adam", adam)):
+        theta = trace.get("final_theta")
+        if theta is None:
+            continue
+        loss.reset()
+        loss.budget_seconds = math.inf
+        r = loss.lambda_min(np.asarray(theta), max_steps=loss.d_x * loss.d_y, tol=1e-6)
+        final_lambda[name] = dict(lambda_min=r.lambda_min, lambda_max=r.lambda_max, residual=r.residual_min,
+                                  steps=r.steps, converged=r.converged)
+        log(f"  λ_min at the end of {name}: {r.lambda_min:.4e} (λ_max {r.lambda_max:.4e})")
+
+    comparison = compare(hybrid, adam, rtol=args.rtol, gradient_target=args.tol)
+    log(f"  to L ≤ {comparison['loss_target']:.6e}: hybrid {comparison['hybrid']['seconds_to_loss']} s, "
+        f"Adam {comparison['adam']['seconds_to_loss']} s")
+    return dict(config=config, loss_at_w_star=value_star, hybrid=hybrid, adam=adam, final_lambda=final_lambda,
+                comparison=comparison, flashsinkhorn_version=fs.__version__, torch_version=torch.__version__)
+
+
+def _device_name(device: str) -> str:
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.device(device))
+    return "cpu"
+
+
+def main(argv: list[str] | None = None) -> list[Path]:
+    args = parse(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for n in args.n:
+        started = time.perf_counter()
+        report = run_one(n, args)
+        report["seconds"] = time.perf_counter() - started
+        path = args.out_dir / f"shuffled_regression_n{n}.json"
+        path.write_text(json.dumps(report, indent=1, default=_json_default))
+        written.append(path)
+        if not args.no_plots:
+            try:
+                from regression_plots import plot_all
+                written += plot_all(report, args.out_dir, f"_n{n}")
+            except ImportError as missing:  # matplotlib absent: the JSON is the result
+                log(f"  no plots ({missing})")
+        log(f"  wrote {', '.join(p.name for p in written)}")
+    return written
+
+
+def _json_default(value):
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value)}")
+
+
+if __name__ == "__main__":
+    main()

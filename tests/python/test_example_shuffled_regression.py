@@ -1,0 +1,127 @@
+"""examples/shuffled_regression on the CPU at tiny n, so that the example cannot rot: the data recipe,
+∇_W L against central differences of L(W) = OT_ε(XW, Y), H_W·V against central differences of ∇_W L,
+a hybrid run that lowers the loss and reports its λ_min trace, and the driver writing its JSON (and
+PNGs when matplotlib is importable)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("flashsinkhorn._core")
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shuffled_regression"
+sys.path.insert(0, str(EXAMPLE))
+
+from regression_data import make_data  # noqa: E402
+from regression_loss import BudgetExhausted, ShuffledRegressionLoss  # noqa: E402
+from regression_runs import compare, run_hybrid  # noqa: E402
+
+
+def tight_loss(data, eps=0.5, **kw):
+    """Converged far below the finite-difference steps' error (float64 on the CPU)."""
+    return ShuffledRegressionLoss(data.x, data.y, eps, tol=1e-13, iters=100000, hvp_tol=1e-12, warm_start=False, **kw)
+
+
+def test_data_is_the_known_recipe():
+    d = make_data()
+    assert d.x.shape == (500, 5) and d.y.shape == (500, 2) and d.w_star.shape == (5, 2)
+    assert np.bincount(d.blob).tolist() == [167, 167, 166]
+    for blob, std in enumerate((0.3, 0.05, 0.6)):
+        assert d.x[d.blob == blob].std(axis=0).mean() == pytest.approx(std, rel=0.2)
+    residual = d.y - (d.x @ d.w_star)[d.permutation]  # y = Π*(XW*) + σE
+    assert residual.std() == pytest.approx(0.2, rel=0.15)
+    again = make_data()
+    np.testing.assert_array_equal(again.y, d.y)
+    np.testing.assert_array_equal(again.w0, d.w0)
+    assert not np.array_equal(make_data(seed=3).x, d.x)
+
+
+@pytest.mark.parametrize("n", [37, 64])
+def test_gradient_matches_finite_differences(n):
+    data = make_data(n=n, seed=5)
+    loss = tight_loss(data)
+    theta = data.w0.ravel()
+    value, grad = loss.gradient(theta)
+    h = 1e-5
+    fd = np.empty_like(theta)
+    for k in range(theta.size):
+        e = np.zeros_like(theta)
+        e[k] = h
+        fd[k] = (loss.gradient(theta + e)[0] - loss.gradient(theta - e)[0]) / (2 * h)
+    print(f"seed 5, n {n}: L = {value}, max |∇ − fd| = {np.abs(grad - fd).max()}, |∇| = {np.linalg.norm(grad)}")
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6 * np.abs(grad).max())
+
+
+def test_hvp_matches_finite_differences_of_the_gradient():
+    data = make_data(n=50, seed=7)
+    loss = tight_loss(data)
+    theta = data.w0.ravel()
+    rng = np.random.default_rng(7)
+    for _ in range(2):
+        v = rng.normal(size=theta.size)
+        loss.gradient(theta)
+        hv = loss.hvp(theta, v)
+        h = 1e-5
+        fd = (loss.gradient(theta + h * v)[1] - loss.gradient(theta - h * v)[1]) / (2 * h)
+        print(f"seed 7: max |Hv − fd| = {np.abs(hv - fd).max()}, |Hv| = {np.linalg.norm(hv)}")
+        np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-5 * np.abs(hv).max())
+    # the product at a θ without a cached solve solves there first
+    loss.gradient(theta + 0.1)
+    loss.gradient(theta + 0.2)
+    np.testing.assert_allclose(loss.hvp(theta, v), hv, rtol=1e-8, atol=1e-8 * np.abs(hv).max())
+
+
+def test_hybrid_lowers_the_loss_and_reports_lambda_min():
+    data = make_data(n=60, seed=2)
+    w0 = 0.1 * np.random.RandomState(0).normal(size=data.w_star.shape)  # near W = 0: λ_min < 0
+    loss = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-6, iters=5000)
+    trace = run_hybrid(loss, w0, data.w_star, lr=0.1, adam_iters=200, check_every=5, tol=1e-4)
+    lambdas = [s["lambda_min"] for s in trace["lambda_trace"]]
+    print("λ_min trace", lambdas, "switch", trace["switch_iteration"], "status", trace["status"])
+    assert trace["status"] == "converged"
+    assert lambdas[0] < 0 and trace["lambda_trace"][0]["certified_negative"]
+    assert trace["switch_iteration"] > 0 and lambdas[-1] > 0
+    assert trace["value"][-1] < 0.1 * trace["value"][0]
+    assert trace["gradient_norm"][-1] <= 1e-4
+    assert len(trace["time"]) == len(trace["value"]) == len(trace["w_error"]) and trace["hvp_count"] > 0
+    assert all(b >= a for a, b in zip(trace["time"], trace["time"][1:]))
+    c = compare(trace, trace, rtol=1e-3, gradient_target=1e-4)
+    assert c["hybrid"]["seconds_to_loss"] is not None and c["speedup_to_loss"] == pytest.approx(1.0)
+
+
+def test_budget_stops_a_run_and_keeps_the_record():
+    data = make_data(n=30, seed=2)
+    loss = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-6, iters=5000, budget_evaluations=4)
+    import flashsinkhorn as fs
+    with pytest.raises(BudgetExhausted):
+        fs.adam(loss.gradient, data.w0.ravel(), lr=0.05, iters=100)
+    assert loss.count("gradient") == 4
+
+
+def test_driver_writes_json_and_plots(tmp_path):
+    spec = importlib.util.spec_from_file_location("shuffled_regression_run", EXAMPLE / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    written = run.main(["--n", "40", "--out-dir", str(tmp_path), "--eps", "0.5", "--init-scale", "0",
+                        "--lr", "0.1", "--check-every", "5", "--hybrid-adam-iters", "50", "--adam-iters", "30",
+                        "--tol", "1e-4", "--sinkhorn-tol", "1e-6", "--sinkhorn-iters", "5000", "--quiet"])
+    report = json.loads((tmp_path / "shuffled_regression_n40.json").read_text())
+    assert report["config"]["n"] == 40 and report["config"]["eps"] == 0.5
+    for name in ("hybrid", "adam"):
+        trace = report[name]
+        assert trace["value"] and len(trace["value"]) == len(trace["time"]) == len(trace["w_error"])
+        assert trace["peak_memory"]["device"] == "cpu"
+    assert report["hybrid"]["lambda_trace"] and report["hybrid"]["switch_iteration"] > 0
+    assert report["final_lambda"]["hybrid"]["lambda_min"] > 0
+    assert report["comparison"]["hybrid"]["seconds_to_loss"] is not None
+    if importlib.util.find_spec("matplotlib") is not None:
+        for stem in ("loss_vs_time", "w_error", "lambda_min"):
+            png = tmp_path / f"{stem}_n40.png"
+            assert png in written and png.stat().st_size > 1000

@@ -135,6 +135,16 @@ def cli_binary():
     return path
 
 
+@pytest.fixture(scope="session")
+def otdd_data_dir(tmp_path_factory):
+    """The MNIST / Fashion-MNIST training files (otdd_data.py): the real ones when present, else a
+    synthetic stand-in of 300 images per set in the same format."""
+    import otdd_data
+    if otdd_data.real_data_available():
+        return otdd_data.DATA
+    return otdd_data.write_synthetic_idx_data(tmp_path_factory.mktemp("synthetic_idx"))
+
+
 @pytest.fixture
 def run_solve(cli_binary, tmp_path):
     return make_solver(tmp_path)

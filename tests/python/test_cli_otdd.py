@@ -1,8 +1,9 @@
 """`flashsinkhorn otdd --data DIR` (issue 8): the OTDD between MNIST and Fashion-MNIST from the CLI.
 
-Needs the gzipped IDX training files in FLASHSINKHORN_OTDD_DATA (default: <repo>/../shared/data, holding
-mnist/ and fashion-mnist/); skips when they are missing. Small --n keeps every CPU run to a second or two.
-FLASHSINKHORN_OTDD_FULL=1 also checks W at n = 60,000 against the float64 fixture (half a minute on two cores).
+Reads the gzipped IDX training files in FLASHSINKHORN_DATA (default: <repo>/../shared/data, holding
+mnist/ and fashion-mnist/), or a synthetic stand-in in the same format when they are missing
+(otdd_data.py). Small --n keeps every CPU run to a second or two. FLASHSINKHORN_OTDD_FULL=1 also checks W
+at n = 60,000 against the float64 fixture of the real data (half a minute on two cores).
 """
 
 from __future__ import annotations
@@ -17,20 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, device, run_cli
+import otdd_data
+from conftest import device, run_cli
 
-DATA = Path(os.environ.get("FLASHSINKHORN_OTDD_DATA", str(REPO.parent / "shared" / "data")))
-FILES = [f"{name}/train-{kind}.gz" for name in ("mnist", "fashion-mnist")
-         for kind in ("images-idx3-ubyte", "labels-idx1-ubyte")]
 SMALL_N = 300
 
 
 @pytest.fixture(scope="module")
-def data_dir():
-    missing = [f for f in FILES if not (DATA / f).is_file()]
-    if missing:
-        pytest.skip(f"OTDD data missing under {DATA}: {missing} (set FLASHSINKHORN_OTDD_DATA)")
-    return DATA
+def data_dir(otdd_data_dir):
+    return otdd_data_dir
 
 
 def otdd(cli_binary, *args):
@@ -45,7 +41,7 @@ def run_ok(cli_binary, *args) -> dict:
 
 def copy_data(source: Path, target: Path) -> Path:
     """A private copy of the data directory (symlinks to the real files) that a test may damage."""
-    for f in FILES:
+    for f in otdd_data.TRAIN_FILES:
         (target / f).parent.mkdir(parents=True, exist_ok=True)
         (target / f).symlink_to(source / f)
     return target
@@ -146,7 +142,10 @@ def test_label_distances_match_the_gaussian_closed_form(cli_binary, data_dir, tm
 def test_seeded_subsets_are_reproducible(cli_binary, data_dir):
     args = ["--data", data_dir, "--n", 200, "--seed", 7, "--device", "cpu", "--quiet", "--precision", "fp64"]
     first, again = run_ok(cli_binary, *args), run_ok(cli_binary, *args)
-    assert first["cost"] == again["cost"] and first["subset"] == "random" and first["seed"] == 7
+    # The same points: the same value up to the order of the threads' sums (the CPU backend's multi-threaded
+    # reductions are not bitwise reproducible under load: 1488.7443762616792 against ...795 was seen).
+    assert first["cost"] == pytest.approx(again["cost"], rel=1e-13)
+    assert first["subset"] == "random" and first["seed"] == 7
     prefix = run_ok(cli_binary, "--data", data_dir, "--n", 200, "--device", "cpu", "--quiet", "--precision", "fp64")
     assert prefix["cost"] != first["cost"]
 
@@ -187,13 +186,16 @@ def test_not_gzip_and_truncated_idx(cli_binary, data_dir, tmp_path):
     replace(labels, raw)
     expect_bad_input(cli_binary, data, f"{labels}: not a gzip file")
     replace(labels, gzip.compress(raw[:-5]))
-    expect_bad_input(cli_binary, data, f"{labels}: truncated IDX data: 60000 labels need 60000 bytes")
+    count = int.from_bytes(raw[4:8], "big")
+    expect_bad_input(cli_binary, data, f"{labels}: truncated IDX data: {count} labels need {count} bytes")
     replace(labels, gzip.compress(raw[:8] + bytes([11]) + raw[9:]))
     expect_bad_input(cli_binary, data, f"{labels}: label 11 at index 0 is outside 0..9")
 
 
 def test_bad_usage(cli_binary, data_dir):
-    expect_bad_input(cli_binary, data_dir, "--n 70000 is more than the 60000 images", "--n", "70000")
+    images = int.from_bytes(gzip.decompress((data_dir / "mnist" / "train-labels-idx1-ubyte.gz").read_bytes())[4:8], "big")
+    too_many = images + 10000
+    expect_bad_input(cli_binary, data_dir, f"--n {too_many} is more than the {images} images", "--n", str(too_many))
     expect_bad_input(cli_binary, data_dir, "class", "--n", "5")  # some class has < 2 images
     proc = otdd(cli_binary, "--n", "10")
     assert proc.returncode == 2 and "otdd needs --data DIR" in proc.stderr
@@ -203,7 +205,8 @@ def test_bad_usage(cli_binary, data_dir):
     assert proc.returncode == 0 and "usage: flashsinkhorn otdd --data DIR" in proc.stdout
 
 
-@pytest.mark.skipif(os.environ.get("FLASHSINKHORN_OTDD_FULL") != "1", reason="set FLASHSINKHORN_OTDD_FULL=1")
+@pytest.mark.skipif(os.environ.get("FLASHSINKHORN_OTDD_FULL") != "1" or not otdd_data.real_data_available(),
+                    reason="set FLASHSINKHORN_OTDD_FULL=1 (and have the real data)")
 def test_full_label_distances_match_the_fixture(cli_binary, data_dir, tmp_path):
     run_ok(cli_binary, "--data", data_dir, "--label-distances-only", "--quiet", "--out", tmp_path)
     w = np.load(tmp_path / "label_distances.npy")

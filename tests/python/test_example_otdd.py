@@ -26,8 +26,8 @@ pytest.importorskip("flashsinkhorn._core")
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "otdd"
-DATA = Path(os.environ.get("FLASHSINKHORN_DATA", REPO.parent / "shared" / "data"))
 sys.path.insert(0, str(EXAMPLE))
+from otdd_data import DATA  # noqa: E402  (the real data; pipeline tests take otdd_data_dir, real or synthetic)
 
 import idx  # noqa: E402
 import label_distance as ld  # noqa: E402
@@ -183,10 +183,8 @@ def test_w2_reproduces_the_fixture_on_full_training_classes():
 
 # ----------------------------------------------------------------------------- OTDD value
 @pytest.fixture(scope="module")
-def tiny_pair():
-    if not (DATA / "mnist").is_dir():
-        pytest.skip(f"no MNIST data under {DATA}")
-    return otdd_module.load_pair(DATA, 80, "cpu", torch.float64, verify=False)
+def tiny_pair(otdd_data_dir):
+    return otdd_module.load_pair(otdd_data_dir, 80, "cpu", torch.float64, verify=False)
 
 
 def dense_value(pair, w, diameter):
@@ -274,13 +272,12 @@ def test_flow_decreases_otdd_and_writes_pictures(tiny_pair, tmp_path):
 
 
 # ----------------------------------------------------------------------------- command line
-@needs_data
-def test_command_line_writes_json(tmp_path):
+def test_command_line_writes_json(tmp_path, otdd_data_dir):
     out = tmp_path / "results.json"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "build" / "python"), env.get("PYTHONPATH")) if p)
     env.setdefault("OMP_NUM_THREADS", "2")
-    command = [sys.executable, str(EXAMPLE / "otdd.py"), "--data", str(DATA), "--sizes", "40,60", "--device", "cpu",
+    command = [sys.executable, str(EXAMPLE / "otdd.py"), "--data", str(otdd_data_dir), "--sizes", "40,60", "--device", "cpu",
                "--reference", "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]

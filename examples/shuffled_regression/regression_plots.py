@@ -53,7 +53,8 @@ def plot_all(report: dict, out_dir: Path, suffix: str) -> list[Path]:
     ax.axhline(0, color="black", lw=0.8)
     ax.set(xlabel="Adam steps (then second-order iterations)", ylabel="λ_min(∇²_W L)")
     ax.set_yscale("symlog", linthresh=1e-2)
-    ax.legend()
+    if ax.get_legend_handles_labels()[0]:  # a run stopped by its budget may have no sample to show
+        ax.legend()
     paths.append(_save(fig, out_dir / f"lambda_min{suffix}.png"))
     return paths
 

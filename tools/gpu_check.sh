@@ -284,22 +284,31 @@ if has examples; then
   largest="${largest##*,}"
   {
     pack_examples() { tar czf "$out/examples.tgz" -C "$(dirname "$examples")" examples; }  # kept if cut short
-    echo "== otdd.py"
-    PYTHONPATH="$site" timeout "${EXAMPLES_OTDD_TIMEOUT:-240}" python3 -u examples/otdd/otdd.py --data "$data" \
-      --sizes "${EXAMPLES_OTDD_SIZES:-2000,10000,20000,60000}" --device cuda --reference --geomloss \
-      --out "$examples/otdd.json" || echo "otdd.py failed (exit $?)"
-    cp "$logs/examples.log" "$examples/" 2> /dev/null; pack_examples
-    echo "== flashsinkhorn otdd --n $largest"
-    cmake --build /tmp/wheel-build --target flashsinkhorn_cli > /dev/null &&
-      timeout 120 /tmp/wheel-build/apps/cli/flashsinkhorn otdd --data "$data" --n "$largest" --device cuda \
-        > "$examples/otdd_cli.json" || echo "flashsinkhorn otdd failed (exit $?)"
-    cp "$logs/examples.log" "$examples/" 2> /dev/null; pack_examples
-    echo "== flow.py"
-    PYTHONPATH="$site" timeout "${EXAMPLES_FLOW_TIMEOUT:-150}" python3 -u examples/otdd/flow.py --data "$data" \
-      --n "${EXAMPLES_FLOW_N:-10000}" --steps "${EXAMPLES_FLOW_STEPS:-16}" --device cuda --out-dir "$examples/flow" \
-      || echo "flow.py failed (exit $?)"
-    cp "$logs/examples.log" "$examples/" 2> /dev/null; pack_examples
-    if [[ -f examples/shuffled_regression/run.py ]]; then
+    chosen() { [[ " ${EXAMPLES:-otdd cli flow regression} " == *" $1 "* ]]; }  # EXAMPLES picks some
+    if chosen otdd; then
+      echo "== otdd.py"  # EXAMPLES_OTDD_ARGS: e.g. --geomloss-memory-gb 40 (a smaller GPU's failure point)
+      PYTHONPATH="$site" timeout "${EXAMPLES_OTDD_TIMEOUT:-240}" python3 -u examples/otdd/otdd.py --data "$data" \
+        --sizes "${EXAMPLES_OTDD_SIZES:-2000,10000,20000,60000}" --device cuda --reference --geomloss \
+        ${EXAMPLES_OTDD_ARGS:-} --out "$examples/otdd.json" || echo "otdd.py failed (exit $?)"
+      cp "$logs/examples.log" "$examples/" 2> /dev/null; pack_examples
+    fi
+    if chosen cli; then
+      cmake --build /tmp/wheel-build --target flashsinkhorn_cli > /dev/null || echo "the CLI did not build"
+      for precision in ${EXAMPLES_CLI_PRECISIONS:-fp32}; do
+        echo "== flashsinkhorn otdd --n $largest --precision $precision"
+        timeout 120 /tmp/wheel-build/apps/cli/flashsinkhorn otdd --data "$data" --n "$largest" --device cuda \
+          --precision "$precision" > "$examples/otdd_cli_$precision.json" || echo "flashsinkhorn otdd failed (exit $?)"
+      done
+      cp "$logs/examples.log" "$examples/" 2> /dev/null; pack_examples
+    fi
+    if chosen flow; then
+      echo "== flow.py"
+      PYTHONPATH="$site" timeout "${EXAMPLES_FLOW_TIMEOUT:-150}" python3 -u examples/otdd/flow.py --data "$data" \
+        --n "${EXAMPLES_FLOW_N:-10000}" --steps "${EXAMPLES_FLOW_STEPS:-16}" --device cuda --out-dir "$examples/flow" \
+        || echo "flow.py failed (exit $?)"
+      cp "$logs/examples.log" "$examples/" 2> /dev/null; pack_examples
+    fi
+    if chosen regression && [[ -f examples/shuffled_regression/run.py ]]; then
       echo "== shuffled_regression/run.py"
       PYTHONPATH="$site" timeout "${EXAMPLES_REGRESSION_TIMEOUT:-200}" python3 -u examples/shuffled_regression/run.py \
         ${EXAMPLES_REGRESSION_ARGS:---device cuda} --out-dir "$examples/shuffled_regression" \

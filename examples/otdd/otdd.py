@@ -176,9 +176,10 @@ def run_geomloss(pair: LabelledPair, w: torch.Tensor, diameter: float, device: t
     from gpu_memory import MeasuredRegion
 
     limited = device.type == "cuda" and memory_limit_gb is not None
-    if limited:
-        total = torch.cuda.get_device_properties(device).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, memory_limit_gb * 2**30 / total), device)
+    if limited:  # torch's cap wants a device index ("cuda" alone is refused)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        total = torch.cuda.get_device_properties(index).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, memory_limit_gb * 2**30 / total), index)
     record: dict = {"backend": "tensorized", "memory_limit_gb": memory_limit_gb if limited else None}
     region = MeasuredRegion(device)
     try:
@@ -197,7 +198,7 @@ def run_geomloss(pair: LabelledPair, w: torch.Tensor, diameter: float, device: t
         if device.type == "cuda":
             torch.cuda.empty_cache()
             if limited:
-                torch.cuda.set_per_process_memory_fraction(1.0, device)
+                torch.cuda.set_per_process_memory_fraction(1.0, index)
     return record
 
 

@@ -221,6 +221,7 @@ def environment(device: torch.device) -> dict:
                                 timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         commit = None
+    commit = commit or os.environ.get("FS_COMMIT")  # a copy without .git: the device command names its commit
     versions = {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
                 "flashsinkhorn": getattr(fs, "__version__", None), "cuda_runtime": torch.version.cuda}
     try:

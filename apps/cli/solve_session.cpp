@@ -40,6 +40,10 @@ json_object describe(const problem& p, const options& o, const result& r) {
   add_optional(json, "scaling", o.scaling);
   add_optional(json, "reach_x", o.reach_x);
   add_optional(json, "reach_y", o.reach_y);
+  if (o.relaxation != 1) {  // keys only with --relaxation: the default JSON is unchanged
+    json.add("relaxation", o.relaxation);
+    json.add("relaxation_fell_back", r.relaxation_fell_back);
+  }
   json.add("version", version());
   return json;
 }

@@ -70,6 +70,21 @@ struct options {
   double tolerance = 1e-4;    // stop when the L1 marginal error ≤ tolerance; 0 runs max_iterations
   int check_every = 10;       // iterations between convergence checks (one device→host read each)
 
+  // Over-relaxation ω of the alternating solver (Thibault, Chizat, Dossal, Papadakis 2017; Lehmann
+  // et al. 2021), in (0, 2); 1 is plain Sinkhorn. The iterations at the target ε (after the ε
+  // schedule, which gives the start that over-relaxation needs) update
+  //   f ← (1 − ω)·f + ω·κT_f(g),   g ← (1 − ω)·g + ω·κT_g(f);
+  // near the solution the rate per iteration goes from θ to about ω* − 1 with ω* = 2/(1 + √(1 − θ)),
+  // e.g. θ = 0.998 → 0.91 at ω* ≈ 1.91. Measured (CPU, fp64, scaling 0.5): the shuffled-regression
+  // loss at ε = 0.05, tol 1e-5 takes 3000 plain iterations, 420 at ω = 1.8, 270 at ω = 1.9.
+  // The f-update of each checked iteration (the last of every check_every) stays plain, so that
+  // result::marginal_error keeps its meaning; check_every = 1 therefore leaves only the g-updates
+  // relaxed (about 2× instead of ~10× fewer iterations there). Safeguard: when a check's marginal
+  // error exceeds the smallest earlier one by more than 1% (readings on a plateau differ by noise),
+  // the rest of the solve runs with ω = 1 (result::relaxation_fell_back). The symmetric solver
+  // refuses ω ≠ 1 (its ½-averaging is GeomLoss's loop).
+  double relaxation = 1.0;
+
   // Unbalanced OT (KL marginal penalty ρ = reach²) on the side of X and/or Y. Unset: balanced.
   std::optional<double> reach_x;
   std::optional<double> reach_y;

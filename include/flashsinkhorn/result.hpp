@@ -46,6 +46,9 @@ struct result {
   // exact); for unbalanced problems the same expression measures the fixed-point residual.
   double marginal_error = 0;
   bool converged = false;  // marginal_error ≤ tolerance at the last check
+  // options::relaxation ≠ 1 and a check's marginal error rose more than 1% above the smallest
+  // earlier one: the iterations after that check ran un-relaxed (ω = 1).
+  bool relaxation_fell_back = false;
   double eps = 0;          // final ε
   std::string device;      // "cpu" or "cuda:<k> (<name>)"
 

@@ -20,7 +20,8 @@ def _pick(table: dict, value: str, name: str):
 
 def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scaling: float | None = None,
                  diameter: float | None = None,
-                 iters: int = 1000, tol: float = 1e-4, check_every: int = 10, reach: float | None = None,
+                 iters: int = 1000, tol: float = 1e-4, check_every: int = 10, relaxation: float = 1.0,
+                 reach: float | None = None,
                  reach_x: float | None = None, reach_y: float | None = None, debias: bool = False,
                  precision: str = "fp32", device: str = "auto", threads: int = 0,
                  normalize_weights: bool = True, input_cuda_index: int | None = None) -> "_core.Options":
@@ -36,6 +37,7 @@ def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scal
     o.max_iterations = int(iters)
     o.tolerance = float(tol)
     o.check_every = int(check_every)
+    o.relaxation = float(relaxation)
     side_x = reach if reach_x is None else reach_x
     side_y = reach if reach_y is None else reach_y
     o.reach_x = None if side_x is None else float(side_x)
@@ -66,22 +68,22 @@ def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scal
     return o
 
 
-_OPTION_NAMES = ("cost", "solver", "scaling", "diameter", "iters", "tol", "check_every", "reach", "reach_x", "reach_y",
-                 "debias", "precision", "device", "threads", "normalize_weights", "input_cuda_index")
+_OPTION_NAMES = ("cost", "solver", "scaling", "diameter", "iters", "tol", "check_every", "relaxation", "reach",
+                 "reach_x", "reach_y", "debias", "precision", "device", "threads", "normalize_weights", "input_cuda_index")
 
 
 _OPTIONS: dict = {}  # argument tuple → Options, at most _OPTIONS_KEPT entries
 _OPTIONS_KEPT = 64
 
 
-def options_for(cost, solver, scaling, diameter, iters, tol, check_every, reach, reach_x, reach_y, debias, precision,
-                device, threads, normalize_weights, input_cuda_index) -> "_core.Options":
+def options_for(cost, solver, scaling, diameter, iters, tol, check_every, relaxation, reach, reach_x, reach_y, debias,
+                precision, device, threads, normalize_weights, input_cuda_index) -> "_core.Options":
     """make_options(...) with every argument given positionally (in _OPTION_NAMES order), built once
     per distinct argument tuple and reused: the call path hashes one tuple instead of building
     options. The core copies the options into each solver, so sharing one Options object between
     calls is safe; callers must not mutate it. Unhashable arguments (a list) skip the cache."""
-    key = (cost, solver, scaling, diameter, iters, tol, check_every, reach, reach_x, reach_y, debias, precision, device,
-           threads, normalize_weights, input_cuda_index)
+    key = (cost, solver, scaling, diameter, iters, tol, check_every, relaxation, reach, reach_x, reach_y, debias, precision,
+           device, threads, normalize_weights, input_cuda_index)
     try:
         options = _OPTIONS.get(key)
     except TypeError:  # an unhashable argument: build it, do not cache

@@ -46,10 +46,12 @@ inline constexpr int kSlotCount = 8;
 // One Sinkhorn half-step on the `rows` side:
 //   T_i   = −ε · LSE_j [ (h_j − C_ij)/ε + log w_j ]        h = key_potential (0 when unset)
 //   new_i = damping · T_i                                  (damping = (1 + ε/ρ)⁻¹, 1 if balanced)
-//   out_i = (1 − blend)·previous_i + blend·new_i           (blend = ½ for symmetric steps)
+//   out_i = (1 − blend)·previous_i + blend·new_i           (blend = ½ for symmetric steps, ω for
+//                                                           over-relaxed ones, in (0, 2))
 //   error += Σ_i w_i · |exp((previous_i − new_i)/ε) − 1|   (w: the rows' weights)
 // With damping = 1 the error term is the L1 marginal error of the plan (previous, h) on the rows'
-// side. `previous` may equal `out` (each row reads its old value before writing).
+// side, whatever the blend: it compares previous with the un-blended new value, never with out.
+// `previous` may equal `out` (each row reads its old value before writing).
 // Rows and keys may be the same cloud (debiasing: OT(a, a)).
 struct softmin_step {
   side rows = side::x;

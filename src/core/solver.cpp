@@ -236,6 +236,7 @@ class solver_state {
     config.max_iterations = options_.max_iterations;
     config.tolerance = options_.tolerance;
     config.check_every = options_.check_every;
+    config.relaxation = options_.relaxation;
     config.rho_x = squared(options_.reach_x);
     config.rho_y = squared(options_.reach_y);
     config.debias = options_.debias;
@@ -248,6 +249,7 @@ class solver_state {
     r.iterations = outcome.iterations;
     r.marginal_error = outcome.marginal_error;
     r.converged = outcome.converged;
+    r.relaxation_fell_back = outcome.relaxation_fell_back;
     r.eps = eps_;
     r.device = compute_->name();
     if (into != nullptr) {

@@ -10,6 +10,16 @@
 // of check_every through backend::run_block (on CUDA: one graph launch per block).
 // Debiasing runs the symmetric problems OT(a,a), OT(b,b) alongside with averaged updates
 // f_aa ← ½(f_aa + κT_aa(f_aa)).
+// Over-relaxation (alternating only, options::relaxation): the iterations at the target ε run
+//   f ← (1 − ω)·f + ω·κT_f(g),   g ← (1 − ω)·g + ω·κT_g(f)        (softmin_step::blend = ω)
+// except the f-update of each checked iteration (the last of a block), which stays plain (blend 1):
+// its rows are then exact, so the g-update's error term is the L1 marginal error of the plan
+// (f, g_old), exactly as without relaxation (backend.hpp: the error term compares previous with the
+// un-blended new value; blend only changes what is written). The schedule's iterations are plain.
+// Safeguard (global convergence is not guaranteed for ω > 1): once a check's marginal error exceeds
+// the smallest of the earlier checks (at the target ε) by more than 1% (solver_loop.cpp:
+// kErrorRiseMargin, the readings' noise on a plateau), ω = 1 for the rest of the solve
+// (loop_outcome::relaxation_fell_back).
 #pragma once
 
 #include <functional>
@@ -28,6 +38,7 @@ struct loop_config {
   int max_iterations = 0;        // after the schedule
   double tolerance = 0;
   int check_every = 1;
+  double relaxation = 1;  // ω in (0, 2), alternating only; 1: plain Sinkhorn
   std::optional<double> rho_x, rho_y;  // ρ = reach² per side
   bool debias = false;
   bool warm_start = false;  // potentials already hold a starting point
@@ -38,6 +49,7 @@ struct loop_outcome {
   int iterations = 0;
   double marginal_error = 0;
   bool converged = false;
+  bool relaxation_fell_back = false;  // the safeguard set ω = 1 at some check
   double seconds = 0;
 };
 

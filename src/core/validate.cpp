@@ -91,6 +91,12 @@ void validate_arguments(const problem& p, const options& o) {
   if (o.max_iterations == 0 && !o.scaling) fail("max_iterations must be ≥ 1 when ε-scaling is off");
   if (!std::isfinite(o.tolerance) || o.tolerance < 0) fail("tolerance must be a finite number ≥ 0, got " + str(o.tolerance));
   if (o.check_every < 1) fail("check_every must be ≥ 1, got " + std::to_string(o.check_every));
+  if (!(std::isfinite(o.relaxation) && o.relaxation > 0 && o.relaxation < 2)) {
+    fail("relaxation must be a finite number in (0, 2) (over-relaxation ω; 1 is plain Sinkhorn), got " + str(o.relaxation));
+  }
+  if (o.relaxation != 1 && o.solver == solver_kind::symmetric) {
+    fail("relaxation = " + str(o.relaxation) + " needs the alternating solver: the symmetric solver's averaged steps are GeomLoss's loop (use relaxation = 1)");
+  }
   if (o.scaling && !(*o.scaling > 0 && *o.scaling < 1)) fail("scaling must lie in (0, 1), got " + str(*o.scaling));
   if (o.diameter) require_positive_finite(*o.diameter, "diameter");
   if (o.reach_x) require_positive_finite(*o.reach_x, "reach_x");

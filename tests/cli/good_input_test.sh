@@ -138,7 +138,7 @@ run_json options "${solve[@]}" --x x.npy --y y.npy --solver symmetric --scaling 
 help_text=$("$binary" solve --help 2>&1)
 if [[ $? -eq 0 ]]; then
   missing=""
-  for flag in --x --y --a --b --eps --cost-scale --cost --solver --iters --tol --check-every --scaling \
+  for flag in --x --y --a --b --eps --cost-scale --cost --solver --iters --tol --check-every --relaxation --scaling \
               --reach --reach-x --reach-y --debias --device --precision --threads --out --grad --quiet; do
     grep -qE -- "^  $flag( |$)" <<<"$help_text" || missing+=" $flag"
   done

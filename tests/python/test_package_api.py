@@ -93,7 +93,7 @@ def test_a_device_address_without_a_cuda_backend_is_refused_by_name():
     if fs.cuda_available():
         pytest.skip("a CUDA build reads device addresses (tests/python/test_package_cuda_inputs.py)")
     x = np.zeros((3, 2))
-    options = options_for("sqeuclidean", "alternating", None, None, 10, 0.0, 10, None, None, None, False, "fp64",
+    options = options_for("sqeuclidean", "alternating", None, None, 10, 0.0, 10, 1.0, None, None, None, False, "fp64",
                           "auto", 0, True, None)
     address = (_core.DEVICE_ADDRESS, x, x.ctypes.data, x.shape, False, 0)
     with pytest.raises((fs.Unsupported, fs.CudaError)) as refused:

@@ -23,8 +23,8 @@ from flashsinkhorn._options import make_options, options_for  # noqa: E402
 from package_helpers import random_problem  # noqa: E402
 
 _OPTION_DEFAULTS = dict(cost="sqeuclidean", solver="alternating", scaling=None, diameter=None, iters=1000, tol=1e-4,
-                        check_every=10, reach=None, reach_x=None, reach_y=None, debias=False, precision="fp32",
-                        device="auto", threads=0, normalize_weights=True, input_cuda_index=None)
+                        check_every=10, relaxation=1.0, reach=None, reach_x=None, reach_y=None, debias=False,
+                        precision="fp32", device="auto", threads=0, normalize_weights=True, input_cuda_index=None)
 
 
 def _points(dtype, seed=5):
@@ -194,7 +194,7 @@ def test_options_are_built_once_per_argument_set():
     assert isinstance(a, _core.Options) and a.max_iterations == 7 and c.max_iterations == 8
     ref = make_options(iters=7, tol=0.0, precision="fp32", device="cpu")
     for name in ("cost", "solver", "precision", "device", "max_iterations", "tolerance", "check_every",
-                 "scaling", "diameter", "reach_x", "reach_y", "debias", "normalize_weights", "cpu_threads"):
+                 "relaxation", "scaling", "diameter", "reach_x", "reach_y", "debias", "normalize_weights", "cpu_threads"):
         assert getattr(a, name) == getattr(ref, name), name
     with pytest.raises(fs.InvalidArgument, match="cost"):
         _options(cost="nope")

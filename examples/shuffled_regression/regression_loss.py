@@ -29,8 +29,10 @@ Numerics.
   default: ~40 passes instead of ~140 with 'diagonal' at n = 500). A miss solves again.
 
 Every evaluation is recorded (kind, θ, value, ‖∇‖, seconds, Sinkhorn or CG iterations) so that the
-drivers can plot loss against wall time; `budget_seconds` stops a run by raising BudgetExhausted
-from the callback (the library passes it through; the record keeps what was done).
+drivers can plot loss against wall time. The drivers bound a run's wall time with the optimisers' own
+`max_seconds` (status 'time_limit', the λ_min trace kept); `budget_seconds` / `budget_evaluations` here
+stop a run by raising BudgetExhausted from the callback (the library passes it through; the record
+keeps what was done, the optimiser's own result is lost).
 """
 
 from __future__ import annotations

@@ -28,13 +28,16 @@ from regression_loss import BudgetExhausted, ShuffledRegressionLoss
 
 def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *, lr: float, adam_iters: int,
                check_every: int, tol: float, second_order: str = "trust_region", radius: float = 1.0,
-               iters: int | None = None, lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0) -> dict:
+               iters: int | None = None, lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0,
+               max_seconds: float | None = None) -> dict:
+    """fs.hybrid on the loss; `max_seconds` is the library's wall-time budget (status 'time_limit', the
+    λ_min trace kept)."""
     loss.reset()
     memory = _MemoryProbe(loss.device)
     try:
         r = fs.hybrid(loss.gradient, loss.hvp, w0.ravel(), lr=lr, adam_iters=adam_iters, adam_tol=tol,
                       check_every=check_every, tol=tol, second_order=second_order, radius=radius, iters=iters,
-                      lanczos_steps=lanczos_steps, lanczos_tol=lanczos_tol, seed=seed)
+                      lanczos_steps=lanczos_steps, lanczos_tol=lanczos_tol, seed=seed, max_seconds=max_seconds)
         summary = dict(status=r.status, switch_iteration=r.switch_iteration,
                        lambda_trace=[s._asdict() for s in r.lambda_trace],
                        adam_iterations=r.adam.iterations,
@@ -51,11 +54,12 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
 
 
 def run_adam(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *, lr: float, iters: int,
-             tol: float) -> dict:
+             tol: float, max_seconds: float | None = None) -> dict:
+    """fs.adam on the loss, with the same wall-time budget as run_hybrid."""
     loss.reset()
     memory = _MemoryProbe(loss.device)
     try:
-        r = fs.adam(loss.gradient, w0.ravel(), lr=lr, tol=tol, iters=iters)
+        r = fs.adam(loss.gradient, w0.ravel(), lr=lr, tol=tol, iters=iters, max_seconds=max_seconds)
         summary = dict(status=r.status, iterations=r.iterations, final_theta=r.theta.tolist(), final_value=r.value,
                        final_gradient_norm=r.gradient_norm)
     except BudgetExhausted as stop:

@@ -71,8 +71,8 @@ def run_one(n: int, args: argparse.Namespace) -> dict:
         else 0.1 * np.random.RandomState(args.init_seed).normal(size=data.w_star.shape))
     loss = ShuffledRegressionLoss(data.x, data.y, args.eps, device=args.device, tol=args.sinkhorn_tol,
                                   iters=args.sinkhorn_iters, warm_start=not args.no_warm_start,
-                                  hvp_tol=args.hvp_tol, budget_seconds=args.budget_seconds,
-                                  progress=None if args.quiet else log)
+                                  hvp_tol=args.hvp_tol, progress=None if args.quiet else log)
+    budget = None if math.isinf(args.budget_seconds) else args.budget_seconds  # the optimisers' max_seconds
     config = dict(vars(args), n=n, out_dir=str(args.out_dir), d_x=data.x.shape[1], d_y=data.y.shape[1],
                   stds=list(KNOWN_CASE["stds"]), device_name=_device_name(args.device), w0=w0.tolist(),
                   w_star=data.w_star.tolist())
@@ -82,11 +82,12 @@ def run_one(n: int, args: argparse.Namespace) -> dict:
 
     log("hybrid (Adam → %s)" % args.second_order)
     hybrid = run_hybrid(loss, w0, data.w_star, lr=args.lr, adam_iters=args.hybrid_adam_iters,
-                        check_every=args.check_every, tol=args.tol, second_order=args.second_order, radius=args.radius)
+                        check_every=args.check_every, tol=args.tol, second_order=args.second_order, radius=args.radius,
+                        max_seconds=budget)
     log(f"  {hybrid['status']}: switch after {hybrid['switch_iteration']} Adam steps, L = {min(hybrid['value']):.6e}, "
         f"{hybrid['wall_seconds']:.1f} s, {len(hybrid['value'])} gradients, {hybrid['hvp_count']} HVPs")
     log("Adam alone")
-    adam = run_adam(loss, w0, data.w_star, lr=args.lr, iters=args.adam_iters, tol=args.tol)
+    adam = run_adam(loss, w0, data.w_star, lr=args.lr, iters=args.adam_iters, tol=args.tol, max_seconds=budget)
     log(f"  {adam['status']}: L = {min(adam['value']):.6e}, {adam['wall_seconds']:.1f} s, {len(adam['value'])} gradients")
 
     final_lambda = {}
@@ -95,7 +96,6 @@ def run_one(n: int, args: argparse.Namespace) -> dict:
         if theta is None:
             continue
         loss.reset()
-        loss.budget_seconds = math.inf
         r = loss.lambda_min(np.asarray(theta), max_steps=loss.d_x * loss.d_y, tol=1e-6)
         final_lambda[name] = dict(lambda_min=r.lambda_min, lambda_max=r.lambda_max, residual=r.residual_min,
                                   steps=r.steps, converged=r.converged)

@@ -122,34 +122,39 @@ void bind_optimizers(nb::module_& m) {
   m.def(
       "newton_cg",
       [](nb::object value, nb::object gradient, nb::object hvp, std::vector<double> theta0, double gradient_tolerance,
-         int max_iterations, int max_cg_iterations) {
+         int max_iterations, int max_cg_iterations, double max_seconds) {
         optim::newton_cg_options o;
         o.gradient_tolerance = gradient_tolerance;
         o.max_iterations = max_iterations;
         o.max_cg_iterations = max_cg_iterations;
+        o.max_seconds = max_seconds;
         return report_of(optim::newton_cg(objective_of(value, gradient, hvp), std::move(theta0), o));
       },
       "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "gradient_tolerance"_a, "max_iterations"_a,
-      "max_cg_iterations"_a, "flashsinkhorn::optim::newton_cg (truncated Newton, Armijo, negative curvature).");
+      "max_cg_iterations"_a, "max_seconds"_a,
+      "flashsinkhorn::optim::newton_cg (truncated Newton, Armijo, negative curvature).");
   m.def(
       "trust_region",
       [](nb::object value, nb::object gradient, nb::object hvp, std::vector<double> theta0, double gradient_tolerance,
-         int max_iterations, int max_cg_iterations, double initial_radius) {
+         int max_iterations, int max_cg_iterations, double initial_radius, double max_seconds) {
         optim::trust_region_options o;
         o.gradient_tolerance = gradient_tolerance;
         o.max_iterations = max_iterations;
         o.max_cg_iterations = max_cg_iterations;
         o.initial_radius = initial_radius;
+        o.max_seconds = max_seconds;
         o.max_radius = std::max(o.max_radius, initial_radius);
         return report_of(optim::trust_region(objective_of(value, gradient, hvp), std::move(theta0), o));
       },
       "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "gradient_tolerance"_a, "max_iterations"_a,
-      "max_cg_iterations"_a, "initial_radius"_a, "flashsinkhorn::optim::trust_region (Steihaug–Toint CG).");
+      "max_cg_iterations"_a, "initial_radius"_a, "max_seconds"_a,
+      "flashsinkhorn::optim::trust_region (Steihaug–Toint CG).");
   m.def(
       "adam",
       [](nb::object gradient, std::vector<double> theta0, double learning_rate, double beta1, double beta2,
-         double epsilon, double gradient_tolerance, int max_iterations) {
+         double epsilon, double gradient_tolerance, int max_iterations, double max_seconds) {
         optim::adam_options o;
+        o.max_seconds = max_seconds;
         o.learning_rate = learning_rate;
         o.beta1 = beta1;
         o.beta2 = beta2;
@@ -159,15 +164,16 @@ void bind_optimizers(nb::module_& m) {
         return report_of(optim::adam(objective_of(nb::none(), gradient, nb::none()), std::move(theta0), o));
       },
       "gradient"_a, "theta0"_a, "learning_rate"_a, "beta1"_a, "beta2"_a, "epsilon"_a, "gradient_tolerance"_a,
-      "max_iterations"_a, "flashsinkhorn::optim::adam (bias-corrected Adam; only the gradient is used).");
+      "max_iterations"_a, "max_seconds"_a, "flashsinkhorn::optim::adam (bias-corrected Adam; only the gradient is used).");
   m.def(
       "hybrid",
       [](nb::object value, nb::object gradient, nb::object hvp, std::vector<double> theta0, double learning_rate,
          double beta1, double beta2, int adam_iterations, double adam_tolerance, int check_every,
          double negative_tolerance, double switch_threshold, const std::string& second_order,
          double gradient_tolerance, std::optional<int> max_iterations, int max_cg_iterations, double initial_radius,
-         int lanczos_steps, double lanczos_tolerance, std::uint64_t seed) {
+         int lanczos_steps, double lanczos_tolerance, std::uint64_t seed, double max_seconds) {
         optim::hybrid_options o;
+        o.max_seconds = max_seconds;
         o.adam.learning_rate = learning_rate;
         o.adam.beta1 = beta1;
         o.adam.beta2 = beta2;
@@ -208,7 +214,7 @@ void bind_optimizers(nb::module_& m) {
       "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "learning_rate"_a, "beta1"_a, "beta2"_a,
       "adam_iterations"_a, "adam_tolerance"_a, "check_every"_a, "negative_tolerance"_a, "switch_threshold"_a,
       "second_order"_a, "gradient_tolerance"_a, "max_iterations"_a.none(), "max_cg_iterations"_a, "initial_radius"_a,
-      "lanczos_steps"_a, "lanczos_tolerance"_a, "seed"_a,
+      "lanczos_steps"_a, "lanczos_tolerance"_a, "seed"_a, "max_seconds"_a,
       "flashsinkhorn::optim::hybrid (Adam while λ_min(∇²f) ≤ threshold, then trust region or Newton-CG).");
 }
 

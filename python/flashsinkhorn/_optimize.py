@@ -7,6 +7,7 @@ operator, gradient and Hessian-vector product are Python callables on 1-d float6
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -86,28 +87,33 @@ def lanczos(apply: Callable[[np.ndarray], Any], dimension: int, *, max_steps: in
 
 def newton(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, np.ndarray], Any], theta0: Any, *,
            value: Callable[[np.ndarray], float] | None = None, tol: float = 1e-8, iters: int = 200,
-           cg_iters: int = 500) -> OptimizeResult:
+           cg_iters: int = 500, max_seconds: float | None = None) -> OptimizeResult:
     """Minimises f by truncated Newton-CG. gradient(θ) returns (f(θ), ∇f(θ)); hvp(θ, v) returns ∇²f(θ)·v;
-    value(θ), when given, is used for line-search trials (else gradient is). Stops at ‖∇f‖ ≤ tol."""
+    value(θ), when given, is used for line-search trials (else gradient is). Stops at ‖∇f‖ ≤ tol, after
+    `iters` iterations, or once `max_seconds` of wall time are spent (status 'time_limit'; checked between
+    iterations: the one under way finishes)."""
     return OptimizeResult(**_core.newton_cg(value, gradient, hvp, _vector(theta0), float(tol), int(iters),
-                                            int(cg_iters)))
+                                            int(cg_iters), _seconds(max_seconds)))
 
 
 def trust_region(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, np.ndarray], Any],
                  theta0: Any, *, value: Callable[[np.ndarray], float] | None = None, tol: float = 1e-8,
-                 iters: int = 500, cg_iters: int = 500, radius: float = 1.0) -> OptimizeResult:
+                 iters: int = 500, cg_iters: int = 500, radius: float = 1.0,
+                 max_seconds: float | None = None) -> OptimizeResult:
     """Minimises f by the Steihaug–Toint trust-region CG method (negative curvature → a step to the
-    boundary), starting with trust radius `radius`. Callables as for `newton`."""
+    boundary), starting with trust radius `radius`. Callables and stopping rules as for `newton`."""
     return OptimizeResult(**_core.trust_region(value, gradient, hvp, _vector(theta0), float(tol), int(iters),
-                                               int(cg_iters), float(radius)))
+                                               int(cg_iters), float(radius), _seconds(max_seconds)))
 
 
 def adam(gradient: Callable[[np.ndarray], tuple], theta0: Any, *, lr: float = 1e-3, beta1: float = 0.9,
-         beta2: float = 0.999, adam_eps: float = 1e-8, tol: float = 1e-8, iters: int = 1000) -> OptimizeResult:
-    """Minimises f by Adam (bias-corrected: θ ← θ − lr·m̂/(√v̂ + adam_eps)) for at most `iters` steps or
-    until ‖∇f‖ ≤ tol. gradient(θ) returns (f(θ), ∇f(θ)); one call per step. The Adam of `hybrid`."""
+         beta2: float = 0.999, adam_eps: float = 1e-8, tol: float = 1e-8, iters: int = 1000,
+         max_seconds: float | None = None) -> OptimizeResult:
+    """Minimises f by Adam (bias-corrected: θ ← θ − lr·m̂/(√v̂ + adam_eps)) for at most `iters` steps, until
+    ‖∇f‖ ≤ tol, or until `max_seconds` of wall time are spent (status 'time_limit'). gradient(θ) returns
+    (f(θ), ∇f(θ)); one call per step. The Adam of `hybrid`."""
     return OptimizeResult(**_core.adam(gradient, _vector(theta0), float(lr), float(beta1), float(beta2),
-                                       float(adam_eps), float(tol), int(iters)))
+                                       float(adam_eps), float(tol), int(iters), _seconds(max_seconds)))
 
 
 def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, np.ndarray], Any], theta0: Any, *,
@@ -115,7 +121,8 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
            beta2: float = 0.999, adam_iters: int = 1000, adam_tol: float = 1e-8, check_every: int = 10,
            negative_tol: float = 1e-6, switch_threshold: float = 0.0, second_order: str = "trust_region",
            tol: float = 1e-8, iters: int | None = None, cg_iters: int = 500, radius: float = 1.0,
-           lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0) -> HybridResult:
+           lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0,
+           max_seconds: float | None = None) -> HybridResult:
     """Adam while the Hessian has negative curvature, a second-order method once it is positive definite.
 
     Policy (flashsinkhorn::optim::hybrid, docs/optimizers.md): at θ_0 and after every `check_every`
@@ -127,7 +134,8 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     iterations (None: that method's default, 500 / 200), each inner CG at most `cg_iters` products.
     If Adam reaches ‖∇f‖ ≤ adam_tol first or runs out of `adam_iters` steps, the run ends there (the
     last λ_min sample tells whether that point is a minimum). Each Lanczos run starts from a fresh
-    random vector (seed + check index).
+    random vector (seed + check index). `max_seconds` bounds the whole run's wall time (the second-order
+    phase gets what is left): a run it stops has status 'time_limit' and keeps its λ_min trace.
 
     Callables as for `newton`: gradient(θ) returns (f(θ), ∇f(θ)); hvp(θ, v) returns ∇²f(θ)·v and is
     called only at a θ where gradient was last evaluated or an earlier accepted iterate; value(θ),
@@ -136,11 +144,15 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     r = _core.hybrid(value, gradient, hvp, _vector(theta0), float(lr), float(beta1), float(beta2), int(adam_iters),
                      float(adam_tol), int(check_every), float(negative_tol), float(switch_threshold), str(second_order),
                      float(tol), None if iters is None else int(iters), int(cg_iters), float(radius), int(lanczos_steps),
-                     float(lanczos_tol), int(seed))
+                     float(lanczos_tol), int(seed), _seconds(max_seconds))
     r["lambda_trace"] = [LambdaSample(*sample) for sample in r["lambda_trace"]]
     r["adam"] = OptimizeResult(**r["adam"])
     r["second_order"] = None if r["second_order"] is None else OptimizeResult(**r["second_order"])
     return HybridResult(**r)
+
+
+def _seconds(max_seconds: float | None) -> float:
+    return math.inf if max_seconds is None else float(max_seconds)
 
 
 def _vector(theta: Any) -> list:

@@ -12,6 +12,7 @@ namespace flashsinkhorn::optim {
 optimizer_result adam(const objective& f, std::vector<double> theta0, const adam_options& options) {
   detail::validate(options);
   detail::validate_objective(f, theta0.size(), false, "adam");
+  const detail::wall_clock_budget budget(options.max_seconds);
   const std::size_t p = theta0.size();
   detail::evaluator evaluate(f, p);
 
@@ -20,7 +21,8 @@ optimizer_result adam(const objective& f, std::vector<double> theta0, const adam
   detail::adam_state state(options, p);
 
   while (!detail::stop_if_converged(result, options.gradient_tolerance) &&
-         !detail::stop_if_out_of_iterations(result, options.max_iterations)) {
+         !detail::stop_if_out_of_iterations(result, options.max_iterations) &&
+         !detail::stop_if_out_of_time(result, budget)) {
     detail::adam_iteration(state, evaluate, options, result, gradient);
   }
   result.evaluations = evaluate.counts();

@@ -1,6 +1,8 @@
 // Adam → second-order hybrid; the policy is described in include/flashsinkhorn/optim/hybrid.hpp.
 #include "flashsinkhorn/optim/hybrid.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "optim/adam_state.hpp"
@@ -37,6 +39,21 @@ bool positive_enough(const lambda_sample& sample, double switch_threshold) {
   return sample.converged && !sample.certified_negative && sample.lambda_min - sample.residual > switch_threshold;
 }
 
+// The second-order method from θ within `seconds_left` of the run's budget (and its own). With nothing
+// left (the λ_min check that decided the switch spent it) it evaluates θ and stops: time_limit.
+optimizer_result second_order_phase(const objective& f, const std::vector<double>& theta, const hybrid_options& options,
+                                    double seconds_left) {
+  const double seconds = std::max(seconds_left, std::numeric_limits<double>::min());
+  if (options.second_order == second_order_method::newton_cg) {
+    newton_cg_options newton = options.newton_cg;
+    newton.max_seconds = std::min(newton.max_seconds, seconds);
+    return newton_cg(f, theta, newton);
+  }
+  trust_region_options region = options.trust_region;
+  region.max_seconds = std::min(region.max_seconds, seconds);
+  return trust_region(f, theta, region);
+}
+
 void add_counts(evaluation_counts& total, const evaluation_counts& more) {
   total.values += more.values;
   total.gradients += more.gradients;
@@ -48,6 +65,8 @@ void add_counts(evaluation_counts& total, const evaluation_counts& more) {
 hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybrid_options& options) {
   detail::validate(options);
   detail::validate_objective(f, theta0.size(), true, "hybrid");
+  const detail::wall_clock_budget budget(options.max_seconds);
+  const detail::wall_clock_budget adam_budget(options.adam.max_seconds);
   const std::size_t p = theta0.size();
   detail::evaluator evaluate(f, p);
 
@@ -61,6 +80,7 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
   int check_index = 0;
   while (true) {
     if (detail::stop_if_converged(adam_phase, options.adam.gradient_tolerance)) break;
+    if (detail::stop_if_out_of_time(adam_phase, budget) || detail::stop_if_out_of_time(adam_phase, adam_budget)) break;
     if (adam_phase.iterations % options.check_every == 0) {
       result.lambda_trace.push_back(
           estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index++));
@@ -78,9 +98,7 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
   const optimizer_result* last_phase = &adam_phase;
   if (switched) {
     result.switch_iteration = adam_phase.iterations;
-    result.second_order_phase = options.second_order == second_order_method::newton_cg
-                                    ? newton_cg(f, adam_phase.theta, options.newton_cg)
-                                    : trust_region(f, adam_phase.theta, options.trust_region);
+    result.second_order_phase = second_order_phase(f, adam_phase.theta, options, budget.left());
     add_counts(result.evaluations, result.second_order_phase.evaluations);
     last_phase = &result.second_order_phase;
   }

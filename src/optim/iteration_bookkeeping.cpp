@@ -32,6 +32,14 @@ bool stop_if_out_of_iterations(optimizer_result& result, int max_iterations) {
   return false;
 }
 
+bool stop_if_out_of_time(optimizer_result& result, const wall_clock_budget& budget) {
+  if (budget.spent()) {
+    result.status = optimizer_status::time_limit;
+    return true;
+  }
+  return false;
+}
+
 void evaluate_at_iterate(evaluator& evaluate, optimizer_result& result, mutable_span gradient) {
   result.value = evaluate.value_and_gradient(result.theta, gradient);
   result.gradient_norm = norm2(gradient);

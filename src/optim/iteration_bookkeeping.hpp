@@ -8,6 +8,7 @@
 
 #include "flashsinkhorn/optim/report.hpp"
 #include "optim/evaluator.hpp"
+#include "optim/wall_clock_budget.hpp"
 
 namespace flashsinkhorn::optim::detail {
 
@@ -20,6 +21,8 @@ namespace flashsinkhorn::optim::detail {
 bool stop_if_converged(optimizer_result& result, double gradient_tolerance);
 // The iteration budget is spent: sets status max_iterations and returns true.
 bool stop_if_out_of_iterations(optimizer_result& result, int max_iterations);
+// The wall-time budget is spent: sets status time_limit and returns true.
+bool stop_if_out_of_time(optimizer_result& result, const wall_clock_budget& budget);
 
 // result.theta has just become the new iterate: value, `gradient` and gradient_norm there.
 void evaluate_at_iterate(evaluator& evaluate, optimizer_result& result, mutable_span gradient);

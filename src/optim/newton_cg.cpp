@@ -13,11 +13,13 @@ namespace flashsinkhorn::optim {
 
 optimizer_result newton_cg(const objective& f, std::vector<double> theta0, const newton_cg_options& options) {
   detail::validate(options);
+  const detail::wall_clock_budget budget(options.max_seconds);
   detail::newton_state state(f, std::move(theta0), options.forcing, options.gradient_tolerance, "newton_cg");
   auto& [evaluate, gradient, step, trial, result, forcing, hessian] = state;
 
   while (!detail::stop_if_converged(result, options.gradient_tolerance) &&
-         !detail::stop_if_out_of_iterations(result, options.max_iterations)) {
+         !detail::stop_if_out_of_iterations(result, options.max_iterations) &&
+         !detail::stop_if_out_of_time(result, budget)) {
     optimizer_iteration record;
     record.iteration = ++result.iterations;
     record.forcing = forcing.eta();

@@ -8,6 +8,7 @@ std::string_view to_string(optimizer_status status) noexcept {
     case optimizer_status::max_iterations: return "max_iterations";
     case optimizer_status::line_search_failed: return "line_search_failed";
     case optimizer_status::trust_radius_too_small: return "trust_radius_too_small";
+    case optimizer_status::time_limit: return "time_limit";
   }
   return "unknown";
 }

@@ -31,6 +31,7 @@ double reduction_ratio(double value, double trial_value, double predicted) {
 
 optimizer_result trust_region(const objective& f, std::vector<double> theta0, const trust_region_options& options) {
   detail::validate(options);
+  const detail::wall_clock_budget budget(options.max_seconds);
   detail::newton_state state(f, std::move(theta0), options.forcing, options.gradient_tolerance, "trust_region");
   auto& [evaluate, gradient, step, trial, result, forcing, hessian] = state;
 
@@ -38,6 +39,7 @@ optimizer_result trust_region(const objective& f, std::vector<double> theta0, co
   while (true) {
     if (detail::stop_if_converged(result, options.gradient_tolerance)) break;
     if (detail::stop_if_out_of_iterations(result, options.max_iterations)) break;
+    if (detail::stop_if_out_of_time(result, budget)) break;
     if (radius < options.min_radius) {
       result.status = optimizer_status::trust_radius_too_small;
       break;

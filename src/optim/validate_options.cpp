@@ -27,6 +27,11 @@ void require_positive(double value, std::string_view field) {
   if (!std::isfinite(value) || value <= 0) fail(field, "a positive finite number", str(value));
 }
 
+// A wall-time budget: > 0, +∞ allowed (no budget); NaN refused.
+void require_budget(double seconds, std::string_view field) {
+  if (!(seconds > 0)) fail(field, "> 0 seconds (+infinity: no limit)", str(seconds));
+}
+
 void require_at_least_one(int value, std::string_view field) {
   if (value < 1) fail(field, "at least 1", std::to_string(value));
 }
@@ -71,6 +76,7 @@ void validate(const lanczos_options& options, int dimension) {
 void validate(const newton_cg_options& options) {
   require_positive(options.gradient_tolerance, "newton_cg_options.gradient_tolerance");
   require_at_least_one(options.max_iterations, "newton_cg_options.max_iterations");
+  require_budget(options.max_seconds, "newton_cg_options.max_seconds");
   require_at_least_one(options.max_cg_iterations, "newton_cg_options.max_cg_iterations");
   validate_forcing(options.forcing, "newton_cg_options");
   require_between(options.armijo_c1, 0, 1, false, "newton_cg_options.armijo_c1");
@@ -81,6 +87,7 @@ void validate(const newton_cg_options& options) {
 void validate(const trust_region_options& options) {
   require_positive(options.gradient_tolerance, "trust_region_options.gradient_tolerance");
   require_at_least_one(options.max_iterations, "trust_region_options.max_iterations");
+  require_budget(options.max_seconds, "trust_region_options.max_seconds");
   require_at_least_one(options.max_cg_iterations, "trust_region_options.max_cg_iterations");
   validate_forcing(options.forcing, "trust_region_options");
   require_positive(options.max_radius, "trust_region_options.max_radius");
@@ -110,11 +117,13 @@ void validate(const adam_options& options) {
   require_positive(options.epsilon, "adam_options.epsilon");
   require_positive(options.gradient_tolerance, "adam_options.gradient_tolerance");
   require_at_least_one(options.max_iterations, "adam_options.max_iterations");
+  require_budget(options.max_seconds, "adam_options.max_seconds");
 }
 
 void validate(const hybrid_options& options) {
   validate(options.adam);
   require_at_least_one(options.check_every, "hybrid_options.check_every");
+  require_budget(options.max_seconds, "hybrid_options.max_seconds");
   require_at_least_one(options.lanczos.max_steps, "hybrid_options.lanczos.max_steps");
   require_positive(options.lanczos.tolerance, "hybrid_options.lanczos.tolerance");
   require_positive(options.negative_tolerance, "hybrid_options.negative_tolerance");

@@ -1,8 +1,10 @@
 // Adam, and the Adam → second-order hybrid of SPEC §4 on a function with a saddle.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <iostream>
+#include <thread>
 
 #include "optim_test_functions.hpp"
 
@@ -93,6 +95,71 @@ TEST(Hybrid, NoSwitchWhileCurvatureStaysNegative) {
   EXPECT_EQ(r.switch_iteration, -1);
   EXPECT_EQ(r.status, optimizer_status::max_iterations);
   EXPECT_EQ(r.lambda_trace.size(), 3u);  // at 0, 10, 20 steps
+  EXPECT_EQ(r.second_order_phase.iterations, 0);
+}
+
+// A slow objective (each gradient sleeps 20 ms, each Hessian product `hvp_ms`) and a 0.15 s budget:
+// the run stops between iterations with status time_limit, long before its iteration budget, and keeps
+// what it did.
+flashsinkhorn::optim::objective slow(flashsinkhorn::optim::objective f, int hvp_ms = 0) {
+  using flashsinkhorn::optim::const_span;
+  using flashsinkhorn::optim::mutable_span;
+  auto gradient = f.gradient;
+  f.gradient = [gradient](const_span theta, mutable_span g) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return gradient(theta, g);
+  };
+  auto hvp = f.hvp;
+  f.hvp = [hvp, hvp_ms](const_span theta, const_span v, mutable_span product) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(hvp_ms));
+    hvp(theta, v, product);
+  };
+  return f;
+}
+
+TEST(Adam, StopsAtItsWallTimeBudget) {
+  adam_options options;
+  options.learning_rate = 1e-4;
+  options.max_iterations = 10000;
+  options.max_seconds = 0.15;
+  const auto start = std::chrono::steady_clock::now();
+  const optimizer_result r = adam(slow(optim_testing::saddle()), {0.5, 1e-3}, options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.status, optimizer_status::time_limit);
+  EXPECT_GE(r.iterations, 2);
+  EXPECT_LE(r.iterations, 10);                      // ≈ 0.15 s / 20 ms, one iteration of overshoot at most
+  EXPECT_EQ(r.history.size(), static_cast<std::size_t>(r.iterations));
+  EXPECT_LT(seconds, 0.15 + 0.1);
+}
+
+TEST(Hybrid, StopsAtItsWallTimeBudgetAndKeepsItsTrace) {
+  hybrid_options options;
+  options.adam.learning_rate = 1e-4;  // stays in the non-convex region
+  options.adam.max_iterations = 10000;
+  options.check_every = 2;
+  options.max_seconds = 0.15;
+  const hybrid_result r = hybrid(slow(optim_testing::saddle()), {0.5, 1e-3}, options);
+  EXPECT_EQ(r.status, optimizer_status::time_limit);
+  EXPECT_EQ(r.switch_iteration, -1);
+  EXPECT_GE(r.lambda_trace.size(), 1u);
+  EXPECT_LT(r.lambda_trace.front().lambda_min, 0);
+  EXPECT_LE(r.adam_phase.iterations, 10);
+}
+
+// The second-order phase gets what is left of the run's budget: a convex start switches at once, but
+// the Lanczos check (Hessian products of 40 ms, several of them) spends the 0.15 s, so the trust region
+// evaluates its start and stops instead of converging.
+TEST(Hybrid, SecondOrderPhaseSharesTheBudget) {
+  const auto a = optim_testing::random_spd(8, 0.5, 2);
+  hybrid_options options;
+  options.max_seconds = 0.15;
+  const hybrid_result r = hybrid(slow(optim_testing::quadratic(a, std::vector<double>(8, 1.0)), 40),
+                                 std::vector<double>(8, 0.0), options);
+  ASSERT_EQ(r.lambda_trace.size(), 1u);
+  EXPECT_GE(r.lambda_trace.front().lanczos_steps, 4);  // ≥ 0.16 s of products
+  EXPECT_EQ(r.switch_iteration, 0);
+  EXPECT_EQ(r.status, optimizer_status::time_limit);
+  EXPECT_EQ(r.second_order_phase.status, optimizer_status::time_limit);
   EXPECT_EQ(r.second_order_phase.iterations, 0);
 }
 

@@ -90,6 +90,10 @@ TEST(OptimValidation, AdamAndHybridOptions) {
       (void)hybrid(f, kStart, o);
     };
   };
+  expect_invalid(adam_with([](auto& o) { o.max_seconds = 0; }), "adam_options.max_seconds must be > 0 seconds");
+  expect_invalid(adam_with([](auto& o) { o.max_seconds = std::nan(""); }), "adam_options.max_seconds");
+  expect_invalid(hybrid_with([](auto& o) { o.max_seconds = -1; }), "hybrid_options.max_seconds");
+  expect_invalid(hybrid_with([](auto& o) { o.trust_region.max_seconds = 0; }), "trust_region_options.max_seconds");
   expect_invalid(hybrid_with([](auto& o) { o.check_every = 0; }), "hybrid_options.check_every");
   expect_invalid(hybrid_with([](auto& o) { o.negative_tolerance = 0; }), "hybrid_options.negative_tolerance");
   expect_invalid(hybrid_with([](auto& o) { o.switch_threshold = -1; }), "hybrid_options.switch_threshold");

@@ -5,6 +5,8 @@ and errors from the callables surfacing as Python exceptions."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -144,10 +146,40 @@ def test_adam_alone_minimises_a_quadratic():
     (dict(second_order="bfgs"), "second_order"),
     (dict(radius=-1.0), "initial_radius"),
     (dict(lanczos_steps=0), "max_steps"),
+    (dict(max_seconds=0.0), "hybrid_options.max_seconds"),
+    (dict(max_seconds=float("nan")), "hybrid_options.max_seconds"),
 ])
 def test_hybrid_bad_options_name_the_field(options, field):
     with pytest.raises(fs.InvalidArgument, match=field):
         fs.hybrid(double_well, double_well_hvp, [0.5, 0.5], **options)
+
+
+def slow_double_well(theta):
+    time.sleep(0.02)
+    return double_well(theta)
+
+
+def test_hybrid_and_adam_stop_at_their_wall_time_budget_and_keep_their_trace():
+    """A gradient of 20 ms, a 0.15 s budget and too small a learning rate to leave the saddle: the runs
+    stop between iterations with status 'time_limit' (one iteration of overshoot at most), and the
+    hybrid's λ_min samples survive (a budget raised from a callback would lose them)."""
+    started = time.perf_counter()
+    r = fs.hybrid(slow_double_well, double_well_hvp, [1e-3, 0.5], lr=1e-4, adam_iters=10_000, check_every=2,
+                  max_seconds=0.15)
+    assert time.perf_counter() - started < 0.15 + 0.1
+    assert r.status == "time_limit" and r.switch_iteration == -1 and r.second_order is None
+    assert 2 <= r.adam.iterations <= 10 and r.lambda_trace and r.lambda_trace[0].certified_negative
+    a = fs.adam(slow_double_well, [1e-3, 0.5], lr=1e-4, iters=10_000, max_seconds=0.15)
+    assert a.status == "time_limit" and 2 <= a.iterations <= 10 and len(a.history) == a.iterations
+    for method in (fs.newton, fs.trust_region):
+        assert method(rosenbrock_slow, rosenbrock_hvp, [-1.2, 1.0], max_seconds=0.1).status == "time_limit"
+    with pytest.raises(fs.InvalidArgument, match="adam_options.max_seconds"):
+        fs.adam(double_well, [0.5, 0.5], max_seconds=-1.0)
+
+
+def rosenbrock_slow(theta):
+    time.sleep(0.02)
+    return rosenbrock(theta)
 
 
 def test_hybrid_callback_errors_surface():

@@ -5,6 +5,7 @@
 // saddle where Newton's step would stall.
 #pragma once
 
+#include <limits>
 #include <vector>
 
 #include "flashsinkhorn/optim/objective.hpp"
@@ -19,6 +20,7 @@ struct adam_options {
   double epsilon = 1e-8;              // > 0
   double gradient_tolerance = 1e-8;   // stop at ‖∇f‖₂ ≤ this; > 0
   int max_iterations = 1000;          // steps; ≥ 1
+  double max_seconds = std::numeric_limits<double>::infinity();  // wall-time budget; > 0 (+∞: none)
   iteration_callback on_iteration;    // called after every step; may be empty
 };
 

@@ -12,6 +12,7 @@
 // last λ_min of the trace tells whether that stationary point is a minimum).
 #pragma once
 
+#include <limits>
 #include <vector>
 
 #include "flashsinkhorn/optim/adam.hpp"
@@ -34,6 +35,10 @@ enum class second_order_method { newton_cg, trust_region };
 struct hybrid_options {
   adam_options adam;                 // max_iterations bounds the Adam phase
   int check_every = 10;              // Adam steps between λ_min estimates; ≥ 1
+  // Wall-time budget of the whole run (Adam, the λ_min checks, the second-order phase, which gets what
+  // is left); each phase's own max_seconds applies too. > 0 (+∞: none). A run it stops ends with
+  // status time_limit and keeps its trace.
+  double max_seconds = std::numeric_limits<double>::infinity();
   // Lanczos per check: target and stop_below are set by the policy. A sign test needs far less than
   // the 1e-10 default of lanczos_options; each step is one Hessian-vector product.
   lanczos_options lanczos = sign_test_lanczos();

@@ -16,6 +16,8 @@
 // convergence is superlinear (order `forcing.exponent`).
 #pragma once
 
+#include <limits>
+
 #include <vector>
 
 #include "flashsinkhorn/optim/forcing.hpp"
@@ -32,6 +34,7 @@ enum class negative_curvature_step {
 struct newton_cg_options {
   double gradient_tolerance = 1e-8;  // stop at ‖∇f‖₂ ≤ this; > 0
   int max_iterations = 200;          // outer iterations; ≥ 1
+  double max_seconds = std::numeric_limits<double>::infinity();  // wall-time budget; > 0 (+∞: none)
   int max_cg_iterations = 500;       // per outer iteration; ≥ 1
   forcing_options forcing;
   negative_curvature_step on_negative_curvature = negative_curvature_step::curvature_direction;

@@ -14,6 +14,8 @@
 // to the boundary: the iteration leaves the saddle by Δ at once.
 #pragma once
 
+#include <limits>
+
 #include <vector>
 
 #include "flashsinkhorn/optim/forcing.hpp"
@@ -25,6 +27,7 @@ namespace flashsinkhorn::optim {
 struct trust_region_options {
   double gradient_tolerance = 1e-8;  // stop at ‖∇f‖₂ ≤ this; > 0
   int max_iterations = 500;          // outer iterations, rejected steps included; ≥ 1
+  double max_seconds = std::numeric_limits<double>::infinity();  // wall-time budget; > 0 (+∞: none)
   int max_cg_iterations = 500;       // per outer iteration; ≥ 1
   forcing_options forcing;
   double initial_radius = 1;         // Δ_0 ∈ (0, max_radius]

@@ -154,13 +154,13 @@ void bind_optimizers(nb::module_& m) {
       [](nb::object gradient, std::vector<double> theta0, double learning_rate, double beta1, double beta2,
          double epsilon, double gradient_tolerance, int max_iterations, double max_seconds) {
         optim::adam_options o;
-        o.max_seconds = max_seconds;
         o.learning_rate = learning_rate;
         o.beta1 = beta1;
         o.beta2 = beta2;
         o.epsilon = epsilon;
         o.gradient_tolerance = gradient_tolerance;
         o.max_iterations = max_iterations;
+        o.max_seconds = max_seconds;
         return report_of(optim::adam(objective_of(nb::none(), gradient, nb::none()), std::move(theta0), o));
       },
       "gradient"_a, "theta0"_a, "learning_rate"_a, "beta1"_a, "beta2"_a, "epsilon"_a, "gradient_tolerance"_a,
@@ -173,7 +173,6 @@ void bind_optimizers(nb::module_& m) {
          double gradient_tolerance, std::optional<int> max_iterations, int max_cg_iterations, double initial_radius,
          int lanczos_steps, double lanczos_tolerance, std::uint64_t seed, double max_seconds) {
         optim::hybrid_options o;
-        o.max_seconds = max_seconds;
         o.adam.learning_rate = learning_rate;
         o.adam.beta1 = beta1;
         o.adam.beta2 = beta2;
@@ -196,6 +195,7 @@ void bind_optimizers(nb::module_& m) {
         o.lanczos.max_steps = lanczos_steps;
         o.lanczos.tolerance = lanczos_tolerance;
         o.lanczos.seed = seed;
+        o.max_seconds = max_seconds;
         const optim::hybrid_result r = optim::hybrid(objective_of(value, gradient, hvp), std::move(theta0), o);
         nb::dict out;
         out["theta"] = numpy_copy(r.theta);

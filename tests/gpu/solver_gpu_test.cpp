@@ -1,7 +1,8 @@
 // The public API on the GPU: flashsinkhorn::solver with device = cuda against the same solver on
 // the CPU backend (an oracle with the same operand rounding), for every solver option the core
-// loop drives — alternating, symmetric with ε-scaling, debiased, unbalanced, cosine — and the
-// quantities after the solve (primal cost, barycentric map, ∇X). Skips without a GPU.
+// loop drives — alternating, symmetric with ε-scaling, debiased, unbalanced, cosine, over-relaxed
+// (its blocks replayed as CUDA graphs) — and the quantities after the solve (primal cost,
+// barycentric map, ∇X). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,6 +52,8 @@ TEST_P(SolverOnGpu, MatchesTheCpuBackend) {
       {"debiased", [](fs::options& o) { o.debias = true; }},
       {"unbalanced", [](fs::options& o) { o.reach_x = 2.0; o.reach_y = 1.0; }},
       {"cosine", [](fs::options& o) { o.cost = fs::cost_kind::cosine; }},
+      // over-relaxation at the target ε after a schedule: the blend ω on both half-steps, in place
+      {"relaxed", [](fs::options& o) { o.scaling = 0.7; o.relaxation = 1.5; }},
   };
   const auto [index, mode] = GetParam();
   const configuration& c = configurations[static_cast<std::size_t>(index)];
@@ -94,12 +97,12 @@ TEST_P(SolverOnGpu, MatchesTheCpuBackend) {
 }
 
 std::string name_of(const ::testing::TestParamInfo<std::tuple<int, fs::precision>>& info) {
-  static const char* configs[] = {"alternating", "symmetric_scaling", "debiased", "unbalanced", "cosine"};
+  static const char* configs[] = {"alternating", "symmetric_scaling", "debiased", "unbalanced", "cosine", "relaxed"};
   return std::string(configs[std::get<0>(info.param)]) + "_" + std::string(to_string(std::get<1>(info.param)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Options, SolverOnGpu,
-                         ::testing::Combine(::testing::Range(0, 5),
+                         ::testing::Combine(::testing::Range(0, 6),
                                             ::testing::Values(fs::precision::fp32, fs::precision::fp64,
                                                               fs::precision::tf32, fs::precision::bf16)),
                          name_of);

@@ -171,7 +171,7 @@ void bind_optimizers(nb::module_& m) {
          double beta1, double beta2, int adam_iterations, double adam_tolerance, int check_every,
          double negative_tolerance, double switch_threshold, const std::string& second_order,
          double gradient_tolerance, std::optional<int> max_iterations, int max_cg_iterations, double initial_radius,
-         int lanczos_steps, double lanczos_tolerance, std::uint64_t seed, double max_seconds) {
+         int lanczos_steps, double lanczos_tolerance, bool warm_lanczos, std::uint64_t seed, double max_seconds) {
         optim::hybrid_options o;
         o.adam.learning_rate = learning_rate;
         o.adam.beta1 = beta1;
@@ -195,6 +195,7 @@ void bind_optimizers(nb::module_& m) {
         o.lanczos.max_steps = lanczos_steps;
         o.lanczos.tolerance = lanczos_tolerance;
         o.lanczos.seed = seed;
+        o.warm_lanczos = warm_lanczos;
         o.max_seconds = max_seconds;
         const optim::hybrid_result r = optim::hybrid(objective_of(value, gradient, hvp), std::move(theta0), o);
         nb::dict out;
@@ -214,7 +215,7 @@ void bind_optimizers(nb::module_& m) {
       "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "learning_rate"_a, "beta1"_a, "beta2"_a,
       "adam_iterations"_a, "adam_tolerance"_a, "check_every"_a, "negative_tolerance"_a, "switch_threshold"_a,
       "second_order"_a, "gradient_tolerance"_a, "max_iterations"_a.none(), "max_cg_iterations"_a, "initial_radius"_a,
-      "lanczos_steps"_a, "lanczos_tolerance"_a, "seed"_a, "max_seconds"_a,
+      "lanczos_steps"_a, "lanczos_tolerance"_a, "warm_lanczos"_a, "seed"_a, "max_seconds"_a,
       "flashsinkhorn::optim::hybrid (Adam while λ_min(∇²f) ≤ threshold, then trust region or Newton-CG).");
 }
 

@@ -121,7 +121,7 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
            beta2: float = 0.999, adam_iters: int = 1000, adam_tol: float = 1e-8, check_every: int = 10,
            negative_tol: float = 1e-6, switch_threshold: float = 0.0, second_order: str = "trust_region",
            tol: float = 1e-8, iters: int | None = None, cg_iters: int = 500, radius: float = 1.0,
-           lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0,
+           lanczos_steps: int = 50, lanczos_tol: float = 1e-4, warm_lanczos: bool = True, seed: int = 0,
            max_seconds: float | None = None) -> HybridResult:
     """Adam while the Hessian has negative curvature, a second-order method once it is positive definite.
 
@@ -133,8 +133,10 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     initial radius `radius`, or 'newton', Newton-CG) runs from there until ‖∇f‖ ≤ tol or `iters`
     iterations (None: that method's default, 500 / 200), each inner CG at most `cg_iters` products.
     If Adam reaches ‖∇f‖ ≤ adam_tol first or runs out of `adam_iters` steps, the run ends there (the
-    last λ_min sample tells whether that point is a minimum). Each Lanczos run starts from a fresh
-    random vector (seed + check index). `max_seconds` bounds the whole run's wall time (the second-order
+    last λ_min sample tells whether that point is a minimum). The first Lanczos run starts from a
+    random vector (seed); with `warm_lanczos` each later one from the last Ritz vector plus a 1e-2
+    random part (one product usually certifies a negative check), else from a fresh random vector
+    (seed + check index). `max_seconds` bounds the whole run's wall time (the second-order
     phase gets what is left): a run it stops has status 'time_limit' and keeps its λ_min trace.
 
     Callables as for `newton`: gradient(θ) returns (f(θ), ∇f(θ)); hvp(θ, v) returns ∇²f(θ)·v and is
@@ -144,7 +146,7 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     r = _core.hybrid(value, gradient, hvp, _vector(theta0), float(lr), float(beta1), float(beta2), int(adam_iters),
                      float(adam_tol), int(check_every), float(negative_tol), float(switch_threshold), str(second_order),
                      float(tol), None if iters is None else int(iters), int(cg_iters), float(radius), int(lanczos_steps),
-                     float(lanczos_tol), int(seed), _seconds(max_seconds))
+                     float(lanczos_tol), bool(warm_lanczos), int(seed), _seconds(max_seconds))
     r["lambda_trace"] = [LambdaSample(*sample) for sample in r["lambda_trace"]]
     r["adam"] = OptimizeResult(**r["adam"])
     r["second_order"] = None if r["second_order"] is None else OptimizeResult(**r["second_order"])

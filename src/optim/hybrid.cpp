@@ -2,7 +2,10 @@
 #include "flashsinkhorn/optim/hybrid.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <limits>
+#include <random>
 #include <utility>
 
 #include "optim/adam_state.hpp"
@@ -13,15 +16,36 @@
 namespace flashsinkhorn::optim {
 namespace {
 
-// λ_min(∇²f(θ)) by Lanczos, stopped early once certainly below −negative_tolerance.
+// Weight of the random part of a warm Lanczos start (hybrid.hpp).
+constexpr double kWarmStartNoise = 1e-2;
+
+// q₁ = y + kWarmStartNoise·r/‖r‖ for the last Ritz vector y (unit) and r ~ N(0, I) from `seed`.
+std::vector<double> warm_start_vector(const std::vector<double>& ritz_vector, std::uint64_t seed) {
+  std::vector<double> r(ritz_vector.size());
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<double> normal;
+  double norm = 0;
+  for (double& ri : r) {
+    ri = normal(generator);
+    norm += ri * ri;
+  }
+  const double weight = kWarmStartNoise / std::sqrt(norm);
+  for (std::size_t k = 0; k < r.size(); ++k) r[k] = ritz_vector[k] + weight * r[k];
+  return r;
+}
+
+// λ_min(∇²f(θ)) by Lanczos, stopped early once certainly below −negative_tolerance; `ritz_vector`
+// (the last run's y_min, empty at first) is the warm start and receives this run's.
 lambda_sample estimate_lambda_min(detail::evaluator& evaluate, const_span theta, const hybrid_options& options,
-                                  int adam_steps, int check_index) {
+                                  int adam_steps, int check_index, std::vector<double>& ritz_vector) {
   lanczos_options lanczos = options.lanczos;
   lanczos.target = lanczos_target::smallest;
   lanczos.stop_below = -options.negative_tolerance;
   lanczos.seed = options.lanczos.seed + static_cast<std::uint64_t>(check_index);
+  if (options.warm_lanczos && !ritz_vector.empty()) lanczos.start = warm_start_vector(ritz_vector, lanczos.seed);
   const symmetric_operator hessian = [&](const_span v, mutable_span product) { evaluate.hvp(theta, v, product); };
-  const lanczos_result estimate = lanczos_extremes(hessian, static_cast<int>(theta.size()), lanczos);
+  lanczos_result estimate = lanczos_extremes(hessian, static_cast<int>(theta.size()), lanczos);
+  ritz_vector = std::move(estimate.ritz_vector_min);
 
   lambda_sample sample;
   sample.iteration = adam_steps;
@@ -78,12 +102,13 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
 
   bool switched = false;
   int check_index = 0;
+  std::vector<double> ritz_vector;  // the last check's y_min: the next one's warm start
   while (true) {
     if (detail::stop_if_converged(adam_phase, options.adam.gradient_tolerance)) break;
     if (detail::stop_if_out_of_time(adam_phase, budget) || detail::stop_if_out_of_time(adam_phase, adam_budget)) break;
     if (adam_phase.iterations % options.check_every == 0) {
       result.lambda_trace.push_back(
-          estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index++));
+          estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index++, ritz_vector));
       if (positive_enough(result.lambda_trace.back(), options.switch_threshold)) {
         switched = true;
         break;

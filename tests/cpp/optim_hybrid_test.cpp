@@ -163,4 +163,67 @@ TEST(Hybrid, SecondOrderPhaseSharesTheBudget) {
   EXPECT_EQ(r.second_order_phase.iterations, 0);
 }
 
+// f = −θ₀² + θ₀⁴/4 + Σ_{k≥1} (k + 1)·θ_k²/2 on R^12: ∇²f = diag(3θ₀² − 2, 2, …, 12), negative along e₀
+// until |θ₀| > √(2/3); minima θ₀ = ±√2, θ_k = 0. A random Lanczos start has Rayleigh quotient ≈ the mean
+// eigenvalue (≈ 6), so certifying λ_min < 0 takes several products; a start near e₀ takes one.
+flashsinkhorn::optim::objective wide_saddle() {
+  using flashsinkhorn::optim::const_span;
+  using flashsinkhorn::optim::mutable_span;
+  flashsinkhorn::optim::objective f;
+  f.gradient = [](const_span t, mutable_span g) {
+    double value = -t[0] * t[0] + 0.25 * std::pow(t[0], 4);
+    g[0] = -2 * t[0] + std::pow(t[0], 3);
+    for (std::size_t k = 1; k < t.size(); ++k) {
+      value += 0.5 * static_cast<double>(k + 1) * t[k] * t[k];
+      g[k] = static_cast<double>(k + 1) * t[k];
+    }
+    return value;
+  };
+  f.hvp = [](const_span t, const_span v, mutable_span hv) {
+    hv[0] = (3 * t[0] * t[0] - 2) * v[0];
+    for (std::size_t k = 1; k < t.size(); ++k) hv[k] = static_cast<double>(k + 1) * v[k];
+  };
+  return f;
+}
+
+// Warm-started checks (the default) certify most negative checks after the first with one Hessian
+// product; fresh random starts need several. Both runs switch at the same Adam step (the checks'
+// verdicts agree) and reach the same minimum.
+TEST(Hybrid, WarmLanczosCertifiesNegativeChecksInOneProduct) {
+  hybrid_options options;
+  options.adam.learning_rate = 0.02;
+  options.adam.max_iterations = 2000;
+  options.check_every = 5;
+  std::vector<double> start(12, 0.3);
+  start[0] = 1e-3;
+  const hybrid_result warm = hybrid(wide_saddle(), start, options);
+  options.warm_lanczos = false;
+  const hybrid_result cold = hybrid(wide_saddle(), start, options);
+
+  ASSERT_GE(warm.lambda_trace.size(), 4u);
+  ASSERT_EQ(warm.lambda_trace.size(), cold.lambda_trace.size());
+  EXPECT_EQ(warm.switch_iteration, cold.switch_iteration);
+  int warm_products = 0, cold_products = 0, warm_single = 0;
+  for (std::size_t i = 0; i + 1 < warm.lambda_trace.size(); ++i) {  // the negative checks
+    EXPECT_TRUE(warm.lambda_trace[i].certified_negative);
+    EXPECT_TRUE(cold.lambda_trace[i].certified_negative);
+    if (i > 0 && warm.lambda_trace[i].lanczos_steps == 1) ++warm_single;
+    warm_products += warm.lambda_trace[i].lanczos_steps;
+    cold_products += cold.lambda_trace[i].lanczos_steps;
+  }
+  // A check certified after one product passes its start vector on as the Ritz vector; its weight on the
+  // positive directions then makes later Rayleigh quotients rise as λ_min nears 0, and the last
+  // negative checks take two products.
+  EXPECT_GE(2 * warm_single, static_cast<int>(warm.lambda_trace.size()) - 2);
+  EXPECT_GT(cold_products, 2 * warm_products);
+  EXPECT_GT(warm.lambda_trace.back().lambda_min, 0);  // the switching check converged positive
+  EXPECT_FALSE(warm.lambda_trace.back().certified_negative);
+  for (const hybrid_result* r : {&warm, &cold}) {
+    EXPECT_EQ(r->status, optimizer_status::converged);
+    EXPECT_NEAR(std::fabs(r->theta[0]), std::sqrt(2.0), 1e-6);
+  }
+  std::cout << "[ hybrid ] wide saddle: " << warm.lambda_trace.size() << " checks, Hessian products in the negative "
+            << "checks: warm " << warm_products << ", fresh random starts " << cold_products << "\n";
+}
+
 }  // namespace

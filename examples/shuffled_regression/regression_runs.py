@@ -29,7 +29,7 @@ from regression_loss import BudgetExhausted, ShuffledRegressionLoss
 def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *, lr: float, adam_iters: int,
                check_every: int, tol: float, second_order: str = "trust_region", radius: float = 1.0,
                iters: int | None = None, lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0,
-               max_seconds: float | None = None) -> dict:
+               negative_tol: float = 1e-6, switch_threshold: float = 0.0, max_seconds: float | None = None) -> dict:
     """fs.hybrid on the loss; `max_seconds` is the library's wall-time budget (status 'time_limit', the
     λ_min trace kept)."""
     loss.reset()
@@ -37,7 +37,8 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
     try:
         r = fs.hybrid(loss.gradient, loss.hvp, w0.ravel(), lr=lr, adam_iters=adam_iters, adam_tol=tol,
                       check_every=check_every, tol=tol, second_order=second_order, radius=radius, iters=iters,
-                      lanczos_steps=lanczos_steps, lanczos_tol=lanczos_tol, seed=seed, max_seconds=max_seconds)
+                      lanczos_steps=lanczos_steps, lanczos_tol=lanczos_tol, seed=seed, negative_tol=negative_tol,
+                      switch_threshold=switch_threshold, max_seconds=max_seconds)
         summary = dict(status=r.status, switch_iteration=r.switch_iteration,
                        lambda_trace=[s._asdict() for s in r.lambda_trace],
                        adam_iterations=r.adam.iterations,
@@ -80,7 +81,7 @@ def trace_of(loss: ShuffledRegressionLoss, w_star: np.ndarray) -> dict:
         value=[e.value for e in grads],
         gradient_norm=[e.gradient_norm for e in grads],
         w_error=[float(np.linalg.norm(np.asarray(e.theta) - star)) for e in grads],
-        sinkhorn_iterations=[e.iterations for e in grads],
+        sinkhorn_iterations=[e.iterations for e in grads], solve_tol=[e.solve_tol for e in grads],
         sinkhorn_converged=all(e.converged for e in grads), warm_solves=loss.warm_solves,
         gradient_seconds=sum(e.seconds for e in grads),
         hvp_count=len(hvps), hvp_cg_iterations=sum(e.iterations for e in hvps),

@@ -44,6 +44,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--init-scale", type=float, default=1.0, help="scale of W0 − W*; 0: W0 = 0.1·N(0,1) near W = 0")
     p.add_argument("--lr", type=float, default=0.05, help="Adam learning rate (both runs)")
     p.add_argument("--check-every", type=int, default=10, help="Adam steps between λ_min checks")
+    p.add_argument("--negative-tol", type=float, default=1e-6,
+                   help="τ: a λ_min check certifies non-convexity below −τ (the Hessian products' resolution)")
+    p.add_argument("--switch-threshold", type=float, default=0.0,
+                   help="switch once a converged λ_min − residual exceeds this (≥ −τ; −τ: convex up to τ)")
     p.add_argument("--hybrid-adam-iters", type=int, default=1000, help="cap on the hybrid's Adam phase")
     p.add_argument("--adam-iters", type=int, default=3000, help="cap on Adam alone")
     p.add_argument("--second-order", choices=("trust_region", "newton"), default="trust_region")
@@ -52,6 +56,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rtol", type=float, default=1e-3, help="loss target L_hybrid_final·(1 + rtol)")
     p.add_argument("--sinkhorn-tol", type=float, default=1e-5, help="L1 marginal error of every solve")
     p.add_argument("--sinkhorn-iters", type=int, default=20000)
+    p.add_argument("--forcing", type=float, default=0.0,
+                   help="inexact gradients: solve to clip(forcing·‖∇L‖_prev, --sinkhorn-tol, --sinkhorn-tol-max); 0: always --sinkhorn-tol")
+    p.add_argument("--sinkhorn-tol-max", type=float, default=1e-3, help="the loosest solve with --forcing")
     p.add_argument("--relaxation", type=float, default=1.0,
                    help="over-relaxation ω of every solve at ε (1.8: ~7× fewer iterations on the known case, CPU fp64)")
     p.add_argument("--precision", choices=("fp32", "fp64", "tf32", "bf16"), default=None,
@@ -59,6 +66,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hvp-tol", type=float, default=1e-6)
     p.add_argument("--no-warm-start", action="store_true")
     p.add_argument("--budget-seconds", type=float, default=math.inf, help="wall-time cap per run")
+    p.add_argument("--runs", nargs="+", choices=("hybrid", "adam"), default=["hybrid", "adam"],
+                   help="which runs (one of them: the other from a separate call, joined by merge.py)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no per-evaluation progress lines")
     return p.parse_args(argv)
@@ -68,7 +77,8 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run_one(n: int, args: argparse.Namespace) -> dict:
+def run_one(n: int, args: argparse.Namespace, save) -> dict:
+    """The data, L(W*), the chosen runs (`save(report)` after each), λ_min at their ends, the comparison."""
     data = make_data(n=n, noise=args.noise, seed=args.seed, init_seed=args.init_seed)
     w0 = data.w0 if args.init_scale == 1.0 else (
         data.w_star + args.init_scale * (data.w0 - data.w_star) if args.init_scale > 0
@@ -76,41 +86,56 @@ def run_one(n: int, args: argparse.Namespace) -> dict:
     loss = ShuffledRegressionLoss(data.x, data.y, args.eps, device=args.device, tol=args.sinkhorn_tol,
                                   iters=args.sinkhorn_iters, warm_start=not args.no_warm_start,
                                   hvp_tol=args.hvp_tol, progress=None if args.quiet else log,
-                                  relaxation=args.relaxation, precision=args.precision)
+                                  relaxation=args.relaxation, precision=args.precision, forcing=args.forcing,
+                                  tol_max=args.sinkhorn_tol_max)
     budget = None if math.isinf(args.budget_seconds) else args.budget_seconds  # the optimisers' max_seconds
-    config = dict(vars(args), n=n, out_dir=str(args.out_dir), d_x=data.x.shape[1], d_y=data.y.shape[1],
+    config = dict(vars(args), n=n, out_dir=str(args.out_dir), budget_seconds=budget, d_x=data.x.shape[1], d_y=data.y.shape[1],
                   stds=list(KNOWN_CASE["stds"]), device_name=_device_name(args.device), w0=w0.tolist(),
                   w_star=data.w_star.tolist())
     loss.reset()
-    value_star, _ = loss.gradient(data.w_star.ravel())
+    value_star, _ = loss.gradient(data.w_star.ravel(), tol=loss.tol)
     log(f"n = {n}: L(W*) = {value_star:.6e}, ‖W0 − W*‖ = {np.linalg.norm(w0 - data.w_star):.3f}")
 
-    log("hybrid (Adam → %s)" % args.second_order)
-    hybrid = run_hybrid(loss, w0, data.w_star, lr=args.lr, adam_iters=args.hybrid_adam_iters,
-                        check_every=args.check_every, tol=args.tol, second_order=args.second_order, radius=args.radius,
-                        max_seconds=budget)
-    log(f"  {hybrid['status']}: switch after {hybrid['switch_iteration']} Adam steps, L = {min(hybrid['value']):.6e}, "
-        f"{hybrid['wall_seconds']:.1f} s, {len(hybrid['value'])} gradients, {hybrid['hvp_count']} HVPs")
-    log("Adam alone")
-    adam = run_adam(loss, w0, data.w_star, lr=args.lr, iters=args.adam_iters, tol=args.tol, max_seconds=budget)
-    log(f"  {adam['status']}: L = {min(adam['value']):.6e}, {adam['wall_seconds']:.1f} s, {len(adam['value'])} gradients")
+    report = dict(config=config, loss_at_w_star=value_star, flashsinkhorn_version=fs.__version__,
+                  torch_version=torch.__version__)
+    if "hybrid" in args.runs:
+        log("hybrid (Adam → %s)" % args.second_order)
+        hybrid = run_hybrid(loss, w0, data.w_star, lr=args.lr, adam_iters=args.hybrid_adam_iters,
+                            check_every=args.check_every, tol=args.tol, second_order=args.second_order,
+                            radius=args.radius, negative_tol=args.negative_tol,
+                            switch_threshold=args.switch_threshold, max_seconds=budget)
+        log(f"  {hybrid['status']}: switch after {hybrid['switch_iteration']} Adam steps, "
+            f"L = {min(hybrid['value']):.6e}, {hybrid['wall_seconds']:.1f} s, {len(hybrid['value'])} gradients, "
+            f"{hybrid['hvp_count']} HVPs")
+        report["hybrid"] = hybrid
+        save(report)  # kept if a later run is cut short
+    if "adam" in args.runs:
+        log("Adam alone")
+        adam = run_adam(loss, w0, data.w_star, lr=args.lr, iters=args.adam_iters, tol=args.tol, max_seconds=budget)
+        log(f"  {adam['status']}: L = {min(adam['value']):.6e}, {adam['wall_seconds']:.1f} s, "
+            f"{len(adam['value'])} gradients")
+        report["adam"] = adam
+        save(report)
 
-    final_lambda = {}
-    for name, trace in (("hybrid", hybrid), ("adam", adam)):
-        theta = trace.get("final_theta")
+    report["final_lambda"] = {}
+    for name in ("hybrid", "adam"):
+        theta = report.get(name, {}).get("final_theta")
         if theta is None:
             continue
         loss.reset()
         r = loss.lambda_min(np.asarray(theta), max_steps=loss.d_x * loss.d_y, tol=1e-6)
-        final_lambda[name] = dict(lambda_min=r.lambda_min, lambda_max=r.lambda_max, residual=r.residual_min,
-                                  steps=r.steps, converged=r.converged)
+        report["final_lambda"][name] = dict(lambda_min=r.lambda_min, lambda_max=r.lambda_max,
+                                            residual=r.residual_min, steps=r.steps, converged=r.converged)
         log(f"  λ_min at the end of {name}: {r.lambda_min:.4e} (λ_max {r.lambda_max:.4e})")
+    if "hybrid" in report and "adam" in report:
+        report["comparison"] = compare(report["hybrid"], report["adam"], rtol=args.rtol, gradient_target=args.tol)
+        log_comparison(report["comparison"])
+    return report
 
-    comparison = compare(hybrid, adam, rtol=args.rtol, gradient_target=args.tol)
+
+def log_comparison(comparison: dict) -> None:
     log(f"  to L ≤ {comparison['loss_target']:.6e}: hybrid {comparison['hybrid']['seconds_to_loss']} s, "
         f"Adam {comparison['adam']['seconds_to_loss']} s")
-    return dict(config=config, loss_at_w_star=value_star, hybrid=hybrid, adam=adam, final_lambda=final_lambda,
-                comparison=comparison, flashsinkhorn_version=fs.__version__, torch_version=torch.__version__)
 
 
 def _device_name(device: str) -> str:
@@ -125,19 +150,32 @@ def main(argv: list[str] | None = None) -> list[Path]:
     written = []
     for n in args.n:
         started = time.perf_counter()
-        report = run_one(n, args)
-        report["seconds"] = time.perf_counter() - started
         path = args.out_dir / f"shuffled_regression_n{n}.json"
-        path.write_text(json.dumps(report, indent=1, default=_json_default))
+        report = run_one(n, args, save=lambda partial: write_report(path, dict(partial, complete=False)))
+        report["seconds"] = time.perf_counter() - started
+        write_report(path, dict(report, complete=True))
         written.append(path)
-        if not args.no_plots:
-            try:
-                from regression_plots import plot_all
-                written += plot_all(report, args.out_dir, f"_n{n}")
-            except ImportError as missing:  # matplotlib absent: the JSON is the result
-                log(f"  no plots ({missing})")
+        written += plots(report, args, f"_n{n}")
         log(f"  wrote {', '.join(p.name for p in written)}")
     return written
+
+
+def write_report(path: Path, report: dict) -> None:
+    """The JSON, replaced whole (written beside, then renamed: never half a file)."""
+    partial = path.with_suffix(".json.tmp")
+    partial.write_text(json.dumps(report, indent=1, default=_json_default))
+    partial.replace(path)
+
+
+def plots(report: dict, args: argparse.Namespace, suffix: str) -> list[Path]:
+    if args.no_plots or "comparison" not in report:  # the figures compare the two runs
+        return []
+    from regression_plots import plot_all
+    try:
+        return plot_all(report, args.out_dir, suffix)
+    except ImportError as missing:  # matplotlib absent: the JSON is the result
+        log(f"  no plots ({missing})")
+        return []
 
 
 def _json_default(value):

@@ -1,7 +1,8 @@
 """examples/shuffled_regression on the CPU at tiny n, so that the example cannot rot: the data recipe,
 ∇_W L against central differences of L(W) = OT_ε(XW, Y), H_W·V against central differences of ∇_W L,
-a hybrid run that lowers the loss and reports its λ_min trace, and the driver writing its JSON (and
-PNGs when matplotlib is importable)."""
+a hybrid run that lowers the loss and reports its λ_min trace, the forcing term of inexact gradients,
+the driver writing its JSON (and PNGs when matplotlib is importable), and two single-run calls joined
+by merge.py."""
 
 from __future__ import annotations
 
@@ -125,3 +126,65 @@ def test_driver_writes_json_and_plots(tmp_path):
         for stem in ("loss_vs_time", "w_error", "lambda_min"):
             png = tmp_path / f"{stem}_n40.png"
             assert png in written and png.stat().st_size > 1000
+
+
+def test_forcing_term_loosens_far_solves_and_tightens_near_the_solution():
+    data = make_data(n=64, seed=2)
+    w0 = 0.1 * np.random.RandomState(0).normal(size=data.w_star.shape)
+    forced = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-7, iters=20000, forcing=1e-4, tol_max=1e-3,
+                                    warm_start=False)
+    exact = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-7, iters=20000, warm_start=False)
+    assert forced.solve_tolerance() == 1e-3  # no gradient yet: the loosest
+    v_far, g_far = forced.gradient(w0.ravel())
+    v_ref, g_ref = exact.gradient(w0.ravel())
+    assert forced.record[-1].solve_tol == 1e-3 and exact.record[-1].solve_tol == 1e-7
+    assert forced.record[-1].iterations < exact.record[-1].iterations
+    # the loose gradient still points the right way, within a few percent
+    assert np.linalg.norm(g_far - g_ref) <= 0.05 * np.linalg.norm(g_ref)
+    assert forced.solve_tolerance() == pytest.approx(min(1e-3, 1e-4 * np.linalg.norm(g_far)))
+    _, g_star = forced.gradient(data.w_star.ravel())  # a smaller gradient tightens the next solve ...
+    tightened = forced.solve_tolerance()
+    assert tightened == pytest.approx(max(1e-7, min(1e-3, 1e-4 * np.linalg.norm(g_star))))
+    assert tightened < min(1e-3, 1e-4 * np.linalg.norm(g_far))
+    forced.gradient(w0.ravel())  # ... and a larger one does not loosen it again
+    assert forced.solve_tolerance() == tightened
+    forced._smallest_gradient_norm = 1e-6  # clipped at tol
+    assert forced.solve_tolerance() == 1e-7
+    forced.reset()
+    assert forced.solve_tolerance() == 1e-3
+    # an explicit tolerance wins (L(W*) and λ_min are evaluated strictly)
+    forced.gradient(data.w_star.ravel(), tol=1e-7)
+    assert forced.record[-1].solve_tol == 1e-7
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"shuffled_regression_{name}", EXAMPLE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_single_runs_join_by_merge(tmp_path):
+    run, merge = _load("run"), _load("merge")
+    common = ["--n", "36", "--eps", "0.5", "--init-scale", "0", "--lr", "0.1", "--check-every", "5",
+              "--hybrid-adam-iters", "40", "--adam-iters", "25", "--tol", "1e-4", "--sinkhorn-tol", "1e-6",
+              "--forcing", "1e-4", "--quiet", "--no-plots"]
+    run.main(common + ["--runs", "hybrid", "--out-dir", str(tmp_path / "h")])
+    run.main(common + ["--runs", "adam", "--out-dir", str(tmp_path / "a"), "--budget-seconds", "60"])
+    only_hybrid = json.loads((tmp_path / "h" / "shuffled_regression_n36.json").read_text())
+    assert only_hybrid["complete"] and "adam" not in only_hybrid and "comparison" not in only_hybrid
+    assert only_hybrid["hybrid"]["solve_tol"][0] == 1e-3  # the forcing term's first solve
+    out = merge.main([str(tmp_path / "h" / "shuffled_regression_n36.json"),
+                      str(tmp_path / "a" / "shuffled_regression_n36.json"), "--out-dir", str(tmp_path / "m"),
+                      "--no-plots"])
+    joined = json.loads(out.read_text())
+    assert joined["config"]["budget_seconds"] == {"hybrid": None, "adam": 60.0}
+    assert joined["comparison"]["hybrid"]["seconds_to_loss"] is not None
+    assert joined["adam"]["value"] == json.loads((tmp_path / "a" / "shuffled_regression_n36.json").read_text())["adam"]["value"]
+    # runs of different problems are refused, naming the difference
+    run.main(common[:2] + ["--eps", "0.6"] + common[4:] + ["--runs", "adam", "--out-dir", str(tmp_path / "b")])
+    with pytest.raises(SystemExit, match="eps"):
+        merge.main([str(tmp_path / "h" / "shuffled_regression_n36.json"),
+                    str(tmp_path / "b" / "shuffled_regression_n36.json"), "--out-dir", str(tmp_path / "x"), "--no-plots"])
+    with pytest.raises(SystemExit, match="no Adam run"):
+        merge.main([str(tmp_path / "h" / "shuffled_regression_n36.json")] * 2 + ["--out-dir", str(tmp_path / "x")])

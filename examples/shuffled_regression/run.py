@@ -62,7 +62,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--relaxation", type=float, default=1.0,
                    help="over-relaxation ω of every solve at ε (1.8: ~7× fewer iterations on the known case, CPU fp64)")
     p.add_argument("--precision", choices=("fp32", "fp64", "tf32", "bf16"), default=None,
-                   help="the solves' arithmetic (default fp32 on CUDA, fp64 on the CPU)")
+                   help="the solves' arithmetic (default fp64: fp32 HVPs fail on CUDA at this cost scale, README)")
     p.add_argument("--hvp-tol", type=float, default=1e-6)
     p.add_argument("--no-warm-start", action="store_true")
     p.add_argument("--budget-seconds", type=float, default=math.inf, help="wall-time cap per run")

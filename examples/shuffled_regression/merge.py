@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from regression_runs import compare  # noqa: E402
+from run import write_report  # noqa: E402
 
 # Settings that may differ between the two calls: which runs, where the output went, each run's budget.
 PER_CALL = {"runs", "out_dir", "budget_seconds", "quiet", "no_plots"}
@@ -70,9 +71,7 @@ def main(argv: list[str] | None = None) -> Path:
     n = report["config"]["n"]
     args.out_dir.mkdir(parents=True, exist_ok=True)
     out = args.out_dir / f"shuffled_regression_n{n}.json"
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=1))
-    tmp.replace(out)
+    write_report(out, report)
     c = report["comparison"]
     print(f"n = {n}: to L ≤ {c['loss_target']:.6e}: hybrid {c['hybrid']['seconds_to_loss']} s, "
           f"Adam {c['adam']['seconds_to_loss']} s (best {c['adam']['best_loss']:.6e} in "

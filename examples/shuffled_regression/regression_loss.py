@@ -177,11 +177,7 @@ class ShuffledRegressionLoss:
         for at most `refine_iters` iterations, else cold with ε-scaling. (Warm refinements take 10–200
         iterations on the shuffled regression at n = 1000, but now and then an over-relaxed one falls
         back to ω = 1 and takes ~4000; a cold ε-scaled solve takes 200–600.)"""
-        iters, self.iters = self.iters, min(self.iters, self.refine_iters)
-        try:
-            solver, result = self._solve(theta, self.tol, start=loose)
-        finally:
-            self.iters = iters
+        solver, result = self._solve(theta, self.tol, start=loose, iters=min(self.iters, self.refine_iters))
         if not result.converged:
             solver, result = self._solve(theta, self.tol, cold=True)
         return solver
@@ -197,9 +193,10 @@ class ShuffledRegressionLoss:
         if self.elapsed() > self.budget_seconds or len(self.record) >= self.budget_evaluations:
             raise BudgetExhausted(f"budget spent: {self.elapsed():.1f} s, {len(self.record)} evaluations")
 
-    def _solve(self, theta: np.ndarray, tol: float, start=None, cold: bool = False):
+    def _solve(self, theta: np.ndarray, tol: float, start=None, cold: bool = False, iters: int | None = None):
         """A Solver at Z = XW converged to the L1 marginal error `tol`: warm from `start` (a result at
-        the same θ), else cold with ε-scaling if `cold`, else warm from the last potentials when allowed."""
+        the same θ), else cold with ε-scaling if `cold`, else warm from the last potentials when allowed;
+        at most `iters` iterations (default: the loss's)."""
         theta = np.asarray(theta, dtype=np.float64)
         w = torch.as_tensor(theta.reshape(self.d_x, self.d_y), device=self.device)
         z = (self.x64 @ w).to(self.dtype).contiguous()  # (n, d_y)
@@ -207,7 +204,8 @@ class ShuffledRegressionLoss:
             self._potentials = (z, start.f, start.g)
         warm = start is not None or (not cold and self.warm_start and self._potentials is not None
                                      and float((z - self._potentials[0]).norm(dim=1).max()) <= self.warm_shift)
-        kwargs = dict(eps=self.eps, tol=tol, iters=self.iters, precision=self.precision, relaxation=self.relaxation)
+        kwargs = dict(eps=self.eps, tol=tol, iters=iters or self.iters, precision=self.precision,
+                      relaxation=self.relaxation)
         if warm:
             kwargs.update(initial_f=self._potentials[1], initial_g=self._potentials[2])
         else:

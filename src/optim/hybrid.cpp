@@ -2,10 +2,8 @@
 #include "flashsinkhorn/optim/hybrid.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <utility>
 
 #include "optim/adam_state.hpp"
@@ -16,23 +14,8 @@
 namespace flashsinkhorn::optim {
 namespace {
 
-// Weight of the random part of a warm Lanczos start (hybrid.hpp).
+// Weight of the random part of a warm Lanczos start (hybrid.hpp): lanczos_options::start_noise.
 constexpr double kWarmStartNoise = 1e-2;
-
-// q₁ = y + kWarmStartNoise·r/‖r‖ for the last Ritz vector y (unit) and r ~ N(0, I) from `seed`.
-std::vector<double> warm_start_vector(const std::vector<double>& ritz_vector, std::uint64_t seed) {
-  std::vector<double> r(ritz_vector.size());
-  std::mt19937_64 generator(seed);
-  std::normal_distribution<double> normal;
-  double norm = 0;
-  for (double& ri : r) {
-    ri = normal(generator);
-    norm += ri * ri;
-  }
-  const double weight = kWarmStartNoise / std::sqrt(norm);
-  for (std::size_t k = 0; k < r.size(); ++k) r[k] = ritz_vector[k] + weight * r[k];
-  return r;
-}
 
 // λ_min(∇²f(θ)) by Lanczos, stopped early once certainly below −negative_tolerance; `ritz_vector`
 // (the last run's y_min, empty at first) is the warm start and receives this run's.
@@ -42,7 +25,10 @@ lambda_sample estimate_lambda_min(detail::evaluator& evaluate, const_span theta,
   lanczos.target = lanczos_target::smallest;
   lanczos.stop_below = -options.negative_tolerance;
   lanczos.seed = options.lanczos.seed + static_cast<std::uint64_t>(check_index);
-  if (options.warm_lanczos && !ritz_vector.empty()) lanczos.start = warm_start_vector(ritz_vector, lanczos.seed);
+  if (options.warm_lanczos && !ritz_vector.empty()) {
+    lanczos.start = ritz_vector;
+    lanczos.start_noise = kWarmStartNoise;
+  }
   const symmetric_operator hessian = [&](const_span v, mutable_span product) { evaluate.hvp(theta, v, product); };
   lanczos_result estimate = lanczos_extremes(hessian, static_cast<int>(theta.size()), lanczos);
   ritz_vector = std::move(estimate.ritz_vector_min);

@@ -17,14 +17,21 @@ namespace {
 // β_j below this fraction of the spectral estimate max|θ| means A Q_j ⊂ span(Q_j) to roundoff.
 constexpr double kInvariantSubspace = 1e-13;
 
+detail::host_vector unit_gaussian_vector(std::uint64_t seed, int dimension) {
+  detail::host_vector r(static_cast<std::size_t>(dimension));
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<double> normal;
+  for (double& ri : r) ri = normal(generator);
+  detail::scale(1 / detail::norm2(r), r);
+  return r;
+}
+
+// q₁: the random start, or the given one plus start_noise times a random unit vector (lanczos.hpp).
 detail::host_vector unit_start_vector(const lanczos_options& options, int dimension) {
+  if (options.start.empty()) return unit_gaussian_vector(options.seed, dimension);
   detail::host_vector q(options.start);
-  if (q.empty()) {
-    q.resize(static_cast<std::size_t>(dimension));
-    std::mt19937_64 generator(options.seed);
-    std::normal_distribution<double> normal;
-    for (double& qi : q) qi = normal(generator);
-  }
+  detail::scale(1 / detail::norm2(q), q);
+  if (options.start_noise > 0) detail::axpy(options.start_noise, unit_gaussian_vector(options.seed, dimension), q);
   detail::scale(1 / detail::norm2(q), q);
   return q;
 }

@@ -62,6 +62,9 @@ void validate(const lanczos_options& options, int dimension) {
   require_at_least_one(options.max_steps, "lanczos_options.max_steps");
   require_positive(options.tolerance, "lanczos_options.tolerance");
   if (std::isnan(options.stop_below)) fail("lanczos_options.stop_below", "a number or −infinity", "NaN");
+  if (!std::isfinite(options.start_noise) || options.start_noise < 0) {
+    fail("lanczos_options.start_noise", "finite and ≥ 0", str(options.start_noise));
+  }
   if (!options.start.empty()) {
     if (options.start.size() != static_cast<std::size_t>(dimension)) {
       fail("lanczos_options.start", std::string("empty or of size p = ").append(std::to_string(dimension)),

@@ -4,6 +4,7 @@
 #include <Eigen/Eigenvalues>
 #include <cmath>
 
+#include "flashsinkhorn/error.hpp"
 #include "optim_test_functions.hpp"
 
 namespace {
@@ -128,6 +129,20 @@ TEST(Lanczos, InvariantStartIsReported) {
   EXPECT_EQ(r.steps, 1);
   EXPECT_TRUE(r.invariant_subspace);
   EXPECT_DOUBLE_EQ(r.lambda_min, 1);
+}
+
+// The same start with start_noise leaves the invariant subspace and finds both extremes (p = 3 steps).
+TEST(Lanczos, StartNoiseLeavesAnInvariantStart) {
+  dense_symmetric a{3, {1, 0, 0, 0, -2, 0, 0, 0, 5}};
+  lanczos_options options;
+  options.start = {1, 0, 0};
+  options.start_noise = 1e-2;
+  const lanczos_result r = run(a, options);
+  EXPECT_EQ(r.steps, 3);
+  EXPECT_NEAR(r.lambda_min, -2, 1e-10);
+  EXPECT_NEAR(r.lambda_max, 5, 1e-10);
+  options.start_noise = -1;
+  EXPECT_THROW(run(a, options), flashsinkhorn::invalid_argument);
 }
 
 }  // namespace

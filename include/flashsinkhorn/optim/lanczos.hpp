@@ -43,6 +43,9 @@ struct lanczos_options {
   double stop_below = -std::numeric_limits<double>::infinity();
   std::uint64_t seed = 0;     // the start vector is N(0, I) from this seed ...
   std::vector<double> start;  // ... unless given here (p values, not all zero)
+  // With `start`: q₁ ∝ start/‖start‖ + start_noise·r/‖r‖, r ~ N(0, I) from `seed` (≥ 0; 0: start alone).
+  // A little noise keeps a warm start (a previous Ritz vector) off an invariant subspace of A.
+  double start_noise = 0;
 };
 
 struct lanczos_result {

@@ -37,8 +37,8 @@ std::int64_t row_words(precision mode, std::int64_t padded_dim) {
 
 cudaError_t launch_plan_fp64(const plan_rows_launch_args& args, cudaStream_t stream) {
   kernels::plan_rows_params p{};
-  p.rows_points = args.rows.points;
-  p.key_points = args.keys.points;
+  p.rows_points = static_cast<const double*>(args.rows.points);
+  p.key_points = static_cast<const double*>(args.keys.points);
   p.row_scaled_sq_norm = args.rows.scaled_sq_norm;
   p.key_scaled_sq_norm = args.keys.scaled_sq_norm;
   p.key_log_weights = args.keys.log_weights;
@@ -57,9 +57,12 @@ cudaError_t launch_plan_fp64(const plan_rows_launch_args& args, cudaStream_t str
   p.k = args.k;
   p.cost_scale = args.cost_scale;
   p.eps = args.eps;
-  constexpr int kThreads = 128;
-  const auto blocks = static_cast<unsigned>((args.rows.count + kThreads - 1) / kThreads);
-  kernels::plan_rows_kernel<double><<<blocks, kThreads, 0, stream>>>(p);
+  using namespace kernels::plan_rows;
+  const auto blocks = static_cast<unsigned>((args.rows.count + kWarps - 1) / kWarps);
+  if (args.k <= kLaneColumns)
+    kernels::plan_rows_kernel<kLaneColumns><<<blocks, kThreads, 0, stream>>>(p);
+  else
+    kernels::plan_rows_kernel<0><<<blocks, kThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 

@@ -2,7 +2,7 @@
 //   lse_i = LSE_j S_ij,  weighted_i = Σ_j softmax_j(S_i·)·V_j,  cost_i = Σ_j softmax_j(S_i·)·C_ij,
 // with S_ij = (h_j − C_ij)/ε + log w_j and C_ij = s‖p_i‖² + s‖q_j‖² − 2s·p_i·q_j from the stored
 // (rounded) operands:
-//   fp64             float64 throughout (plan_rows_kernel.cuh: one thread per row)
+//   fp64             float64 throughout (plan_rows_kernel.cuh: one warp per row)
 //   tf32, bf16       on sm_90a with values and no cost: warpgroup MMAs (plan_wgmma_kernel.cuh,
 //                    plan_wgmma_streamed_kernel.cuh for wide rows)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,

@@ -119,6 +119,40 @@ TEST_P(plan_pass_test, matches_float64_and_the_cpu_backend) {
   }
 }
 
+// The fp64 pass (one warp per row: k ≤ 4 summed in registers, wider values through the warp's
+// shared weights) against the CPU backend's float64 pass: the same mathematics in another
+// summation order, so only a few units of float64 roundoff per score apart.
+TEST_P(plan_pass_test, fp64_matches_the_cpu_float64_pass) {
+  const plan_case c = GetParam();
+  std::mt19937_64 rng(static_cast<std::uint64_t>(13 * c.n + 5 * c.m + 3 * c.d + c.k));
+  const gpu_tests::pass_problem made = gpu_tests::make_pass_problem(c, rng);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> values(static_cast<std::size_t>(c.m * c.k));
+  for (double& v : values) v = normal(rng);
+  double v_max = 1;
+  for (double v : values) v_max = std::max(v_max, std::abs(v));
+
+  auto exact = make_cpu_backend(made.problem, precision::fp64, 0);
+  auto gpu = make_cuda_backend(made.problem, precision::fp64, 0);
+  exact->write_potential(slot::g, made.g);
+  gpu->write_potential(slot::g, made.g);
+  for (const bool want_cost : {true, false}) {
+    SCOPED_TRACE(want_cost ? "with cost" : "without cost");
+    const plan_rows_request request{side::x, side::y, slot::g, made.eps, c.k > 0 ? values.data() : nullptr, c.k,
+                                    want_cost};
+    const plan_rows_result want = exact->plan_rows(request);
+    const plan_rows_result got = gpu->plan_rows(request);
+    // A score carries ~(d + 4) roundings of size u·scale/ε; the sums over m terms add m·u.
+    const double score_tol = 64 * static_cast<double>(c.d + 4) * 0x1p-53 * made.scale / made.eps;
+    const double weight_tol = score_tol + 4 * static_cast<double>(c.m) * 0x1p-53;
+    EXPECT_LE(max_abs_diff(got.lse, want.lse), score_tol) << "lse";
+    ASSERT_EQ(got.weighted.size(), want.weighted.size());
+    EXPECT_LE(max_abs_diff(got.weighted, want.weighted), weight_tol * v_max) << "weighted";
+    ASSERT_EQ(got.cost.size(), want.cost.size());
+    EXPECT_LE(max_abs_diff(got.cost, want.cost), weight_tol * made.scale) << "cost";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(widths, plan_pass_test,
                          ::testing::Values(plan_case{1, 1, 1, 1}, plan_case{7, 97, 3, 1}, plan_case{300, 517, 20, 64},
                                            plan_case{300, 517, 20, 65}, plan_case{130, 200, 64, 130},

@@ -13,6 +13,10 @@ files and the device preparation of the points excluded), so they are neither en
 kernels only: shown as their own column, never used for a ratio. Our C++ kernel rows (stamped by
 run.py --stamp: kernels only, no preparation) are shown as their own columns and in the claims as
 a second figure, never as the end-to-end one.
+
+Runs: a merged table's cell is the newest run of its case, so a ratio there may pair rows of two runs
+(marked §). The claims' end-to-end speedups (same_run_speedups) pair ours and flash-sinkhorn from one
+file only, the newest that holds both, and show '–' with the reason where none does.
 """
 
 from __future__ import annotations
@@ -86,11 +90,63 @@ def speedups(merged: list[dict], op: str, kernels: bool = False) -> dict:
     return out
 
 
+def same_run_speedups(rows: list[dict], op: str) -> dict:
+    """{(n, d, precision): pair} for `op` on the GPU, ours end to end (END_TO_END) against flash-sinkhorn,
+    both rows from the SAME run (one suite file): the newest file that holds an ok row of each. pair:
+    {"ratio", "file", "ours_ms", "peer_ms"}; where each side was measured but never in one file,
+    {"ratio": None, "why": ...}. Keys: the sizes where both sides have an ok row in some file."""
+    measured = [r for r in rows if r["file"].startswith("suite") and r.get("op") == op and r.get("device") == "gpu"
+                and r.get("status") == "ok" and r.get("ms")]
+    at_op = [r for r in measured if not superseded_by(r)]
+    stale = {(r["n"], r["d"], r["precision"], r["file"]): superseded_by(r) for r in measured
+             if superseded_by(r) and r["variant"] == END_TO_END}
+    out = {}
+    for key in sorted({(r["n"], r["d"], r["precision"]) for r in at_op}):
+        at = [r for r in at_op if (r["n"], r["d"], r["precision"]) == key]
+        ours_files = sorted({r["file"] for r in at if r["variant"] == END_TO_END})
+        peer_files = sorted({r["file"] for r in at if r["impl"] == PEER})
+        if not ours_files or not peer_files:
+            continue
+        pairs = []
+        for file in set(ours_files) & set(peer_files):
+            group = [r for r in at if r["file"] == file]
+            ours, peer = ours_end_to_end(group), best([r for r in group if r["impl"] == PEER])
+            pairs.append((str(ours.get("date") or ""), file, ours, peer))
+        if pairs:
+            _, file, ours, peer = max(pairs, key=lambda p: (p[0], p[1]))
+            out[key] = {"ratio": peer["ms"] / ours["ms"], "file": file, "ours_ms": ours["ms"], "peer_ms": peer["ms"]}
+        else:
+            why = ("ours end to end in " + ", ".join(f"`{f}`" for f in ours_files) + "; flash-sinkhorn in "
+                   + ", ".join(f"`{f}`" for f in peer_files))
+            superseded = [(f, stale[(*key, f)]) for f in peer_files if (*key, f) in stale]
+            if superseded:
+                why += "; " + "; ".join(f"our row in `{f}` beside it is superseded ({reason})"
+                                        for f, reason in superseded)
+            out[key] = {"ratio": None, "why": why}
+    return out
+
+
+ERROR_RATIO_LIMIT = 10.0  # converge: times compare only between marginal errors within this factor, either way
+
+
 def _comparable_errors(peer: dict, ours: dict) -> bool:
-    """Converge rows: times compare only between runs that reached about the same marginal error (the
-    peer's at most 10× ours); a peer that stopped far from it (GeomLoss's fixed ε-schedule) did less."""
+    """Converge rows: times compare only between runs that reached about the same marginal error: the
+    two errors within 10× of each other, either way (an error below the tolerance counts as the
+    tolerance: both met it). A peer that stopped far short (GeomLoss's fixed ε-schedule) did less; a
+    peer that went far further (POT lazy at d = 64) did more: neither time is comparable with ours."""
     mine, theirs = ours.get("marginal_error"), peer.get("marginal_error")
-    return mine is None or theirs is None or theirs <= 10 * max(mine, ours.get("tol") or 0.0)
+    if mine is None or theirs is None:
+        return True
+    tol = ours.get("tol") or 0.0
+    mine, theirs = max(mine, tol), max(theirs, tol)
+    return max(mine, theirs) <= ERROR_RATIO_LIMIT * min(mine, theirs)
+
+
+def evaluator_above_tol(row: dict | None) -> bool:
+    """Our converge row whose solver reported converged (its own check) while the shared float64
+    evaluator's marginal error of the returned potentials exceeds the tolerance."""
+    return bool(row and row.get("status") == "ok" and row.get("converged") and row.get("tol")
+                and row.get("marginal_error") is not None and row["marginal_error"] > row["tol"])
 
 
 def _column(sel: list[dict], variant: str, key: tuple) -> dict | None:
@@ -105,10 +161,13 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
            "ms per call (median); OOM / TIMEOUT / error / skipped (stop rule) / unsupported / not_run as recorded; "
            "(ratio) = peer / ours, ours = the Python package's call (flashsinkhorn-py; the CLI column times "
            "its solve loop alone, the C++ columns the kernels alone)."
-           + (" Converge: a ratio only where the peer reached a marginal error within 10× of ours (or of the "
-              "tolerance)." if base_op(op) == "converge" else "")
+           + (" Converge: a ratio only where the peer's marginal error and ours are within 10× of each other, "
+              "either way (an error below the tolerance counts as the tolerance); otherwise '–' with the two "
+              "errors (the peer's, then ours)." if base_op(op) == "converge" else "")
            + (f" Forward iterations in these rows: {', '.join(map(str, iterations))}." if base_op(op) != "converge" and iterations
-              else ""), ""]
+              else "")
+           + " § after a ratio: ours and the peer come from different runs (files), each cell being the newest "
+             "run of its case; the claims above pair rows of one run only.", ""]
     body = []
     for key in keys:
         at = [r for r in sel if (r["d"], r["n"], r["precision"]) == key]
@@ -119,12 +178,26 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
             text = cell(r)
             if r is not None and r["impl"] != OURS and ours and r.get("status") == "ok" and r.get("ms"):
                 if base_op(op) == "converge" and not _comparable_errors(r, ours):
-                    text += f" (stopped at error {r['marginal_error']:.1e}: no ratio)"
+                    text += f" (–: error {r['marginal_error']:.1e} vs ours {ours['marginal_error']:.1e})"
                 else:
-                    text += f" ({r['ms'] / ours['ms']:.2f}×)"
+                    text += f" ({r['ms'] / ours['ms']:.2f}×{'' if r['file'] == ours['file'] else '§'})"
             cells.append(text)
-        body.append([key[0], f"{key[1]:,}", key[2], *cells])
-    out += table(["d", "n", "precision", *variants], body)
+        row = [key[0], f"{key[1]:,}", key[2], *cells]
+        if base_op(op) == "converge":
+            flagged = [r for r in (_column(sel, v, key) for v in variants if v.startswith(OURS))
+                       if evaluator_above_tol(r)]
+            row.append("; ".join(f"{r['variant']}: own {r['own_marginal_error']:.1e}, evaluator "
+                                 f"{r['marginal_error']:.1e} > tol {r['tol']:.0e}" for r in flagged) or "–")
+        body.append(row)
+    out += table(["d", "n", "precision", *variants, *(["evaluator > tol (ours)"] if base_op(op) == "converge" else [])],
+                 body)
+    if base_op(op) == "converge":
+        out += ["evaluator > tol (ours): our solver's own check — the L1 marginal error of SPEC §1 that the "
+                "solver itself computes every 10 iterations ('own') — was at or below the tolerance and it "
+                "reported converged, but the shared float64 evaluator, which recomputes the marginal error of "
+                "every implementation from its returned potentials ('evaluator'), measured more than the "
+                "tolerance. The evaluator's figure is the one in the table of errors below and the one the ratio "
+                "rule uses: by it, that row did not reach the tolerance.", ""]
     out += ["Peak memory: the framework's allocator or JAX's memory stats (inputs included), the backend's own "
             "buffers for the C++ rows; † nvidia-smi's memory.used minus its value before the process — the whole "
             "device, CUDA context (~0.5 GB) and torch's cache included, and for rows before the `SUITE_MEASURED` "
@@ -155,7 +228,21 @@ def _reach_table(merged: list[dict]) -> list[str]:
             phase = f", in {r['timed_out_in']}" if r.get("timed_out_in") else ""
             budget = f" ({r['error']}{phase})" if r["status"] == "timeout" and r.get("error") else ""
             reach[key] = (reach[key][0], f"{r['status']} at n = {r['n']:,}{budget}")
-    out = ["### Largest n reached (within each run's per-case budget)", ""]
+    budgets = defaultdict(set)
+    for r in merged:
+        if r.get("budget"):
+            budgets[r["device"]].add(r["budget"])
+    spans = [f"{device.upper()} {min(b):g}–{max(b):g} s" if min(b) != max(b) else f"{device.upper()} {min(b):g} s"
+             for device, b in sorted(budgets.items())]
+    out = [f"### Largest n reached within the per-case budget actually used ({', '.join(spans) or 'not recorded'})",
+           "",
+           "Each run's budget is its `run.py --budget` (the command under Sources; the first case of a group may "
+           "take `--start-up` seconds more); a case over it is a TIMEOUT and, by the stop rule, the larger n of "
+           "its group are skipped."
+           + (" The issue's criterion — the largest n each implementation reaches within 10 minutes — is not yet "
+              "measured: no run has used a 600 s budget, so a 'first failure' by timeout here says only that the "
+              "case took longer than that run's budget." if all(max(b) < 600 for b in budgets.values()) else ""),
+           ""]
     return out + table(["implementation", "operation", "d", "device", "precision", "largest n ok", "first failure"],
                        [[*k, f"{v[0]:,}" if v[0] else "none", v[1] or "–"] for k, v in sorted(reach.items())])
 

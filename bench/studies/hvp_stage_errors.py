@@ -35,7 +35,7 @@ def stages(z: np.ndarray, y: np.ndarray, device: str, precision: str, probes: di
     dtype = torch.float64 if precision == "fp64" else torch.float32
     t = lambda a: torch.as_tensor(a, dtype=dtype, device=device).contiguous()  # noqa: E731
     solver = fs.Solver(t(z), t(y), eps=args.eps, tol=args.sinkhorn_tol, iters=20000, precision=precision,
-                       relaxation=args.relaxation, scaling=0.5)
+                       relaxation=args.relaxation, scaling=0.5, device=device)
     result = solver.solve()
     out = dict(device=device, precision=precision, iterations=int(result.iterations),
                marginal_error=float(result.marginal_error), converged=bool(result.converged), cost=float(result.cost),

@@ -86,7 +86,7 @@ class ShuffledRegressionLoss:
                  hvp_iters: int = 1000, preconditioner: str = "sparse", cache_size: int = 2,
                  budget_seconds: float = float("inf"), budget_evaluations: int = 10**9, progress=None,
                  relaxation: float = 1.0, precision: str | None = None, forcing: float = 0.0,
-                 tol_max: float = 1e-3) -> None:
+                 tol_max: float = 1e-3, refine_iters: int = 300) -> None:
         self.device = torch.device(device)
         # fp64 unless told, on CUDA too: at this cost scale (‖z‖² ~ 10³ against ε = 0.05) fp32 on the H200
         # floors the marginal error near 2e-5 and its HVPs are wrong — CG never converges and Lanczos at
@@ -101,7 +101,7 @@ class ShuffledRegressionLoss:
         self.d_x, self.d_y = int(x.shape[1]), int(y.shape[1])
         self.eps, self.tol, self.iters, self.scaling = float(eps), float(tol), int(iters), scaling
         self.forcing, self.tol_max = float(forcing), max(float(tol_max), float(tol))
-        self.refine_iters = 300  # warm refinement of a loose solve before an HVP, then cold (_refine)
+        self.refine_iters = int(refine_iters)  # warm refinement of a loose solve before an HVP, then cold (_refine)
         self.warm_start, self.hvp_tol, self.hvp_iters = bool(warm_start), float(hvp_tol), int(hvp_iters)
         self.warm_shift = float(warm_radius) * float(eps) ** 0.5
         self.preconditioner, self.cache_size = preconditioner, int(cache_size)

@@ -65,6 +65,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="the solves' arithmetic (default fp64: fp32 HVPs fail on CUDA at this cost scale, README)")
     p.add_argument("--hvp-tol", type=float, default=1e-6)
     p.add_argument("--no-warm-start", action="store_true")
+    p.add_argument("--warm-radius", type=float, default=1.0,
+                   help="warm-start a solve when no point moved by more than this·√ε since the last (inf: always)")
+    p.add_argument("--refine-iters", type=int, default=300,
+                   help="warm iterations allowed when refining a loose solve before an HVP (then cold)")
     p.add_argument("--budget-seconds", type=float, default=math.inf, help="wall-time cap per run")
     p.add_argument("--runs", nargs="+", choices=("hybrid", "adam"), default=["hybrid", "adam"],
                    help="which runs (one of them: the other from a separate call, joined by merge.py)")
@@ -85,6 +89,7 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
         else 0.1 * np.random.RandomState(args.init_seed).normal(size=data.w_star.shape))
     loss = ShuffledRegressionLoss(data.x, data.y, args.eps, device=args.device, tol=args.sinkhorn_tol,
                                   iters=args.sinkhorn_iters, warm_start=not args.no_warm_start,
+                                  warm_radius=args.warm_radius, refine_iters=args.refine_iters,
                                   hvp_tol=args.hvp_tol, progress=None if args.quiet else log,
                                   relaxation=args.relaxation, precision=args.precision, forcing=args.forcing,
                                   tol_max=args.sinkhorn_tol_max)

@@ -188,3 +188,27 @@ def test_single_runs_join_by_merge(tmp_path):
                     str(tmp_path / "b" / "shuffled_regression_n36.json"), "--out-dir", str(tmp_path / "x"), "--no-plots"])
     with pytest.raises(SystemExit, match="no Adam run"):
         merge.main([str(tmp_path / "h" / "shuffled_regression_n36.json")] * 2 + ["--out-dir", str(tmp_path / "x")])
+
+
+def test_cuda_fp32_hvp_at_the_regressions_cost_scale_converges():
+    """At W* (n = 1000: cost scale 1580, ε = 0.05) the fp32 CG on the mode's passes did not converge on
+    CUDA (bench/studies/hvp_stage_errors.py): the float64-arithmetic retry must, and its product must
+    match the fp64 one to what the fp32 solve's potentials allow (the CPU's fp32 reads 3e-4)."""
+    import flashsinkhorn as fs
+
+    if not torch.cuda.is_available() or not fs.cuda_available():
+        pytest.skip("no CUDA device")
+    d = make_data(n=1000)
+    z = d.x @ d.w_star
+    direction = d.x @ np.random.default_rng(0).standard_normal(d.w_star.shape)
+    products = {}
+    for precision, dtype in (("fp64", torch.float64), ("fp32", torch.float32)):
+        t = lambda a: torch.as_tensor(a, dtype=dtype, device="cuda").contiguous()  # noqa: E731
+        solver = fs.Solver(t(z), t(d.y), eps=0.05, tol=3e-5, iters=20000, precision=precision, relaxation=1.8,
+                           scaling=0.5, device="cuda")
+        assert solver.solve().converged
+        h = solver.hvp(t(direction), tol=1e-6, iters=500, preconditioner="diagonal")
+        assert h.converged, (precision, h.cg_iterations)
+        products[precision] = h.product.double().cpu()
+    error = float((products["fp32"] - products["fp64"]).norm() / products["fp64"].norm())
+    assert error < 1e-2

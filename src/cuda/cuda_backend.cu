@@ -608,51 +608,30 @@ class cuda_backend final : public backend {
     FS_CUDA_CHECK(cudaMemcpyAsync(reweight.data(), system.key_reweight->data(), n * sizeof(double),
                                   cudaMemcpyHostToDevice, stream_.get()));
 
-    // float64_arithmetic: both passes by launch_plan_rows_float64, which rounds P_ij the same way in
-    // the row and the column pass (the mode's passes round it differently in each, and at a cost
-    // scale of ~10⁴ ε that asymmetry alone keeps CG from converging: bench/studies/hvp_stage_errors.py).
-    const auto product_in = [&](bool float64_arithmetic) -> schur_product {
-      return [&, float64_arithmetic](const double* direction, double* out) {
-        const auto launch = [&](const plan_rows_launch_args& args) {
-          return float64_arithmetic ? launch_plan_rows_float64(mode_, args, stream_.get())
-                                    : launch_plan_rows(mode_, args, stream_.get());
-        };
-        plan_rows_launch_args rows = plan_args(side::x, side::y, slot::g, system.eps, 1);
-        rows.values = direction;
-        rows.values_scratch = staged;
-        FS_CUDA_CHECK(launch(rows));
-        FS_CUDA_CHECK(launch_hadamard(reweighted.data(), reweight.data(), rows.weighted, static_cast<std::int64_t>(n),
-                                      stream_.get()));
-        plan_rows_launch_args columns = plan_args(side::y, side::x, slot::f, system.eps, 1);
-        columns.values = reweighted.data();
-        columns.values_scratch = staged;
-        columns.weighted = out;
-        FS_CUDA_CHECK(launch(columns));
-      };
+    const schur_product product = [&](const double* direction, double* out) {
+      plan_rows_launch_args rows = plan_args(side::x, side::y, slot::g, system.eps, 1);
+      rows.values = direction;
+      rows.values_scratch = staged;
+      FS_CUDA_CHECK(launch_plan_rows(mode_, rows, stream_.get()));
+      FS_CUDA_CHECK(launch_hadamard(reweighted.data(), reweight.data(), rows.weighted, static_cast<std::int64_t>(n),
+                                    stream_.get()));
+      plan_rows_launch_args columns = plan_args(side::y, side::x, slot::f, system.eps, 1);
+      columns.values = reweighted.data();
+      columns.values_scratch = staged;
+      columns.weighted = out;
+      FS_CUDA_CHECK(launch_plan_rows(mode_, columns, stream_.get()));
     };
     schur_cg_inputs inputs;
     inputs.column_sums = system.column_sums;
     inputs.column_masses = system.column_masses;
     inputs.diagonal = &diagonal;
     inputs.rhs = &rhs;
-    std::optional<sparse_schur> preconditioner;
-    if (system.sparse_row_masses != nullptr) preconditioner.emplace(sparse_plan(system));
+    if (system.sparse_row_masses == nullptr) return device_schur_cg(cg_workspace_, product, inputs, settings, stream_.get());
+    const sparse_schur preconditioner = sparse_plan(system);
     const schur_preconditioner precondition = [&](const double* residual, double* out, const int* skip) {
-      preconditioner->solve(residual, out, skip, stream_.get());
+      preconditioner.solve(residual, out, skip, stream_.get());
     };
-    const auto solve = [&](bool float64_arithmetic) {
-      return device_schur_cg(cg_workspace_, product_in(float64_arithmetic), inputs, settings, stream_.get(),
-                             preconditioner ? &precondition : nullptr);
-    };
-    // The mode's passes first; if their CG stops short of the tolerance, once more in float64
-    // arithmetic (the fp64 mode's passes already are).
-    projected_cg_outcome outcome = solve(false);
-    if (mode_ != precision::fp64 && !(outcome.recurrence_residual <= settings.tolerance)) {
-      projected_cg_outcome exact = solve(true);
-      exact.iterations += outcome.iterations;
-      outcome = std::move(exact);
-    }
-    return outcome;
+    return device_schur_cg(cg_workspace_, product, inputs, settings, stream_.get(), &precondition);
   }
 
   // The sparse_plan preconditioner of `system` (sparse_schur.hpp): the x rows' top entries keyed by

@@ -1,5 +1,4 @@
-// The float64 plan pass: float64 arithmetic on the stored operands (S: double in the fp64 mode; float
-// or bf16 when a tensor-core mode asks for float64 arithmetic, launch_plan_rows_float64), one warp per row, the
+// The plan pass of the fp64 mode: float64 arithmetic on the stored operands, one warp per row, the
 // lanes striding over the keys (lane t: keys t, t + 32, …) so that a few thousand rows still fill
 // the GPU. Two passes over the keys: the LSE (each lane's running state, merged across the warp by
 // shuffles), then the softmax-weighted sums, accumulated
@@ -15,7 +14,6 @@
 // (weighted_i = Σ_j softmax_ij (u_i·z_j) V_j); lse and cost unchanged.
 #pragma once
 
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -30,13 +28,9 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kLaneColumns = 4;  // widest values summed in registers
 }  // namespace plan_rows
 
-__device__ __forceinline__ double to_double(double x) { return x; }
-__device__ __forceinline__ double to_double(float x) { return x; }
-__device__ __forceinline__ double to_double(__nv_bfloat16 x) { return __bfloat162float(x); }
-
 struct plan_rows_params {
-  const void* rows_points;  // (rows, padded_dim) of the stored type
-  const void* key_points;   // (keys, padded_dim)
+  const double* rows_points;  // (rows, padded_dim)
+  const double* key_points;   // (keys, padded_dim)
   const double* row_scaled_sq_norm;
   const double* key_scaled_sq_norm;
   const double* key_log_weights;
@@ -57,10 +51,9 @@ struct plan_rows_params {
   double eps;
 };
 
-template <class A, class B>
-__device__ __forceinline__ double dot_product(const A* a, const B* b, std::int64_t n) {
+__device__ __forceinline__ double dot_product(const double* a, const double* b, std::int64_t n) {
   double dot = 0;
-  for (std::int64_t c = 0; c < n; ++c) dot = fma(to_double(a[c]), to_double(b[c]), dot);
+  for (std::int64_t c = 0; c < n; ++c) dot = fma(a[c], b[c], dot);
   return dot;
 }
 
@@ -80,16 +73,15 @@ __device__ __forceinline__ math::lse_state<double> warp_combine(math::lse_state<
 }
 
 // Row i's view of the keys: C_ij, S_ij = (h_j − C_ij)/ε + log w_j, and the quadratic factor u_i·z_j.
-template <class S>
 struct plan_row {
   const plan_rows_params& p;
-  const S* query;
+  const double* query;
   const double* direction;  // u_i or nullptr
   std::int64_t i;
   double inv_eps;
 
   __device__ double cost(std::int64_t j) const {
-    const double dot = dot_product(query, key(j), p.dim);
+    const double dot = dot_product(query, p.key_points + j * p.padded_dim, p.dim);
     return p.row_scaled_sq_norm[i] + p.key_scaled_sq_norm[j] - 2.0 * p.cost_scale * dot;
   }
   // ×(1/ε) rather than /ε: a float64 division costs ~10× an FMA on the key loop's critical path.
@@ -99,15 +91,13 @@ struct plan_row {
   }
   __device__ double direction_factor(std::int64_t j) const {
     if (direction == nullptr) return 1.0;
-    if (p.key_directions != nullptr) return dot_product(direction, p.key_directions + j * p.dim, p.dim);
-    return dot_product(direction, key(j), p.dim);
+    const double* z = p.key_directions != nullptr ? p.key_directions + j * p.dim : p.key_points + j * p.padded_dim;
+    return dot_product(direction, z, p.dim);
   }
-  __device__ const S* key(std::int64_t j) const { return static_cast<const S*>(p.key_points) + j * p.padded_dim; }
 };
 
 // One lane's LSE over its keys: one exp per term (the running maximum moves rarely).
-template <class S>
-__device__ __forceinline__ math::lse_state<double> lane_lse(const plan_row<S>& row, int lane) {
+__device__ __forceinline__ math::lse_state<double> lane_lse(const plan_row& row, int lane) {
   math::lse_state<double> state = math::lse_state<double>::identity();
   for (std::int64_t j = lane; j < row.p.keys; j += 32) {
     const double s = row.score(j, row.cost(j));
@@ -123,14 +113,14 @@ __device__ __forceinline__ math::lse_state<double> lane_lse(const plan_row<S>& r
 }
 
 // kLaneColumns > 0: the register path (k ≤ kLaneColumns); 0: the shared-weights path.
-template <class S, int kLaneColumns>
+template <int kLaneColumns>
 __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const plan_rows_params p) {
   __shared__ double chunk_weights[plan_rows::kWarps][32];
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp = static_cast<int>(threadIdx.x / 32);
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * plan_rows::kWarps + warp;
   if (i >= p.rows) return;  // the whole warp: no block-wide barrier follows
-  const plan_row<S> row{p, static_cast<const S*>(p.rows_points) + i * p.padded_dim, p.directions != nullptr ? p.directions + i * p.dim : nullptr,
+  const plan_row row{p, p.rows_points + i * p.padded_dim, p.directions != nullptr ? p.directions + i * p.dim : nullptr,
                      i, 1.0 / p.eps};
 
   const double lse = warp_combine(lane_lse(row, lane)).value();

@@ -35,13 +35,10 @@ std::int64_t row_words(precision mode, std::int64_t padded_dim) {
   return mode == precision::bf16 ? padded_dim / 2 : padded_dim;
 }
 
-// The float64 pass (plan_rows_kernel.cuh) on points stored as S.
-template <class S>
-cudaError_t launch_plan_float64(const plan_rows_launch_args& args, cudaStream_t stream) {
-  if (args.stored_directions != nullptr || args.stored_key_directions != nullptr) return cudaErrorInvalidValue;
+cudaError_t launch_plan_fp64(const plan_rows_launch_args& args, cudaStream_t stream) {
   kernels::plan_rows_params p{};
-  p.rows_points = args.rows.points;
-  p.key_points = args.keys.points;
+  p.rows_points = static_cast<const double*>(args.rows.points);
+  p.key_points = static_cast<const double*>(args.keys.points);
   p.row_scaled_sq_norm = args.rows.scaled_sq_norm;
   p.key_scaled_sq_norm = args.keys.scaled_sq_norm;
   p.key_log_weights = args.keys.log_weights;
@@ -63,9 +60,9 @@ cudaError_t launch_plan_float64(const plan_rows_launch_args& args, cudaStream_t 
   using namespace kernels::plan_rows;
   const auto blocks = static_cast<unsigned>((args.rows.count + kWarps - 1) / kWarps);
   if (args.k <= kLaneColumns)
-    kernels::plan_rows_kernel<S, kLaneColumns><<<blocks, kThreads, 0, stream>>>(p);
+    kernels::plan_rows_kernel<kLaneColumns><<<blocks, kThreads, 0, stream>>>(p);
   else
-    kernels::plan_rows_kernel<S, 0><<<blocks, kThreads, 0, stream>>>(p);
+    kernels::plan_rows_kernel<0><<<blocks, kThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -317,7 +314,10 @@ cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
   if (args.rows.count <= 0) return cudaSuccess;
   if (args.rows.padded_dim != args.keys.padded_dim) return cudaErrorInvalidValue;
-  if (mode == precision::fp64) return launch_plan_float64<double>(args, stream);
+  if (mode == precision::fp64) {
+    if (args.stored_directions != nullptr || args.stored_key_directions != nullptr) return cudaErrorInvalidValue;
+    return launch_plan_fp64(args, stream);
+  }
   // float64 directions are the fp64 pass's; stored key directions need stored directions.
   if (args.directions != nullptr || args.key_directions != nullptr) return cudaErrorInvalidValue;
   if (args.stored_key_directions != nullptr && args.stored_directions == nullptr) return cudaErrorInvalidValue;
@@ -349,18 +349,6 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
       return hopper ? launch_plan_wgmma<kernels::wgmma_bf16_operands>(mode, args, stream)
                     : launch_plan_mma<kernels::bf16_operands>(args, vector, stream);
     case precision::fp64: break;
-  }
-  return cudaErrorInvalidValue;
-}
-
-cudaError_t launch_plan_rows_float64(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
-  if (args.rows.count <= 0) return cudaSuccess;
-  if (args.rows.padded_dim != args.keys.padded_dim) return cudaErrorInvalidValue;
-  switch (mode) {
-    case precision::fp64: return launch_plan_float64<double>(args, stream);
-    case precision::fp32:
-    case precision::tf32: return launch_plan_float64<float>(args, stream);
-    case precision::bf16: return launch_plan_float64<__nv_bfloat16>(args, stream);
   }
   return cudaErrorInvalidValue;
 }

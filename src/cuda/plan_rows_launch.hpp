@@ -91,11 +91,4 @@ std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& 
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
 
-// The same pass in float64 arithmetic on `mode`'s stored operands (plan_rows_kernel.cuh, the fp64
-// mode's pass): the scores, weights and sums of the rounded problem without the mode's arithmetic
-// rounding — what the CPU backend computes in that mode. For the HVP's CG when the tensor-core
-// passes' rounding (row and column passes rounding P_ij differently) breaks it. Reads `values`
-// (float64) and `directions`/`key_directions` only; the scratch is not used.
-cudaError_t launch_plan_rows_float64(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
-
 }  // namespace flashsinkhorn::detail

@@ -190,10 +190,10 @@ def test_single_runs_join_by_merge(tmp_path):
         merge.main([str(tmp_path / "h" / "shuffled_regression_n36.json")] * 2 + ["--out-dir", str(tmp_path / "x")])
 
 
-def test_cuda_fp32_hvp_at_the_regressions_cost_scale_converges():
-    """At W* (n = 1000: cost scale 1580, ε = 0.05) the fp32 CG on the mode's passes did not converge on
-    CUDA (bench/studies/hvp_stage_errors.py): the float64-arithmetic retry must, and its product must
-    match the fp64 one to what the fp32 solve's potentials allow (the CPU's fp32 reads 3e-4)."""
+def test_cuda_hvp_at_the_regressions_cost_scale_is_right_or_says_it_failed():
+    """At W* (n = 1000: cost scale 1580, ε = 0.05) the fp32 CG does not converge on CUDA
+    (bench/studies/hvp_stage_errors.py; README, Numerics): an HVP must then say so — whatever it
+    returns with converged = True must match the fp64 product — and the fp64 one must converge."""
     import flashsinkhorn as fs
 
     if not torch.cuda.is_available() or not fs.cuda_available():
@@ -207,8 +207,9 @@ def test_cuda_fp32_hvp_at_the_regressions_cost_scale_converges():
         solver = fs.Solver(t(z), t(d.y), eps=0.05, tol=3e-5, iters=20000, precision=precision, relaxation=1.8,
                            scaling=0.5, device="cuda")
         assert solver.solve().converged
-        h = solver.hvp(t(direction), tol=1e-6, iters=500, preconditioner="diagonal")
-        assert h.converged, (precision, h.cg_iterations)
-        products[precision] = h.product.double().cpu()
-    error = float((products["fp32"] - products["fp64"]).norm() / products["fp64"].norm())
-    assert error < 1e-2
+        products[precision] = solver.hvp(t(direction), tol=1e-6, iters=500, preconditioner="diagonal")
+    assert products["fp64"].converged
+    exact = products["fp64"].product.double().cpu()
+    if products["fp32"].converged:
+        got = products["fp32"].product.double().cpu()
+        assert float((got - exact).norm() / exact.norm()) < 1e-2

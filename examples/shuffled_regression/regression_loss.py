@@ -66,12 +66,12 @@ class BudgetExhausted(RuntimeError):
 
 @dataclass
 class Evaluation:
-    kind: str             # 'gradient' or 'hvp'
+    kind: str             # 'gradient', 'value' (a trust-region trial point) or 'hvp'
     start: float          # seconds since the loss was reset
     seconds: float
-    value: float          # L(W) (gradient) or NaN (hvp)
+    value: float          # L(W) (gradient, value) or NaN (hvp)
     gradient_norm: float  # ‖∇_W L‖₂ (gradient) or NaN
-    iterations: int       # Sinkhorn iterations (gradient) or CG iterations (hvp)
+    iterations: int       # Sinkhorn iterations (gradient, value) or CG iterations (hvp)
     converged: bool
     theta: list = field(default_factory=list)  # W flattened (gradient evaluations only)
     solve_tol: float = float("nan")  # the L1 marginal error its solve stopped at (gradient evaluations)
@@ -147,6 +147,29 @@ class ShuffledRegressionLoss:
                           f"sinkhorn {result.iterations:5d} it to {tol:.0e}  {seconds:.3f} s")
         return value, grad_w
 
+    def value(self, theta: np.ndarray) -> float:
+        """L(W) at a second-order method's trial point, solved warm from the last solve (the current
+        iterate's potentials) however far the points moved — at most `refine_iters` iterations, then
+        cold. Near W* a cold ε-scaled solve to 1e-4 exceeds 20,000 iterations at n = 10⁴ (H200,
+        results/h200_n10000_fp64_warp_plan/), while the iterate's potentials are a close start. If the
+        trial point is accepted, its gradient reuses this solve (the shift is then zero)."""
+        self._check_budget()
+        start = time.perf_counter()
+        tol = self.solve_tolerance()
+        iterations = 0
+        if self._potentials is not None:
+            _, result = self._solve(theta, tol, warm=True, iters=min(self.iters, self.refine_iters))
+            iterations = int(result.iterations)
+        if self._potentials is None or not result.converged:
+            _, result = self._solve(theta, tol, cold=True)
+            iterations += int(result.iterations)
+        value = float(result.cost)
+        self.record.append(Evaluation("value", start - self._clock, time.perf_counter() - start, value, float("nan"),
+                                      iterations, bool(result.converged), [float(t) for t in theta], tol))
+        if self.progress is not None:
+            self.progress(f"  value #{self.count('value'):3d}  L = {value:.6e}  sinkhorn {iterations:5d} it to {tol:.0e}")
+        return value
+
     def hvp(self, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
         """∇²_W L·V = Xᵀ·(∇²_Z OT_ε·(XV)) for θ = vec(W), v = vec(V)."""
         self._check_budget()
@@ -193,17 +216,19 @@ class ShuffledRegressionLoss:
         if self.elapsed() > self.budget_seconds or len(self.record) >= self.budget_evaluations:
             raise BudgetExhausted(f"budget spent: {self.elapsed():.1f} s, {len(self.record)} evaluations")
 
-    def _solve(self, theta: np.ndarray, tol: float, start=None, cold: bool = False, iters: int | None = None):
+    def _solve(self, theta: np.ndarray, tol: float, start=None, cold: bool = False, iters: int | None = None,
+               warm: bool = False):
         """A Solver at Z = XW converged to the L1 marginal error `tol`: warm from `start` (a result at
-        the same θ), else cold with ε-scaling if `cold`, else warm from the last potentials when allowed;
-        at most `iters` iterations (default: the loss's)."""
+        the same θ), else cold with ε-scaling if `cold`, else warm from the last potentials when `warm`
+        or when allowed (no point moved by more than warm_shift); at most `iters` iterations (default:
+        the loss's)."""
         theta = np.asarray(theta, dtype=np.float64)
         w = torch.as_tensor(theta.reshape(self.d_x, self.d_y), device=self.device)
         z = (self.x64 @ w).to(self.dtype).contiguous()  # (n, d_y)
         if start is not None:
             self._potentials = (z, start.f, start.g)
-        warm = start is not None or (not cold and self.warm_start and self._potentials is not None
-                                     and float((z - self._potentials[0]).norm(dim=1).max()) <= self.warm_shift)
+        warm = start is not None or (not cold and self._potentials is not None and (
+            warm or (self.warm_start and float((z - self._potentials[0]).norm(dim=1).max()) <= self.warm_shift)))
         kwargs = dict(eps=self.eps, tol=tol, iters=iters or self.iters, precision=self.precision,
                       relaxation=self.relaxation)
         if warm:

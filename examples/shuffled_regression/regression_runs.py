@@ -29,13 +29,15 @@ from regression_loss import BudgetExhausted, ShuffledRegressionLoss
 def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *, lr: float, adam_iters: int,
                check_every: int, tol: float, second_order: str = "trust_region", radius: float = 1.0,
                iters: int | None = None, lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0,
-               negative_tol: float = 1e-6, switch_threshold: float = 0.0, max_seconds: float | None = None) -> dict:
+               negative_tol: float = 1e-6, switch_threshold: float = 0.0, max_seconds: float | None = None,
+               warm_trials: bool = False) -> dict:
     """fs.hybrid on the loss; `max_seconds` is the library's wall-time budget (status 'time_limit', the
-    λ_min trace kept)."""
+    λ_min trace kept); `warm_trials`: the second-order method's trial points by loss.value (warm from
+    the iterate), else by a gradient evaluation each."""
     loss.reset()
     memory = _MemoryProbe(loss.device)
     try:
-        r = fs.hybrid(loss.gradient, loss.hvp, w0.ravel(), lr=lr, adam_iters=adam_iters, adam_tol=tol,
+        r = fs.hybrid(loss.gradient, loss.hvp, w0.ravel(), value=loss.value if warm_trials else None, lr=lr, adam_iters=adam_iters, adam_tol=tol,
                       check_every=check_every, tol=tol, second_order=second_order, radius=radius, iters=iters,
                       lanczos_steps=lanczos_steps, lanczos_tol=lanczos_tol, seed=seed, negative_tol=negative_tol,
                       switch_threshold=switch_threshold, max_seconds=max_seconds)
@@ -75,6 +77,7 @@ def trace_of(loss: ShuffledRegressionLoss, w_star: np.ndarray) -> dict:
     the Hessian products' count, CG iterations and seconds."""
     grads = [e for e in loss.record if e.kind == "gradient"]
     hvps = [e for e in loss.record if e.kind == "hvp"]
+    values = [e for e in loss.record if e.kind == "value"]
     star = np.asarray(w_star, dtype=np.float64).ravel()
     return dict(
         time=[e.start + e.seconds for e in grads],
@@ -86,6 +89,8 @@ def trace_of(loss: ShuffledRegressionLoss, w_star: np.ndarray) -> dict:
         gradient_seconds=sum(e.seconds for e in grads),
         hvp_count=len(hvps), hvp_cg_iterations=sum(e.iterations for e in hvps),
         hvp_seconds=sum(e.seconds for e in hvps), hvp_converged=all(e.converged for e in hvps),
+        trial_values=len(values), trial_value_seconds=sum(e.seconds for e in values),
+        trial_value_iterations=[e.iterations for e in values],
         wall_seconds=loss.elapsed())
 
 

@@ -52,6 +52,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--adam-iters", type=int, default=3000, help="cap on Adam alone")
     p.add_argument("--second-order", choices=("trust_region", "newton"), default="trust_region")
     p.add_argument("--radius", type=float, default=1.0, help="initial trust radius")
+    p.add_argument("--warm-trials", action="store_true",
+                   help="evaluate second-order trial points by a value solved warm from the iterate (up to "
+                        "--refine-iters, then cold) instead of a gradient (warm only within --warm-radius)")
     p.add_argument("--tol", type=float, default=1e-3, help="stop at ‖∇_W L‖ ≤ tol (both runs)")
     p.add_argument("--rtol", type=float, default=1e-3, help="loss target L_hybrid_final·(1 + rtol)")
     p.add_argument("--sinkhorn-tol", type=float, default=1e-5, help="L1 marginal error of every solve")
@@ -108,10 +111,11 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
         hybrid = run_hybrid(loss, w0, data.w_star, lr=args.lr, adam_iters=args.hybrid_adam_iters,
                             check_every=args.check_every, tol=args.tol, second_order=args.second_order,
                             radius=args.radius, negative_tol=args.negative_tol,
-                            switch_threshold=args.switch_threshold, max_seconds=budget)
+                            switch_threshold=args.switch_threshold, max_seconds=budget,
+                            warm_trials=args.warm_trials)
         log(f"  {hybrid['status']}: switch after {hybrid['switch_iteration']} Adam steps, "
             f"L = {min(hybrid['value']):.6e}, {hybrid['wall_seconds']:.1f} s, {len(hybrid['value'])} gradients, "
-            f"{hybrid['hvp_count']} HVPs")
+            f"{hybrid['hvp_count']} HVPs, {hybrid.get('trial_values', 0)} trial values")
         report["hybrid"] = hybrid
         save(report)  # kept if a later run is cut short
     if "adam" in args.runs:

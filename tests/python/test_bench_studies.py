@@ -72,3 +72,19 @@ def test_cuda_call_breakdown_skips_cleanly_without_a_gpu(tmp_path):
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "needs torch.cuda and a core built with CUDA; skipped" in done.stdout
+
+
+def test_hvp_stage_errors_on_the_cpu():
+    """Each stage's error against the CPU's float64 one: tiny n, a large ε; float64 against itself is
+    exact to roundoff, fp32 is not, and every stage is reported."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, str(STUDIES / "hvp_stage_errors.py"), "--n", "60", "--eps", "0.5",
+                           "--configs", "cpu:fp64", "cpu:fp32", "--preconditioners", "diagonal"],
+                          check=True, env=env, capture_output=True, text=True, timeout=300)
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["device"], r["precision"]) for r in rows] == [("cpu", "fp64"), ("cpu", "fp32")]
+    fp64, fp32 = rows
+    assert fp64["plan_v"] < 1e-12 and fp64["hvp_full_diagonal"]["relative"] < 1e-10
+    assert 0 < fp32["plan_v"] < 1e-3
+    for row in rows:
+        assert row["converged"] and row["hvp_implicit_diagonal"]["converged"]

@@ -83,7 +83,7 @@ def test_hybrid_lowers_the_loss_and_reports_lambda_min():
     data = make_data(n=60, seed=2)
     w0 = 0.1 * np.random.RandomState(0).normal(size=data.w_star.shape)  # near W = 0: λ_min < 0
     loss = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-6, iters=5000)
-    trace = run_hybrid(loss, w0, data.w_star, lr=0.1, adam_iters=200, check_every=5, tol=1e-4)
+    trace = run_hybrid(loss, w0, data.w_star, lr=0.1, adam_iters=200, check_every=5, tol=1e-4, warm_trials=True)
     lambdas = [s["lambda_min"] for s in trace["lambda_trace"]]
     print("λ_min trace", lambdas, "switch", trace["switch_iteration"], "status", trace["status"])
     assert trace["status"] == "converged"
@@ -92,9 +92,26 @@ def test_hybrid_lowers_the_loss_and_reports_lambda_min():
     assert trace["value"][-1] < 0.1 * trace["value"][0]
     assert trace["gradient_norm"][-1] <= 1e-4
     assert len(trace["time"]) == len(trace["value"]) == len(trace["w_error"]) and trace["hvp_count"] > 0
+    assert trace["trial_values"] > 0  # the trust region's trial points, by loss.value
     assert all(b >= a for a, b in zip(trace["time"], trace["time"][1:]))
     c = compare(trace, trace, rtol=1e-3, gradient_target=1e-4)
     assert c["hybrid"]["seconds_to_loss"] is not None and c["speedup_to_loss"] == pytest.approx(1.0)
+
+
+def test_trial_value_is_the_gradients_value_from_a_warm_or_a_cold_start():
+    """loss.value (a trust-region trial point) solves warm from the last solve however far θ moved,
+    falling back to a cold solve when that does not converge in refine_iters: either way it is
+    L(θ) as a gradient evaluation there computes it."""
+    data = make_data(n=60, seed=2)
+    w0, w1 = data.w_star + 0.05, data.w_star + 0.3  # w0 → w1 moves points by up to 4.0, beyond √ε = 0.71
+    for refine_iters in (5000, 1):  # 1: the warm start cannot converge, the cold one runs
+        loss = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-6, iters=20000, refine_iters=refine_iters)
+        loss.gradient(w0.ravel())
+        trial = loss.value(w1.ravel())
+        fresh = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-6, iters=20000, warm_start=False)
+        assert trial == pytest.approx(fresh.gradient(w1.ravel())[0], rel=1e-5)
+        (record,) = [e for e in loss.record if e.kind == "value"]
+        assert record.converged and record.iterations > (refine_iters == 1)
 
 
 def test_budget_stops_a_run_and_keeps_the_record():

@@ -50,6 +50,7 @@ keeps what was done, the optimiser's own result is lost).
 from __future__ import annotations
 
 import time
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,6 +188,11 @@ class ShuffledRegressionLoss:
         out = (self.x64.T @ product.product.to(torch.float64)).cpu().numpy().ravel()
         self.record.append(Evaluation("hvp", start - self._clock, time.perf_counter() - start, float("nan"),
                                       float("nan"), int(product.cg_iterations), bool(product.converged)))
+        if not product.converged and self.count("hvp") - sum(e.converged for e in self.record if e.kind == "hvp") == 1:
+            warnings.warn(f"a Hessian product's CG stopped short of hvp_tol = {self.hvp_tol:g} after "
+                          f"{product.cg_iterations} iterations: λ_min checks and second-order steps built on it "
+                          f"are unreliable ({self.precision}; fp32 at this cost scale: README, Numerics)",
+                          RuntimeWarning, stacklevel=2)
         return out
 
     def lambda_min(self, theta: np.ndarray, *, max_steps: int = 50, tol: float = 1e-6, seed: int = 0):

@@ -114,6 +114,21 @@ def test_trial_value_is_the_gradients_value_from_a_warm_or_a_cold_start():
         assert record.converged and record.iterations > (refine_iters == 1)
 
 
+def test_an_unconverged_hessian_product_warns_once():
+    data = make_data(n=60, seed=2)
+    loss = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-8, iters=20000, hvp_tol=1e-12, hvp_iters=1)
+    theta = data.w_star.ravel()
+    loss.gradient(theta)
+    with pytest.warns(RuntimeWarning, match="stopped short"):
+        loss.hvp(theta, np.ones_like(theta))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss.hvp(theta, np.ones_like(theta))  # the second failure is only recorded
+    assert [e.converged for e in loss.record if e.kind == "hvp"] == [False, False]
+
+
 def test_budget_stops_a_run_and_keeps_the_record():
     data = make_data(n=30, seed=2)
     loss = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-6, iters=5000, budget_evaluations=4)

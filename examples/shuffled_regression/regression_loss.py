@@ -150,8 +150,8 @@ class ShuffledRegressionLoss:
 
     def value(self, theta: np.ndarray) -> float:
         """L(W) at a second-order method's trial point, solved warm from the last solve (the current
-        iterate's potentials) however far the points moved — at most `refine_iters` iterations, then
-        cold. Near W* a cold ε-scaled solve to 1e-4 exceeds 20,000 iterations at n = 10⁴ (H200,
+        iterate's, or the last rejected trial point's) however far the points moved — at most
+        `refine_iters` iterations, then cold. Near W* a cold ε-scaled solve to 1e-4 exceeds 20,000 iterations at n = 10⁴ (H200,
         results/h200_n10000_fp64_warp_plan/), while the iterate's potentials are a close start. If the
         trial point is accepted, its gradient reuses this solve (the shift is then zero)."""
         self._check_budget()

@@ -117,6 +117,7 @@ class ShuffledRegressionLoss:
         self._solvers: OrderedDict[bytes, Any] = OrderedDict()
         self.record: list[Evaluation] = []
         self._smallest_gradient_norm = None  # for the forcing term
+        self._warned_unconverged_hvp = False
         self._clock = time.perf_counter()
 
     def solve_tolerance(self) -> float:
@@ -150,25 +151,20 @@ class ShuffledRegressionLoss:
 
     def value(self, theta: np.ndarray) -> float:
         """L(W) at a second-order method's trial point, solved warm from the last solve (the current
-        iterate's, or the last rejected trial point's) however far the points moved — at most
-        `refine_iters` iterations, then cold. Near W* a cold ε-scaled solve to 1e-4 exceeds 20,000 iterations at n = 10⁴ (H200,
-        results/h200_n10000_fp64_warp_plan/), while the iterate's potentials are a close start. If the
-        trial point is accepted, its gradient reuses this solve (the shift is then zero)."""
+        iterate's, or the last rejected trial point's) however far the points moved, then cold
+        (_warm_then_cold). Near W* a cold ε-scaled solve to 1e-4 exceeds 20,000 iterations at n = 10⁴
+        (H200, results/h200_n10000_fp64_warp_plan/), while the iterate's potentials are a close start.
+        If the trial point is accepted, its gradient reuses this solve (the shift is then zero)."""
         self._check_budget()
         start = time.perf_counter()
         tol = self.solve_tolerance()
-        iterations = 0
-        if self._potentials is not None:
-            _, result = self._solve(theta, tol, warm=True, iters=min(self.iters, self.refine_iters))
-            iterations = int(result.iterations)
-        if self._potentials is None or not result.converged:
-            _, result = self._solve(theta, tol, cold=True)
-            iterations += int(result.iterations)
+        _, result, iterations = self._warm_then_cold(theta, tol)
         value = float(result.cost)
         self.record.append(Evaluation("value", start - self._clock, time.perf_counter() - start, value, float("nan"),
                                       iterations, bool(result.converged), [float(t) for t in theta], tol))
         if self.progress is not None:
-            self.progress(f"  value #{self.count('value'):3d}  L = {value:.6e}  sinkhorn {iterations:5d} it to {tol:.0e}")
+            self.progress(f"  value #{self.count('value'):3d}  L = {value:.6e}  "
+                          f"sinkhorn {iterations:5d} it to {tol:.0e}")
         return value
 
     def hvp(self, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -188,7 +184,8 @@ class ShuffledRegressionLoss:
         out = (self.x64.T @ product.product.to(torch.float64)).cpu().numpy().ravel()
         self.record.append(Evaluation("hvp", start - self._clock, time.perf_counter() - start, float("nan"),
                                       float("nan"), int(product.cg_iterations), bool(product.converged)))
-        if not product.converged and self.count("hvp") - sum(e.converged for e in self.record if e.kind == "hvp") == 1:
+        if not product.converged and not self._warned_unconverged_hvp:
+            self._warned_unconverged_hvp = True
             warnings.warn(f"a Hessian product's CG stopped short of hvp_tol = {self.hvp_tol:g} after "
                           f"{product.cg_iterations} iterations: λ_min checks and second-order steps built on it "
                           f"are unreliable ({self.precision}; fp32 at this cost scale: README, Numerics)",
@@ -206,10 +203,20 @@ class ShuffledRegressionLoss:
         for at most `refine_iters` iterations, else cold with ε-scaling. (Warm refinements take 10–200
         iterations on the shuffled regression at n = 1000, but now and then an over-relaxed one falls
         back to ω = 1 and takes ~4000; a cold ε-scaled solve takes 200–600.)"""
-        solver, result = self._solve(theta, self.tol, start=loose, iters=min(self.iters, self.refine_iters))
-        if not result.converged:
-            solver, result = self._solve(theta, self.tol, cold=True)
-        return solver
+        return self._warm_then_cold(theta, self.tol, start=loose)[0]
+
+    def _warm_then_cold(self, theta: np.ndarray, tol: float, start=None):
+        """(solver, result, Sinkhorn iterations in all) at θ to `tol`: warm from `start` (a result at θ)
+        or else from the last potentials, at most `refine_iters` iterations; cold with ε-scaling if that
+        does not converge (or there is nothing to start from)."""
+        iterations = 0
+        if start is not None or self._potentials is not None:
+            solver, result = self._solve(theta, tol, start=start, warm=True, iters=min(self.iters, self.refine_iters))
+            iterations = int(result.iterations)
+            if result.converged:
+                return solver, result, iterations
+        solver, result = self._solve(theta, tol, cold=True)
+        return solver, result, iterations + int(result.iterations)
 
     # -- helpers ------------------------------------------------------------------------------------
     def count(self, kind: str) -> int:

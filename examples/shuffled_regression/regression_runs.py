@@ -37,9 +37,10 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
     loss.reset()
     memory = _MemoryProbe(loss.device)
     try:
-        r = fs.hybrid(loss.gradient, loss.hvp, w0.ravel(), value=loss.value if warm_trials else None, lr=lr, adam_iters=adam_iters, adam_tol=tol,
-                      check_every=check_every, tol=tol, second_order=second_order, radius=radius, iters=iters,
-                      lanczos_steps=lanczos_steps, lanczos_tol=lanczos_tol, seed=seed, negative_tol=negative_tol,
+        r = fs.hybrid(loss.gradient, loss.hvp, w0.ravel(), value=loss.value if warm_trials else None, lr=lr,
+                      adam_iters=adam_iters, adam_tol=tol, check_every=check_every, tol=tol,
+                      second_order=second_order, radius=radius, iters=iters, lanczos_steps=lanczos_steps,
+                      lanczos_tol=lanczos_tol, seed=seed, negative_tol=negative_tol,
                       switch_threshold=switch_threshold, max_seconds=max_seconds)
         summary = dict(status=r.status, switch_iteration=r.switch_iteration,
                        lambda_trace=[s._asdict() for s in r.lambda_trace],

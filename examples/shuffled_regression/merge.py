@@ -5,7 +5,8 @@
 
 When one call cannot hold both runs (the GPU machine stops a command at 10 minutes), each run is made
 on its own with the same problem and the same options; this checks that they are (data, ε, learning
-rate, tolerances, W0, precision, device), then writes shuffled_regression_n{n}.json with both traces,
+rate, tolerances, W0, precision, device; the hybrid-only settings, HYBRID_ONLY, may differ and are the
+hybrid's), then writes shuffled_regression_n{n}.json with both traces,
 their comparison (regression_runs.compare) and the three figures. The two budgets may differ: the
 comparison reads each run's own clock. Exit status 1 with the differing settings when they do not match.
 """
@@ -20,10 +21,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from regression_runs import compare  # noqa: E402
-from run import write_report  # noqa: E402
+from run import parse, write_report  # noqa: E402
 
 # Settings that may differ between the two calls: which runs, where the output went, each run's budget.
 PER_CALL = {"runs", "out_dir", "budget_seconds", "quiet", "no_plots"}
+# Settings that only the hybrid reads (its checks, second-order phase and Hessian products): Adam alone
+# runs the same whatever they are, so a hybrid made later with other values still joins that Adam run.
+HYBRID_ONLY = {"check_every", "negative_tol", "switch_threshold", "hybrid_adam_iters", "second_order", "radius",
+               "warm_trials", "refine_iters", "hvp_tol"}
 
 
 def merge(hybrid_report: dict, adam_report: dict) -> dict:
@@ -33,7 +38,10 @@ def merge(hybrid_report: dict, adam_report: dict) -> dict:
     if "adam" not in adam_report:
         raise ValueError("the second report holds no Adam run")
     a, b = hybrid_report["config"], adam_report["config"]
-    differ = sorted(k for k in set(a) | set(b) if k not in PER_CALL and a.get(k) != b.get(k))
+    # A setting added to run.py after a run was made is absent from its config: that run had the default.
+    defaults = vars(parse(["--out-dir", "-"]))
+    differ = sorted(k for k in set(a) | set(b) if k not in PER_CALL | HYBRID_ONLY
+                    and a.get(k, defaults.get(k)) != b.get(k, defaults.get(k)))
     if differ:
         raise ValueError("the two runs solved different problems: " +
                          ", ".join(f"{k} ({a.get(k)!r} vs {b.get(k)!r})" for k in differ))

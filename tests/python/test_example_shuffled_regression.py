@@ -213,6 +213,12 @@ def test_single_runs_join_by_merge(tmp_path):
     assert joined["config"]["budget_seconds"] == {"hybrid": None, "adam": 60.0}
     assert joined["comparison"]["hybrid"]["seconds_to_loss"] is not None
     assert joined["adam"]["value"] == json.loads((tmp_path / "a" / "shuffled_regression_n36.json").read_text())["adam"]["value"]
+    # a setting only the hybrid reads may differ (an Adam run made with another --check-every joins)
+    run.main([a if a != "5" else "7" for a in common] + ["--runs", "adam", "--out-dir", str(tmp_path / "c")])
+    again = merge.main([str(tmp_path / "h" / "shuffled_regression_n36.json"),
+                        str(tmp_path / "c" / "shuffled_regression_n36.json"), "--out-dir", str(tmp_path / "n"),
+                        "--no-plots"])
+    assert json.loads(again.read_text())["config"]["check_every"] == 5  # the hybrid's
     # runs of different problems are refused, naming the difference
     run.main(common[:2] + ["--eps", "0.6"] + common[4:] + ["--runs", "adam", "--out-dir", str(tmp_path / "b")])
     with pytest.raises(SystemExit, match="eps"):

@@ -203,3 +203,24 @@ def test_rows_at_another_eps_get_an_operation_of_their_own():
     assert report.op_label({"op": "converge"}) == "converge"  # rows from before run.py recorded ε
     assert report.op_label({"op": "converge", "eps": 1.0}) == "converge (ε = 1)"
     assert base_op("converge (ε = 1)") == "converge" and base_op("forward") == "forward"
+
+
+def test_the_ten_minute_column_is_exact_only_where_no_budget_decided_it():
+    """Largest n within 10 minutes: exact when the next n ran out of memory or the grid ran out; a
+    lower bound when the next n exceeded a budget under 600 s or was never attempted."""
+    load_report()
+    from report_suite import _within_ten_minutes
+
+    ok = {"status": "ok", "n": 50_000, "ms": 900.0}
+    assert _within_ten_minutes((50_000, "oom", {"status": "oom", "n": 200_000}, ok), 1_000_000) == \
+        "50,000 (n = 200,000: oom)"
+    assert _within_ten_minutes((1_000_000, "", None, dict(ok, n=1_000_000)), 1_000_000) == \
+        "1,000,000 (the grid's largest)"
+    assert _within_ten_minutes((50_000, "", None, ok), 1_000_000) == "≥ 50,000 (larger n not attempted)"
+    timeout = {"status": "timeout", "n": 200_000, "budget": 150}
+    assert _within_ten_minutes((50_000, "timeout", timeout, ok), 1_000_000) == \
+        "≥ 50,000 (n = 200,000 exceeded a 150 s budget)"
+    assert _within_ten_minutes((50_000, "timeout", dict(timeout, budget=600), ok), 1_000_000) == \
+        "50,000 (n = 200,000: over 600 s)"
+    assert _within_ten_minutes((0, "timeout", dict(timeout, n=1000), None), 1_000_000).startswith("undecided")
+    assert _within_ten_minutes((50_000, "", None, dict(ok, ms=700_000.0)), 1_000_000).startswith("< 50,000")

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
 
 namespace flashsinkhorn::detail {
@@ -43,6 +44,19 @@ wgmma_variant selected_wgmma_variant(precision mode) {
                                                   : std::optional(parse_wgmma_variant(requested, precision::tf32));
   return chosen.value_or(default_variant(mode));
 }
+
+bool parse_fp32_fma_dots(const char* name) {
+  if (name == nullptr || *name == '\0' || std::string_view(name) == "3xtf32") return false;
+  if (std::string_view(name) == "fma") return true;
+  throw invalid_argument(std::string("FLASHSINKHORN_FP32_DOTS must be 3xtf32 or fma (or unset), got '") + name + "'");
+}
+
+bool fp32_fma_dots() {
+  static const bool chosen = parse_fp32_fma_dots(std::getenv("FLASHSINKHORN_FP32_DOTS"));
+  return chosen;
+}
+
+bool fp32_fma_dots_for(std::int64_t padded_dim) { return padded_dim <= tile::kSimtFp32MaxDim && fp32_fma_dots(); }
 
 const char* to_string(wgmma_variant variant) {
   switch (variant) {

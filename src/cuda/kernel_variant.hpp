@@ -10,6 +10,8 @@
 // (softmin_wgmma_ws_streamed_kernel.cuh) under every variant but cpasync and mma.
 #pragma once
 
+#include <cstdint>
+
 #include "flashsinkhorn/options.hpp"
 
 namespace flashsinkhorn::detail {
@@ -26,5 +28,16 @@ wgmma_variant selected_wgmma_variant(precision mode);
 
 // Its name as FLASHSINKHORN_KERNEL spells it.
 const char* to_string(wgmma_variant variant);
+
+// How the fp32 mode forms its dot products for rows of at most tile::kSimtFp32MaxDim padded
+// coordinates, from the environment variable FLASHSINKHORN_FP32_DOTS (read once):
+//   3xtf32  (unset or empty: the default) the tensor-core kernels' split 3×TF32 products (~2⁻²¹)
+//   fma     the SIMT softmin kernel's fp32 FMAs (2⁻²⁴, softmin_simt_kernel.cuh) — opt-in until it
+//           has run on a GPU (docs/cuda_backend.md, "Known limit")
+// Wider rows keep the tensor cores either way. An unknown value throws invalid_argument.
+bool parse_fp32_fma_dots(const char* name);
+bool fp32_fma_dots();
+// Whether an fp32 softmin over rows of `padded_dim` runs the FMA-dot kernel in this process.
+bool fp32_fma_dots_for(std::int64_t padded_dim);
 
 }  // namespace flashsinkhorn::detail

@@ -9,8 +9,8 @@
 #include "cuda/kernel_occupancy.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "cuda/key_splits.hpp"
-#include "cuda/softmin_fp64_kernel.cuh"
 #include "cuda/softmin_kernel.cuh"
+#include "cuda/softmin_simt_kernel.cuh"
 #include "cuda/softmin_wgmma_kernel.cuh"
 #include "cuda/softmin_wgmma_streamed_kernel.cuh"
 #include "cuda/softmin_wgmma_tma_kernel.cuh"
@@ -198,6 +198,18 @@ kernel_shape wgmma_shape(const wgmma_choice& choice) {
   return shape;
 }
 
+// The SIMT kernel (softmin_simt_kernel.cuh): fp64 always, fp32 with FMA dots on narrow rows.
+template <class T>
+kernel_shape simt_shape() {
+  kernel_shape shape;
+  shape.family = kernel_family::fma;
+  shape.threads = tile::kBlockM64;
+  shape.block_m = tile::kBlockM64;
+  shape.block_n = tile::kBlockN64;
+  shape.ctas_per_sm = occupancy(kernels::softmin_simt_kernel<T>, tile::kBlockM64, 0);
+  return shape;
+}
+
 kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
   if ((mode == precision::tf32 || mode == precision::bf16) && wgmma_available(mode)) {
     const wgmma_choice choice = choose_wgmma(mode, padded_dim, max_shared_bytes);
@@ -207,17 +219,13 @@ kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_b
   }
   switch (mode) {
     case precision::bf16: return mma_shape<kernels::bf16_operands>(padded_dim, max_shared_bytes);
-    case precision::fp32: return mma_shape<kernels::fp32_split_operands>(padded_dim, max_shared_bytes);
+    case precision::fp32:
+      if (fp32_fma_dots_for(padded_dim)) return simt_shape<float>();
+      return mma_shape<kernels::fp32_split_operands>(padded_dim, max_shared_bytes);
     case precision::tf32: return mma_shape<kernels::tf32_operands>(padded_dim, max_shared_bytes);
     case precision::fp64: break;
   }
-  kernel_shape shape;
-  shape.family = kernel_family::fma;
-  shape.threads = tile::kBlockM64;
-  shape.block_m = tile::kBlockM64;
-  shape.block_n = tile::kBlockN64;
-  shape.ctas_per_sm = occupancy(kernels::softmin_fp64_kernel, tile::kBlockM64, 0);
-  return shape;
+  return simt_shape<double>();
 }
 
 // The key splits of a softmin launch (key_splits.hpp) for this kernel's shape.
@@ -387,7 +395,10 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
         status = launch_mma(kernels::softmin_mma_kernel<kernels::tf32_operands>, shape.threads);
       break;
     case kernel_family::fma:
-      kernels::softmin_fp64_kernel<<<grid, tile::kBlockM64, 0, stream>>>(p);
+      if (mode == precision::fp64)
+        kernels::softmin_simt_kernel<double><<<grid, tile::kBlockM64, 0, stream>>>(p);
+      else
+        kernels::softmin_simt_kernel<float><<<grid, tile::kBlockM64, 0, stream>>>(p);
       status = cudaGetLastError();
       break;
   }

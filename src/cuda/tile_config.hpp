@@ -89,8 +89,11 @@ inline constexpr int kWgmmaStreamedCtasPerSm = 2;
 inline constexpr int kWgmmaMaxStages = 4;
 inline constexpr int kWgmmaMinStages = 2;
 
-// ---- fp64 softmin (plain FMA, correctness first) -----------------------------------------------
-// One row per thread; 32 keys × 32 features of double per shared tile (8 KiB + padding).
+// ---- SIMT softmin (fp64; fp32 with FMA dots): plain FMA, correctness first --------------------
+// One row per thread; 32 keys × 32 features per shared tile (8 KiB + padding in double).
+// The fp32 mode's FMA-dot path (FLASHSINKHORN_FP32_DOTS=fma) takes rows up to this padded width
+// (fp32 pads to kRowWordMultiple): d·(one FMA) per score stays below the exponential's cost.
+inline constexpr std::int64_t kSimtFp32MaxDim = 16;
 inline constexpr int kBlockM64 = 128;
 inline constexpr int kBlockN64 = 32;
 inline constexpr int kChunk64 = 32;

@@ -39,3 +39,22 @@ TEST(kernel_variant, an_unknown_name_is_an_error_that_lists_the_names) {
 }
 
 }  // namespace
+
+namespace {
+
+using flashsinkhorn::detail::parse_fp32_fma_dots;
+
+TEST(kernel_variant, fp32_dots_are_3xtf32_unless_fma_is_asked_for) {
+  EXPECT_FALSE(parse_fp32_fma_dots(nullptr));
+  EXPECT_FALSE(parse_fp32_fma_dots(""));
+  EXPECT_FALSE(parse_fp32_fma_dots("3xtf32"));
+  EXPECT_TRUE(parse_fp32_fma_dots("fma"));
+  try {
+    parse_fp32_fma_dots("FMA");
+    FAIL() << "no error for an unknown value";
+  } catch (const flashsinkhorn::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("3xtf32 or fma (or unset), got 'FMA'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -2,7 +2,8 @@
 `pot-lazy` (ot.bregman.empirical_sinkhorn(isLazy=True): cost blocks of `batchSize` rows, built by
 ot.dist on the host with NumPy — POT's own design — and copied to the device each half-step).
 
-On CUDA the arrays are torch CUDA tensors (POT's torch backend); on the CPU, NumPy arrays.
+On CUDA the arrays are torch CUDA tensors (POT's torch backend); on the CPU, NumPy arrays, except for
+forward + gradient, whose autograd path needs POT's torch backend: CPU torch tensors there.
 Potentials: P_ij = exp(log_u_i + log_v_j − C_ij/ε) ⇒ f = ε(log_u − log a), g = ε(log_v − log b).
 POT's own stopping test (converge): the L2 norm of the column-marginal error (sinkhorn_log) or the L1
 norm of the row-marginal error checked every 10 iterations (lazy), at stopThr = tol; no ε-scaling.
@@ -21,12 +22,14 @@ def _arrays(case: Case):
     x, y, a, b = load_data(case, "float64" if case.precision == "fp64" else "float32")
     if case.precision == "bf16":
         raise Unsupported("POT has no bf16 mode")
-    if not case.device.startswith("cuda"):
+    cuda = case.device.startswith("cuda")
+    if not cuda and case.op != "forward_gradient":
         dt = np.float64 if case.precision == "fp64" else np.float32
         return (x, y, a, b), (x.astype(dt), y.astype(dt), a.astype(dt), b.astype(dt)), False
     import torch
 
-    set_torch_tf32(case.precision)
+    if cuda:
+        set_torch_tf32(case.precision)
     dt = torch.float64 if case.precision == "fp64" else torch.float32
     dev = torch.device(case.device)
     t = lambda v: torch.as_tensor(v, dtype=dt, device=dev)  # noqa: E731
@@ -73,7 +76,7 @@ def run(case: Case, variant: str) -> dict:
 
     if case.op == "forward_gradient":
         if not torch_backend:
-            raise Unsupported("gradients through POT need the torch backend (CUDA run)")
+            raise Unsupported("gradients through POT need its torch backend")  # _arrays gives it tensors
         if lazy:
             raise Unsupported("ot.bregman.empirical_sinkhorn2 with isLazy=True builds the cost blocks with NumPy "
                               "on the host (no autograd path to x)")

@@ -12,9 +12,7 @@ the same thread count, right before. Prints one JSON document and appends it to 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
-import platform
 import subprocess
 import sys
 import tempfile
@@ -23,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench" / "suite"))
+import protocol  # noqa: E402  (the suite's machine, commit and date stamps)
 
 
 def ceiling(binary: Path, threads: int) -> dict:
@@ -68,10 +68,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"{precision}: n = {args.n}, d = {args.d}, {args.iters} iterations in {result['solve_seconds']:.2f} s: "
                   f"{rate:.1f} GFLOP/s of dot products, {rate / peak[precision]:.0%} of the measured "
                   f"{peak[precision]:.1f}", file=sys.stderr)
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    doc = dict(bench="cpu_dot_rate", machine=dict(platform=platform.platform(), cpu=platform.processor() or _cpu_model()),
-               commit=commit, date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    doc = dict(bench="cpu_dot_rate", machine=protocol.machine(), commit=protocol.commit(), date=protocol.now(),
                command="python3 bench/cpu_dot_rate.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                threads=args.threads, rows=rows)
     if args.out:  # one line per run: repeated runs of a noisy machine land side by side
@@ -79,13 +76,6 @@ def main(argv: list[str] | None = None) -> dict:
             sink.write(json.dumps(doc) + "\n")
     print(json.dumps(doc))
     return doc
-
-
-def _cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ double fma_rate(double seconds, int threads) {
   constexpr long kBatch = 1 << 20;
   double flops = 0;
   const auto start = std::chrono::steady_clock::now();
-  double elapsed = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : flops)
   {
     vec acc[kAccumulators];
@@ -42,8 +41,7 @@ double fma_rate(double seconds, int threads) {
     if (sink == T(-1)) std::puts("");  // never: keeps the accumulators live
     flops = static_cast<double>(batches) * kBatch * kAccumulators * 2 * flashsinkhorn::detail::simd<T>::kLanes;
   }
-  elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return flops / elapsed;
+  return flops / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace

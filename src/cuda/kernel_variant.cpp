@@ -51,12 +51,10 @@ bool parse_fp32_fma_dots(const char* name) {
   throw invalid_argument(std::string("FLASHSINKHORN_FP32_DOTS must be 3xtf32 or fma (or unset), got '") + name + "'");
 }
 
-bool fp32_fma_dots() {
-  static const bool chosen = parse_fp32_fma_dots(std::getenv("FLASHSINKHORN_FP32_DOTS"));
-  return chosen;
+bool fp32_fma_dots_for(std::int64_t padded_dim) {
+  static const bool chosen = parse_fp32_fma_dots(std::getenv("FLASHSINKHORN_FP32_DOTS"));  // read once
+  return padded_dim <= tile::kSimtFp32MaxDim && chosen;
 }
-
-bool fp32_fma_dots_for(std::int64_t padded_dim) { return padded_dim <= tile::kSimtFp32MaxDim && fp32_fma_dots(); }
 
 const char* to_string(wgmma_variant variant) {
   switch (variant) {

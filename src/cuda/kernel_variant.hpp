@@ -36,7 +36,6 @@ const char* to_string(wgmma_variant variant);
 //           has run on a GPU (docs/cuda_backend.md, "Known limit")
 // Wider rows keep the tensor cores either way. An unknown value throws invalid_argument.
 bool parse_fp32_fma_dots(const char* name);
-bool fp32_fma_dots();
 // Whether an fp32 softmin over rows of `padded_dim` runs the FMA-dot kernel in this process.
 bool fp32_fma_dots_for(std::int64_t padded_dim);
 

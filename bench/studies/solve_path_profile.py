@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -102,7 +103,8 @@ def main() -> int:
         solver = fs.Solver(x, y, a, b, **common)
         solve_ms, result = wall_ms(solver.solve)
         primal_ms, _ = wall_ms(lambda: result.primal_cost)
-        row = {"n": n, "d": args.d, "precision": args.precision, "sinkhorn_ms_median": statistics.median(times),
+        row = {"n": n, "d": args.d, "precision": args.precision,
+               "fp32_dots": os.environ.get("FLASHSINKHORN_FP32_DOTS", "3xtf32"), "sinkhorn_ms_median": statistics.median(times),
                "sinkhorn_ms_min": min(times), "solver_construct_ms": construct_ms, "solve_ms": solve_ms,
                "library_solve_seconds": result.seconds, "primal_objective_ms": primal_ms,
                "profile": profile_one(forward), "commit": protocol.commit(), "date": protocol.now(),

@@ -71,7 +71,8 @@ __global__ void __launch_bounds__(tile::kBlockM64) softmin_simt_kernel(const sof
 #pragma unroll
       for (int j = 0; j < tile::kBlockN64; ++j) tile_sum += kLog2Units ? exp2f(dot[j] - tile_max) : exp(dot[j] - tile_max);
     }
-    state = math::combine_block(state, tile_max, tile_sum);
+    state = kLog2Units ? math::combine_block_log2(state, tile_max, tile_sum)
+                       : math::combine_block(state, tile_max, tile_sum);
   }
 
   // Natural units from here on (finish_row, the split partials of finish_block): a log2-unit max

@@ -47,4 +47,18 @@ FS_HOST_DEVICE lse_state<T> combine_block(lse_state<T> running, T block_max, T b
   return combine(running, lse_state<T>{block_max, block_sum});
 }
 
+// The same merges for states whose terms are in log2 units (value_log2: max + log2 Σ 2^(term − max)),
+// as the fp32 kernels keep them so that the exponentials run on exp2.
+template <class T>
+FS_HOST_DEVICE lse_state<T> combine_log2(lse_state<T> a, lse_state<T> b) {
+  const T m = a.max > b.max ? a.max : b.max;
+  if (m == -std::numeric_limits<T>::infinity()) return lse_state<T>::identity();
+  return {m, a.sum * std::exp2(a.max - m) + b.sum * std::exp2(b.max - m)};
+}
+
+template <class T>
+FS_HOST_DEVICE lse_state<T> combine_block_log2(lse_state<T> running, T block_max, T block_sum) {
+  return combine_log2(running, lse_state<T>{block_max, block_sum});
+}
+
 }  // namespace flashsinkhorn::math

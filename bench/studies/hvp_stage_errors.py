@@ -31,6 +31,20 @@ def relative(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-300))
 
 
+def gauge_free_error(got: dict, reference: dict) -> float:
+    df, dg = got["f"] - reference["f"], got["g"] - reference["g"]
+    t = 0.5 * (float(df.mean()) - float(dg.mean()))  # f − t, g + t: the least-squares gauge
+    return max(float((df - t).abs().max()), float((dg + t).abs().max()))
+
+
+def transpose_mismatch(got: dict, reference: dict, probes: dict) -> float:
+    u, v = torch.as_tensor(probes["u"]), torch.as_tensor(probes["v"])
+    forward = float(u @ got["plan_v"].detach().cpu().double())
+    transpose = float(v @ got["plan_t_u"].detach().cpu().double())
+    scale = abs(float(u @ reference["plan_v"].detach().cpu().double()))
+    return abs(forward - transpose) / max(scale, 1e-300)
+
+
 def stages(z: np.ndarray, y: np.ndarray, device: str, precision: str, probes: dict, args) -> dict:
     dtype = torch.float64 if precision == "fp64" else torch.float32
     t = lambda a: torch.as_tensor(a, dtype=dtype, device=device).contiguous()  # noqa: E731
@@ -74,6 +88,10 @@ def main(argv: list[str] | None = None) -> None:
                    cost_relative=abs(got["cost"] - reference["cost"]) / abs(reference["cost"]),
                    f_max_error_over_eps=float((got["f"] - reference["f"]).abs().max()) / args.eps,
                    g_max_error_over_eps=float((got["g"] - reference["g"]).abs().max()) / args.eps,
+                   # The same without the gauge (f + t, g − t leaves the plan unchanged): t fitted.
+                   fg_gauge_free_max_error_over_eps=gauge_free_error(got, reference) / args.eps,
+                   # uᵀ(P·v) against vᵀ(Pᵀ·u): do the x-rows and y-rows passes apply one matrix?
+                   transpose_mismatch=transpose_mismatch(got, reference, probes),
                    plan_v=relative(got["plan_v"], reference["plan_v"]),
                    plan_t_u=relative(got["plan_t_u"], reference["plan_t_u"]),
                    cost_scale=float((z ** 2).sum(1).max() + (data.y ** 2).sum(1).max()))

@@ -563,7 +563,7 @@ class cuda_backend final : public backend {
     plan_rows_launch_args args = plan_args(request.rows, request.keys, request.key_potential, request.eps, k);
     args.values = upload_to(plan_.values, request.values, m * k);
     const device_cloud_view& keys = key_cloud(request.keys);
-    if (mode_ == precision::fp64) {
+    if (plan_pass_is_float64(mode_, rows.padded_dim)) {
       args.directions = upload_to(plan_.directions, request.directions, n * d);
       if (request.key_directions != nullptr)
         args.key_directions = upload_to(plan_.key_directions, request.key_directions, m * d);

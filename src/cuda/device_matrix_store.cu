@@ -356,7 +356,7 @@ void device_matrix_store::plan_quadratic_rows(const plan_quadratic_request& requ
       context_.pass_args(request.rows, request.keys, request.key_potential, request.eps, v.cols, true);
   args.values = v.values.data();
   args.values_stride = v.cols;
-  if (context_.mode == precision::fp64) {
+  if (plan_pass_is_float64(context_.mode, args.rows.padded_dim)) {
     args.directions = at(directions).values.data();
     if (key_directions >= 0) args.key_directions = at(key_directions).values.data();
   } else {

@@ -1,4 +1,5 @@
-// The plan pass of the fp64 mode: float64 arithmetic on the stored operands, one warp per row, the
+// The SIMT plan pass: float64 arithmetic on the stored operands (Point: double in the fp64 mode,
+// float in the fp32 mode with FMA dots, plan_pass_is_float64), one warp per row, the
 // lanes striding over the keys (lane t: keys t, t + 32, …) so that a few thousand rows still fill
 // the GPU. Two passes over the keys: the LSE (each lane's running state, merged across the warp by
 // shuffles), then the softmax-weighted sums, accumulated
@@ -8,6 +9,9 @@
 //     shared memory and turn to the columns (lane c: columns c, c + 32, …) of the output row, which
 //     they update in place — coalesced reads of V, no limit on k.
 // The other modes run the tensor-core pass (plan_mma_kernel.cuh).
+// Float points are widened before they multiply: a product of two floats is exact in float64, and
+// the sums run over the coordinates in one order, so the x-rows and y-rows passes form the same
+// C_ij to float64 rounding (the Schur complement's two products then apply one matrix).
 // With `directions` set it is the fused quadratic ("two-GEMM") pass of backend::plan_quadratic_rows:
 // each term of the weighted sum is also multiplied by u_i·z_j, the second dot product of the row's
 // direction with the key's z_j — the key's stored point, or the key's row of `key_directions`
@@ -28,9 +32,10 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kLaneColumns = 4;  // widest values summed in registers
 }  // namespace plan_rows
 
+template <class Point>
 struct plan_rows_params {
-  const double* rows_points;  // (rows, padded_dim)
-  const double* key_points;   // (keys, padded_dim)
+  const Point* rows_points;  // (rows, padded_dim)
+  const Point* key_points;   // (keys, padded_dim)
   const double* row_scaled_sq_norm;
   const double* key_scaled_sq_norm;
   const double* key_log_weights;
@@ -51,9 +56,10 @@ struct plan_rows_params {
   double eps;
 };
 
-__device__ __forceinline__ double dot_product(const double* a, const double* b, std::int64_t n) {
+template <class A, class B>
+__device__ __forceinline__ double dot_product(const A* a, const B* b, std::int64_t n) {
   double dot = 0;
-  for (std::int64_t c = 0; c < n; ++c) dot = fma(a[c], b[c], dot);
+  for (std::int64_t c = 0; c < n; ++c) dot = fma(static_cast<double>(a[c]), static_cast<double>(b[c]), dot);
   return dot;
 }
 
@@ -73,9 +79,10 @@ __device__ __forceinline__ math::lse_state<double> warp_combine(math::lse_state<
 }
 
 // Row i's view of the keys: C_ij, S_ij = (h_j − C_ij)/ε + log w_j, and the quadratic factor u_i·z_j.
+template <class Point>
 struct plan_row {
-  const plan_rows_params& p;
-  const double* query;
+  const plan_rows_params<Point>& p;
+  const Point* query;
   const double* direction;  // u_i or nullptr
   std::int64_t i;
   double inv_eps;
@@ -91,13 +98,14 @@ struct plan_row {
   }
   __device__ double direction_factor(std::int64_t j) const {
     if (direction == nullptr) return 1.0;
-    const double* z = p.key_directions != nullptr ? p.key_directions + j * p.dim : p.key_points + j * p.padded_dim;
-    return dot_product(direction, z, p.dim);
+    if (p.key_directions != nullptr) return dot_product(direction, p.key_directions + j * p.dim, p.dim);
+    return dot_product(direction, p.key_points + j * p.padded_dim, p.dim);
   }
 };
 
 // One lane's LSE over its keys: one exp per term (the running maximum moves rarely).
-__device__ __forceinline__ math::lse_state<double> lane_lse(const plan_row& row, int lane) {
+template <class Point>
+__device__ __forceinline__ math::lse_state<double> lane_lse(const plan_row<Point>& row, int lane) {
   math::lse_state<double> state = math::lse_state<double>::identity();
   for (std::int64_t j = lane; j < row.p.keys; j += 32) {
     const double s = row.score(j, row.cost(j));
@@ -113,14 +121,14 @@ __device__ __forceinline__ math::lse_state<double> lane_lse(const plan_row& row,
 }
 
 // kLaneColumns > 0: the register path (k ≤ kLaneColumns); 0: the shared-weights path.
-template <int kLaneColumns>
-__global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const plan_rows_params p) {
+template <class Point, int kLaneColumns>
+__global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const plan_rows_params<Point> p) {
   __shared__ double chunk_weights[plan_rows::kWarps][32];
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp = static_cast<int>(threadIdx.x / 32);
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * plan_rows::kWarps + warp;
   if (i >= p.rows) return;  // the whole warp: no block-wide barrier follows
-  const plan_row row{p, p.rows_points + i * p.padded_dim, p.directions != nullptr ? p.directions + i * p.dim : nullptr,
+  const plan_row<Point> row{p, p.rows_points + i * p.padded_dim, p.directions != nullptr ? p.directions + i * p.dim : nullptr,
                      i, 1.0 / p.eps};
 
   const double lse = warp_combine(lane_lse(row, lane)).value();

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "cuda/kernel_occupancy.hpp"
+#include "cuda/kernel_variant.hpp"
 #include "cuda/key_splits.hpp"
 #include "cuda/plan_mma_kernel.cuh"
 #include "cuda/plan_rows_kernel.cuh"
@@ -35,10 +36,12 @@ std::int64_t row_words(precision mode, std::int64_t padded_dim) {
   return mode == precision::bf16 ? padded_dim / 2 : padded_dim;
 }
 
-cudaError_t launch_plan_fp64(const plan_rows_launch_args& args, cudaStream_t stream) {
-  kernels::plan_rows_params p{};
-  p.rows_points = static_cast<const double*>(args.rows.points);
-  p.key_points = static_cast<const double*>(args.keys.points);
+// The SIMT pass (plan_rows_kernel.cuh) on points stored as Point.
+template <class Point>
+cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t stream) {
+  kernels::plan_rows_params<Point> p{};
+  p.rows_points = static_cast<const Point*>(args.rows.points);
+  p.key_points = static_cast<const Point*>(args.keys.points);
   p.row_scaled_sq_norm = args.rows.scaled_sq_norm;
   p.key_scaled_sq_norm = args.keys.scaled_sq_norm;
   p.key_log_weights = args.keys.log_weights;
@@ -60,9 +63,9 @@ cudaError_t launch_plan_fp64(const plan_rows_launch_args& args, cudaStream_t str
   using namespace kernels::plan_rows;
   const auto blocks = static_cast<unsigned>((args.rows.count + kWarps - 1) / kWarps);
   if (args.k <= kLaneColumns)
-    kernels::plan_rows_kernel<kLaneColumns><<<blocks, kThreads, 0, stream>>>(p);
+    kernels::plan_rows_kernel<Point, kLaneColumns><<<blocks, kThreads, 0, stream>>>(p);
   else
-    kernels::plan_rows_kernel<0><<<blocks, kThreads, 0, stream>>>(p);
+    kernels::plan_rows_kernel<Point, 0><<<blocks, kThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -311,12 +314,16 @@ cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const
   return stage_for(mode, layout, values, stride, keys, keys_padded, k, staged, stream);
 }
 
+bool plan_pass_is_float64(precision mode, std::int64_t padded_dim) {
+  return mode == precision::fp64 || (mode == precision::fp32 && fp32_fma_dots_for(padded_dim));
+}
+
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
   if (args.rows.count <= 0) return cudaSuccess;
   if (args.rows.padded_dim != args.keys.padded_dim) return cudaErrorInvalidValue;
-  if (mode == precision::fp64) {
+  if (plan_pass_is_float64(mode, args.rows.padded_dim) && !args.values_staged) {
     if (args.stored_directions != nullptr || args.stored_key_directions != nullptr) return cudaErrorInvalidValue;
-    return launch_plan_fp64(args, stream);
+    return mode == precision::fp64 ? launch_plan_simt<double>(args, stream) : launch_plan_simt<float>(args, stream);
   }
   // float64 directions are the fp64 pass's; stored key directions need stored directions.
   if (args.directions != nullptr || args.key_directions != nullptr) return cudaErrorInvalidValue;

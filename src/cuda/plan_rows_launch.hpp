@@ -3,6 +3,10 @@
 // with S_ij = (h_j − C_ij)/ε + log w_j and C_ij = s‖p_i‖² + s‖q_j‖² − 2s·p_i·q_j from the stored
 // (rounded) operands:
 //   fp64             float64 throughout (plan_rows_kernel.cuh: one warp per row)
+//   fp32, FMA dots   (FLASHSINKHORN_FP32_DOTS=fma, rows of padded d ≤ 16) the same SIMT pass in
+//                    float64 arithmetic on the stored float points, except a point gradient's pass
+//                    on staged values (values_staged), which stays on tensor cores
+//                    (plan_pass_is_float64)
 //   tf32, bf16       on sm_90a with values and no cost: warpgroup MMAs (plan_wgmma_kernel.cuh,
 //                    plan_wgmma_streamed_kernel.cuh for wide rows)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,
@@ -31,7 +35,7 @@ struct plan_rows_launch_args {
   std::int64_t values_stride = 0;         // 0: k
   std::int64_t k = 0;
   // Per-row directions u_i: the pass is then the fused quadratic pass Σ_j softmax_ij (u_i·q_j) V_j.
-  // fp64: (rows.count, rows.dim) float64 (plan_rows_kernel.cuh). Tensor-core modes: stored like the
+  // plan_pass_is_float64: (rows.count, rows.dim) float64 (plan_rows_kernel.cuh). Tensor-core modes: stored like the
   // rows' points, (rows.padded_count, padded_dim) in the mode's format with zero padding
   // (plan_mma_kernel.cuh's quadratic pass, values staged as tiles). Giving the other one refuses
   // (cudaErrorInvalidValue).
@@ -88,6 +92,13 @@ cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const
 // against `keys` splits its keys into on a device of `sm_count` SMs (0 when it does not split).
 std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
                                        int sm_count, int max_shared_bytes);
+
+// Whether the mode's plan passes run the SIMT kernel in float64 arithmetic (and so take float64
+// directions): fp64, and fp32 with FMA dots (kernel_variant.hpp, fp32_fma_dots_for), whose softmin
+// forms fp32 scores by FMA; its passes are float64 so that the x-rows and y-rows passes of the
+// Hessian's conjugate gradients apply one matrix (3×TF32 dots of the two orientations differ by ~1%
+// an entry at a cost scale of 10³/ε, and the CG then does not converge).
+bool plan_pass_is_float64(precision mode, std::int64_t padded_dim);
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
 

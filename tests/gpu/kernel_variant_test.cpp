@@ -1,5 +1,6 @@
 // FLASHSINKHORN_KERNEL's names (kernel_variant.hpp): host-only, runs in CI.
 #include "cuda/kernel_variant.hpp"
+#include "cuda/plan_rows_launch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -55,6 +56,20 @@ TEST(kernel_variant, fp32_dots_are_3xtf32_unless_fma_is_asked_for) {
   } catch (const flashsinkhorn::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("3xtf32 or fma (or unset), got 'FMA'"), std::string::npos) << e.what();
   }
+}
+
+// The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots
+// (narrow rows only), tensor cores otherwise. CI runs without FLASHSINKHORN_FP32_DOTS: 3×TF32 there.
+TEST(kernel_variant, plan_passes_are_float64_in_fp64_and_with_fp32_fma_dots) {
+  using flashsinkhorn::detail::fp32_fma_dots_for;
+  using flashsinkhorn::detail::plan_pass_is_float64;
+  for (const std::int64_t padded_dim : {8, 16, 64, 1024}) {
+    EXPECT_TRUE(plan_pass_is_float64(precision::fp64, padded_dim));
+    EXPECT_FALSE(plan_pass_is_float64(precision::tf32, padded_dim));
+    EXPECT_FALSE(plan_pass_is_float64(precision::bf16, padded_dim));
+    EXPECT_EQ(plan_pass_is_float64(precision::fp32, padded_dim), fp32_fma_dots_for(padded_dim)) << padded_dim;
+  }
+  EXPECT_FALSE(plan_pass_is_float64(precision::fp32, 64));  // wider than the FMA softmin takes
 }
 
 }  // namespace

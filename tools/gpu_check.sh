@@ -79,13 +79,13 @@ if has gpu; then
       >> "$logs/tests.log" 2>&1 || { echo "GPU tests (mma.sync) failed"; status=1; }
     tail -3 "$logs/tests.log"
   fi
-  # The fp32 mode's opt-in FMA dots (FLASHSINKHORN_FP32_DOTS=fma, kernel_variant.hpp): the same
-  # backend cases, held against the CPU without the 3×TF32 allowance on rows of ≤ 16
-  # (GPU_TEST_FP32_DOTS=0 leaves the pass out).
+  # The fp32 mode's 3×TF32 dots on narrow rows too (FLASHSINKHORN_FP32_DOTS=3xtf32, kernel_variant.hpp;
+  # FMA dots are the default there): the same backend cases, held against the CPU with the 3×TF32
+  # allowance (GPU_TEST_FP32_DOTS=0 leaves the pass out).
   if [[ "${GPU_TEST_FP32_DOTS:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_FP32_DOTS=fma" >> "$logs/tests.log"
-    FLASHSINKHORN_FP32_DOTS=fma timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*:*fp32*:*Fp32*' \
-      --gtest_brief=1 >> "$logs/tests.log" 2>&1 || { echo "GPU tests (fp32 FMA dots) failed"; status=1; }
+    echo "== GPU tests, FLASHSINKHORN_FP32_DOTS=3xtf32" >> "$logs/tests.log"
+    FLASHSINKHORN_FP32_DOTS=3xtf32 timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*:*fp32*:*Fp32*' \
+      --gtest_brief=1 >> "$logs/tests.log" 2>&1 || { echo "GPU tests (fp32 3xTF32 dots) failed"; status=1; }
     tail -3 "$logs/tests.log"
   fi
   # And on the other variants of the resident wgmma kernel (the copy-engine one is the default).

@@ -46,8 +46,8 @@ wgmma_variant selected_wgmma_variant(precision mode) {
 }
 
 bool parse_fp32_fma_dots(const char* name) {
-  if (name == nullptr || *name == '\0' || std::string_view(name) == "3xtf32") return false;
-  if (std::string_view(name) == "fma") return true;
+  if (name == nullptr || *name == '\0' || std::string_view(name) == "fma") return true;
+  if (std::string_view(name) == "3xtf32") return false;
   throw invalid_argument(std::string("FLASHSINKHORN_FP32_DOTS must be 3xtf32 or fma (or unset), got '") + name + "'");
 }
 

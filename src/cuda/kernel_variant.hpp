@@ -31,10 +31,13 @@ const char* to_string(wgmma_variant variant);
 
 // How the fp32 mode forms its dot products for rows of at most tile::kSimtFp32MaxDim padded
 // coordinates, from the environment variable FLASHSINKHORN_FP32_DOTS (read once):
-//   3xtf32  (unset or empty: the default) the tensor-core kernels' split 3×TF32 products (~2⁻²¹)
-//   fma     the SIMT softmin kernel's fp32 FMAs (2⁻²⁴, softmin_simt_kernel.cuh) — opt-in until it
-//           has run on a GPU (docs/cuda_backend.md, "Known limit")
-// Wider rows keep the tensor cores either way. An unknown value throws invalid_argument.
+//   fma     (unset or empty: the default) the SIMT softmin kernel's fp32 FMAs (2⁻²⁴, as on the
+//           CPU backend; softmin_simt_kernel.cuh), and float64 plan passes on the float points
+//           (plan_rows_launch.hpp, plan_pass_is_float64), which the fp32 Hessian's CG needs at
+//           large cost scales (docs/cuda_backend.md, "fp32 Hessian products at a large cost scale")
+//   3xtf32  the tensor-core kernels' split 3×TF32 products (~2⁻²¹): up to 1.6× faster softmin at
+//           d = 8, but the fp32 HVP's CG can fail there
+// Wider rows keep the tensor cores (3×TF32) either way. An unknown value throws invalid_argument.
 bool parse_fp32_fma_dots(const char* name);
 // Whether an fp32 softmin over rows of `padded_dim` runs the FMA-dot kernel in this process.
 bool fp32_fma_dots_for(std::int64_t padded_dim);

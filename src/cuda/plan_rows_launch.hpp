@@ -3,7 +3,7 @@
 // with S_ij = (h_j − C_ij)/ε + log w_j and C_ij = s‖p_i‖² + s‖q_j‖² − 2s·p_i·q_j from the stored
 // (rounded) operands:
 //   fp64             float64 throughout (plan_rows_kernel.cuh: one warp per row)
-//   fp32, FMA dots   (FLASHSINKHORN_FP32_DOTS=fma, rows of padded d ≤ 16) the same SIMT pass in
+//   fp32, FMA dots   (the default on rows of padded d ≤ 16, kernel_variant.hpp) the same SIMT pass in
 //                    float64 arithmetic on the stored float points, except a point gradient's pass
 //                    on staged values (values_staged), which stays on tensor cores
 //                    (plan_pass_is_float64)

@@ -1,7 +1,8 @@
 // The SIMT softmin kernel, one row per thread, dot products by FMA on the CUDA cores, beside the
 // tensor-core kernels of softmin_kernel.cuh:
 //   double  the fp64 mode: float64 throughout, scores and the LSE state in natural units;
-//   float   the fp32 mode's FMA dots (FLASHSINKHORN_FP32_DOTS=fma, kernel_variant.hpp; rows up to
+//   float   the fp32 mode's FMA dots (the default; FLASHSINKHORN_FP32_DOTS=3xtf32 opts out,
+//           kernel_variant.hpp; rows up to
 //           tile::kSimtFp32MaxDim): fp32 FMA dots (2⁻²⁴ relative, as on the CPU backend) where the 3×TF32
 //           mode's are ~2⁻²¹, scores and the state in log2 units against the float β_j of
 //           key_bias_kernel<float>, converted to natural units as the row leaves.

@@ -91,8 +91,9 @@ inline constexpr int kWgmmaMinStages = 2;
 
 // ---- SIMT softmin (fp64; fp32 with FMA dots): plain FMA, correctness first --------------------
 // One row per thread; 32 keys × 32 features per shared tile (8 KiB + padding in double).
-// The fp32 mode's FMA-dot path (FLASHSINKHORN_FP32_DOTS=fma) takes rows up to this padded width
-// (fp32 pads to kRowWordMultiple): d·(one FMA) per score stays below the exponential's cost.
+// The fp32 mode's FMA-dot path (the default; FLASHSINKHORN_FP32_DOTS=3xtf32 turns it off) takes
+// rows up to this padded width (fp32 pads to kRowWordMultiple): d·(one FMA) per score stays below
+// the exponential's cost.
 inline constexpr std::int64_t kSimtFp32MaxDim = 16;
 inline constexpr int kBlockM64 = 128;
 inline constexpr int kBlockN64 = 32;

@@ -9,8 +9,9 @@
 //   vs float64:  operand rounding  2·u_op·scale  (u_op = 2⁻¹¹ tf32, 2⁻⁸ bf16, 2⁻²¹ for 3×TF32)
 //                + float32 accumulation/LSE  64·2⁻²⁴·scale,  float64: 1e-12·scale;
 //   vs the CPU:  the same rounded operands, so only accumulation order and exp: 64·2⁻²⁴·scale
-//                (+ 2⁻²¹·scale for fp32, where the GPU's 3×TF32 is not the CPU's FFMA; not with
-//                FLASHSINKHORN_FP32_DOTS=fma on rows of ≤ 16, where the GPU's dots are FFMAs too).
+//                (+ 2⁻²¹·scale for fp32 where the GPU's 3×TF32 is not the CPU's FFMA: rows wider
+//                than 16, or FLASHSINKHORN_FP32_DOTS=3xtf32; the default FMA dots on rows of ≤ 16
+//                are FFMAs as on the CPU).
 // softmin is 1-Lipschitz in the sup norm, so after k half-steps the bound is k times that.
 #include <gtest/gtest.h>
 
@@ -150,7 +151,7 @@ double step_tolerance_vs_reference(precision mode, double scale) {
   return (2 * operand_unit_roundoff(mode) + 64 * std::ldexp(1.0, -24)) * scale;
 }
 
-// fp32 with FLASHSINKHORN_FP32_DOTS=fma on narrow rows: the GPU's dots are the CPU's FFMAs in the
+// fp32 with FMA dots (the default on narrow rows): the GPU's dots are the CPU's FFMAs in the
 // same order, so the 3×TF32 term goes (kernel_variant.hpp).
 bool fp32_dots_are_the_cpus(std::int64_t d) {
   return fp32_fma_dots_for(tile::round_up(d, tile::kRowWordMultiple));

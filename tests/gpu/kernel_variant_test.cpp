@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <string>
 
 #include "flashsinkhorn/error.hpp"
@@ -45,11 +47,11 @@ namespace {
 
 using flashsinkhorn::detail::parse_fp32_fma_dots;
 
-TEST(kernel_variant, fp32_dots_are_3xtf32_unless_fma_is_asked_for) {
-  EXPECT_FALSE(parse_fp32_fma_dots(nullptr));
-  EXPECT_FALSE(parse_fp32_fma_dots(""));
-  EXPECT_FALSE(parse_fp32_fma_dots("3xtf32"));
+TEST(kernel_variant, fp32_dots_are_fma_unless_3xtf32_is_asked_for) {
+  EXPECT_TRUE(parse_fp32_fma_dots(nullptr));
+  EXPECT_TRUE(parse_fp32_fma_dots(""));
   EXPECT_TRUE(parse_fp32_fma_dots("fma"));
+  EXPECT_FALSE(parse_fp32_fma_dots("3xtf32"));
   try {
     parse_fp32_fma_dots("FMA");
     FAIL() << "no error for an unknown value";
@@ -59,7 +61,7 @@ TEST(kernel_variant, fp32_dots_are_3xtf32_unless_fma_is_asked_for) {
 }
 
 // The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots
-// (narrow rows only), tensor cores otherwise. CI runs without FLASHSINKHORN_FP32_DOTS: 3×TF32 there.
+// (narrow rows only), tensor cores otherwise; FLASHSINKHORN_FP32_DOTS=3xtf32 keeps fp32 on them.
 TEST(kernel_variant, plan_passes_are_float64_in_fp64_and_with_fp32_fma_dots) {
   using flashsinkhorn::detail::fp32_fma_dots_for;
   using flashsinkhorn::detail::plan_pass_is_float64;
@@ -70,6 +72,10 @@ TEST(kernel_variant, plan_passes_are_float64_in_fp64_and_with_fp32_fma_dots) {
     EXPECT_EQ(plan_pass_is_float64(precision::fp32, padded_dim), fp32_fma_dots_for(padded_dim)) << padded_dim;
   }
   EXPECT_FALSE(plan_pass_is_float64(precision::fp32, 64));  // wider than the FMA softmin takes
+  if (std::getenv("FLASHSINKHORN_FP32_DOTS") == nullptr) {     // the default
+    EXPECT_TRUE(plan_pass_is_float64(precision::fp32, 8));
+    EXPECT_TRUE(plan_pass_is_float64(precision::fp32, 16));
+  }
 }
 
 }  // namespace

@@ -66,6 +66,14 @@ optim::objective objective_of(nb::object value, nb::object gradient, nb::object 
   return f;
 }
 
+nb::dict moments_of(const optim::adam_moments& m) {
+  nb::dict out;
+  out["first"] = numpy_copy(m.first);
+  out["second"] = numpy_copy(m.second);
+  out["steps"] = m.steps;
+  return out;
+}
+
 nb::dict report_of(const optim::optimizer_result& r) {
   nb::dict out;
   out["theta"] = numpy_copy(r.theta);
@@ -79,6 +87,7 @@ nb::dict report_of(const optim::optimizer_result& r) {
     history.append(nb::make_tuple(it.iteration, it.value, it.gradient_norm, it.cg_iterations, it.step_size,
                                   it.negative_curvature, it.trust_radius, it.accepted));
   out["history"] = history;
+  out["trust_radius"] = r.trust_radius;
   return out;
 }
 
@@ -152,8 +161,10 @@ void bind_optimizers(nb::module_& m) {
   m.def(
       "adam",
       [](nb::object gradient, std::vector<double> theta0, double learning_rate, double beta1, double beta2,
-         double epsilon, double gradient_tolerance, int max_iterations, double max_seconds) {
+         double epsilon, double gradient_tolerance, int max_iterations, double max_seconds,
+         std::vector<double> initial_first, std::vector<double> initial_second, int initial_steps) {
         optim::adam_options o;
+        o.initial = {std::move(initial_first), std::move(initial_second), initial_steps};
         o.learning_rate = learning_rate;
         o.beta1 = beta1;
         o.beta2 = beta2;
@@ -161,18 +172,30 @@ void bind_optimizers(nb::module_& m) {
         o.gradient_tolerance = gradient_tolerance;
         o.max_iterations = max_iterations;
         o.max_seconds = max_seconds;
-        return report_of(optim::adam(objective_of(nb::none(), gradient, nb::none()), std::move(theta0), o));
+        const optim::adam_result r = optim::adam(objective_of(nb::none(), gradient, nb::none()), std::move(theta0), o);
+        nb::dict out = report_of(r);
+        out["state"] = moments_of(r.moments);
+        return out;
       },
       "gradient"_a, "theta0"_a, "learning_rate"_a, "beta1"_a, "beta2"_a, "epsilon"_a, "gradient_tolerance"_a,
-      "max_iterations"_a, "max_seconds"_a, "flashsinkhorn::optim::adam (bias-corrected Adam; only the gradient is used).");
+      "max_iterations"_a, "max_seconds"_a, "initial_first"_a, "initial_second"_a, "initial_steps"_a,
+      "flashsinkhorn::optim::adam (bias-corrected Adam; only the gradient is used).");
   m.def(
       "hybrid",
       [](nb::object value, nb::object gradient, nb::object hvp, std::vector<double> theta0, double learning_rate,
          double beta1, double beta2, int adam_iterations, double adam_tolerance, int check_every,
          double negative_tolerance, double switch_threshold, const std::string& second_order,
          double gradient_tolerance, std::optional<int> max_iterations, int max_cg_iterations, double initial_radius,
-         int lanczos_steps, double lanczos_tolerance, bool warm_lanczos, std::uint64_t seed, double max_seconds) {
+         int lanczos_steps, double lanczos_tolerance, bool warm_lanczos, std::uint64_t seed, double max_seconds,
+         std::vector<double> resume_first, std::vector<double> resume_second, int resume_steps,
+         std::vector<double> resume_ritz_vector, int resume_checks, int resume_switch_iteration,
+         double resume_trust_radius) {
         optim::hybrid_options o;
+        o.resume.adam = {std::move(resume_first), std::move(resume_second), resume_steps};
+        o.resume.ritz_vector = std::move(resume_ritz_vector);
+        o.resume.checks = resume_checks;
+        o.resume.switch_iteration = resume_switch_iteration;
+        o.resume.trust_radius = resume_trust_radius;
         o.adam.learning_rate = learning_rate;
         o.adam.beta1 = beta1;
         o.adam.beta2 = beta2;
@@ -210,12 +233,21 @@ void bind_optimizers(nb::module_& m) {
         out["adam"] = report_of(r.adam_phase);
         out["second_order"] = r.switch_iteration < 0 ? nb::object(nb::none()) : nb::object(report_of(r.second_order_phase));
         out["evaluations"] = nb::make_tuple(r.evaluations.values, r.evaluations.gradients, r.evaluations.hvps);
+        nb::dict state;
+        state["adam"] = moments_of(r.state.adam);
+        state["ritz_vector"] = numpy_copy(r.state.ritz_vector);
+        state["checks"] = r.state.checks;
+        state["switch_iteration"] = r.state.switch_iteration;
+        state["trust_radius"] = r.state.trust_radius;
+        out["state"] = state;
         return out;
       },
       "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "learning_rate"_a, "beta1"_a, "beta2"_a,
       "adam_iterations"_a, "adam_tolerance"_a, "check_every"_a, "negative_tolerance"_a, "switch_threshold"_a,
       "second_order"_a, "gradient_tolerance"_a, "max_iterations"_a.none(), "max_cg_iterations"_a, "initial_radius"_a,
-      "lanczos_steps"_a, "lanczos_tolerance"_a, "warm_lanczos"_a, "seed"_a, "max_seconds"_a,
+      "lanczos_steps"_a, "lanczos_tolerance"_a, "warm_lanczos"_a, "seed"_a, "max_seconds"_a, "resume_first"_a,
+      "resume_second"_a, "resume_steps"_a, "resume_ritz_vector"_a, "resume_checks"_a, "resume_switch_iteration"_a,
+      "resume_trust_radius"_a,
       "flashsinkhorn::optim::hybrid (Adam while λ_min(∇²f) ≤ threshold, then trust region or Newton-CG).");
 }
 

@@ -27,18 +27,20 @@ from ._labels import LabelCost
 from ._memory import max_memory_allocated, memory_allocated, memory_reserved, reset_peak_memory_stats
 from ._functional import (HessianVectorProduct, JointHessianVectorProduct, PotentialVjp, SinkhornResult, Solver,
                           apply_plan, barycentric_map, sinkhorn)
-from ._optimize import (HybridResult, LambdaSample, LanczosResult, OptimizeResult, adam, hybrid, lanczos, newton,
-                        trust_region)
+from ._optimize import (AdamState, HybridResult, HybridState, LambdaSample, LanczosResult, OptimizeResult, adam,
+                        hybrid, lanczos, newton, trust_region)
 from ._samples_loss import SamplesLoss
 
 __version__ = "0.1.0"
 __core_version__ = _core.version()
 
 __all__ = [
+    "AdamState",
     "CudaError",
     "Error",
     "HessianVectorProduct",
     "HybridResult",
+    "HybridState",
     "InvalidArgument",
     "JointHessianVectorProduct",
     "LabelCost",

@@ -31,11 +31,53 @@ class LanczosResult:
 
 
 @dataclass(slots=True)
+class AdamState:
+    """Adam's state after `steps` steps: the moments m (`first`) and v (`second`). `adam(...,
+    state=s)` continues the run that ended with s as if it had not stopped (a run cut by its
+    wall-time budget, continued in another process: `to_dict` / `from_dict` for JSON)."""
+
+    first: np.ndarray
+    second: np.ndarray
+    steps: int
+
+    def to_dict(self) -> dict:
+        return dict(first=np.asarray(self.first).tolist(), second=np.asarray(self.second).tolist(), steps=self.steps)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "AdamState":
+        return cls(np.asarray(d["first"], dtype=np.float64), np.asarray(d["second"], dtype=np.float64), int(d["steps"]))
+
+
+@dataclass(slots=True)
+class HybridState:
+    """Where a `hybrid` run stopped: Adam's state, the last λ_min check's Ritz vector (the next warm
+    start), the checks made, the Adam steps before the switch (−1: none yet) and, after it, the trust
+    radius reached. `hybrid(..., resume=s)` continues that run (to_dict / from_dict for JSON)."""
+
+    adam: AdamState
+    ritz_vector: np.ndarray
+    checks: int
+    switch_iteration: int
+    trust_radius: float
+
+    def to_dict(self) -> dict:
+        return dict(adam=self.adam.to_dict(), ritz_vector=np.asarray(self.ritz_vector).tolist(), checks=self.checks,
+                    switch_iteration=self.switch_iteration, trust_radius=self.trust_radius)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "HybridState":
+        return cls(AdamState.from_dict(d["adam"]), np.asarray(d["ritz_vector"], dtype=np.float64), int(d["checks"]),
+                   int(d["switch_iteration"]), float(d["trust_radius"]))
+
+
+@dataclass(slots=True)
 class OptimizeResult:
     """The last accepted θ, f(θ), ‖∇f(θ)‖, the status ('converged', 'max_iterations',
-    'line_search_failed', 'trust_radius_too_small'), (values, gradients, hvps) evaluation counts and
-    one (iteration, value, gradient_norm, cg_iterations, step_size, negative_curvature, trust_radius,
-    accepted) tuple per iteration."""
+    'line_search_failed', 'trust_radius_too_small', 'time_limit'), (values, gradients, hvps)
+    evaluation counts and one (iteration, value, gradient_norm, cg_iterations, step_size,
+    negative_curvature, trust_radius, accepted) tuple per iteration; the trust region's radius for a
+    next iteration (`trust_region(..., radius=r.trust_radius)` continues it; 0 for the other
+    methods) and, from `adam`, the AdamState to continue from."""
 
     theta: np.ndarray
     value: float
@@ -44,6 +86,8 @@ class OptimizeResult:
     status: str
     evaluations: tuple
     history: list
+    trust_radius: float = 0.0
+    state: AdamState | None = None
 
 
 class LambdaSample(NamedTuple):
@@ -75,6 +119,7 @@ class HybridResult:
     adam: OptimizeResult
     second_order: OptimizeResult | None
     evaluations: tuple
+    state: HybridState | None = None
 
 
 def lanczos(apply: Callable[[np.ndarray], Any], dimension: int, *, max_steps: int = 100, tol: float = 1e-10,
@@ -108,12 +153,18 @@ def trust_region(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndar
 
 def adam(gradient: Callable[[np.ndarray], tuple], theta0: Any, *, lr: float = 1e-3, beta1: float = 0.9,
          beta2: float = 0.999, adam_eps: float = 1e-8, tol: float = 1e-8, iters: int = 1000,
-         max_seconds: float | None = None) -> OptimizeResult:
+         max_seconds: float | None = None, state: AdamState | None = None) -> OptimizeResult:
     """Minimises f by Adam (bias-corrected: θ ← θ − lr·m̂/(√v̂ + adam_eps)) for at most `iters` steps, until
     ‖∇f‖ ≤ tol, or until `max_seconds` of wall time are spent (status 'time_limit'). gradient(θ) returns
-    (f(θ), ∇f(θ)); one call per step. The Adam of `hybrid`."""
-    return OptimizeResult(**_core.adam(gradient, _vector(theta0), float(lr), float(beta1), float(beta2),
-                                       float(adam_eps), float(tol), int(iters), _seconds(max_seconds)))
+    (f(θ), ∇f(θ)); one call per step. The Adam of `hybrid`.
+
+    `state` (a previous result's `.state`, with theta0 = its `.theta`) continues that run: step
+    numbers go on, and `iters` bounds the steps of both runs together."""
+    first, second, steps = ([], [], 0) if state is None else (_vector(state.first), _vector(state.second), int(state.steps))
+    r = _core.adam(gradient, _vector(theta0), float(lr), float(beta1), float(beta2), float(adam_eps), float(tol),
+                   int(iters), _seconds(max_seconds), first, second, steps)
+    r["state"] = AdamState(r["state"]["first"], r["state"]["second"], r["state"]["steps"])
+    return OptimizeResult(**r)
 
 
 def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, np.ndarray], Any], theta0: Any, *,
@@ -122,7 +173,7 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
            negative_tol: float = 1e-6, switch_threshold: float = 0.0, second_order: str = "trust_region",
            tol: float = 1e-8, iters: int | None = None, cg_iters: int = 500, radius: float = 1.0,
            lanczos_steps: int = 50, lanczos_tol: float = 1e-4, warm_lanczos: bool = True, seed: int = 0,
-           max_seconds: float | None = None) -> HybridResult:
+           max_seconds: float | None = None, resume: HybridState | None = None) -> HybridResult:
     """Adam while the Hessian has negative curvature, a second-order method once it is positive definite.
 
     Policy (flashsinkhorn::optim::hybrid, docs/optimizers.md): at θ_0 and after every `check_every`
@@ -142,11 +193,24 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     Callables as for `newton`: gradient(θ) returns (f(θ), ∇f(θ)); hvp(θ, v) returns ∇²f(θ)·v and is
     called only at a θ where gradient was last evaluated or an earlier accepted iterate; value(θ),
     when given, serves the second-order method's trial points. Bad options raise
-    flashsinkhorn.InvalidArgument naming the field."""
+    flashsinkhorn.InvalidArgument naming the field.
+
+    `resume` (a previous result's `.state`, with theta0 = its `.theta`) continues that run: the
+    same Adam moments and step count (`adam_iters` bounds both runs together), the λ_min check
+    schedule and warm start; after the switch, the second-order method from theta0 with the trust
+    radius it had reached."""
+    s = resume
     r = _core.hybrid(value, gradient, hvp, _vector(theta0), float(lr), float(beta1), float(beta2), int(adam_iters),
                      float(adam_tol), int(check_every), float(negative_tol), float(switch_threshold), str(second_order),
                      float(tol), None if iters is None else int(iters), int(cg_iters), float(radius), int(lanczos_steps),
-                     float(lanczos_tol), bool(warm_lanczos), int(seed), _seconds(max_seconds))
+                     float(lanczos_tol), bool(warm_lanczos), int(seed), _seconds(max_seconds),
+                     [] if s is None else _vector(s.adam.first), [] if s is None else _vector(s.adam.second),
+                     0 if s is None else int(s.adam.steps), [] if s is None else _vector(s.ritz_vector),
+                     0 if s is None else int(s.checks), -1 if s is None else int(s.switch_iteration),
+                     0.0 if s is None else float(s.trust_radius))
+    state = r["state"]
+    r["state"] = HybridState(AdamState(state["adam"]["first"], state["adam"]["second"], state["adam"]["steps"]),
+                             state["ritz_vector"], state["checks"], state["switch_iteration"], state["trust_radius"])
     r["lambda_trace"] = [LambdaSample(*sample) for sample in r["lambda_trace"]]
     r["adam"] = OptimizeResult(**r["adam"])
     r["second_order"] = None if r["second_order"] is None else OptimizeResult(**r["second_order"])

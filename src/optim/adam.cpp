@@ -9,7 +9,7 @@
 
 namespace flashsinkhorn::optim {
 
-optimizer_result adam(const objective& f, std::vector<double> theta0, const adam_options& options) {
+adam_result adam(const objective& f, std::vector<double> theta0, const adam_options& options) {
   detail::validate(options);
   detail::validate_objective(f, theta0.size(), false, "adam");
   const detail::wall_clock_budget budget(options.max_seconds);
@@ -17,8 +17,10 @@ optimizer_result adam(const objective& f, std::vector<double> theta0, const adam
   detail::evaluator evaluate(f, p);
 
   detail::host_vector gradient(p);
-  optimizer_result result = detail::start_at(evaluate, std::move(theta0), gradient, "adam");
-  detail::adam_state state(options, p);
+  detail::adam_state state(options, p, options.initial);
+  adam_result result;
+  static_cast<optimizer_result&>(result) = detail::start_at(evaluate, std::move(theta0), gradient, "adam");
+  result.iterations = state.steps();  // a resumed run numbers its steps on
 
   while (!detail::stop_if_converged(result, options.gradient_tolerance) &&
          !detail::stop_if_out_of_iterations(result, options.max_iterations) &&
@@ -26,6 +28,7 @@ optimizer_result adam(const objective& f, std::vector<double> theta0, const adam
     detail::adam_iteration(state, evaluate, options, result, gradient);
   }
   result.evaluations = evaluate.counts();
+  result.moments = state.moments();
   return result;
 }
 

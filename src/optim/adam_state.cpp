@@ -1,13 +1,31 @@
 #include "optim/adam_state.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "flashsinkhorn/error.hpp"
 
 #include "optim/iteration_bookkeeping.hpp"
 
 namespace flashsinkhorn::optim::detail {
 
-adam_state::adam_state(const adam_options& options, std::size_t dimension)
-    : options_(options), first_moment_(dimension, 0.0), second_moment_(dimension, 0.0) {}
+adam_state::adam_state(const adam_options& options, std::size_t dimension, const adam_moments& initial)
+    : options_(options), first_moment_(dimension, 0.0), second_moment_(dimension, 0.0), steps_(initial.steps) {
+  const std::string where = "adam_moments (a resumed Adam state)";
+  if (initial.steps < 0) throw invalid_argument(where + ": steps must be ≥ 0, got " + std::to_string(initial.steps));
+  if (initial.first.empty() && initial.second.empty()) return;
+  if (initial.first.size() != dimension || initial.second.size() != dimension) {
+    throw invalid_argument(where + ": first and second need " + std::to_string(dimension) + " values each, got " +
+                           std::to_string(initial.first.size()) + " and " + std::to_string(initial.second.size()));
+  }
+  for (std::size_t i = 0; i < dimension; ++i) {
+    if (!std::isfinite(initial.first[i]) || !std::isfinite(initial.second[i]) || initial.second[i] < 0)
+      throw invalid_argument(where + ": entry " + std::to_string(i) + " is not finite (or v < 0)");
+  }
+  std::copy(initial.first.begin(), initial.first.end(), first_moment_.begin());
+  std::copy(initial.second.begin(), initial.second.end(), second_moment_.begin());
+}
 
 double adam_state::step(const_span gradient, mutable_span theta) {
   ++steps_;

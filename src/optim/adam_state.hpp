@@ -11,12 +11,15 @@ namespace flashsinkhorn::optim::detail {
 
 class adam_state {
  public:
-  adam_state(const adam_options& options, std::size_t dimension);
+  // From `initial` (a previous run's moments; empty: m = v = 0, k = 0). Throws invalid_argument when
+  // its vectors are not both empty or both of `dimension` values, or are not finite (v ≥ 0).
+  adam_state(const adam_options& options, std::size_t dimension, const adam_moments& initial);
 
   // θ ← θ − lr·m̂/(√v̂ + ε) after folding `gradient` (∇f(θ)) into the moments. Returns ‖Δθ‖₂.
   double step(const_span gradient, mutable_span theta);
 
   [[nodiscard]] int steps() const noexcept { return steps_; }
+  [[nodiscard]] adam_moments moments() const { return {first_moment_, second_moment_, steps_}; }
 
  private:
   adam_options options_;

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <utility>
+
+#include "flashsinkhorn/error.hpp"
 
 #include "optim/adam_state.hpp"
 #include "optim/evaluator.hpp"
@@ -61,6 +64,7 @@ optimizer_result second_order_phase(const objective& f, const std::vector<double
   }
   trust_region_options region = options.trust_region;
   region.max_seconds = std::min(region.max_seconds, seconds);
+  if (options.resume.trust_radius > 0) region.initial_radius = std::min(options.resume.trust_radius, region.max_radius);
   return trust_region(f, theta, region);
 }
 
@@ -84,12 +88,17 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
   optimizer_result& adam_phase = result.adam_phase;
   detail::host_vector gradient(p);
   adam_phase = detail::start_at(evaluate, std::move(theta0), gradient, "hybrid");
-  detail::adam_state adam(options.adam, p);
+  const hybrid_state& resume = options.resume;
+  detail::adam_state adam(options.adam, p, resume.adam);
+  adam_phase.iterations = adam.steps();  // a resumed run numbers its Adam steps on
 
-  bool switched = false;
-  int check_index = 0;
-  std::vector<double> ritz_vector;  // the last check's y_min: the next one's warm start
-  while (true) {
+  bool switched = resume.switch_iteration >= 0;
+  int check_index = resume.checks;
+  std::vector<double> ritz_vector = resume.ritz_vector;  // the last check's y_min: the next one's warm start
+  if (!ritz_vector.empty() && ritz_vector.size() != p)
+    throw invalid_argument("hybrid_options.resume.ritz_vector: " + std::to_string(ritz_vector.size()) +
+                           " values for " + std::to_string(p) + " parameters");
+  while (!switched) {
     if (detail::stop_if_converged(adam_phase, options.adam.gradient_tolerance)) break;
     if (detail::stop_if_out_of_time(adam_phase, budget) || detail::stop_if_out_of_time(adam_phase, adam_budget)) break;
     if (adam_phase.iterations % options.check_every == 0) {
@@ -108,7 +117,7 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
 
   const optimizer_result* last_phase = &adam_phase;
   if (switched) {
-    result.switch_iteration = adam_phase.iterations;
+    result.switch_iteration = resume.switch_iteration >= 0 ? resume.switch_iteration : adam_phase.iterations;
     result.second_order_phase = second_order_phase(f, adam_phase.theta, options, budget.left());
     add_counts(result.evaluations, result.second_order_phase.evaluations);
     last_phase = &result.second_order_phase;
@@ -117,6 +126,11 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
   result.value = last_phase->value;
   result.gradient_norm = last_phase->gradient_norm;
   result.status = last_phase->status;
+  result.state.adam = adam.moments();
+  result.state.ritz_vector = std::move(ritz_vector);
+  result.state.checks = check_index;
+  result.state.switch_iteration = result.switch_iteration;
+  result.state.trust_radius = switched ? result.second_order_phase.trust_radius : 0.0;
   return result;
 }
 

@@ -77,6 +77,7 @@ optimizer_result trust_region(const objective& f, std::vector<double> theta0, co
     detail::log_iteration(result, record, options.on_iteration);
   }
   result.evaluations = evaluate.counts();
+  result.trust_radius = radius;
   return std::move(result);
 }
 

@@ -140,6 +140,22 @@ void validate(const hybrid_options& options) {
   } else {
     validate(options.trust_region);
   }
+  if (!options.adam.initial.first.empty() || options.adam.initial.steps != 0) {
+    fail("hybrid_options.adam.initial", "empty (a hybrid resumes from hybrid_options.resume.adam)",
+         std::to_string(options.adam.initial.steps) + " steps");
+  }
+  const hybrid_state& resume = options.resume;
+  if (resume.checks < 0) fail("hybrid_options.resume.checks", "≥ 0", std::to_string(resume.checks));
+  if (resume.switch_iteration < -1)
+    fail("hybrid_options.resume.switch_iteration", "≥ −1", std::to_string(resume.switch_iteration));
+  if (!std::isfinite(resume.trust_radius) || resume.trust_radius < 0)
+    fail("hybrid_options.resume.trust_radius", "finite and ≥ 0", str(resume.trust_radius));
+  if (resume.trust_radius > 0 && options.second_order == second_order_method::trust_region &&
+      resume.trust_radius <= options.trust_region.min_radius) {
+    fail("hybrid_options.resume.trust_radius",
+         std::string("> trust_region.min_radius = ").append(str(options.trust_region.min_radius)),
+         str(resume.trust_radius));
+  }
 }
 
 void validate_objective(const objective& f, std::size_t dimension, bool needs_hvp, std::string_view method) {

@@ -5,6 +5,7 @@ and errors from the callables surfacing as Python exceptions."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -206,3 +207,32 @@ def rosenbrock_slow(theta):
 def test_hybrid_callback_errors_surface():
     with pytest.raises(fs.InvalidArgument, match="hvp returned 3 values"):
         fs.hybrid(double_well, lambda t, v: np.zeros(3), [0.5, 0.5])
+
+
+def test_adam_resumed_from_its_state_equals_the_uninterrupted_run():
+    quadratic = lambda t: (float(t @ t + t[0] * t[1]), 2 * t + t[::-1])  # noqa: E731
+    whole = fs.adam(quadratic, [1.0, -2.0], lr=0.1, iters=40, tol=1e-14)
+    first = fs.adam(quadratic, [1.0, -2.0], lr=0.1, iters=15, tol=1e-14)
+    assert first.status == "max_iterations" and first.state.steps == 15
+    # through JSON, as a checkpoint file would carry it
+    state = fs.AdamState.from_dict(json.loads(json.dumps(first.state.to_dict())))
+    second = fs.adam(quadratic, first.theta, lr=0.1, iters=40, tol=1e-14, state=state)
+    assert second.iterations == 40 and len(second.history) == 25 and second.history[0][0] == 16
+    np.testing.assert_array_equal(second.theta, whole.theta)
+    np.testing.assert_array_equal(second.state.second, whole.state.second)
+    with pytest.raises(fs.InvalidArgument, match="adam_moments"):
+        fs.adam(quadratic, first.theta, state=fs.AdamState(np.zeros(3), np.zeros(3), 2))
+
+
+def test_hybrid_resumed_from_its_state_switches_at_the_same_step():
+    kwargs = dict(lr=0.05, check_every=5, tol=1e-10)
+    whole = fs.hybrid(double_well, double_well_hvp, [1e-3, 0.5], **kwargs)
+    assert whole.switch_iteration > 7
+    first = fs.hybrid(double_well, double_well_hvp, [1e-3, 0.5], adam_iters=7, **kwargs)
+    assert first.switch_iteration == -1 and first.state.adam.steps == 7 and first.state.checks == 2
+    state = fs.HybridState.from_dict(json.loads(json.dumps(first.state.to_dict())))
+    second = fs.hybrid(double_well, double_well_hvp, first.theta, resume=state, **kwargs)
+    assert second.switch_iteration == whole.switch_iteration and second.lambda_trace[0].iteration == 10
+    assert second.status == "converged" and second.state.switch_iteration == whole.switch_iteration
+    np.testing.assert_allclose(second.theta, whole.theta, atol=1e-9)
+    assert second.state.trust_radius > 0  # what a continuation after the switch would start from

@@ -38,6 +38,19 @@ enum class second_order_method { newton_cg, trust_region };
   return options;
 }
 
+// Where a hybrid run stopped, to continue it in another call (hybrid_options::resume ←
+// hybrid_result::state), e.g. a run cut by its wall-time budget: the continuation takes up the same
+// Adam step count and moments, the λ_min check schedule (every check_every Adam steps counted over
+// both runs) and the warm Lanczos start; after the switch, the second-order method from θ with the
+// trust radius it had reached (its forcing sequence restarts).
+struct hybrid_state {
+  adam_moments adam;                // the Adam phase's moments and steps
+  std::vector<double> ritz_vector;  // the last λ_min check's y_min (the next warm start; may be empty)
+  int checks = 0;                   // λ_min checks made (the next one's seed offset)
+  int switch_iteration = -1;        // Adam steps before the switch; −1: still in the Adam phase
+  double trust_radius = 0;          // after the switch, trust region: Δ for its next iteration (0: none)
+};
+
 struct hybrid_options {
   adam_options adam;                 // max_iterations bounds the Adam phase
   int check_every = 10;              // Adam steps between λ_min estimates; ≥ 1
@@ -54,6 +67,9 @@ struct hybrid_options {
   second_order_method second_order = second_order_method::trust_region;
   newton_cg_options newton_cg;
   trust_region_options trust_region;
+  // A previous run's hybrid_result::state (default: a fresh start). adam.max_iterations bounds the
+  // Adam steps of all the runs together; adam.initial must stay empty (the moments come from here).
+  hybrid_state resume;
 };
 
 struct lambda_sample {
@@ -75,6 +91,7 @@ struct hybrid_result {
   optimizer_result adam_phase;          // Adam's history (its theta: where it stopped)
   optimizer_result second_order_phase;  // empty (iterations 0) when no switch happened
   evaluation_counts evaluations;        // both phases and every Lanczos run
+  hybrid_state state;                   // to continue this run (hybrid_options::resume)
 };
 
 // Throws invalid_argument for bad options (of any phase), missing callbacks, or f / ∇f not finite at

@@ -49,6 +49,7 @@ struct optimizer_result {
   optimizer_status status = optimizer_status::max_iterations;
   std::vector<optimizer_iteration> history;
   evaluation_counts evaluations;
+  double trust_radius = 0;    // trust region: Δ for the next iteration (a continuation's initial_radius)
 };
 
 }  // namespace flashsinkhorn::optim

@@ -20,15 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from regression_config import HYBRID_ONLY, PER_CALL, differing_settings  # noqa: E402
 from regression_runs import compare  # noqa: E402
 from run import parse, write_report  # noqa: E402
-
-# Settings that may differ between the two calls: which runs, where the output went, each run's budget.
-PER_CALL = {"runs", "out_dir", "budget_seconds", "quiet", "no_plots"}
-# Settings that only the hybrid reads (its checks, second-order phase and Hessian products): Adam alone
-# runs the same whatever they are, so a hybrid made later with other values still joins that Adam run.
-HYBRID_ONLY = {"check_every", "negative_tol", "switch_threshold", "hybrid_adam_iters", "second_order", "radius",
-               "warm_trials", "refine_iters", "hvp_tol"}
 
 
 def merge(hybrid_report: dict, adam_report: dict) -> dict:
@@ -39,12 +33,9 @@ def merge(hybrid_report: dict, adam_report: dict) -> dict:
         raise ValueError("the second report holds no Adam run")
     a, b = hybrid_report["config"], adam_report["config"]
     # A setting added to run.py after a run was made is absent from its config: that run had the default.
-    defaults = vars(parse(["--out-dir", "-"]))
-    differ = sorted(k for k in set(a) | set(b) if k not in PER_CALL | HYBRID_ONLY
-                    and a.get(k, defaults.get(k)) != b.get(k, defaults.get(k)))
+    differ = differing_settings(a, b, vars(parse(["--out-dir", "-"])), PER_CALL | HYBRID_ONLY)
     if differ:
-        raise ValueError("the two runs solved different problems: " +
-                         ", ".join(f"{k} ({a.get(k)!r} vs {b.get(k)!r})" for k in differ))
+        raise ValueError("the two runs solved different problems: " + ", ".join(differ))
     config = dict(a, runs=["hybrid", "adam"], budget_seconds=dict(hybrid=a.get("budget_seconds"),
                                                                  adam=b.get("budget_seconds")))
     rtol, tol = a["rtol"], a["tol"]

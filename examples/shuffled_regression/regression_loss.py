@@ -120,6 +120,11 @@ class ShuffledRegressionLoss:
         self._warned_unconverged_hvp = False
         self._clock = time.perf_counter()
 
+    def continue_forcing(self, smallest_gradient_norm: float) -> None:
+        """Carry the forcing term over from an earlier part of the run (run.py --resume): its next
+        solve is as tight as if this loss had seen that gradient norm."""
+        self._smallest_gradient_norm = float(smallest_gradient_norm)
+
     def solve_tolerance(self) -> float:
         """The L1 marginal error the next gradient evaluation's solve stops at (the forcing term)."""
         if self.forcing <= 0:

@@ -24,53 +24,66 @@ import torch
 import flashsinkhorn as fs
 
 from regression_loss import BudgetExhausted, ShuffledRegressionLoss
+from regression_resume import join, start_of
 
 
 def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *, lr: float, adam_iters: int,
                check_every: int, tol: float, second_order: str = "trust_region", radius: float = 1.0,
                iters: int | None = None, lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0,
                negative_tol: float = 1e-6, switch_threshold: float = 0.0, max_seconds: float | None = None,
-               warm_trials: bool = False) -> dict:
+               warm_trials: bool = False, resume: dict | None = None) -> dict:
     """fs.hybrid on the loss; `max_seconds` is the library's wall-time budget (status 'time_limit', the
     λ_min trace kept); `warm_trials`: the second-order method's trial points by loss.value (warm from
-    the iterate), else by a gradient evaluation each."""
+    the iterate), else by a gradient evaluation each. `resume`: an earlier segment's trace of this run
+    (regression_resume), continued from its state and joined to it."""
     loss.reset()
+    state = None
+    if resume is not None:
+        w0, saved, smallest = start_of(resume)
+        state = fs.HybridState.from_dict(saved)
+        loss.continue_forcing(smallest)
     memory = _MemoryProbe(loss.device)
     try:
         r = fs.hybrid(loss.gradient, loss.hvp, w0.ravel(), value=loss.value if warm_trials else None, lr=lr,
                       adam_iters=adam_iters, adam_tol=tol, check_every=check_every, tol=tol,
                       second_order=second_order, radius=radius, iters=iters, lanczos_steps=lanczos_steps,
                       lanczos_tol=lanczos_tol, seed=seed, negative_tol=negative_tol,
-                      switch_threshold=switch_threshold, max_seconds=max_seconds)
+                      switch_threshold=switch_threshold, max_seconds=max_seconds, resume=state)
         summary = dict(status=r.status, switch_iteration=r.switch_iteration,
                        lambda_trace=[s._asdict() for s in r.lambda_trace],
                        adam_iterations=r.adam.iterations,
                        second_order_iterations=0 if r.second_order is None else r.second_order.iterations,
                        second_order_history=[] if r.second_order is None else [list(h) for h in r.second_order.history],
                        evaluations=dict(zip(("values", "gradients", "hvps"), r.evaluations)),
-                       final_theta=r.theta.tolist(), final_value=r.value, final_gradient_norm=r.gradient_norm)
+                       final_theta=r.theta.tolist(), final_value=r.value, final_gradient_norm=r.gradient_norm,
+                       state=r.state.to_dict())
     except BudgetExhausted as stop:
         summary = dict(status="budget_exhausted", message=str(stop), switch_iteration=None, lambda_trace=[])
     trace = trace_of(loss, w_star)
     trace.update(summary, method="hybrid", peak_memory=memory.read())
     trace["switch_step"] = _switch_step(trace)
-    return trace
+    return trace if resume is None else join(resume, trace)
 
 
 def run_adam(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *, lr: float, iters: int,
-             tol: float, max_seconds: float | None = None) -> dict:
-    """fs.adam on the loss, with the same wall-time budget as run_hybrid."""
+             tol: float, max_seconds: float | None = None, resume: dict | None = None) -> dict:
+    """fs.adam on the loss, with the same wall-time budget as run_hybrid; `resume` as there."""
     loss.reset()
+    state = None
+    if resume is not None:
+        w0, saved, smallest = start_of(resume)
+        state = fs.AdamState.from_dict(saved)
+        loss.continue_forcing(smallest)
     memory = _MemoryProbe(loss.device)
     try:
-        r = fs.adam(loss.gradient, w0.ravel(), lr=lr, tol=tol, iters=iters, max_seconds=max_seconds)
+        r = fs.adam(loss.gradient, w0.ravel(), lr=lr, tol=tol, iters=iters, max_seconds=max_seconds, state=state)
         summary = dict(status=r.status, iterations=r.iterations, final_theta=r.theta.tolist(), final_value=r.value,
-                       final_gradient_norm=r.gradient_norm)
+                       final_gradient_norm=r.gradient_norm, state=r.state.to_dict())
     except BudgetExhausted as stop:
         summary = dict(status="budget_exhausted", message=str(stop))
     trace = trace_of(loss, w_star)
     trace.update(summary, method="adam", peak_memory=memory.read())
-    return trace
+    return trace if resume is None else join(resume, trace)
 
 
 def trace_of(loss: ShuffledRegressionLoss, w_star: np.ndarray) -> dict:

@@ -26,8 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import flashsinkhorn as fs  # noqa: E402
 
+from regression_config import CAPS, PER_CALL, differing_settings  # noqa: E402
 from regression_data import KNOWN_CASE, make_data  # noqa: E402
 from regression_loss import ShuffledRegressionLoss  # noqa: E402
+from regression_resume import resumable  # noqa: E402
 from regression_runs import compare, run_adam, run_hybrid  # noqa: E402
 
 
@@ -65,7 +67,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--relaxation", type=float, default=1.0,
                    help="over-relaxation ω of every solve at ε (1.8: ~7× fewer iterations on the known case, CPU fp64)")
     p.add_argument("--precision", choices=("fp32", "fp64", "tf32", "bf16"), default=None,
-                   help="the solves' arithmetic (default fp64: fp32 HVPs fail on CUDA at this cost scale, README)")
+                   help="the solves' arithmetic (default fp64; fp32 HVPs converge on CUDA since a8a8538, "
+                        "not yet rerun in full here: README, Numerics)")
     p.add_argument("--hvp-tol", type=float, default=1e-6)
     p.add_argument("--no-warm-start", action="store_true")
     p.add_argument("--warm-radius", type=float, default=1.0,
@@ -75,6 +78,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budget-seconds", type=float, default=math.inf, help="wall-time cap per run")
     p.add_argument("--runs", nargs="+", choices=("hybrid", "adam"), default=["hybrid", "adam"],
                    help="which runs (one of them: the other from a separate call, joined by merge.py)")
+    p.add_argument("--resume", type=Path, default=None,
+                   help="an earlier call's --out-dir: each chosen run it stopped by the budget or an iteration "
+                        "cap goes on from where it stopped (same problem and settings; caps and budget may "
+                        "change), a finished one is carried over; the JSON holds the joined trace")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no per-evaluation progress lines")
     return p.parse_args(argv)
@@ -106,21 +113,31 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
 
     report = dict(config=config, loss_at_w_star=value_star, flashsinkhorn_version=fs.__version__,
                   torch_version=torch.__version__)
-    if "hybrid" in args.runs:
-        log("hybrid (Adam → %s)" % args.second_order)
+    earlier = previous_report(args, n, config)
+    if earlier is not None:
+        report["resumed_from"] = str(args.resume)
+    if "hybrid" in args.runs and finished(earlier, "hybrid"):
+        log("hybrid: carried over from --resume (it had finished)")
+        report["hybrid"] = earlier["hybrid"]
+    elif "hybrid" in args.runs:
+        log("hybrid (Adam → %s)" % args.second_order + (", resumed" if earlier and "hybrid" in earlier else ""))
         hybrid = run_hybrid(loss, w0, data.w_star, lr=args.lr, adam_iters=args.hybrid_adam_iters,
                             check_every=args.check_every, tol=args.tol, second_order=args.second_order,
                             radius=args.radius, negative_tol=args.negative_tol,
                             switch_threshold=args.switch_threshold, max_seconds=budget,
-                            warm_trials=args.warm_trials)
+                            warm_trials=args.warm_trials, resume=earlier.get("hybrid") if earlier else None)
         log(f"  {hybrid['status']}: switch after {hybrid['switch_iteration']} Adam steps, "
             f"L = {min(hybrid['value']):.6e}, {hybrid['wall_seconds']:.1f} s, {len(hybrid['value'])} gradients, "
             f"{hybrid['hvp_count']} HVPs, {hybrid.get('trial_values', 0)} trial values")
         report["hybrid"] = hybrid
         save(report)  # kept if a later run is cut short
-    if "adam" in args.runs:
-        log("Adam alone")
-        adam = run_adam(loss, w0, data.w_star, lr=args.lr, iters=args.adam_iters, tol=args.tol, max_seconds=budget)
+    if "adam" in args.runs and finished(earlier, "adam"):
+        log("Adam alone: carried over from --resume (it had finished)")
+        report["adam"] = earlier["adam"]
+    elif "adam" in args.runs:
+        log("Adam alone" + (", resumed" if earlier and "adam" in earlier else ""))
+        adam = run_adam(loss, w0, data.w_star, lr=args.lr, iters=args.adam_iters, tol=args.tol, max_seconds=budget,
+                        resume=earlier.get("adam") if earlier else None)
         log(f"  {adam['status']}: L = {min(adam['value']):.6e}, {adam['wall_seconds']:.1f} s, "
             f"{len(adam['value'])} gradients")
         report["adam"] = adam
@@ -140,6 +157,26 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
         report["comparison"] = compare(report["hybrid"], report["adam"], rtol=args.rtol, gradient_target=args.tol)
         log_comparison(report["comparison"])
     return report
+
+
+def previous_report(args: argparse.Namespace, n: int, config: dict) -> dict | None:
+    """The --resume directory's report for n, checked to be the same problem and settings (SystemExit
+    naming the differences); None without --resume."""
+    if args.resume is None:
+        return None
+    path = args.resume / f"shuffled_regression_n{n}.json"
+    if not path.exists():
+        sys.exit(f"run.py: --resume {args.resume}: no {path.name} there")
+    earlier = json.loads(path.read_text())
+    differ = differing_settings(earlier["config"], config, vars(parse(["--out-dir", "-"])), PER_CALL | CAPS)
+    if differ:
+        sys.exit(f"run.py: --resume {path}: another problem or other settings: " + ", ".join(differ))
+    return earlier
+
+
+def finished(earlier: dict | None, name: str) -> bool:
+    """The earlier report holds this run and it cannot go on (converged, or stopped without a state)."""
+    return earlier is not None and name in earlier and not resumable(earlier[name])
 
 
 def log_comparison(comparison: dict) -> None:

@@ -319,6 +319,16 @@ if has examples; then
         || echo "flow.py failed (exit $?)"
       cp "$logs/examples.log" "$examples/" 2> /dev/null; pack_examples
     fi
+    if chosen hessian; then  # not in the default list: EXAMPLES="hessian ..." (the fp32 HVP's CG at scale)
+      # EXAMPLES_HESSIAN_RUNS: the runs' argument lists, separated by ';'
+      IFS=';' read -ra hessian_runs <<< "${EXAMPLES_HESSIAN_RUNS:---n 10000 --devices cuda --precisions fp32 --preconditioners sparse diagonal}"
+      for hessian_args in "${hessian_runs[@]}"; do
+        echo "== shuffled_regression/hessian_check.py $hessian_args"
+        PYTHONPATH="$site" timeout "${EXAMPLES_HESSIAN_TIMEOUT:-200}" python3 -u examples/shuffled_regression/hessian_check.py \
+          $hessian_args | tee -a "$examples/hessian_check.jsonl" || echo "hessian_check.py failed (exit $?)"
+      done
+      cp "$logs/examples.log" "$examples/" 2> /dev/null; pack_examples
+    fi
     if chosen regression && [[ -f examples/shuffled_regression/run.py ]]; then
       echo "== shuffled_regression/run.py"
       PYTHONPATH="$site" timeout "${EXAMPLES_REGRESSION_TIMEOUT:-200}" python3 -u examples/shuffled_regression/run.py \

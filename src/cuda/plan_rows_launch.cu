@@ -10,6 +10,7 @@
 #include "cuda/plan_mma_kernel.cuh"
 #include "cuda/plan_rows_kernel.cuh"
 #include "cuda/plan_values_kernel.cuh"
+#include "cuda/plan_vector_narrow_launch.hpp"
 #include "cuda/plan_vector_wgmma_launch.hpp"
 #include "cuda/plan_wgmma_kernel.cuh"
 #include "cuda/plan_wgmma_streamed_kernel.cuh"
@@ -298,7 +299,9 @@ std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& 
   // Enough for whichever of the two one-column passes runs (the Hopper one where it applies).
   const std::int64_t hopper = plan_vector_wgmma_partial_bytes(mode, rows, keys, sm_count, max_shared_bytes);
   switch (mode) {
-    case precision::fp32: return vector_partial_bytes(rows, plan_vector_splits<kernels::fp32_split_operands>(rows, keys, sm_count).splits);
+    case precision::fp32:
+      return std::max(plan_vector_narrow_partial_bytes(rows, keys, sm_count),
+                      vector_partial_bytes(rows, plan_vector_splits<kernels::fp32_split_operands>(rows, keys, sm_count).splits));
     case precision::tf32:
       return std::max(hopper, vector_partial_bytes(rows, plan_vector_splits<kernels::tf32_operands>(rows, keys, sm_count).splits));
     case precision::bf16:
@@ -321,7 +324,8 @@ bool plan_pass_is_float64(precision mode, std::int64_t padded_dim) {
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
   if (args.rows.count <= 0) return cudaSuccess;
   if (args.rows.padded_dim != args.keys.padded_dim) return cudaErrorInvalidValue;
-  if (plan_pass_is_float64(mode, args.rows.padded_dim) && !args.values_staged) {
+  const bool narrow_vector = plan_vector_narrow_applies(mode, args);
+  if (plan_pass_is_float64(mode, args.rows.padded_dim) && !args.values_staged && !narrow_vector) {
     if (args.stored_directions != nullptr || args.stored_key_directions != nullptr) return cudaErrorInvalidValue;
     return mode == precision::fp64 ? launch_plan_simt<double>(args, stream) : launch_plan_simt<float>(args, stream);
   }
@@ -347,6 +351,7 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
   }
   const bool lse_only = args.k == 0 && args.cost == nullptr && args.stored_directions == nullptr;
   if ((vector || lse_only) && launch_plan_vector_wgmma(mode, args, stream, status)) return status;
+  if (narrow_vector && launch_plan_vector_narrow(mode, args, stream, status)) return status;
   switch (mode) {
     case precision::fp32: return launch_plan_mma<kernels::fp32_split_operands>(args, vector, stream);
     case precision::tf32:

@@ -9,7 +9,9 @@
 #include "cuda/kernel_occupancy.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "cuda/key_splits.hpp"
+#include "cuda/narrow_dims.hpp"
 #include "cuda/softmin_kernel.cuh"
+#include "cuda/softmin_narrow_kernel.cuh"
 #include "cuda/softmin_simt_kernel.cuh"
 #include "cuda/softmin_wgmma_kernel.cuh"
 #include "cuda/softmin_wgmma_streamed_kernel.cuh"
@@ -198,19 +200,34 @@ kernel_shape wgmma_shape(const wgmma_choice& choice) {
   return shape;
 }
 
-// The SIMT kernel (softmin_simt_kernel.cuh): fp64 always, fp32 with FMA dots on narrow rows.
-template <class T>
+// The fp64 SIMT kernel (softmin_simt_kernel.cuh).
 kernel_shape simt_shape() {
   kernel_shape shape;
   shape.family = kernel_family::fma;
   shape.threads = tile::kBlockM64;
   shape.block_m = tile::kBlockM64;
   shape.block_n = tile::kBlockN64;
-  shape.ctas_per_sm = occupancy(kernels::softmin_simt_kernel<T>, tile::kBlockM64, 0);
+  shape.ctas_per_sm = occupancy(kernels::softmin_simt_kernel, tile::kBlockM64, 0);
   return shape;
 }
 
-kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
+// The fp32 kernel on narrow rows (softmin_narrow_kernel.cuh), the instance for `dim` coordinates.
+auto narrow_kernel_for(std::int64_t dim) {
+  return for_narrow_dim(dim, [](auto d) { return &kernels::softmin_narrow_kernel<decltype(d)::value>; });
+}
+
+kernel_shape narrow_shape(std::int64_t dim) {
+  kernel_shape shape;
+  shape.family = kernel_family::fma;
+  shape.threads = kernels::narrow::kThreads;
+  shape.block_m = kernels::narrow::kBlockRows;
+  shape.block_n = kernels::narrow::kTileKeys;
+  shape.ctas_per_sm = occupancy(narrow_kernel_for(dim), shape.threads, 0);
+  return shape;
+}
+
+// `dim`: the rows' coordinates (the narrow kernel's instance; padded_dim where not known).
+kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_bytes, std::int64_t dim) {
   if ((mode == precision::tf32 || mode == precision::bf16) && wgmma_available(mode)) {
     const wgmma_choice choice = choose_wgmma(mode, padded_dim, max_shared_bytes);
     if (choice.family != kernel_family::fma)
@@ -220,12 +237,12 @@ kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_b
   switch (mode) {
     case precision::bf16: return mma_shape<kernels::bf16_operands>(padded_dim, max_shared_bytes);
     case precision::fp32:
-      if (fp32_fma_dots_for(padded_dim)) return simt_shape<float>();
+      if (fp32_fma_dots_for(padded_dim)) return narrow_shape(dim);
       return mma_shape<kernels::fp32_split_operands>(padded_dim, max_shared_bytes);
     case precision::tf32: return mma_shape<kernels::tf32_operands>(padded_dim, max_shared_bytes);
     case precision::fp64: break;
   }
-  return simt_shape<double>();
+  return simt_shape();
 }
 
 // The key splits of a softmin launch (key_splits.hpp) for this kernel's shape.
@@ -239,7 +256,7 @@ split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_
 
 int softmin_split_count(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
                         int sm_count, int max_shared_bytes) {
-  const kernel_shape shape = shape_for(mode, rows.padded_dim, max_shared_bytes);
+  const kernel_shape shape = shape_for(mode, rows.padded_dim, max_shared_bytes, rows.dim);
   return plan_splits(shape, rows.count, keys.count, sm_count).splits;
 }
 
@@ -269,7 +286,7 @@ const char* wgmma_kernel_name(precision mode, kernel_family family) {
 }
 
 const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
-  switch (const kernel_family family = shape_for(mode, padded_dim, max_shared_bytes).family) {
+  switch (const kernel_family family = shape_for(mode, padded_dim, max_shared_bytes, padded_dim).family) {
     case kernel_family::wgmma:
     case kernel_family::wgmma_streamed: return wgmma_kernel_name(mode, family);
     case kernel_family::mma_sync: return "mma.sync";
@@ -302,7 +319,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   const device_cloud_view& keys = args.keys;
   if (rows.count <= 0 || keys.count <= 0) return cudaErrorInvalidValue;
   if (rows.padded_dim != keys.padded_dim) return cudaErrorInvalidValue;
-  const kernel_shape shape = shape_for(mode, rows.padded_dim, args.max_shared_bytes);
+  const kernel_shape shape = shape_for(mode, rows.padded_dim, args.max_shared_bytes, rows.dim);
   if (shape.shared_bytes > args.max_shared_bytes) return cudaErrorInvalidConfiguration;
   const split_plan plan = plan_splits(shape, rows.count, keys.count, args.sm_count);
   if (softmin_partial_bytes(mode, rows.padded_count, plan.splits) > args.partial_scratch_capacity)
@@ -396,9 +413,9 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
       break;
     case kernel_family::fma:
       if (mode == precision::fp64)
-        kernels::softmin_simt_kernel<double><<<grid, tile::kBlockM64, 0, stream>>>(p);
+        kernels::softmin_simt_kernel<<<grid, tile::kBlockM64, 0, stream>>>(p);
       else
-        kernels::softmin_simt_kernel<float><<<grid, tile::kBlockM64, 0, stream>>>(p);
+        narrow_kernel_for(rows.dim)<<<grid, shape.threads, 0, stream>>>(p);
       status = cudaGetLastError();
       break;
   }

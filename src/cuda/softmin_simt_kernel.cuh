@@ -1,30 +1,19 @@
-// The SIMT softmin kernel, one row per thread, dot products by FMA on the CUDA cores, beside the
-// tensor-core kernels of softmin_kernel.cuh:
-//   double  the fp64 mode: float64 throughout, scores and the LSE state in natural units;
-//   float   the fp32 mode's FMA dots (the default; FLASHSINKHORN_FP32_DOTS=3xtf32 opts out,
-//           kernel_variant.hpp; rows up to
-//           tile::kSimtFp32MaxDim): fp32 FMA dots (2⁻²⁴ relative, as on the CPU backend) where the 3×TF32
-//           mode's are ~2⁻²¹, scores and the state in log2 units against the float β_j of
-//           key_bias_kernel<float>, converted to natural units as the row leaves.
-// Why the float form: in the biased score 2s·x·y/ε + β_j the terms can be ~10⁴ (the shuffled
-// regression: cost scale ~1.6·10³ against ε = 0.05) while the score differences that matter are
-// ~10⁻²; 3×TF32's dot error there is ~8× fp32's (docs/cuda_backend.md, "Known limit").
+// The fp64 softmin kernel: one row per thread, float64 dot products by FMA on the CUDA cores,
+// scores and the LSE state in natural units. (The fp32 mode's FMA-dot path on narrow rows is
+// softmin_narrow_kernel.cuh.)
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include "cuda/softmin_kernel.cuh"
 
 namespace flashsinkhorn::detail::kernels {
 
-template <class T>
 __global__ void __launch_bounds__(tile::kBlockM64) softmin_simt_kernel(const softmin_params p) {
-  static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>);
-  constexpr bool kLog2Units = std::is_same_v<T, float>;
+  using T = double;
   __shared__ T keys[tile::kBlockN64][tile::kChunk64 + 1];  // (kBlockN64, kChunk64)
   __shared__ T bias[tile::kBlockN64];
   __shared__ double error_scratch[tile::kBlockM64 / 32];
@@ -32,7 +21,7 @@ __global__ void __launch_bounds__(tile::kBlockM64) softmin_simt_kernel(const sof
   const T* rows_points = static_cast<const T*>(p.rows_points);
   const T* key_points = static_cast<const T*>(p.key_points);
   const T* key_bias = static_cast<const T*>(p.key_bias);
-  const T scale = kLog2Units ? static_cast<T>(p.score_scale_log2) : static_cast<T>(p.score_scale);
+  const T scale = p.score_scale;
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * tile::kBlockM64 + threadIdx.x;
   const T* query = rows_points + row * p.padded_dim;  // row < rows_padded always
   const int split = blockIdx.y;
@@ -70,15 +59,11 @@ __global__ void __launch_bounds__(tile::kBlockM64) softmin_simt_kernel(const sof
     T tile_sum = 0;
     if (tile_max != -INFINITY) {
 #pragma unroll
-      for (int j = 0; j < tile::kBlockN64; ++j) tile_sum += kLog2Units ? exp2f(dot[j] - tile_max) : exp(dot[j] - tile_max);
+      for (int j = 0; j < tile::kBlockN64; ++j) tile_sum += exp(dot[j] - tile_max);
     }
-    state = kLog2Units ? math::combine_block_log2(state, tile_max, tile_sum)
-                       : math::combine_block(state, tile_max, tile_sum);
+    state = math::combine_block(state, tile_max, tile_sum);
   }
 
-  // Natural units from here on (finish_row, the split partials of finish_block): a log2-unit max
-  // is × ln 2, the sum (relative to the max) is the same number in either unit.
-  if constexpr (kLog2Units) state.max *= static_cast<T>(0.69314718055994530942);
   double error = 0;
   if (row < p.rows) {
     if (p.splits == 1)

@@ -266,7 +266,7 @@ TEST_P(cuda_backend_test, matches_cpu_backend_and_float64_reference) {
   std::vector<double> values(static_cast<std::size_t>(c.size.m * 3));
   std::normal_distribution<double> normal(0.0, 1.0);
   for (auto& v : values) v = normal(rng);
-  const plan_rows_request plan_request{side::x, side::y, slot::g, eps, values.data(), 3, true};
+  const plan_rows_request plan_request{side::x, side::y, slot::g, eps, values.data(), 3, true, std::nullopt};
   const plan_rows_result reference_plan = reference.plan_rows(plan_request);
 
   for (precision mode : {precision::fp64, precision::fp32, precision::tf32, precision::bf16}) {
@@ -317,6 +317,12 @@ INSTANTIATE_TEST_SUITE_P(
                       case_params{{129, 65, 512, 2}, true, 1.0},
                       case_params{{300, 200, 1, 4}, true, 1.0},
                       case_params{{50000, 1025, 3, 1}, true, 1.0},
+                      // fp32's narrow-row softmin (softmin_narrow_kernel.cuh): the instances d = 2,
+                      // 4, 12 (d = 9…12 on zero columns), 16, split and unsplit key ranges.
+                      case_params{{3000, 2000, 2, 2}, true, 1.0},
+                      case_params{{2049, 4100, 4, 1}, false, 1.0},
+                      case_params{{1000, 5000, 11, 2}, true, 0.5},
+                      case_params{{700, 900, 16, 1}, true, 1.0},
                       // Long key runs per CTA (the g-step streams 125 key tiles): the wgmma ring
                       // wraps many times. d = 96: streamed wgmma kernel in tf32 (3 panels),
                       // resident in bf16 (48 words); d = 192: streamed in both.

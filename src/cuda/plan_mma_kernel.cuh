@@ -131,6 +131,17 @@ __device__ __forceinline__ float plan_row_bias(const plan_mma_params& p, std::in
   return isfinite(alpha) ? alpha : 0.f;
 }
 
+// What the one-column passes subtract from ln Σ_j 2^(t_ij) to report lse_i: s‖p_i‖²/ε, or with the
+// row bias α_i in the scores, α_i·ln 2 + s‖p_i‖²/ε taken unrounded, f_i/ε + log w_i. Then the row
+// mass w_i·exp(f_i/ε + lse_i) is the sum of the very entries 2^t the pass added, not that sum
+// scaled by 2^(α_i − fl(α_i)) (~2⁻²⁴·|α_i|, 10⁻³ at a cost scale of 10⁴/ε): the Hessian's
+// system takes its masses from these passes (core/solved_plan.cpp), and a mass that is not its
+// own row sum leaves the Schur complement unsymmetric by that much.
+__device__ __forceinline__ double plan_lse_offset(const plan_mma_params& p, std::int64_t row, float row_bias) {
+  if (p.row_potential == nullptr || row_bias == 0.f) return p.row_scaled_sq_norm[row] / p.eps;
+  return p.row_potential[row] / p.eps + p.row_log_weights[row];
+}
+
 // The operand policy of the P·V product: tf32 for the tf32 and bf16 modes (P in bf16 would move
 // each weight by up to 2⁻⁸, measured 2.5e-3 relative in the gradient; the product is the cheap part
 // at d ≤ 64), 3×TF32 for fp32. P is rounded to tf32 (fp32: kept, and split by the MMA policy);
@@ -387,8 +398,8 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
 }
 
 // Merges the key splits of the one-column pass, one thread per row: with M = max_s m_s,
-//   l = Σ_s l_s·2^(m_s − M),  w = Σ_s w_s·2^(m_s − M),  lse = (M − α)·ln 2 + ln l − s‖p‖²/ε,  weighted = w/l
-// (the same finish as one split's; α the row's bias of the narrow pass, else 0). A template so that both launchers' translation units
+//   l = Σ_s l_s·2^(m_s − M),  w = Σ_s w_s·2^(m_s − M),  lse = M·ln 2 + ln l − plan_lse_offset,  weighted = w/l
+// (the same finish as one split's). A template so that both launchers' translation units
 // (plan_rows_launch.cu, plan_vector_wgmma_launch.cu) may instantiate it without a duplicate symbol.
 template <class Partial = plan_vector_partial>
 __global__ void plan_vector_combine_kernel(const plan_mma_params p, int splits) {
@@ -404,8 +415,7 @@ __global__ void plan_vector_combine_kernel(const plan_mma_params p, int splits) 
     sum += scale * part.sum;
     weighted += scale * part.weighted;
   }
-  p.lse[row] = (static_cast<double>(top) - plan_row_bias(p, row)) * 0.69314718055994530942 + log(sum) -
-               p.row_scaled_sq_norm[row] / p.eps;
+  p.lse[row] = static_cast<double>(top) * 0.69314718055994530942 + log(sum) - plan_lse_offset(p, row, plan_row_bias(p, row));
   if (p.weighted != nullptr) p.weighted[row] = sum > 0 ? weighted / sum : 0.0;
 }
 

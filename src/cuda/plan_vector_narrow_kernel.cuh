@@ -51,8 +51,8 @@ __global__ void __launch_bounds__(narrow::kThreads) plan_vector_narrow_kernel(co
       continue;
     }
     const double sum = state.sum[r];
-    p.lse[i] = (static_cast<double>(state.reference[r]) - rows.bias[r]) * 0.69314718055994530942 + log(sum) -
-               p.row_scaled_sq_norm[i] / p.eps;
+    p.lse[i] = static_cast<double>(state.reference[r]) * 0.69314718055994530942 + log(sum) -
+               plan_lse_offset(p, i, rows.bias[r]);
     if (p.weighted != nullptr) p.weighted[i] = sum > 0 ? state.weighted[r] / sum : 0.0;
   }
 }

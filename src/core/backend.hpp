@@ -78,11 +78,6 @@ struct plan_rows_request {
   const double* values = nullptr;  // (keys count, k) or nullptr
   std::int64_t k = 0;
   bool want_cost = false;
-  // The rows' own potential, where the pass is one orientation of a plan whose other orientation
-  // will also be applied (the Hessian's products): a backend may then form each entry from both
-  // potentials so that the two orientations agree bit for bit (the CUDA fp32 narrow pass does).
-  // It does not change what the pass computes.
-  std::optional<slot> row_potential;
 };
 
 // The request for a pass with rows on `rows` against the side that holds `key` (the usual pairing:

@@ -11,21 +11,16 @@ namespace flashsinkhorn::detail {
 
 solved_plan::solved_plan(const backend& compute, const prepared_problem& problem, double eps)
     : compute_(compute), problem_(problem), eps_(eps), g_(compute.read_potential(slot::g)) {
-  // f̃ = T_f(g) = −ε·lse_i, so (f̃_i − f_i)/ε = −lse_i − f_i/ε. These two passes fix the Schur
-  // complement's masses, so they name their row potentials as its products do
-  // (backend::solve_schur): a backend may then form one matrix for all of them.
-  plan_rows_request row_pass = plan_pass_request(side::x, slot::g, eps_, nullptr, 0);
-  row_pass.row_potential = slot::f;
-  const plan_rows_result rows = compute_.plan_rows(row_pass);
+  // f̃ = T_f(g) = −ε·lse_i, so (f̃_i − f_i)/ε = −lse_i − f_i/ε.
+  const plan_rows_result rows = compute_.plan_rows(plan_pass_request(side::x, slot::g, eps_, nullptr, 0));
   ++passes_;
   const std::vector<double> f = compute_.read_potential(slot::f);
   key_reweight_.resize(f.size());
   for (std::size_t i = 0; i < f.size(); ++i) key_reweight_[i] = std::exp(-rows.lse[i] - f[i] / eps_);
   // The y-rows pass's LSE does not depend on its values: the column masses are fixed here, and
   // c = Pᵀ1 comes from the same pass.
-  plan_rows_request column_pass = plan_pass_request(side::y, slot::f, eps_, key_reweight_.data(), 1);
-  column_pass.row_potential = slot::g;
-  plan_rows_result columns = compute_.plan_rows(column_pass);
+  plan_rows_result columns =
+      compute_.plan_rows(plan_pass_request(side::y, slot::f, eps_, key_reweight_.data(), 1));
   ++passes_;
   const std::vector<double>& b = problem_.y.weights;
   column_masses_.resize(b.size());

@@ -126,7 +126,7 @@ class cpu_backend final : public backend {
     const std::int64_t d = rows.dim;
     const std::vector<double>& points = exact_points_[static_cast<int>(request.rows)];
     const plan_rows_request pass{request.rows, request.keys, request.key_potential, request.eps,
-                                 exact_points_[static_cast<int>(request.keys)].data(), d, false, std::nullopt};
+                                 exact_points_[static_cast<int>(request.keys)].data(), d, false};
     const plan_rows_result plan = plan_rows(pass);
     std::vector<double>& gradient = gradients_[static_cast<int>(request.rows)];
     if (!request.accumulate) gradient.assign(static_cast<std::size_t>(rows.count * d), 0.0);

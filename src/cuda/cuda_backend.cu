@@ -490,12 +490,6 @@ class cuda_backend final : public backend {
     const auto k = static_cast<std::size_t>(request.k);
 
     plan_rows_launch_args args = plan_args(request.rows, request.keys, request.key_potential, request.eps, k);
-    if (request.row_potential) {
-      if (side_of(*request.row_potential) != request.rows)
-        throw invalid_argument(std::string("plan_rows: row potential slot ") + slot_name(*request.row_potential) +
-                               " does not live on the rows' side");
-      args.row_potential = slot_data(*request.row_potential);
-    }
     if (k > 0) {
       double* values = reserve(plan_.values, m * k, stream_.get());
       FS_CUDA_CHECK(cudaMemcpyAsync(values, request.values, m * k * sizeof(double), cudaMemcpyHostToDevice,
@@ -592,8 +586,7 @@ class cuda_backend final : public backend {
 
   // The CG of the potential system on the device (cuda/schur_cg.hpp). Each product is the x-rows
   // pass keyed by g on p, the reweighting by w, and the y-rows pass keyed by f, one value column
-  // each: plan_mma_kernel.cuh's FMA pass, exact to fp32 whatever the mode (fp32 on narrow rows:
-  // plan_vector_narrow_kernel.cuh, its entries from both potentials).
+  // each: plan_mma_kernel.cuh's FMA pass, exact to fp32 whatever the mode.
   [[nodiscard]] std::optional<projected_cg_outcome> solve_schur(const schur_system& system,
                                                                 const std::vector<double>& rhs,
                                                                 const std::vector<double>& diagonal,
@@ -617,14 +610,12 @@ class cuda_backend final : public backend {
 
     const schur_product product = [&](const double* direction, double* out) {
       plan_rows_launch_args rows = plan_args(side::x, side::y, slot::g, system.eps, 1);
-      rows.row_potential = slot_data(slot::f);
       rows.values = direction;
       rows.values_scratch = staged;
       FS_CUDA_CHECK(launch_plan_rows(mode_, rows, stream_.get()));
       FS_CUDA_CHECK(launch_hadamard(reweighted.data(), reweight.data(), rows.weighted, static_cast<std::int64_t>(n),
                                     stream_.get()));
       plan_rows_launch_args columns = plan_args(side::y, side::x, slot::f, system.eps, 1);
-      columns.row_potential = slot_data(slot::g);
       columns.values = reweighted.data();
       columns.values_scratch = staged;
       columns.weighted = out;

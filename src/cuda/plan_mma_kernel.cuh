@@ -112,35 +112,12 @@ struct plan_mma_params {
   float score_scale_log2;           // (2s/ε)·log₂e
   float cost_scale2;                // 2s
   double eps;
-  // The narrow fp32 one-column pass only (plan_vector_narrow_kernel.cuh), or nullptr: the rows' own
-  // potential and log weights, whose bias α_i joins every score of the row.
-  const double* row_potential;
-  const double* row_log_weights;
   // kVector with key splits: grid.y splits of tiles_per_split key tiles, partial states
   // (splits, rows_padded) written to `partials` instead of the outputs. nullptr: one split.
   plan_vector_partial* partials;
   std::int64_t rows_padded;
   int tiles_per_split;
 };
-
-// α_i of the narrow pass's plan scores (narrow_rows.cuh), 0 without a row potential; 0 too where
-// it is not finite (a row of weight 0, whose entries are 0 in the other orientation as well).
-__device__ __forceinline__ float plan_row_bias(const plan_mma_params& p, std::int64_t row) {
-  if (p.row_potential == nullptr) return 0.f;
-  const float alpha = score_bias_log2(p.row_potential[row], p.row_scaled_sq_norm[row], p.row_log_weights[row], p.eps);
-  return isfinite(alpha) ? alpha : 0.f;
-}
-
-// What the one-column passes subtract from ln Σ_j 2^(t_ij) to report lse_i: s‖p_i‖²/ε, or with the
-// row bias α_i in the scores, α_i·ln 2 + s‖p_i‖²/ε taken unrounded, f_i/ε + log w_i. Then the row
-// mass w_i·exp(f_i/ε + lse_i) is the sum of the very entries 2^t the pass added, not that sum
-// scaled by 2^(α_i − fl(α_i)) (~2⁻²⁴·|α_i|, 10⁻³ at a cost scale of 10⁴/ε): the Hessian's
-// system takes its masses from these passes (core/solved_plan.cpp), and a mass that is not its
-// own row sum leaves the Schur complement unsymmetric by that much.
-__device__ __forceinline__ double plan_lse_offset(const plan_mma_params& p, std::int64_t row, float row_bias) {
-  if (p.row_potential == nullptr || row_bias == 0.f) return p.row_scaled_sq_norm[row] / p.eps;
-  return p.row_potential[row] / p.eps + p.row_log_weights[row];
-}
 
 // The operand policy of the P·V product: tf32 for the tf32 and bf16 modes (P in bf16 would move
 // each weight by up to 2⁻⁸, measured 2.5e-3 relative in the gradient; the product is the cheap part
@@ -398,7 +375,7 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
 }
 
 // Merges the key splits of the one-column pass, one thread per row: with M = max_s m_s,
-//   l = Σ_s l_s·2^(m_s − M),  w = Σ_s w_s·2^(m_s − M),  lse = M·ln 2 + ln l − plan_lse_offset,  weighted = w/l
+//   l = Σ_s l_s·2^(m_s − M),  w = Σ_s w_s·2^(m_s − M),  lse = M·ln 2 + ln l − s‖p‖²/ε,  weighted = w/l
 // (the same finish as one split's). A template so that both launchers' translation units
 // (plan_rows_launch.cu, plan_vector_wgmma_launch.cu) may instantiate it without a duplicate symbol.
 template <class Partial = plan_vector_partial>
@@ -415,7 +392,7 @@ __global__ void plan_vector_combine_kernel(const plan_mma_params p, int splits) 
     sum += scale * part.sum;
     weighted += scale * part.weighted;
   }
-  p.lse[row] = static_cast<double>(top) * 0.69314718055994530942 + log(sum) - plan_lse_offset(p, row, plan_row_bias(p, row));
+  p.lse[row] = static_cast<double>(top) * 0.69314718055994530942 + log(sum) - p.row_scaled_sq_norm[row] / p.eps;
   if (p.weighted != nullptr) p.weighted[row] = sum > 0 ? weighted / sum : 0.0;
 }
 

@@ -324,9 +324,10 @@ bool plan_pass_is_float64(precision mode, std::int64_t padded_dim) {
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
   if (args.rows.count <= 0) return cudaSuccess;
   if (args.rows.padded_dim != args.keys.padded_dim) return cudaErrorInvalidValue;
-  const bool narrow_vector = plan_vector_narrow_applies(mode, args);
-  if (plan_pass_is_float64(mode, args.rows.padded_dim) && !args.values_staged && !narrow_vector) {
+  if (plan_pass_is_float64(mode, args.rows.padded_dim) && !args.values_staged) {
     if (args.stored_directions != nullptr || args.stored_key_directions != nullptr) return cudaErrorInvalidValue;
+    cudaError_t status = cudaSuccess;
+    if (launch_plan_vector_narrow(mode, args, stream, status)) return status;
     return mode == precision::fp64 ? launch_plan_simt<double>(args, stream) : launch_plan_simt<float>(args, stream);
   }
   // float64 directions are the fp64 pass's; stored key directions need stored directions.
@@ -351,7 +352,6 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
   }
   const bool lse_only = args.k == 0 && args.cost == nullptr && args.stored_directions == nullptr;
   if ((vector || lse_only) && launch_plan_vector_wgmma(mode, args, stream, status)) return status;
-  if (narrow_vector && launch_plan_vector_narrow(mode, args, stream, status)) return status;
   switch (mode) {
     case precision::fp32: return launch_plan_mma<kernels::fp32_split_operands>(args, vector, stream);
     case precision::tf32:

@@ -3,12 +3,11 @@
 // with S_ij = (h_j − C_ij)/ε + log w_j and C_ij = s‖p_i‖² + s‖q_j‖² − 2s·p_i·q_j from the stored
 // (rounded) operands:
 //   fp64             float64 throughout (plan_rows_kernel.cuh: one warp per row)
-//   fp32, FMA dots   (the default on rows of padded d ≤ 16, kernel_variant.hpp) the one-column and
-//                    LSE-only passes given the row potential (the products of the Hessian's CG) in
-//                    fp32 with FMA scores from both potentials (plan_vector_narrow_launch.hpp); the
-//                    others the same SIMT pass as fp64, in float64 arithmetic on the stored float
-//                    points, except a point gradient's pass on staged values (values_staged),
-//                    which stays on tensor cores (plan_pass_is_float64)
+//   fp32, FMA dots   (the default on rows of padded d ≤ 16, kernel_variant.hpp) float64 arithmetic on
+//                    the stored float points: the one-column and LSE-only passes (the Hessian's CG)
+//                    in plan_vector_narrow_launch.hpp's kernel, the others in the same SIMT pass as
+//                    fp64, except a point gradient's pass on staged values (values_staged), which
+//                    stays on tensor cores (plan_pass_is_float64)
 //   tf32, bf16       on sm_90a with values and no cost: warpgroup MMAs (plan_wgmma_kernel.cuh,
 //                    plan_wgmma_streamed_kernel.cuh for wide rows)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,
@@ -31,11 +30,6 @@ struct plan_rows_launch_args {
   device_cloud_view rows;
   device_cloud_view keys;
   const double* key_potential = nullptr;  // (keys.count,)
-  // The rows' own potential (the plan's other one), or nullptr. Given, the fp32 mode's one-column
-  // and LSE-only passes on narrow rows form each score from both potentials, bitwise the same in
-  // the x-rows and y-rows orientations of one plan (plan_vector_narrow_launch.hpp); without it
-  // they stay float64. The results do not depend on it otherwise.
-  const double* row_potential = nullptr;  // (rows.count,)
   double cost_scale = 1;
   double eps = 1;
   const double* values = nullptr;         // (keys.count, k), rows values_stride apart, or nullptr
@@ -102,10 +96,9 @@ std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& 
 
 // Whether the mode's plan passes run the SIMT kernel in float64 arithmetic (and so take float64
 // directions): fp64, and fp32 with FMA dots (kernel_variant.hpp, fp32_fma_dots_for), whose softmin
-// forms fp32 scores by FMA — except its one-column passes given the row potential, fp32 with
-// symmetric scores (plan_vector_narrow_launch.hpp). Either way the x-rows and y-rows products of
-// the Hessian's conjugate gradients apply one matrix (3×TF32 dots of the two orientations differ
-// by ~1% an entry at a cost scale of 10³/ε, and the CG then does not converge).
+// forms fp32 scores by FMA; its passes are float64 so that the x-rows and y-rows passes of the
+// Hessian's conjugate gradients apply one matrix (3×TF32 dots of the two orientations differ by ~1%
+// an entry at a cost scale of 10³/ε, and the CG then does not converge).
 bool plan_pass_is_float64(precision mode, std::int64_t padded_dim);
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);

@@ -1,13 +1,14 @@
-// The fp32 one-column plan pass on narrow rows (narrow_rows.cuh), the matrix-vector products of
-// the Hessian's conjugate gradients:
-//   lse_i = LSE_j S_ij,  weighted_i = Σ_j softmax_j(S_i·)·v_j
-// with the plan scores t_ij = log₂ of the plan's entry from both potentials (narrow_scores::plan),
-// so that the x-rows and the y-rows products apply one matrix bit for bit. Scores formed from the
-// key side alone round to 2⁻²⁴ of β_j (~10³/ε), differently in the two orientations: measured on
-// the H200 (n = 10⁴, shuffled regression, fp32), that left 6 of 10 CGs unconverged, as 3×TF32's ~1%
-// an entry did. One CTA = narrow::kBlockRows rows against the key tiles of its split; with split
-// keys each CTA leaves plan_vector_partial states (log2 reference, Σ 2^(t − ref), Σ 2^(t − ref)·v)
-// that plan_vector_combine_kernel merges, else it finishes its rows as that kernel does.
+// The one-column plan pass of the fp32 mode on narrow rows, in float64 arithmetic
+// (narrow_rows.cuh with Real = double): the matrix-vector products and masses of the Hessian's
+// conjugate gradients and the LSE-only pass,
+//   lse_i = LSE_j S_ij,  weighted_i = Σ_j softmax_j(S_i·)·v_j,  S_ij = β_j + (2s/ε)·p_i·q_j − s‖p_i‖²/ε
+// with β_j = (h_j − s‖q_j‖²)/ε + log w_j (key_bias_kernel<double>) and v in float64. Its numbers are
+// those of the float64 SIMT pass (plan_rows_kernel.cuh) to float64 rounding, so the passes of one
+// Hessian product may mix the two and still apply one matrix; it is the faster one (the key tile
+// shared by a block of rows held in registers, one pass over the keys with an online maximum,
+// against a warp per row that reads every key twice from L2). One CTA = block_rows<double> rows
+// against the key tiles of its split; with split keys each CTA leaves narrow_vector_partial states
+// that plan_vector_narrow_combine_kernel merges.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,46 +16,76 @@
 #include <cstdint>
 
 #include "cuda/narrow_rows.cuh"
-#include "cuda/plan_mma_kernel.cuh"
 
 namespace flashsinkhorn::detail::kernels {
 
-// p.values_t: the staged vector (keys_padded floats) or nullptr (the LSE-only pass); p.row_potential
-// set; p.rows_padded set whether or not the keys split.
+struct narrow_vector_partial {
+  double max;
+  double sum;
+  double weighted;
+};
+
+struct plan_vector_narrow_params {
+  const float* rows_points;           // (rows_padded, padded_dim)
+  narrow_keys<double> keys;           // β natural units; values: v (count keys) or nullptr (LSE only)
+  const double* row_scaled_sq_norm;   // (rows,) s‖p_i‖²
+  double* lse;                        // (rows,)
+  double* weighted;                   // (rows,) or nullptr
+  std::int64_t rows;
+  std::int64_t rows_padded;
+  double score_scale;                 // 2s/ε
+  double eps;
+  int key_tiles;
+  int tiles_per_split;
+  narrow_vector_partial* partials;    // (splits, rows_padded) with split keys, else nullptr
+};
+
+// Row i's outputs from its merged state.
+__device__ __forceinline__ void finish_narrow_vector_row(const plan_vector_narrow_params& p, std::int64_t i,
+                                                         double max, double sum, double weighted) {
+  p.lse[i] = max + log(sum) - p.row_scaled_sq_norm[i] / p.eps;
+  if (p.weighted != nullptr) p.weighted[i] = sum > 0 ? weighted / sum : 0.0;
+}
+
 template <int kDim>
-__global__ void __launch_bounds__(narrow::kThreads) plan_vector_narrow_kernel(const plan_mma_params p) {
-  __shared__ narrow_key_tile<kDim, true> tile;
-  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * narrow::kBlockRows;
-  narrow_queries<kDim> rows;
-  rows.load(static_cast<const float*>(p.rows_points), p.padded_words, p.rows_padded, row0);
-#pragma unroll
-  for (int r = 0; r < narrow::kRowsPerThread; ++r) {
-    const std::int64_t i = narrow_queries<kDim>::row(row0, r);
-    rows.bias[r] = i < p.rows ? plan_row_bias(p, i) : 0.f;
-  }
+__global__ void __launch_bounds__(narrow::kThreads) plan_vector_narrow_kernel(const plan_vector_narrow_params p) {
+  constexpr int kRows = narrow::rows_per_thread<double>;
+  __shared__ narrow_key_tile<double, kDim, true> tile;
+  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * narrow::block_rows<double>;
+  narrow_queries<double, kDim> rows;
+  rows.load(p.rows_points, p.keys.padded_dim, p.rows_padded, row0);
   narrow_row_states<double> state;
   state.reset();
-  const int key_tiles = static_cast<int>((p.keys + narrow::kTileKeys - 1) / narrow::kTileKeys);
   const int tile_begin = blockIdx.y * p.tiles_per_split;
-  const int tile_end = min(key_tiles, tile_begin + p.tiles_per_split);
-  fold_narrow_keys<narrow_scores::plan>(tile, static_cast<const float*>(p.key_points), p.padded_words, p.key_bias,
-                                        static_cast<const float*>(p.values_t), tile_begin, tile_end, rows,
-                                        p.score_scale_log2, state);
-
+  const int tile_end = min(p.key_tiles, tile_begin + p.tiles_per_split);
+  fold_narrow_keys(tile, p.keys, tile_begin, tile_end, rows, p.score_scale, state);
 #pragma unroll
-  for (int r = 0; r < narrow::kRowsPerThread; ++r) {
-    const std::int64_t i = narrow_queries<kDim>::row(row0, r);
+  for (int r = 0; r < kRows; ++r) {
+    const std::int64_t i = narrow_queries<double, kDim>::row(row0, r);
     if (i >= p.rows) continue;
-    if (p.partials != nullptr) {
-      p.partials[blockIdx.y * p.rows_padded + i] = {state.reference[r], static_cast<float>(state.sum[r]),
-                                                    static_cast<float>(state.weighted[r])};
-      continue;
-    }
-    const double sum = state.sum[r];
-    p.lse[i] = static_cast<double>(state.reference[r]) * 0.69314718055994530942 + log(sum) -
-               plan_lse_offset(p, i, rows.bias[r]);
-    if (p.weighted != nullptr) p.weighted[i] = sum > 0 ? state.weighted[r] / sum : 0.0;
+    if (p.partials != nullptr)
+      p.partials[blockIdx.y * p.rows_padded + i] = {state.reference[r], state.sum[r], state.weighted[r]};
+    else
+      finish_narrow_vector_row(p, i, state.reference[r], state.sum[r], state.weighted[r]);
   }
+}
+
+// Merges the key splits, one thread per row: with M = max_s m_s, l = Σ_s l_s·e^(m_s − M) and
+// w = Σ_s w_s·e^(m_s − M), then the one-split finish.
+__global__ void plan_vector_narrow_combine_kernel(const plan_vector_narrow_params p, int splits) {
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= p.rows) return;
+  double top = -INFINITY;
+  for (int s = 0; s < splits; ++s) top = fmax(top, p.partials[s * p.rows_padded + row].max);
+  double sum = 0, weighted = 0;
+  for (int s = 0; s < splits; ++s) {
+    const narrow_vector_partial part = p.partials[s * p.rows_padded + row];
+    if (part.max == -INFINITY) continue;  // a split without keys, or with only −∞ scores
+    const double scale = exp(part.max - top);
+    sum += scale * part.sum;
+    weighted += scale * part.weighted;
+  }
+  finish_narrow_vector_row(p, row, top, sum, weighted);
 }
 
 }  // namespace flashsinkhorn::detail::kernels

@@ -581,14 +581,6 @@ __global__ void __launch_bounds__(tile::kThreads)
 }
 
 // ---- β_j -----------------------------------------------------------------------------------------
-// β = h/ε + log w − s‖q‖²/ε in log2 units, rounded once to float: the one formula of the fp32
-// passes' biases, for a key's β_j and for a row's α_i of the narrow plan pass
-// (plan_vector_narrow_kernel.cuh), whose scores must round alike in both orientations.
-__device__ __forceinline__ float score_bias_log2(double potential, double scaled_sq_norm, double log_weight,
-                                                 double eps) {
-  return static_cast<float>(((potential - scaled_sq_norm) / eps + log_weight) * 1.44269504088896340736);
-}
-
 // β_j = h_j/ε + log w_j − s‖q_j‖²/ε (·log2 e when Bias is float), −∞ on padded keys.
 template <class Bias>
 __global__ void key_bias_kernel(Bias* bias, const double* key_potential, const double* log_weights,
@@ -601,8 +593,8 @@ __global__ void key_bias_kernel(Bias* bias, const double* key_potential, const d
     return;
   }
   const double h = key_potential != nullptr ? key_potential[j] : 0.0;
-  if constexpr (sizeof(Bias) == 4) bias[j] = score_bias_log2(h, scaled_sq_norm[j], log_weights[j], eps);
-  else bias[j] = (h - scaled_sq_norm[j]) / eps + log_weights[j];
+  const double beta = (h - scaled_sq_norm[j]) / eps + log_weights[j];
+  bias[j] = sizeof(Bias) == 4 ? static_cast<Bias>(beta * 1.44269504088896340736) : static_cast<Bias>(beta);
 }
 
 }  // namespace flashsinkhorn::detail::kernels

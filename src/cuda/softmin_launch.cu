@@ -220,7 +220,7 @@ kernel_shape narrow_shape(std::int64_t dim) {
   kernel_shape shape;
   shape.family = kernel_family::fma;
   shape.threads = kernels::narrow::kThreads;
-  shape.block_m = kernels::narrow::kBlockRows;
+  shape.block_m = kernels::narrow::block_rows<float>;
   shape.block_n = kernels::narrow::kTileKeys;
   shape.ctas_per_sm = occupancy(narrow_kernel_for(dim), shape.threads, 0);
   return shape;

@@ -266,7 +266,7 @@ TEST_P(cuda_backend_test, matches_cpu_backend_and_float64_reference) {
   std::vector<double> values(static_cast<std::size_t>(c.size.m * 3));
   std::normal_distribution<double> normal(0.0, 1.0);
   for (auto& v : values) v = normal(rng);
-  const plan_rows_request plan_request{side::x, side::y, slot::g, eps, values.data(), 3, true, std::nullopt};
+  const plan_rows_request plan_request{side::x, side::y, slot::g, eps, values.data(), 3, true};
   const plan_rows_result reference_plan = reference.plan_rows(plan_request);
 
   for (precision mode : {precision::fp64, precision::fp32, precision::tf32, precision::bf16}) {

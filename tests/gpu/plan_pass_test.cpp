@@ -68,7 +68,7 @@ TEST_P(plan_pass_test, matches_float64_and_the_cpu_backend) {
   for (double v : values) v_max = std::max(v_max, std::abs(v));
   // With the cost the pass runs the mma.sync kernel; without it (and with values) the Hopper
   // kernels on sm_90a (plan_rows_launch.hpp): both are checked.
-  const plan_rows_request request{side::x, side::y, slot::g, eps, c.k > 0 ? values.data() : nullptr, c.k, true, std::nullopt};
+  const plan_rows_request request{side::x, side::y, slot::g, eps, c.k > 0 ? values.data() : nullptr, c.k, true};
   plan_rows_request without_cost = request;
   without_cost.want_cost = false;
 
@@ -139,7 +139,7 @@ TEST_P(plan_pass_test, fp64_matches_the_cpu_float64_pass) {
   for (const bool want_cost : {true, false}) {
     SCOPED_TRACE(want_cost ? "with cost" : "without cost");
     const plan_rows_request request{side::x, side::y, slot::g, made.eps, c.k > 0 ? values.data() : nullptr, c.k,
-                                    want_cost, std::nullopt};
+                                    want_cost};
     const plan_rows_result want = exact->plan_rows(request);
     const plan_rows_result got = gpu->plan_rows(request);
     // A score carries ~(d + 4) roundings of size u·scale/ε; the sums over m terms add m·u.

@@ -31,8 +31,8 @@ const char* to_string(wgmma_variant variant);
 
 // How the fp32 mode forms its dot products for rows of at most tile::kSimtFp32MaxDim padded
 // coordinates, from the environment variable FLASHSINKHORN_FP32_DOTS (read once):
-//   fma     (unset or empty: the default) the SIMT softmin kernel's fp32 FMAs (2⁻²⁴, as on the
-//           CPU backend; softmin_simt_kernel.cuh), and float64 plan passes on the float points
+//   fma     (unset or empty: the default) the narrow-row softmin's fp32 FMAs (2⁻²⁴, as on the
+//           CPU backend; softmin_narrow_kernel.cuh), and float64 plan passes on the float points
 //           (plan_rows_launch.hpp, plan_pass_is_float64), which the fp32 Hessian's CG needs at
 //           large cost scales (docs/cuda_backend.md, "fp32 Hessian products at a large cost scale")
 //   3xtf32  the tensor-core kernels' split 3×TF32 products (~2⁻²¹): up to 1.6× faster softmin at

@@ -374,26 +374,39 @@ __global__ void __launch_bounds__(plan_tile::kThreads) plan_mma_kernel(const pla
   }
 }
 
-// Merges the key splits of the one-column pass, one thread per row: with M = max_s m_s,
-//   l = Σ_s l_s·2^(m_s − M),  w = Σ_s w_s·2^(m_s − M),  lse = M·ln 2 + ln l − s‖p‖²/ε,  weighted = w/l
-// (the same finish as one split's). A template so that both launchers' translation units
-// (plan_rows_launch.cu, plan_vector_wgmma_launch.cu) may instantiate it without a duplicate symbol.
+// One row's key-split partial states (max m_s, sum l_s, weighted w_s; `splits` of them, rows_padded
+// apart) merged at M = max_s m_s: l = Σ_s l_s·b^(m_s − M), w = Σ_s w_s·b^(m_s − M), with b^x =
+// power(x) (2 for states in log2 units, e in natural ones).
+struct merged_split_state {
+  double max, sum, weighted;
+};
+template <class Partial, class Power>
+__device__ __forceinline__ merged_split_state merge_split_partials(const Partial* row_partials, std::int64_t rows_padded,
+                                                                   int splits, Power power) {
+  merged_split_state out{-INFINITY, 0, 0};
+  for (int s = 0; s < splits; ++s) out.max = fmax(out.max, static_cast<double>(row_partials[s * rows_padded].max));
+  for (int s = 0; s < splits; ++s) {
+    const Partial part = row_partials[s * rows_padded];
+    if (part.max == -INFINITY) continue;  // a split without keys, or with only −∞ scores
+    const double scale = power(static_cast<double>(part.max) - out.max);
+    out.sum += scale * part.sum;
+    out.weighted += scale * part.weighted;
+  }
+  return out;
+}
+
+// Merges the key splits of the one-column pass, one thread per row (merge_split_partials in log2
+// units), then the same finish as one split's: lse = M·ln 2 + ln l − s‖p‖²/ε, weighted = w/l. A
+// template so that both launchers' translation units (plan_rows_launch.cu,
+// plan_vector_wgmma_launch.cu) may instantiate it without a duplicate symbol.
 template <class Partial = plan_vector_partial>
 __global__ void plan_vector_combine_kernel(const plan_mma_params p, int splits) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= p.rows) return;
-  float top = -INFINITY;
-  for (int s = 0; s < splits; ++s) top = fmaxf(top, p.partials[s * p.rows_padded + row].max);
-  double sum = 0, weighted = 0;
-  for (int s = 0; s < splits; ++s) {
-    const Partial part = p.partials[s * p.rows_padded + row];
-    if (part.max == -INFINITY) continue;  // a split without keys, or with only −∞ scores
-    const double scale = exp2(static_cast<double>(part.max) - static_cast<double>(top));
-    sum += scale * part.sum;
-    weighted += scale * part.weighted;
-  }
-  p.lse[row] = static_cast<double>(top) * 0.69314718055994530942 + log(sum) - p.row_scaled_sq_norm[row] / p.eps;
-  if (p.weighted != nullptr) p.weighted[row] = sum > 0 ? weighted / sum : 0.0;
+  const merged_split_state merged =
+      merge_split_partials(p.partials + row, p.rows_padded, splits, [](double x) { return exp2(x); });
+  p.lse[row] = merged.max * 0.69314718055994530942 + log(merged.sum) - p.row_scaled_sq_norm[row] / p.eps;
+  if (p.weighted != nullptr) p.weighted[row] = merged.sum > 0 ? merged.weighted / merged.sum : 0.0;
 }
 
 }  // namespace flashsinkhorn::detail::kernels

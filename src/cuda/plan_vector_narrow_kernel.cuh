@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "cuda/narrow_rows.cuh"
+#include "cuda/plan_mma_kernel.cuh"
 
 namespace flashsinkhorn::detail::kernels {
 
@@ -70,22 +71,14 @@ __global__ void __launch_bounds__(narrow::kThreads) plan_vector_narrow_kernel(co
   }
 }
 
-// Merges the key splits, one thread per row: with M = max_s m_s, l = Σ_s l_s·e^(m_s − M) and
-// w = Σ_s w_s·e^(m_s − M), then the one-split finish.
+// Merges the key splits, one thread per row (merge_split_partials in natural units), then the
+// one-split finish.
 __global__ void plan_vector_narrow_combine_kernel(const plan_vector_narrow_params p, int splits) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= p.rows) return;
-  double top = -INFINITY;
-  for (int s = 0; s < splits; ++s) top = fmax(top, p.partials[s * p.rows_padded + row].max);
-  double sum = 0, weighted = 0;
-  for (int s = 0; s < splits; ++s) {
-    const narrow_vector_partial part = p.partials[s * p.rows_padded + row];
-    if (part.max == -INFINITY) continue;  // a split without keys, or with only −∞ scores
-    const double scale = exp(part.max - top);
-    sum += scale * part.sum;
-    weighted += scale * part.weighted;
-  }
-  finish_narrow_vector_row(p, row, top, sum, weighted);
+  const merged_split_state merged =
+      merge_split_partials(p.partials + row, p.rows_padded, splits, [](double x) { return exp(x); });
+  finish_narrow_vector_row(p, row, merged.max, merged.sum, merged.weighted);
 }
 
 }  // namespace flashsinkhorn::detail::kernels

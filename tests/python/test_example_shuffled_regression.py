@@ -300,3 +300,23 @@ def test_cuda_hvp_at_the_regressions_cost_scale_is_right_or_says_it_failed():
     if products["fp32"].converged:
         got = products["fp32"].product.double().cpu()
         assert float((got - exact).norm() / exact.norm()) < 1e-2
+
+
+def test_hessian_check_reports_the_spectrum_at_w_star(capsys):
+    """hessian_check.py (the fp32 CUDA HVP's check at scale, tools/gpu_check.sh's examples stage) on
+    the CPU at n = 300: at W* H_W is positive definite, every HVP's CG converges, and --lanczos-steps
+    bounds the products (3 here, d_x·d_y = 10 by default, the exact spectrum)."""
+    spec = importlib.util.spec_from_file_location("hessian_check", EXAMPLE / "hessian_check.py")
+    hessian_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hessian_check)
+    full, = hessian_check.main(["--n", "300", "--devices", "cpu", "--precisions", "fp64"])
+    assert full["lanczos_steps"] == 10 and len(full["hvp_cg_iterations"]) == 10
+    assert all(full["hvp_converged"])
+    assert 0 < full["lambda_min"] < full["lambda_max"]
+    short, = hessian_check.main(["--n", "300", "--devices", "cpu", "--precisions", "fp64", "--lanczos-steps", "3"])
+    assert short["lanczos_steps"] == 3 and len(short["hvp_cg_iterations"]) == 3
+    # Three Lanczos steps see a part of the spectrum: Ritz values inside the full one (to the
+    # products' CG tolerance, 1e-6 relative).
+    slack = 1e-4 * full["lambda_max"]
+    assert full["lambda_min"] - slack <= short["lambda_min"] <= short["lambda_max"] <= full["lambda_max"] + slack
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["lanczos_steps"] == 3

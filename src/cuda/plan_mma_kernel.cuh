@@ -86,9 +86,11 @@ struct plan_vector_partial {
 };
 
 // Bytes of the partial states of `splits` key splits over `padded_rows` rows (0 unsplit): the
-// scratch both one-column passes (this kernel's kVector, plan_vector_wgmma_kernel.cuh) need.
+// scratch the one-column passes need (this kernel's kVector and plan_vector_wgmma_kernel.cuh with
+// plan_vector_partial; plan_vector_narrow_kernel.cuh with its float64 partials).
+template <class Partial = plan_vector_partial>
 inline std::int64_t plan_vector_partial_bytes_of(std::int64_t padded_rows, int splits) {
-  return splits > 1 ? splits * padded_rows * static_cast<std::int64_t>(sizeof(plan_vector_partial)) : 0;
+  return splits > 1 ? splits * padded_rows * static_cast<std::int64_t>(sizeof(Partial)) : 0;
 }
 
 struct plan_mma_params {

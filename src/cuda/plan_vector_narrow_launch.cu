@@ -27,7 +27,7 @@ split_plan plan_splits(const device_cloud_view& rows, const device_cloud_view& k
 }
 
 std::int64_t partial_bytes(std::int64_t rows_padded, int splits) {
-  return splits > 1 ? splits * rows_padded * static_cast<std::int64_t>(sizeof(kernels::narrow_vector_partial)) : 0;
+  return kernels::plan_vector_partial_bytes_of<kernels::narrow_vector_partial>(rows_padded, splits);
 }
 
 }  // namespace

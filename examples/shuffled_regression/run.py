@@ -146,7 +146,7 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
     report["final_lambda"] = {}
     for name in ("hybrid", "adam"):
         theta = report.get(name, {}).get("final_theta")
-        if theta is None:
+        if theta is None or resumable(report[name]):  # a segment cut by its budget: the last one measures
             continue
         loss.reset()
         r = loss.lambda_min(np.asarray(theta), max_steps=loss.d_x * loss.d_y, tol=1e-6)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import flashsinkhorn as fs  # noqa: E402
 
-from regression_config import CAPS, PER_CALL, differing_settings  # noqa: E402
+from regression_config import CAPS, HYBRID_ONLY, PER_CALL, differing_settings  # noqa: E402
 from regression_data import KNOWN_CASE, make_data  # noqa: E402
 from regression_loss import ShuffledRegressionLoss  # noqa: E402
 from regression_resume import resumable  # noqa: E402
@@ -93,10 +93,7 @@ def log(message: str) -> None:
 
 def run_one(n: int, args: argparse.Namespace, save) -> dict:
     """The data, L(W*), the chosen runs (`save(report)` after each), λ_min at their ends, the comparison."""
-    data = make_data(n=n, noise=args.noise, seed=args.seed, init_seed=args.init_seed)
-    w0 = data.w0 if args.init_scale == 1.0 else (
-        data.w_star + args.init_scale * (data.w0 - data.w_star) if args.init_scale > 0
-        else 0.1 * np.random.RandomState(args.init_seed).normal(size=data.w_star.shape))
+    data, w0 = problem(n, args)
     loss = ShuffledRegressionLoss(data.x, data.y, args.eps, device=args.device, tol=args.sinkhorn_tol,
                                   iters=args.sinkhorn_iters, warm_start=not args.no_warm_start,
                                   warm_radius=args.warm_radius, refine_iters=args.refine_iters,
@@ -104,9 +101,7 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
                                   relaxation=args.relaxation, precision=args.precision, forcing=args.forcing,
                                   tol_max=args.sinkhorn_tol_max)
     budget = None if math.isinf(args.budget_seconds) else args.budget_seconds  # the optimisers' max_seconds
-    config = dict(vars(args), n=n, out_dir=str(args.out_dir), budget_seconds=budget, d_x=data.x.shape[1], d_y=data.y.shape[1],
-                  stds=list(KNOWN_CASE["stds"]), device_name=_device_name(args.device), w0=w0.tolist(),
-                  w_star=data.w_star.tolist())
+    config = config_of(n, args, data, w0)
     loss.reset()
     value_star, _ = loss.gradient(data.w_star.ravel(), tol=loss.tol)
     log(f"n = {n}: L(W*) = {value_star:.6e}, ‖W0 − W*‖ = {np.linalg.norm(w0 - data.w_star):.3f}")
@@ -159,6 +154,23 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
     return report
 
 
+def problem(n: int, args: argparse.Namespace):
+    """(data, W0): the regression's arrays for n and the starting point --init-scale chooses."""
+    data = make_data(n=n, noise=args.noise, seed=args.seed, init_seed=args.init_seed)
+    w0 = data.w0 if args.init_scale == 1.0 else (
+        data.w_star + args.init_scale * (data.w0 - data.w_star) if args.init_scale > 0
+        else 0.1 * np.random.RandomState(args.init_seed).normal(size=data.w_star.shape))
+    return data, w0
+
+
+def config_of(n: int, args: argparse.Namespace, data, w0: np.ndarray) -> dict:
+    """The report's config: every option, the problem's shape and start, the device's name."""
+    budget = None if math.isinf(args.budget_seconds) else args.budget_seconds
+    return dict(vars(args), n=n, out_dir=str(args.out_dir), budget_seconds=budget, d_x=data.x.shape[1],
+                d_y=data.y.shape[1], stds=list(KNOWN_CASE["stds"]), device_name=_device_name(args.device),
+                w0=w0.tolist(), w_star=data.w_star.tolist())
+
+
 def previous_report(args: argparse.Namespace, n: int, config: dict) -> dict | None:
     """The --resume directory's report for n, checked to be the same problem and settings (SystemExit
     naming the differences); None without --resume."""
@@ -168,7 +180,10 @@ def previous_report(args: argparse.Namespace, n: int, config: dict) -> dict | No
     if not path.exists():
         sys.exit(f"run.py: --resume {args.resume}: no {path.name} there")
     earlier = json.loads(path.read_text())
-    differ = differing_settings(earlier["config"], config, vars(parse(["--out-dir", "-"])), PER_CALL | CAPS)
+    # Continuing Adam alone, the hybrid's own settings may differ (the hybrid runs of that problem join it
+    # later through merge.py with whatever check schedule they use).
+    may_differ = PER_CALL | CAPS | (HYBRID_ONLY if "hybrid" not in args.runs else set())
+    differ = differing_settings(earlier["config"], config, vars(parse(["--out-dir", "-"])), may_differ)
     if differ:
         sys.exit(f"run.py: --resume {path}: another problem or other settings: " + ", ".join(differ))
     return earlier

@@ -320,3 +320,28 @@ def test_hessian_check_reports_the_spectrum_at_w_star(capsys):
     slack = 1e-4 * full["lambda_max"]
     assert full["lambda_min"] - slack <= short["lambda_min"] <= short["lambda_max"] <= full["lambda_max"] + slack
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["lanczos_steps"] == 3
+
+
+def test_device_segment_settings_resume_the_committed_n100000_segment():
+    """device_segment.sh's default settings are the committed n = 10⁵ segment's (run.py --resume would
+    refuse the next device call otherwise, after its wheel build): its config passes previous_report."""
+    import shlex
+
+    run = _load("run")
+    script = (EXAMPLE / "device_segment.sh").read_text()
+    defaults = script.split('REGRESSION_ARGS:-', 1)[1].split('}"', 1)[0].replace("\\\n", " ")
+    segment = EXAMPLE / "results" / "h200_n100000_adam_s22_segment1"
+    args = run.parse(shlex.split(defaults) + ["--n", "100000", "--runs", "adam", "--budget-seconds", "100",
+                                              "--resume", str(segment), "--out-dir", "unused"])
+    data, w0 = run.problem(100000, args)
+    config = run.config_of(100000, args, data, w0)
+    earlier = json.loads((segment / "shuffled_regression_n100000.json").read_text())
+    config["device_name"] = earlier["config"]["device_name"]  # an H200 then, this machine now
+    assert run.previous_report(args, 100000, config)["adam"]["status"] == "time_limit"
+    assert config["check_every"] != earlier["config"]["check_every"]  # Adam alone ignores the hybrid's settings,
+    args.runs = ["hybrid", "adam"]  # a hybrid continuation may not change them
+    with pytest.raises(SystemExit, match="check_every"):
+        run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | {"device_name": config["device_name"]})
+    args.runs, args.eps = ["adam"], 0.06  # and a changed problem is refused
+    with pytest.raises(SystemExit, match="eps"):
+        run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | {"device_name": config["device_name"]})

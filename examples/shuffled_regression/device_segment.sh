@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One segment of a shuffled-regression run on the GPU machine, in one device call (issue 8's n = 10⁵
+# runs outlast a call's 10 minutes): builds the wheel (tools/gpu_check.sh's python stage), runs
+# run.py --runs RUN for what is left of DEADLINE seconds, continuing RESUME_DIR when given, and packs
+# the report under $OUT. From the repository root:
+#   examples/shuffled_regression/device_segment.sh adam 100000 [RESUME_DIR]
+# Environment (defaults in brackets):
+#   DEADLINE        seconds from this script's start by which run.py must have ended [540]
+#   MARGIN          seconds kept for the optimiser's last evaluation: its budget (max_seconds) is checked
+#                   between steps, and one capped Sinkhorn solve at n = 10⁵ in fp32 takes ~170 s [200]
+#   REGRESSION_ARGS run.py's settings; a resumed segment must use the same ones [the recommended fp32
+#                   settings of README.md, Commands]
+#   FS_COMMIT       recorded by the wheel build [unknown]
+# Writes $OUT/segment_<run>_n<n>.tgz (the report, plots, log) and $OUT/segment.log.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+run="${1:?which run: adam or hybrid}"
+n="${2:?n}"
+resume="${3:-}"
+out="${OUT:-$PWD/out}"
+started=$SECONDS
+deadline="${DEADLINE:-540}"
+margin="${MARGIN:-200}"
+args="${REGRESSION_ARGS:---device cuda --init-scale 0 --relaxation 1.8 --forcing 1e-3 --check-every 200 \
+--negative-tol 0.05 --switch-threshold -0.05 --hybrid-adam-iters 20000 --adam-iters 20000 --sinkhorn-tol 3e-5 \
+--tol 3e-3 --precision fp32 --warm-trials --refine-iters 3000 --quiet}"
+log="$out/segment.log"
+mkdir -p "$out"
+
+STAGES="python" PYTHON_TESTS=0 OVERHEAD=0 DEADLINE=300 tools/gpu_check.sh >> "$log" 2>&1
+[[ -d /tmp/pysite/flashsinkhorn ]] || { echo "the wheel did not build (segment.log)"; exit 1; }
+budget=$(( deadline - (SECONDS - started) - margin ))
+(( budget >= 30 )) || { echo "no time left for a segment (budget $budget s)"; exit 1; }
+dir="/tmp/segment/${run}_n${n}"
+rm -rf "$dir" && mkdir -p "$dir"
+echo "== run.py --runs $run --n $n --budget-seconds $budget ${resume:+--resume $resume} (at $((SECONDS - started)) s)" | tee -a "$log"
+# shellcheck disable=SC2086  # REGRESSION_ARGS is a list of options
+PYTHONPATH=/tmp/pysite timeout $(( deadline - (SECONDS - started) )) python3 -u examples/shuffled_regression/run.py \
+  $args --n "$n" --runs "$run" --budget-seconds "$budget" ${resume:+--resume "$resume"} --out-dir "$dir" \
+  > "$dir/run.log" 2>&1
+status=$?
+echo "run.py exit $status at $((SECONDS - started)) s" | tee -a "$log"
+tail -n 5 "$dir/run.log" | tee -a "$log"
+tar czf "$out/segment_${run}_n${n}.tgz" -C "$(dirname "$dir")" "$(basename "$dir")"
+exit "$status"

@@ -33,32 +33,11 @@ struct lse_state {
   FS_HOST_DEVICE T value_log2() const { return max + std::log2(sum); }
 };
 
-namespace lse_detail {
-
-// The merge of two states whose terms are exponents of `power`'s base: e (natural units) or 2 (log2
-// units, as the fp32 kernels keep them so that the exponentials run on exp2).
-template <class T, class Power>
-FS_HOST_DEVICE lse_state<T> merge(lse_state<T> a, lse_state<T> b, Power power) {
-  const T m = a.max > b.max ? a.max : b.max;
-  if (m == -std::numeric_limits<T>::infinity()) return lse_state<T>::identity();
-  return {m, a.sum * power(a.max - m) + b.sum * power(b.max - m)};
-}
-
-struct natural {
-  template <class T>
-  FS_HOST_DEVICE T operator()(T x) const { return std::exp(x); }
-};
-
-struct base2 {
-  template <class T>
-  FS_HOST_DEVICE T operator()(T x) const { return std::exp2(x); }
-};
-
-}  // namespace lse_detail
-
 template <class T>
 FS_HOST_DEVICE lse_state<T> combine(lse_state<T> a, lse_state<T> b) {
-  return lse_detail::merge(a, b, lse_detail::natural{});
+  const T m = a.max > b.max ? a.max : b.max;
+  if (m == -std::numeric_limits<T>::infinity()) return lse_state<T>::identity();
+  return {m, a.sum * std::exp(a.max - m) + b.sum * std::exp(b.max - m)};
 }
 
 // Merge a block of terms whose maximum `block_max` and rescaled sum Σ exp(term − block_max)
@@ -66,17 +45,6 @@ FS_HOST_DEVICE lse_state<T> combine(lse_state<T> a, lse_state<T> b) {
 template <class T>
 FS_HOST_DEVICE lse_state<T> combine_block(lse_state<T> running, T block_max, T block_sum) {
   return combine(running, lse_state<T>{block_max, block_sum});
-}
-
-// The same merges for states whose terms are in log2 units (value_log2: max + log2 Σ 2^(term − max)).
-template <class T>
-FS_HOST_DEVICE lse_state<T> combine_log2(lse_state<T> a, lse_state<T> b) {
-  return lse_detail::merge(a, b, lse_detail::base2{});
-}
-
-template <class T>
-FS_HOST_DEVICE lse_state<T> combine_block_log2(lse_state<T> running, T block_max, T block_sum) {
-  return combine_log2(running, lse_state<T>{block_max, block_sum});
 }
 
 }  // namespace flashsinkhorn::math

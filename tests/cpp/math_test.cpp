@@ -73,28 +73,6 @@ TEST(LseState, CombineIsAssociativeAndEqualsDirectLse) {
   EXPECT_NEAR(whole.value(), m + std::log(s), 1e-12);
 }
 
-TEST(LseState, Log2CombineOfTermsInLog2UnitsGivesTheNaturalLseTimesLog2e) {
-  std::mt19937_64 rng(11);
-  std::normal_distribution<double> normal(0, 30);
-  using state = fs::math::lse_state<double>;
-  const double log2e = 1.44269504088896340736;
-  state left = state::identity(), right = state::identity(), natural = state::identity();
-  for (int k = 0; k < 100; ++k) {
-    const double t = normal(rng);
-    natural = fs::math::combine(natural, state{t, 1.0});
-    // Blocks of one term through combine_block_log2, as the SIMT kernel merges its key tiles.
-    (k % 3 == 0 ? left : right) = fs::math::combine_block_log2(k % 3 == 0 ? left : right, t * log2e, 1.0);
-  }
-  const state merged = fs::math::combine_log2(left, right);
-  EXPECT_NEAR(merged.value_log2() / log2e, natural.value(), 1e-12);
-  // 2⁰ + 2¹ = 3; the natural-unit combine on these log2-unit terms (the mistake this guards
-  // against) would give log2(1 + e) instead.
-  EXPECT_NEAR(fs::math::combine_log2(state{0.0, 1.0}, state{1.0, 1.0}).value_log2(), std::log2(3.0), 1e-15);
-  EXPECT_GT(std::abs(fs::math::combine(state{0.0, 1.0}, state{1.0, 1.0}).value_log2() - std::log2(3.0)), 0.1);
-  const state empty = fs::math::combine_log2(state::identity(), state::identity());
-  EXPECT_EQ(empty.sum, 0.0);
-}
-
 TEST(RoundOperand, Tf32AndBf16KeepTheirMantissaAndRoundToNearestEven) {
   const float x = 1.0f + 3.0f * std::ldexp(1.0f, -12);  // 1 + 0.75·2^-10: nearest tf32 is 1 + 2^-10
   EXPECT_EQ(fs::math::round_to_tf32(x), 1.0f + std::ldexp(1.0f, -10));

@@ -21,8 +21,12 @@ std::vector<flag_spec> solve_flags(solve_arguments& a) {
        [&o](std::string_view v) { o.tolerance = parse_finite_double("--tol", v); }},
       {"--check-every", "K", "iterations between convergence checks (default 10)",
        [&o](std::string_view v) { o.check_every = parse_int("--check-every", v, 1); }},
-      {"--relaxation", "W", "over-relaxation omega in (0, 2) at the target eps, alternating solver (default 1: plain)",
-       [&o](std::string_view v) { o.relaxation = parse_finite_double("--relaxation", v); }},
+      {"--relaxation", "W", "over-relaxation omega in (0, 2) at the target eps, alternating solver (default 1: plain); "
+       "auto: adaptive from 1.8",
+       [&o](std::string_view v) {
+         o.adaptive_relaxation = v == "auto";
+         o.relaxation = o.adaptive_relaxation ? options::auto_relaxation_start : parse_finite_double("--relaxation", v);
+       }},
       {"--scaling", "R", "eps-scaling ratio in (0, 1): anneal eps from diam^2 (default: off)",
        [&o](std::string_view v) { o.scaling = parse_finite_double("--scaling", v); }},
       {"--reach", "R", "unbalanced OT on both sides, KL penalty rho = R^2",

@@ -42,6 +42,7 @@ json_object describe(const problem& p, const options& o, const result& r) {
   add_optional(json, "reach_y", o.reach_y);
   if (o.relaxation != 1) {  // keys only with --relaxation: the default JSON is unchanged
     json.add("relaxation", o.relaxation);
+    json.add("adaptive_relaxation", o.adaptive_relaxation);
     json.add("relaxation_fell_back", r.relaxation_fell_back);
   }
   json.add("version", version());

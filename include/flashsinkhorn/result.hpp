@@ -47,7 +47,8 @@ struct result {
   double marginal_error = 0;
   bool converged = false;  // marginal_error ≤ tolerance at the last check
   // options::relaxation ≠ 1 and a check's marginal error rose more than 1% above the smallest
-  // earlier one: the iterations after that check ran un-relaxed (ω = 1).
+  // earlier one: the iterations after that check ran un-relaxed (ω = 1), or with ω − 1 halved
+  // under options::adaptive_relaxation.
   bool relaxation_fell_back = false;
   double eps = 0;          // final ε
   std::string device;      // "cpu" or "cuda:<k> (<name>)"

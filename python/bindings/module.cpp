@@ -419,6 +419,8 @@ NB_MODULE(_core, m) {
       .def_rw("tolerance", &fs::options::tolerance)
       .def_rw("check_every", &fs::options::check_every)
       .def_rw("relaxation", &fs::options::relaxation)
+      .def_rw("adaptive_relaxation", &fs::options::adaptive_relaxation)
+      .def_ro_static("auto_relaxation_start", &fs::options::auto_relaxation_start)
       .def_rw("reach_x", &fs::options::reach_x, nb::arg().none())
       .def_rw("reach_y", &fs::options::reach_y, nb::arg().none())
       .def_rw("debias", &fs::options::debias)

@@ -99,7 +99,7 @@ class Solver:
                  cost_scale: float = 1.0, initial_f: Array | None = None, initial_g: Array | None = None,
                  cost: str = "sqeuclidean", solver: str = "alternating", scaling: float | None = None,
                  diameter: float | None = None, iters: int = 1000, tol: float = 1e-4, check_every: int = 10,
-                 relaxation: float = 1.0,
+                 relaxation: float | str = 1.0,
                  reach: float | None = None, reach_x: float | None = None, reach_y: float | None = None,
                  debias: bool = False, precision: str | None = None, device: str = "auto", threads: int = 0,
                  normalize_weights: bool = True, labels: LabelCost | None = None) -> None:
@@ -361,7 +361,7 @@ class JointHessianVectorProduct:
 def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None, *, eps: float,
              cost_scale: float = 1.0, cost: str = "sqeuclidean", solver: str = "alternating",
              scaling: float | None = None, diameter: float | None = None, iters: int = 1000, tol: float = 1e-4,
-             check_every: int = 10, relaxation: float = 1.0, reach: float | None = None, reach_x: float | None = None,
+             check_every: int = 10, relaxation: float | str = 1.0, reach: float | None = None, reach_x: float | None = None,
              reach_y: float | None = None, debias: bool = False, precision: str | None = None, device: str = "auto", threads: int = 0,
              normalize_weights: bool = True, initial_f: Array | None = None,
              initial_g: Array | None = None, labels: LabelCost | None = None) -> SinkhornResult:
@@ -385,7 +385,10 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
       relaxation: over-relaxation ω in (0, 2) of the alternating solver's iterations at the target eps,
         f ← (1−ω)f + ω·T_f(g), g ← (1−ω)g + ω·T_g(f); 1 is plain Sinkhorn. With scaling, ω ≈ 1.8–1.9
         cuts ill-conditioned solves (eps small against the costs) several- to tenfold; falls back to
-        ω = 1 if a check's marginal error rises (options.hpp). Alternating solver only.
+        ω = 1 if a check's marginal error rises (options.hpp). Alternating solver only. 'auto': ω
+        starts at 1.8 and follows the marginal error's rate, ω ← 2/(1 + √(1 − θ)) with θ the plain
+        loop's rate read off the observed one (~2× fewer iterations than a fixed 1.8 where the error
+        falls linearly; options.hpp, adaptive_relaxation).
       reach, reach_x, reach_y: unbalanced OT with KL penalty ρ = reach² (both sides, or one).
       debias: return the Sinkhorn divergence S_ε = OT_ε(a,b) − ½OT_ε(a,a) − ½OT_ε(b,b).
       precision: 'fp32', 'fp64', 'tf32', 'bf16'; None follows the input dtype (fp64 for float64).

@@ -20,7 +20,7 @@ def _pick(table: dict, value: str, name: str):
 
 def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scaling: float | None = None,
                  diameter: float | None = None,
-                 iters: int = 1000, tol: float = 1e-4, check_every: int = 10, relaxation: float = 1.0,
+                 iters: int = 1000, tol: float = 1e-4, check_every: int = 10, relaxation: float | str = 1.0,
                  reach: float | None = None,
                  reach_x: float | None = None, reach_y: float | None = None, debias: bool = False,
                  precision: str = "fp32", device: str = "auto", threads: int = 0,
@@ -37,7 +37,12 @@ def make_options(*, cost: str = "sqeuclidean", solver: str = "alternating", scal
     o.max_iterations = int(iters)
     o.tolerance = float(tol)
     o.check_every = int(check_every)
-    o.relaxation = float(relaxation)
+    if isinstance(relaxation, str):
+        if relaxation != "auto":
+            raise _core.InvalidArgument(f"relaxation must be a number in (0, 2) or 'auto', got {relaxation!r}")
+        o.relaxation, o.adaptive_relaxation = _core.Options.auto_relaxation_start, True
+    else:
+        o.relaxation = float(relaxation)
     side_x = reach if reach_x is None else reach_x
     side_y = reach if reach_y is None else reach_y
     o.reach_x = None if side_x is None else float(side_x)

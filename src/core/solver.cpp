@@ -237,6 +237,7 @@ class solver_state {
     config.tolerance = options_.tolerance;
     config.check_every = options_.check_every;
     config.relaxation = options_.relaxation;
+    config.adaptive_relaxation = options_.adaptive_relaxation;
     config.rho_x = squared(options_.reach_x);
     config.rho_y = squared(options_.reach_y);
     config.debias = options_.debias;

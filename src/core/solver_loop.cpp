@@ -5,17 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#include "core/relaxation_control.hpp"
+
 namespace flashsinkhorn::detail {
 namespace {
-
-// How far a check's marginal error may rise above the smallest one so far before over-relaxation
-// is dropped: above the readings' own noise. On a plateau (the error flat for thousands of
-// iterations while a potential drifts) successive float64 readings differ by ~1e-11 relative; a
-// strict "no rise" rule fell back there and lost the speed-up (3498 → 2488 iterations instead of
-// → 488 on relaxation_test.cpp's problem). A diverging or oscillating relaxed loop rises by far
-// more. At a float32 noise floor (readings wandering by percents) it falls back, harmlessly: no ω
-// gets below that floor.
-constexpr double kErrorRiseMargin = 1e-2;
 
 double damping(double eps, const std::optional<double>& rho) { return rho ? 1.0 / (1.0 + eps / *rho) : 1.0; }
 
@@ -52,24 +45,20 @@ class loop_runner {
       iterate(eps, symmetric, last, 1);
       if (last) outcome_.marginal_error = compute_.take_error();
     }
-    double relaxation = config_.relaxation;
-    double smallest_error = std::numeric_limits<double>::infinity();
+    relaxation_control relaxation(config_.relaxation, config_.adaptive_relaxation);
     // At the target ε: blocks of check_every iterations (the last one shorter), each followed by
     // the convergence read. A block is the same sequence of steps every time (only its last
-    // iteration accumulates the error and, when relaxed, has a plain f-update; the safeguard's
-    // fallback changes the sequence once), which is what lets the backend replay it (run_block).
+    // iteration accumulates the error and, when relaxed, has a plain f-update; the safeguard and the
+    // adaptive ω change ω a few times), which is what lets the backend replay it (run_block).
     for (int k = 0; k < config_.max_iterations;) {
       const int count = std::min(config_.check_every, config_.max_iterations - k);
-      compute_.run_block(count, [&](int i) { iterate(config_.eps, symmetric, i + 1 == count, relaxation); });
+      const double omega = relaxation.omega();
+      compute_.run_block(count, [&](int i) { iterate(config_.eps, symmetric, i + 1 == count, omega); });
       k += count;
       done += count;
       outcome_.marginal_error = compute_.take_error();
-      // The safeguard (solver_loop.hpp); NaN compares false, so a NaN error falls back too.
-      if (relaxation != 1 && !(outcome_.marginal_error <= (1 + kErrorRiseMargin) * smallest_error)) {
-        relaxation = 1;
-        outcome_.relaxation_fell_back = true;
-      }
-      smallest_error = std::min(smallest_error, outcome_.marginal_error);
+      relaxation.observe(outcome_.marginal_error, count);  // the safeguard, and the adaptive ω
+      outcome_.relaxation_fell_back = relaxation.fell_back();
       outcome_.converged = config_.tolerance > 0 && outcome_.marginal_error <= config_.tolerance;
       if (outcome_.converged) break;
       if (k < config_.max_iterations) report(done, total, false);  // the last one is the final report

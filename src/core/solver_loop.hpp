@@ -17,9 +17,10 @@
 // (f, g_old), exactly as without relaxation (backend.hpp: the error term compares previous with the
 // un-blended new value; blend only changes what is written). The schedule's iterations are plain.
 // Safeguard (global convergence is not guaranteed for ω > 1): once a check's marginal error exceeds
-// the smallest of the earlier checks (at the target ε) by more than 1% (solver_loop.cpp:
+// the smallest of the earlier checks (at the target ε) by more than 1% (relaxation_control.hpp:
 // kErrorRiseMargin, the readings' noise on a plateau), ω = 1 for the rest of the solve
-// (loop_outcome::relaxation_fell_back).
+// (loop_outcome::relaxation_fell_back). With adaptive_relaxation ω is re-estimated at every check
+// from the error's rate (relaxation_control.hpp), and a rise halves ω − 1.
 #pragma once
 
 #include <functional>
@@ -39,6 +40,7 @@ struct loop_config {
   double tolerance = 0;
   int check_every = 1;
   double relaxation = 1;  // ω in (0, 2), alternating only; 1: plain Sinkhorn
+  bool adaptive_relaxation = false;  // ω starts at `relaxation`, then follows the error's rate
   std::optional<double> rho_x, rho_y;  // ρ = reach² per side
   bool debias = false;
   bool warm_start = false;  // potentials already hold a starting point
@@ -49,7 +51,7 @@ struct loop_outcome {
   int iterations = 0;
   double marginal_error = 0;
   bool converged = false;
-  bool relaxation_fell_back = false;  // the safeguard set ω = 1 at some check
+  bool relaxation_fell_back = false;  // the safeguard lowered ω at some check
   double seconds = 0;
 };
 

@@ -94,6 +94,9 @@ void validate_arguments(const problem& p, const options& o) {
   if (!(std::isfinite(o.relaxation) && o.relaxation > 0 && o.relaxation < 2)) {
     fail("relaxation must be a finite number in (0, 2) (over-relaxation ω; 1 is plain Sinkhorn), got " + str(o.relaxation));
   }
+  if (o.adaptive_relaxation && o.solver == solver_kind::symmetric) {
+    fail("adaptive_relaxation needs the alternating solver: the symmetric solver's averaged steps are GeomLoss's loop");
+  }
   if (o.relaxation != 1 && o.solver == solver_kind::symmetric) {
     fail("relaxation = " + str(o.relaxation) + " needs the alternating solver: the symmetric solver's averaged steps are GeomLoss's loop (use relaxation = 1)");
   }

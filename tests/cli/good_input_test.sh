@@ -133,6 +133,13 @@ fi
 run_json float32_input "${solve[@]}" --x x32.npy --y y.npy
 run_json options "${solve[@]}" --x x.npy --y y.npy --solver symmetric --scaling 0.5 --cost-scale 0.5 \
   --check-every 5 --reach 1 --debias --threads 1 --cost cosine
+# --relaxation auto: adaptive from 1.8, and the summary says so.
+if run_json relaxation_auto "${solve[@]}" --x x.npy --y y.npy --scaling 0.5 --relaxation auto; then
+  if "$python" -c 'import json, sys; s = json.load(open(sys.argv[1]))
+sys.exit(0 if s["adaptive_relaxation"] is True and s["relaxation"] == 1.8 else 1)' "$scratch/relaxation_auto.json"; then
+    pass relaxation_auto_reported
+  else fail relaxation_auto_reported "expected adaptive_relaxation true, relaxation 1.8"; fi
+fi
 
 # Help lists every option of the contract; --version prints flashsinkhorn's version.
 help_text=$("$binary" solve --help 2>&1)

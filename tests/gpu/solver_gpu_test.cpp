@@ -54,6 +54,9 @@ TEST_P(SolverOnGpu, MatchesTheCpuBackend) {
       {"cosine", [](fs::options& o) { o.cost = fs::cost_kind::cosine; }},
       // over-relaxation at the target ε after a schedule: the blend ω on both half-steps, in place
       {"relaxed", [](fs::options& o) { o.scaling = 0.7; o.relaxation = 1.5; }},
+      // adaptive ω (relaxation_control.hpp): ω moves with the errors both backends read, so blocks
+      // with new blends (graphs captured anew) on CUDA
+      {"relaxed_adaptive", [](fs::options& o) { o.scaling = 0.7; o.relaxation = 1.5; o.adaptive_relaxation = true; }},
   };
   const auto [index, mode] = GetParam();
   const configuration& c = configurations[static_cast<std::size_t>(index)];
@@ -97,12 +100,12 @@ TEST_P(SolverOnGpu, MatchesTheCpuBackend) {
 }
 
 std::string name_of(const ::testing::TestParamInfo<std::tuple<int, fs::precision>>& info) {
-  static const char* configs[] = {"alternating", "symmetric_scaling", "debiased", "unbalanced", "cosine", "relaxed"};
+  static const char* configs[] = {"alternating", "symmetric_scaling", "debiased", "unbalanced", "cosine", "relaxed", "relaxed_adaptive"};
   return std::string(configs[std::get<0>(info.param)]) + "_" + std::string(to_string(std::get<1>(info.param)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Options, SolverOnGpu,
-                         ::testing::Combine(::testing::Range(0, 6),
+                         ::testing::Combine(::testing::Range(0, 7),
                                             ::testing::Values(fs::precision::fp32, fs::precision::fp64,
                                                               fs::precision::tf32, fs::precision::bf16)),
                          name_of);

@@ -60,3 +60,16 @@ def test_invalid_relaxation_raises(bad):
 def test_relaxation_needs_the_alternating_solver():
     with pytest.raises(fs.InvalidArgument, match="alternating"):
         _solve(1.5, solver="symmetric")
+
+
+def test_auto_relaxation_adapts_and_reaches_the_same_value():
+    # relaxation='auto' (options.hpp, adaptive_relaxation): ω from 1.8, re-estimated at every check
+    # from the marginal error's rate; on this problem fewer iterations than the fixed 1.8.
+    fixed, auto = _solve(1.8), _solve("auto")
+    assert auto.converged and auto.iterations < fixed.iterations, (auto.iterations, fixed.iterations)
+    scale = max(np.abs(fixed.f).max(), np.abs(fixed.g).max())
+    assert abs(auto.cost - fixed.cost) <= 1e-9 * scale
+    with pytest.raises(fs.InvalidArgument, match="or 'auto'"):
+        _solve("fast")
+    with pytest.raises(fs.InvalidArgument, match="alternating"):
+        _solve("auto", solver="symmetric")

@@ -9,11 +9,13 @@
 #include <string>
 
 #include "core/relaxation_control.hpp"
+#include "relaxation_problems.hpp"
 #include "test_problems.hpp"
 
 namespace fs = flashsinkhorn;
 using flashsinkhorn::detail::relaxation_control;
 using testing_support::make_problem;
+using testing_support::relaxed_options;
 
 namespace {
 
@@ -97,27 +99,14 @@ TEST(AdaptiveRelaxation, RisesHalveOmegaMinusOneAndNanIsARise) {
   EXPECT_EQ(fixed.omega(), 1.0);
 }
 
-fs::options solve_options(double relaxation, bool adaptive) {
-  fs::options o;
-  o.device = fs::device_kind::cpu;
-  o.precision = fs::precision::fp64;
-  o.scaling = 0.5;
-  o.tolerance = 1e-6;
-  o.max_iterations = 200000;
-  o.relaxation = relaxation;
-  o.adaptive_relaxation = adaptive;
-  return o;
-}
-
 TEST(AdaptiveRelaxation, SolveReachesThePlainSolutionInFewerIterationsThanAFixedOmega) {
-  // relaxation_test.cpp's ill-conditioned problem: n = m = 60, d = 2, ε = 0.05, tol 1e-6 (measured:
-  // plain 3498 iterations, fixed ω = 1.8 488, adaptive from 1.8 248).
-  const reference::cloud x = reference::random_cloud(60, 2, 11, 1.0);
-  const reference::cloud y = reference::random_cloud(60, 2, 12, 1.0, 1.0);
-  const fs::problem p = make_problem(x, y, 0.05, 1.0);
-  const fs::result plain = fs::solve(p, solve_options(1.0, false));
-  const fs::result fixed = fs::solve(p, solve_options(1.8, false));
-  const fs::result adaptive = fs::solve(p, solve_options(1.8, true));
+  // relaxation_test.cpp's ill-conditioned problem, tol 1e-6 (measured: plain 3498 iterations, fixed
+  // ω = 1.8 488, adaptive from 1.8 248).
+  const testing_support::ill_conditioned data;
+  const fs::problem p = make_problem(data.x, data.y, data.eps, 1.0);
+  const fs::result plain = fs::solve(p, relaxed_options(1.0));
+  const fs::result fixed = fs::solve(p, relaxed_options(1.8));
+  const fs::result adaptive = fs::solve(p, relaxed_options(1.8, true));
   ASSERT_TRUE(plain.converged && fixed.converged && adaptive.converged);
   EXPECT_LT(adaptive.iterations, fixed.iterations) << "adaptive " << adaptive.iterations << ", fixed ω = 1.8 "
                                                    << fixed.iterations << ", plain " << plain.iterations;
@@ -128,7 +117,7 @@ TEST(AdaptiveRelaxation, SolveReachesThePlainSolutionInFewerIterationsThanAFixed
 
 TEST(AdaptiveRelaxation, RefusedWithTheSymmetricSolver) {
   const reference::cloud x = reference::random_cloud(20, 2, 1, 1.0);
-  fs::options o = solve_options(1.0, true);
+  fs::options o = relaxed_options(1.0, true);
   o.solver = fs::solver_kind::symmetric;
   try {
     fs::solve(make_problem(x, x, 0.5, 1.0), o);

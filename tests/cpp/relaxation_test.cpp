@@ -12,31 +12,15 @@
 
 #include "core/backend.hpp"
 #include "core/solver_loop.hpp"
+#include "relaxation_problems.hpp"
 #include "test_problems.hpp"
 
 namespace fs = flashsinkhorn;
+using testing_support::ill_conditioned;
 using testing_support::make_problem;
+using testing_support::relaxed_options;
 
 namespace {
-
-// n = m = 60, d = 2, points N(0, 1) and N(1, 1): costs up to ~40, C/ε up to ~800 at ε = 0.05, where
-// the plain loop needs ~10⁴–10⁵ iterations for tol = 1e-6 (N(0, 10²) clouds need more than 2·10⁵).
-struct ill_conditioned {
-  reference::cloud x = reference::random_cloud(60, 2, 11, 1.0);
-  reference::cloud y = reference::random_cloud(60, 2, 12, 1.0, 1.0);
-  double eps = 0.05;
-};
-
-fs::options relaxed_options(double relaxation) {
-  fs::options o;
-  o.device = fs::device_kind::cpu;
-  o.precision = fs::precision::fp64;
-  o.scaling = 0.5;
-  o.tolerance = 1e-6;
-  o.max_iterations = 200000;
-  o.relaxation = relaxation;
-  return o;
-}
 
 double weighted_mean(const std::vector<double>& v, const std::vector<double>& w) {
   double s = 0;

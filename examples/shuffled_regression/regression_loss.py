@@ -86,7 +86,7 @@ class ShuffledRegressionLoss:
                  hvp_tol: float = 1e-6,
                  hvp_iters: int = 1000, preconditioner: str = "sparse", cache_size: int = 2,
                  budget_seconds: float = float("inf"), budget_evaluations: int = 10**9, progress=None,
-                 relaxation: float = 1.0, precision: str | None = None, forcing: float = 0.0,
+                 relaxation: float | str = 1.0, precision: str | None = None, forcing: float = 0.0,
                  tol_max: float = 1e-3, refine_iters: int = 300) -> None:
         self.device = torch.device(device)
         # fp64 unless told, on CUDA too: at this cost scale (‖z‖² ~ 10³ against ε = 0.05) fp32 on the H200
@@ -95,7 +95,8 @@ class ShuffledRegressionLoss:
         # (results/hessian_check_h200.jsonl)
         self.precision = precision or "fp64"
         self.dtype = torch.float64 if self.precision == "fp64" else torch.float32
-        self.relaxation = float(relaxation)  # over-relaxation ω of the solves at ε (fs.sinkhorn's relaxation)
+        # over-relaxation ω of the solves at ε (fs.sinkhorn's relaxation: a number, or 'auto')
+        self.relaxation = relaxation if relaxation == "auto" else float(relaxation)
         self.x64 = torch.as_tensor(np.asarray(x, dtype=np.float64), device=self.device)  # for Xᵀ(·) in float64
         self.x = self.x64.to(self.dtype)
         self.y = torch.as_tensor(np.asarray(y, dtype=np.float64), device=self.device).to(self.dtype).contiguous()

@@ -64,8 +64,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--forcing", type=float, default=0.0,
                    help="inexact gradients: solve to clip(forcing·‖∇L‖_prev, --sinkhorn-tol, --sinkhorn-tol-max); 0: always --sinkhorn-tol")
     p.add_argument("--sinkhorn-tol-max", type=float, default=1e-3, help="the loosest solve with --forcing")
-    p.add_argument("--relaxation", type=float, default=1.0,
-                   help="over-relaxation ω of every solve at ε (1.8: ~7× fewer iterations on the known case, CPU fp64)")
+    p.add_argument("--relaxation", type=_relaxation, default=1.0,
+                   help="over-relaxation ω of every solve at ε (1.8: ~7× fewer iterations on the known case, CPU fp64; "
+                        "'auto': adaptive from 1.8)")
     p.add_argument("--precision", choices=("fp32", "fp64", "tf32", "bf16"), default=None,
                    help="the solves' arithmetic (default fp64; fp32 HVPs converge on CUDA since a8a8538, "
                         "not yet rerun in full here: README, Numerics)")
@@ -152,6 +153,10 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
         report["comparison"] = compare(report["hybrid"], report["adam"], rtol=args.rtol, gradient_target=args.tol)
         log_comparison(report["comparison"])
     return report
+
+
+def _relaxation(text: str) -> float | str:
+    return text if text == "auto" else float(text)
 
 
 def problem(n: int, args: argparse.Namespace):

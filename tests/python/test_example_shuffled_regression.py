@@ -345,3 +345,14 @@ def test_device_segment_settings_resume_the_committed_n100000_segment():
     args.runs, args.eps = ["adam"], 0.06  # and a changed problem is refused
     with pytest.raises(SystemExit, match="eps"):
         run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | {"device_name": config["device_name"]})
+
+
+def test_driver_takes_auto_relaxation(tmp_path):
+    """run.py --relaxation auto: the library's adaptive over-relaxation for every solve, recorded."""
+    run = _load("run")
+    run.main(["--n", "36", "--eps", "0.5", "--init-scale", "0", "--lr", "0.1", "--check-every", "5",
+              "--hybrid-adam-iters", "10", "--adam-iters", "10", "--tol", "1e-4", "--relaxation", "auto",
+              "--quiet", "--no-plots", "--out-dir", str(tmp_path)])
+    report = json.loads((tmp_path / "shuffled_regression_n36.json").read_text())
+    assert report["config"]["relaxation"] == "auto" and report["complete"]
+    assert report["adam"]["iterations"] == 10 and min(report["adam"]["value"]) < report["adam"]["value"][0]

@@ -1,6 +1,7 @@
 #include "errors.hpp"
 
 #include "flashsinkhorn/error.hpp"
+#include "flashsinkhorn/optim/objective.hpp"
 
 namespace flashsinkhorn::python {
 namespace {
@@ -13,6 +14,7 @@ PyObject* invalid_argument_type = nullptr;  // (Error, ValueError)
 PyObject* unsupported_type = nullptr;     // (Error, NotImplementedError)
 PyObject* cuda_error_type = nullptr;      // (Error, RuntimeError)
 PyObject* out_of_memory_type = nullptr;   // (Error, MemoryError)
+PyObject* stop_optimization_type = nullptr;  // (Exception): a callback's request to end an optimiser run
 
 PyObject* new_exception(nb::module_& module, const char* name, PyObject* base, PyObject* builtin, const char* doc) {
   const std::string qualified = std::string("flashsinkhorn.") + name;
@@ -38,9 +40,16 @@ void register_errors(nb::module_& module) {
   out_of_memory_type = new_exception(module, "OutOfMemory", error_type, PyExc_MemoryError,
                                      "The device (or host) ran out of memory.");
 
+  stop_optimization_type = new_exception(
+      module, "StopOptimization", PyExc_Exception, nullptr,
+      "Raised by an optimiser's callback to end the run: it returns the last accepted iterate with status "
+      "'stopped' and a state to resume from (a stop during the first evaluation passes through).");
+
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
+    } catch (const optim::stop_requested& e) {
+      PyErr_SetString(stop_optimization_type, e.what());
     } catch (const invalid_argument& e) {
       PyErr_SetString(invalid_argument_type, e.what());
     } catch (const unsupported& e) {
@@ -54,5 +63,7 @@ void register_errors(nb::module_& module) {
     }
   });
 }
+
+bool is_stop_optimization(nb::python_error& e) { return e.matches(stop_optimization_type); }
 
 }  // namespace flashsinkhorn::python

@@ -15,10 +15,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flashsinkhorn/error.hpp"
 #include "flashsinkhorn/optimize.hpp"
+
+#include "errors.hpp"
 
 namespace flashsinkhorn::python {
 namespace {
@@ -49,19 +52,31 @@ void copy_result(nb::handle result, optim::mutable_span out, const char* what) {
   std::copy(view.data(), view.data() + out.size(), out.begin());
 }
 
+// callback(args...); flashsinkhorn.StopOptimization raised in it becomes optim::stop_requested, which
+// the optimisers turn into status 'stopped' (objective.hpp).
+template <class... Args>
+nb::object call(const nb::object& callback, Args&&... args) {
+  try {
+    return callback(std::forward<Args>(args)...);
+  } catch (nb::python_error& e) {
+    if (is_stop_optimization(e)) throw optim::stop_requested(e.what());
+    throw;
+  }
+}
+
 // objective from Python: value(θ) → float (may be None), gradient(θ) → (f, g), hvp(θ, v) → Hv (None for Adam).
 optim::objective objective_of(nb::object value, nb::object gradient, nb::object hvp) {
   optim::objective f;
   if (!value.is_none())
-    f.value = [value](optim::const_span theta) { return nb::cast<double>(value(numpy_copy(theta))); };
+    f.value = [value](optim::const_span theta) { return nb::cast<double>(call(value, numpy_copy(theta))); };
   f.gradient = [gradient](optim::const_span theta, optim::mutable_span g) {
-    const nb::tuple pair = nb::cast<nb::tuple>(gradient(numpy_copy(theta)));
+    const nb::tuple pair = nb::cast<nb::tuple>(call(gradient, numpy_copy(theta)));
     copy_result(pair[1], g, "gradient");
     return nb::cast<double>(pair[0]);
   };
   if (!hvp.is_none())
     f.hvp = [hvp](optim::const_span theta, optim::const_span v, optim::mutable_span product) {
-      copy_result(hvp(numpy_copy(theta), numpy_copy(v)), product, "hvp");
+      copy_result(call(hvp, numpy_copy(theta), numpy_copy(v)), product, "hvp");
     };
   return f;
 }

@@ -22,7 +22,8 @@ except ImportError:
     pass
 
 from . import _core
-from ._core import CudaError, Error, InvalidArgument, OutOfMemory, Unsupported, cuda_available, empty_cache
+from ._core import (CudaError, Error, InvalidArgument, OutOfMemory, StopOptimization, Unsupported, cuda_available,
+                    empty_cache)
 from ._labels import LabelCost
 from ._memory import max_memory_allocated, memory_allocated, memory_reserved, reset_peak_memory_stats
 from ._functional import (HessianVectorProduct, JointHessianVectorProduct, PotentialVjp, SinkhornResult, Solver,
@@ -52,6 +53,7 @@ __all__ = [
     "SamplesLoss",
     "SinkhornResult",
     "Solver",
+    "StopOptimization",
     "Unsupported",
     "adam",
     "apply_plan",

@@ -73,7 +73,8 @@ class HybridState:
 @dataclass(slots=True)
 class OptimizeResult:
     """The last accepted θ, f(θ), ‖∇f(θ)‖, the status ('converged', 'max_iterations',
-    'line_search_failed', 'trust_radius_too_small', 'time_limit'), (values, gradients, hvps)
+    'line_search_failed', 'trust_radius_too_small', 'time_limit', 'stopped': a callback raised
+    flashsinkhorn.StopOptimization and the iteration in flight was dropped), (values, gradients, hvps)
     evaluation counts and one (iteration, value, gradient_norm, cg_iterations, step_size,
     negative_curvature, trust_radius, accepted) tuple per iteration; the trust region's radius for a
     next iteration (`trust_region(..., radius=r.trust_radius)` continues it; 0 for the other
@@ -156,7 +157,9 @@ def adam(gradient: Callable[[np.ndarray], tuple], theta0: Any, *, lr: float = 1e
          max_seconds: float | None = None, state: AdamState | None = None) -> OptimizeResult:
     """Minimises f by Adam (bias-corrected: θ ← θ − lr·m̂/(√v̂ + adam_eps)) for at most `iters` steps, until
     ‖∇f‖ ≤ tol, or until `max_seconds` of wall time are spent (status 'time_limit'). gradient(θ) returns
-    (f(θ), ∇f(θ)); one call per step. The Adam of `hybrid`.
+    (f(θ), ∇f(θ)); one call per step. The Adam of `hybrid`. A gradient call that raises
+    flashsinkhorn.StopOptimization ends the run at the last completed step (status 'stopped', its
+    state as it was then: a continuation makes that step again).
 
     `state` (a previous result's `.state`, with theta0 = its `.theta`) continues that run: step
     numbers go on, and `iters` bounds the steps of both runs together."""
@@ -188,7 +191,10 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     random vector (seed); with `warm_lanczos` each later one from the last Ritz vector plus a 1e-2
     random part (one product usually certifies a negative check), else from a fresh random vector
     (seed + check index). `max_seconds` bounds the whole run's wall time (the second-order
-    phase gets what is left): a run it stops has status 'time_limit' and keeps its λ_min trace.
+    phase gets what is left): a run it stops has status 'time_limit' and keeps its λ_min trace. A
+    callback that raises flashsinkhorn.StopOptimization ends the run at once with status 'stopped':
+    the Adam step, λ_min check or second-order iteration in flight is dropped (the state is as it was
+    before it), so that `resume` goes on as if the run had not been interrupted.
 
     Callables as for `newton`: gradient(θ) returns (f(θ), ∇f(θ)); hvp(θ, v) returns ∇²f(θ)·v and is
     called only at a θ where gradient was last evaluated or an earlier accepted iterate; value(θ),

@@ -25,7 +25,15 @@ adam_result adam(const objective& f, std::vector<double> theta0, const adam_opti
   while (!detail::stop_if_converged(result, options.gradient_tolerance) &&
          !detail::stop_if_out_of_iterations(result, options.max_iterations) &&
          !detail::stop_if_out_of_time(result, budget)) {
-    detail::adam_iteration(state, evaluate, options, result, gradient);
+    const detail::iterate_checkpoint checkpoint(result, gradient);
+    const detail::adam_state before = state;
+    try {
+      detail::adam_iteration(state, evaluate, options, result, gradient);
+    } catch (const stop_requested&) {
+      checkpoint.restore(result, gradient);
+      state = before;
+      break;
+    }
   }
   result.evaluations = evaluate.counts();
   result.moments = state.moments();

@@ -68,6 +68,13 @@ optimizer_result second_order_phase(const objective& f, const std::vector<double
   return trust_region(f, theta, region);
 }
 
+// Whether the λ_min check of Adam step `iterations` is still to be made: checks fall on the multiples
+// of check_every (step 0 included), and `checks_made` of them are done — a run stopped after a check
+// but before its Adam step resumes without repeating it.
+bool check_due(int iterations, int checks_made, int check_every) {
+  return iterations % check_every == 0 && checks_made <= iterations / check_every;
+}
+
 void add_counts(evaluation_counts& total, const evaluation_counts& more) {
   total.values += more.values;
   total.gradients += more.gradients;
@@ -101,16 +108,30 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
   while (!switched) {
     if (detail::stop_if_converged(adam_phase, options.adam.gradient_tolerance)) break;
     if (detail::stop_if_out_of_time(adam_phase, budget) || detail::stop_if_out_of_time(adam_phase, adam_budget)) break;
-    if (adam_phase.iterations % options.check_every == 0) {
-      result.lambda_trace.push_back(
-          estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index++, ritz_vector));
+    if (check_due(adam_phase.iterations, check_index, options.check_every)) {
+      try {
+        result.lambda_trace.push_back(
+            estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index, ritz_vector));
+      } catch (const stop_requested&) {  // the check is dropped: a resumed run makes it again
+        adam_phase.status = optimizer_status::stopped;
+        break;
+      }
+      ++check_index;
       if (positive_enough(result.lambda_trace.back(), options.switch_threshold)) {
         switched = true;
         break;
       }
     }
     if (detail::stop_if_out_of_iterations(adam_phase, options.adam.max_iterations)) break;
-    detail::adam_iteration(adam, evaluate, options.adam, adam_phase, gradient);
+    const detail::iterate_checkpoint checkpoint(adam_phase, gradient);
+    const detail::adam_state before = adam;
+    try {
+      detail::adam_iteration(adam, evaluate, options.adam, adam_phase, gradient);
+    } catch (const stop_requested&) {
+      checkpoint.restore(adam_phase, gradient);
+      adam = before;
+      break;
+    }
   }
   adam_phase.evaluations = evaluate.counts();
   result.evaluations = evaluate.counts();

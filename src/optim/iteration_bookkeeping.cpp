@@ -45,6 +45,24 @@ void evaluate_at_iterate(evaluator& evaluate, optimizer_result& result, mutable_
   result.gradient_norm = norm2(gradient);
 }
 
+iterate_checkpoint::iterate_checkpoint(const optimizer_result& result, const_span gradient)
+    : theta_(result.theta),
+      gradient_(gradient.begin(), gradient.end()),
+      value_(result.value),
+      gradient_norm_(result.gradient_norm),
+      iterations_(result.iterations),
+      history_size_(result.history.size()) {}
+
+void iterate_checkpoint::restore(optimizer_result& result, mutable_span gradient) const {
+  result.theta = theta_;
+  copy(gradient_, gradient);
+  result.value = value_;
+  result.gradient_norm = gradient_norm_;
+  result.iterations = iterations_;
+  result.history.resize(history_size_);
+  result.status = optimizer_status::stopped;
+}
+
 void log_iteration(optimizer_result& result, optimizer_iteration record, const iteration_callback& on_iteration) {
   record.value = result.value;
   record.gradient_norm = result.gradient_norm;

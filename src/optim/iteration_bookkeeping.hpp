@@ -3,6 +3,7 @@
 // iterate, and the per-iteration record (report.hpp).
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +27,22 @@ bool stop_if_out_of_time(optimizer_result& result, const wall_clock_budget& budg
 
 // result.theta has just become the new iterate: value, `gradient` and gradient_norm there.
 void evaluate_at_iterate(evaluator& evaluate, optimizer_result& result, mutable_span gradient);
+
+// The last accepted iterate as an iteration finds it, put back when a callback stops the run during
+// that iteration (stop_requested, objective.hpp): θ, f(θ), ∇f(θ), the iteration count and the length
+// of the history. The method's own state (moments, radius) it keeps beside this.
+class iterate_checkpoint {
+ public:
+  iterate_checkpoint(const optimizer_result& result, const_span gradient);
+  // result and `gradient` as they were at construction; status stopped.
+  void restore(optimizer_result& result, mutable_span gradient) const;
+
+ private:
+  std::vector<double> theta_, gradient_;
+  double value_, gradient_norm_;
+  int iterations_;
+  std::size_t history_size_;
+};
 
 // Completes `record` with the iterate's value and gradient norm, appends it to the history and
 // passes it to `on_iteration` (when set).

@@ -9,6 +9,7 @@ std::string_view to_string(optimizer_status status) noexcept {
     case optimizer_status::line_search_failed: return "line_search_failed";
     case optimizer_status::trust_radius_too_small: return "trust_radius_too_small";
     case optimizer_status::time_limit: return "time_limit";
+    case optimizer_status::stopped: return "stopped";
   }
   return "unknown";
 }

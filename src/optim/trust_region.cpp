@@ -27,56 +27,73 @@ double reduction_ratio(double value, double trial_value, double predicted) {
   return actual / predicted;
 }
 
+// One iteration from state.result at radius Δ: the Steihaug step, the ratio test, the radius update
+// and, when accepted, the new iterate; logged. Returns false (status set) when Δ < min_radius.
+bool trust_region_iteration(detail::newton_state& state, const trust_region_options& options, double& radius) {
+  auto& [evaluate, gradient, step, trial, result, forcing, hessian] = state;
+  if (radius < options.min_radius) {
+    result.status = optimizer_status::trust_radius_too_small;
+    return false;
+  }
+  optimizer_iteration record;
+  record.iteration = ++result.iterations;
+  record.forcing = forcing.eta();
+  record.trust_radius = radius;
+  const detail::steihaug_outcome inner =
+      detail::steihaug_cg(hessian, gradient, radius, forcing.eta(), options.max_cg_iterations, step);
+  record.cg_iterations = inner.iterations;
+  record.negative_curvature = inner.negative_curvature;
+
+  detail::add_scaled(result.theta, 1, step, trial);
+  const double trial_value = evaluate.trial_value(trial);
+  const double rho = reduction_ratio(result.value, trial_value, inner.model_decrease);
+  const double step_norm = detail::norm2(step);
+  record.reduction_ratio = rho;
+
+  // Radius update (Alg. 4.1).
+  if (rho < options.shrink_below) {
+    radius = options.shrink_factor * std::min(radius, step_norm);
+  } else if (rho > options.expand_above && inner.on_boundary) {
+    radius = std::min(options.expand_factor * radius, options.max_radius);
+  }
+
+  record.accepted = rho > options.acceptance_ratio;
+  if (record.accepted) {
+    std::swap(result.theta, trial);
+    detail::evaluate_at_iterate(evaluate, result, gradient);
+    forcing.accept(result.gradient_norm);
+    record.step_size = 1;
+    record.step_norm = step_norm;
+  }
+  detail::log_iteration(result, record, options.on_iteration);
+  return true;
+}
+
 }  // namespace
 
 optimizer_result trust_region(const objective& f, std::vector<double> theta0, const trust_region_options& options) {
   detail::validate(options);
   const detail::wall_clock_budget budget(options.max_seconds);
   detail::newton_state state(f, std::move(theta0), options.forcing, options.gradient_tolerance, "trust_region");
-  auto& [evaluate, gradient, step, trial, result, forcing, hessian] = state;
+  optimizer_result& result = state.result;
 
   double radius = options.initial_radius;
-  while (true) {
-    if (detail::stop_if_converged(result, options.gradient_tolerance)) break;
-    if (detail::stop_if_out_of_iterations(result, options.max_iterations)) break;
-    if (detail::stop_if_out_of_time(result, budget)) break;
-    if (radius < options.min_radius) {
-      result.status = optimizer_status::trust_radius_too_small;
+  while (!detail::stop_if_converged(result, options.gradient_tolerance) &&
+         !detail::stop_if_out_of_iterations(result, options.max_iterations) &&
+         !detail::stop_if_out_of_time(result, budget)) {
+    const detail::iterate_checkpoint checkpoint(result, state.gradient);
+    const detail::forcing_sequence forcing = state.forcing;
+    const double radius_before = radius;
+    try {
+      if (!trust_region_iteration(state, options, radius)) break;
+    } catch (const stop_requested&) {
+      checkpoint.restore(result, state.gradient);
+      state.forcing = forcing;
+      radius = radius_before;
       break;
     }
-    optimizer_iteration record;
-    record.iteration = ++result.iterations;
-    record.forcing = forcing.eta();
-    record.trust_radius = radius;
-    const detail::steihaug_outcome inner =
-        detail::steihaug_cg(hessian, gradient, radius, forcing.eta(), options.max_cg_iterations, step);
-    record.cg_iterations = inner.iterations;
-    record.negative_curvature = inner.negative_curvature;
-
-    detail::add_scaled(result.theta, 1, step, trial);
-    const double trial_value = evaluate.trial_value(trial);
-    const double rho = reduction_ratio(result.value, trial_value, inner.model_decrease);
-    const double step_norm = detail::norm2(step);
-    record.reduction_ratio = rho;
-
-    // Radius update (Alg. 4.1).
-    if (rho < options.shrink_below) {
-      radius = options.shrink_factor * std::min(radius, step_norm);
-    } else if (rho > options.expand_above && inner.on_boundary) {
-      radius = std::min(options.expand_factor * radius, options.max_radius);
-    }
-
-    record.accepted = rho > options.acceptance_ratio;
-    if (record.accepted) {
-      std::swap(result.theta, trial);
-      detail::evaluate_at_iterate(evaluate, result, gradient);
-      forcing.accept(result.gradient_norm);
-      record.step_size = 1;
-      record.step_norm = step_norm;
-    }
-    detail::log_iteration(result, record, options.on_iteration);
   }
-  result.evaluations = evaluate.counts();
+  result.evaluations = state.evaluate.counts();
   result.trust_radius = radius;
   return std::move(result);
 }

@@ -236,3 +236,44 @@ def test_hybrid_resumed_from_its_state_switches_at_the_same_step():
     assert second.status == "converged" and second.state.switch_iteration == whole.switch_iteration
     np.testing.assert_allclose(second.theta, whole.theta, atol=1e-9)
     assert second.state.trust_radius > 0  # what a continuation after the switch would start from
+
+
+def test_a_callback_stop_ends_adam_at_its_last_step_and_the_state_resumes_it():
+    quadratic = lambda t: (float(t @ t + t[0] * t[1]), 2 * t + t[::-1])  # noqa: E731
+    calls = [0]
+
+    def stopping(t):
+        calls[0] += 1
+        if calls[0] == 12:  # step 11's evaluation (call 1 is θ₀'s)
+            raise fs.StopOptimization("budget")
+        return quadratic(t)
+
+    whole = fs.adam(quadratic, [1.0, -2.0], lr=0.1, iters=40, tol=1e-14)
+    ten = fs.adam(quadratic, [1.0, -2.0], lr=0.1, iters=10, tol=1e-14)
+    stopped = fs.adam(stopping, [1.0, -2.0], lr=0.1, iters=40, tol=1e-14)
+    assert stopped.status == "stopped" and stopped.iterations == 10 == stopped.state.steps
+    np.testing.assert_array_equal(stopped.theta, ten.theta)
+    rest = fs.adam(quadratic, stopped.theta, lr=0.1, iters=40, tol=1e-14, state=stopped.state)
+    np.testing.assert_array_equal(rest.theta, whole.theta)
+    with pytest.raises(fs.StopOptimization, match="budget"):  # nothing to return at θ₀
+        calls[0] = 11
+        fs.adam(stopping, [1.0, -2.0], lr=0.1, iters=40)
+
+
+def test_a_callback_stop_inside_a_hybrid_check_is_made_again_by_the_continuation():
+    kwargs = dict(lr=0.05, check_every=5, tol=1e-10)
+    whole = fs.hybrid(double_well, double_well_hvp, [1e-3, 0.5], **kwargs)
+    products = [0]
+    first_two_checks = whole.lambda_trace[0].lanczos_steps + whole.lambda_trace[1].lanczos_steps
+
+    def stopping_hvp(t, v):
+        products[0] += 1
+        if products[0] == first_two_checks + 1:  # inside the check at Adam step 10
+            raise fs.StopOptimization("budget")
+        return double_well_hvp(t, v)
+
+    stopped = fs.hybrid(double_well, stopping_hvp, [1e-3, 0.5], **kwargs)
+    assert stopped.status == "stopped" and stopped.state.adam.steps == 10 and stopped.state.checks == 2
+    rest = fs.hybrid(double_well, double_well_hvp, stopped.theta, resume=stopped.state, **kwargs)
+    assert rest.lambda_trace[0].iteration == 10 and rest.switch_iteration == whole.switch_iteration
+    np.testing.assert_allclose(rest.theta, whole.theta, atol=1e-9)

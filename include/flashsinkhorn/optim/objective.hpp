@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <span>
+#include <stdexcept>
 
 namespace flashsinkhorn::optim {
 
@@ -33,6 +34,17 @@ struct objective {
   // (not by Adam). Contract: only called at a θ where `gradient` was evaluated and accepted as the
   // current iterate, so a caller may key a cache of the expensive state (the solve) on θ.
   std::function<void(const_span theta, const_span v, mutable_span product)> hvp;
+};
+
+// Thrown by a callback (value, gradient, hvp) to end the run now: a wall-time budget that the
+// evaluation in flight would overrun, a user's interrupt. The optimiser drops the iteration in progress
+// and returns the last accepted iterate with status `stopped` and its state (Adam's moments, the
+// hybrid's checks, the trust radius) as they were before that iteration, so that a run resumed from
+// them goes on as if it had not been interrupted. During the evaluation at θ₀ there is nothing to
+// return yet: the exception passes through.
+class stop_requested : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // The Hessian of `f` at θ as a symmetric operator (for lanczos_extremes). Copies θ and f.hvp.

@@ -14,6 +14,7 @@ enum class optimizer_status {
   line_search_failed,      // Newton-CG: no Armijo step in max_backtracks halvings
   trust_radius_too_small,  // trust region: Δ < min_radius (the model cannot predict f at any scale)
   time_limit,              // the wall-time budget (the options' max_seconds) ran out first
+  stopped,                 // a callback threw stop_requested (objective.hpp): the iteration in flight was dropped
 };
 
 [[nodiscard]] std::string_view to_string(optimizer_status status) noexcept;

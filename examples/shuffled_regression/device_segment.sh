@@ -6,8 +6,9 @@
 #   examples/shuffled_regression/device_segment.sh adam 100000 [RESUME_DIR]
 # Environment (defaults in brackets):
 #   DEADLINE        seconds from this script's start by which run.py must have ended [540]
-#   MARGIN          seconds kept for the optimiser's last evaluation: its budget (max_seconds) is checked
-#                   between steps, and one capped Sinkhorn solve at n = 10⁵ in fp32 takes ~170 s [200]
+#   MARGIN          seconds kept after the run's budget: the solve in flight when the budget runs out is cut
+#                   at it (run.py --budget-seconds, status stopped), so this covers the report, the last
+#                   chunk of iterations and, for a run that finished, its end-point λ_min (~60 s at n = 10⁵) [90]
 #   REGRESSION_ARGS run.py's settings; a resumed segment must use the same ones [the recommended fp32
 #                   settings of README.md, Commands]
 #   FS_COMMIT       recorded by the wheel build [unknown]
@@ -22,8 +23,8 @@ resume="${3:-}"
 out="${OUT:-$PWD/out}"
 started=$SECONDS
 deadline="${DEADLINE:-540}"
-margin="${MARGIN:-200}"
-args="${REGRESSION_ARGS:---device cuda --init-scale 0 --relaxation 1.8 --forcing 1e-3 --check-every 200 \
+margin="${MARGIN:-90}"
+args="${REGRESSION_ARGS:---device cuda --init-scale 0 --relaxation auto --forcing 1e-3 --check-every 200 \
 --negative-tol 0.05 --switch-threshold -0.05 --hybrid-adam-iters 20000 --adam-iters 20000 --sinkhorn-tol 3e-5 \
 --tol 3e-3 --precision fp32 --warm-trials --refine-iters 3000 --quiet}"
 log="$out/segment.log"

@@ -1,5 +1,5 @@
-"""A run continued in another process (run.py --resume): a run stopped by its wall-time budget (or its
-iteration cap) goes on from the state the library returned (fs.AdamState, fs.HybridState, kept in
+"""A run continued in another process (run.py --resume): a run stopped by its wall-time budget (between
+steps: 'time_limit'; inside one: 'stopped', the step dropped) or its iteration cap goes on from the state the library returned (fs.AdamState, fs.HybridState, kept in
 the report as `state`), so that a run longer than one command can take — n = 10⁵ on the GPU machine,
 whose commands stop at 10 minutes — is made of segments.
 
@@ -24,7 +24,7 @@ SUMS = ("gradient_seconds", "hvp_count", "hvp_cg_iterations", "hvp_seconds", "tr
 
 def resumable(trace: dict) -> bool:
     """Whether a run's trace can go on: it stopped short of convergence and kept the library's state."""
-    return trace.get("status") in ("time_limit", "max_iterations") and "state" in trace
+    return trace.get("status") in ("time_limit", "max_iterations", "stopped") and "state" in trace
 
 
 def start_of(trace: dict) -> tuple[np.ndarray, dict, float]:

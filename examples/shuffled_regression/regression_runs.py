@@ -57,7 +57,7 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
                        evaluations=dict(zip(("values", "gradients", "hvps"), r.evaluations)),
                        final_theta=r.theta.tolist(), final_value=r.value, final_gradient_norm=r.gradient_norm,
                        state=r.state.to_dict())
-    except BudgetExhausted as stop:
+    except BudgetExhausted as stop:  # during the first evaluation: the library has nothing to return yet
         summary = dict(status="budget_exhausted", message=str(stop), switch_iteration=None, lambda_trace=[])
     trace = trace_of(loss, w_star)
     trace.update(summary, method="hybrid", peak_memory=memory.read())
@@ -79,7 +79,7 @@ def run_adam(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *
         r = fs.adam(loss.gradient, w0.ravel(), lr=lr, tol=tol, iters=iters, max_seconds=max_seconds, state=state)
         summary = dict(status=r.status, iterations=r.iterations, final_theta=r.theta.tolist(), final_value=r.value,
                        final_gradient_norm=r.gradient_norm, state=r.state.to_dict())
-    except BudgetExhausted as stop:
+    except BudgetExhausted as stop:  # during the first evaluation (see run_hybrid)
         summary = dict(status="budget_exhausted", message=str(stop))
     trace = trace_of(loss, w_star)
     trace.update(summary, method="adam", peak_memory=memory.read())

@@ -76,7 +76,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="warm-start a solve when no point moved by more than this·√ε since the last (inf: always)")
     p.add_argument("--refine-iters", type=int, default=300,
                    help="warm iterations allowed when refining a loose solve before an HVP (then cold)")
-    p.add_argument("--budget-seconds", type=float, default=math.inf, help="wall-time cap per run")
+    p.add_argument("--budget-seconds", type=float, default=math.inf,
+                   help="wall-time cap per run: between steps (status time_limit) and inside one (the solve in "
+                        "flight is cut, the step dropped: status stopped); either way --resume continues it")
     p.add_argument("--runs", nargs="+", choices=("hybrid", "adam"), default=["hybrid", "adam"],
                    help="which runs (one of them: the other from a separate call, joined by merge.py)")
     p.add_argument("--resume", type=Path, default=None,
@@ -100,8 +102,9 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
                                   warm_radius=args.warm_radius, refine_iters=args.refine_iters,
                                   hvp_tol=args.hvp_tol, progress=None if args.quiet else log,
                                   relaxation=args.relaxation, precision=args.precision, forcing=args.forcing,
-                                  tol_max=args.sinkhorn_tol_max)
-    budget = None if math.isinf(args.budget_seconds) else args.budget_seconds  # the optimisers' max_seconds
+                                  tol_max=args.sinkhorn_tol_max, budget_seconds=args.budget_seconds)
+    # the optimisers' max_seconds, checked between steps; the loss stops a step that would overrun it
+    budget = None if math.isinf(args.budget_seconds) else args.budget_seconds
     config = config_of(n, args, data, w0)
     loss.reset()
     value_star, _ = loss.gradient(data.w_star.ravel(), tol=loss.tol)

@@ -129,13 +129,34 @@ def test_an_unconverged_hessian_product_warns_once():
     assert [e.converged for e in loss.record if e.kind == "hvp"] == [False, False]
 
 
-def test_budget_stops_a_run_and_keeps_the_record():
-    data = make_data(n=30, seed=2)
-    loss = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-6, iters=5000, budget_evaluations=4)
+def test_budget_stops_a_run_inside_a_step_and_its_state_resumes_it():
+    """BudgetExhausted is a fs.StopOptimization: the 5th evaluation is refused, Adam ends at its 3rd
+    step with status 'stopped' and its moments, and continued from them ends where a run without a
+    budget ends."""
     import flashsinkhorn as fs
-    with pytest.raises(BudgetExhausted):
-        fs.adam(loss.gradient, data.w0.ravel(), lr=0.05, iters=100)
-    assert loss.count("gradient") == 4
+    data = make_data(n=30, seed=2)
+    settings = dict(tol=1e-9, iters=20000, warm_start=False)
+    whole = fs.adam(ShuffledRegressionLoss(data.x, data.y, 0.5, **settings).gradient, data.w0.ravel(), lr=0.05, iters=8)
+    loss = ShuffledRegressionLoss(data.x, data.y, 0.5, budget_evaluations=4, **settings)
+    stopped = fs.adam(loss.gradient, data.w0.ravel(), lr=0.05, iters=8)
+    assert stopped.status == "stopped" and stopped.iterations == 3 and loss.count("gradient") == 4
+    rest = fs.adam(ShuffledRegressionLoss(data.x, data.y, 0.5, **settings).gradient, stopped.theta, lr=0.05, iters=8,
+                   state=stopped.state)
+    np.testing.assert_allclose(rest.theta, whole.theta, atol=1e-10)
+
+
+def test_a_solve_is_cut_at_the_wall_time_budget():
+    """The solve is capped at the iterations that fit in what is left of budget_seconds at the last
+    solve's speed; one the cap stops short of tol raises BudgetExhausted instead of returning."""
+    data = make_data(n=30, seed=2)
+    loss = ShuffledRegressionLoss(data.x, data.y, 0.05, tol=1e-12, iters=20000, warm_start=False)
+    loss.gradient(data.w0.ravel())  # measures the speed
+    assert loss._iterations_in_budget(500) == 500  # no budget: no cap
+    loss.budget_seconds = loss.elapsed() + 60 * loss._seconds_per_iteration  # ~60 iterations' worth
+    assert 0 < loss._iterations_in_budget(20000) <= 60
+    with pytest.raises(BudgetExhausted, match="inside a solve"):
+        loss.gradient(data.w_star.ravel())  # ε = 0.05 to 1e-12 takes thousands of iterations
+    assert loss.count("gradient") == 1
 
 
 def test_driver_writes_json_and_plots(tmp_path):
@@ -322,9 +343,9 @@ def test_hessian_check_reports_the_spectrum_at_w_star(capsys):
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["lanczos_steps"] == 3
 
 
-def test_device_segment_settings_resume_the_committed_n100000_segment():
-    """device_segment.sh's default settings are the committed n = 10⁵ segment's (run.py --resume would
-    refuse the next device call otherwise, after its wheel build): its config passes previous_report."""
+def test_device_segment_settings_refuse_the_committed_over_relaxed_n100000_segment():
+    """device_segment.sh's default settings (ω = 'auto' since session 23) are not those of the committed
+    n = 10⁵ segment (ω = 1.8): run.py --resume refuses to join them, and joins when ω matches."""
     import shlex
 
     run = _load("run")
@@ -334,17 +355,20 @@ def test_device_segment_settings_resume_the_committed_n100000_segment():
     args = run.parse(shlex.split(defaults) + ["--n", "100000", "--runs", "adam", "--budget-seconds", "100",
                                               "--resume", str(segment), "--out-dir", "unused"])
     data, w0 = run.problem(100000, args)
-    config = run.config_of(100000, args, data, w0)
     earlier = json.loads((segment / "shuffled_regression_n100000.json").read_text())
-    config["device_name"] = earlier["config"]["device_name"]  # an H200 then, this machine now
+    device = {"device_name": earlier["config"]["device_name"]}  # an H200 then, this machine now
+    with pytest.raises(SystemExit, match="relaxation"):
+        run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
+    args.relaxation = 1.8
+    config = run.config_of(100000, args, data, w0) | device
     assert run.previous_report(args, 100000, config)["adam"]["status"] == "time_limit"
     assert config["check_every"] != earlier["config"]["check_every"]  # Adam alone ignores the hybrid's settings,
     args.runs = ["hybrid", "adam"]  # a hybrid continuation may not change them
     with pytest.raises(SystemExit, match="check_every"):
-        run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | {"device_name": config["device_name"]})
+        run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
     args.runs, args.eps = ["adam"], 0.06  # and a changed problem is refused
     with pytest.raises(SystemExit, match="eps"):
-        run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | {"device_name": config["device_name"]})
+        run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
 
 
 def test_driver_takes_auto_relaxation(tmp_path):

@@ -343,9 +343,10 @@ def test_hessian_check_reports_the_spectrum_at_w_star(capsys):
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["lanczos_steps"] == 3
 
 
-def test_device_segment_settings_refuse_the_committed_over_relaxed_n100000_segment():
-    """device_segment.sh's default settings (ω = 'auto' since session 23) are not those of the committed
-    n = 10⁵ segment (ω = 1.8): run.py --resume refuses to join them, and joins when ω matches."""
+def test_device_segment_settings_continue_the_newest_n100000_segment():
+    """device_segment.sh's default settings (ω = 'auto' since session 23) are not those of the session-22
+    n = 10⁵ segment (ω = 1.8): run.py --resume refuses to join them, and joins when ω matches; they are
+    those of the session-23 segment (stopped inside a step by its budget), which they continue."""
     import shlex
 
     run = _load("run")
@@ -370,6 +371,12 @@ def test_device_segment_settings_refuse_the_committed_over_relaxed_n100000_segme
     with pytest.raises(SystemExit, match="eps"):
         run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
 
+    current = EXAMPLE / "results" / "h200_n100000_adam_s23_segment1"
+    args = run.parse(shlex.split(defaults) + ["--n", "100000", "--runs", "adam", "--budget-seconds", "100",
+                                              "--resume", str(current), "--out-dir", "unused"])
+    earlier = run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
+    assert earlier["adam"]["status"] == "stopped" and earlier["adam"]["state"]["steps"] == 827
+
 
 def test_driver_takes_auto_relaxation(tmp_path):
     """run.py --relaxation auto: the library's adaptive over-relaxation for every solve, recorded."""
@@ -380,3 +387,15 @@ def test_driver_takes_auto_relaxation(tmp_path):
     report = json.loads((tmp_path / "shuffled_regression_n36.json").read_text())
     assert report["config"]["relaxation"] == "auto" and report["complete"]
     assert report["adam"]["iterations"] == 10 and min(report["adam"]["value"]) < report["adam"]["value"][0]
+
+
+def test_plateau_probe_solves_at_a_segments_end_point(tmp_path):
+    """plateau_probe.py on 200 rows of the committed n = 10⁵ segment's problem (CPU, float64): every
+    solve converges, and warm and cold solves at the same perturbed point agree on the value."""
+    probe = _load("plateau_probe")
+    rows = probe.main([str(EXAMPLE / "results" / "h200_n100000_adam_s22_segment1"), "--rows", "200", "--device", "cpu",
+                       "--tol", "1e-3", "--shifts", "0.5", "--out", str(tmp_path / "probe.jsonl")])
+    assert [r["warm"] for r in rows] == [False, True, False, False] and all(r["converged"] for r in rows)
+    assert rows[1]["value"] == pytest.approx(rows[2]["value"], rel=1e-3)
+    assert rows[3]["omega"] == 1.8 and rows[3]["value"] == pytest.approx(rows[0]["value"], rel=1e-3)
+    assert len((tmp_path / "probe.jsonl").read_text().splitlines()) == 4

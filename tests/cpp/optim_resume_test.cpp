@@ -19,14 +19,6 @@ using flashsinkhorn::optim::hybrid_options;
 using flashsinkhorn::optim::hybrid_result;
 using flashsinkhorn::optim::optimizer_status;
 
-adam_options adam_settings(int max_iterations) {
-  adam_options options;
-  options.learning_rate = 0.05;
-  options.max_iterations = max_iterations;
-  options.gradient_tolerance = 1e-12;
-  return options;
-}
-
 // 30 steps in one run against 13 + 17 in two: the same iterate, bit for bit (the same arithmetic on
 // the same moments), the step numbers continuing, iterations counting both runs.
 TEST(AdamResume, ContinuesExactlyWhereTheFirstRunStopped) {
@@ -35,11 +27,11 @@ TEST(AdamResume, ContinuesExactlyWhereTheFirstRunStopped) {
   const auto f = optim_testing::quadratic(a, b);
   const std::vector<double> start(6, 0.3);
 
-  const adam_result whole = adam(f, start, adam_settings(30));
-  const adam_result first = adam(f, start, adam_settings(13));
+  const adam_result whole = adam(f, start, optim_testing::adam_settings(30));
+  const adam_result first = adam(f, start, optim_testing::adam_settings(13));
   ASSERT_EQ(first.status, optimizer_status::max_iterations);
   EXPECT_EQ(first.moments.steps, 13);
-  adam_options more = adam_settings(30);
+  adam_options more = optim_testing::adam_settings(30);
   more.initial = first.moments;
   const adam_result second = adam(f, first.theta, more);
 
@@ -53,13 +45,13 @@ TEST(AdamResume, ContinuesExactlyWhereTheFirstRunStopped) {
     EXPECT_EQ(second.moments.second[i], whole.moments.second[i]) << i;
   }
   // Without the moments the continuation is a different run (fresh moments, bias correction at k = 1).
-  const adam_result fresh = adam(f, first.theta, adam_settings(17));
+  const adam_result fresh = adam(f, first.theta, optim_testing::adam_settings(17));
   EXPECT_NE(fresh.theta[0], whole.theta[0]);
 }
 
 TEST(AdamResume, RefusesMomentsOfTheWrongSizeOrNotFinite) {
   const auto f = optim_testing::quadratic(optim_testing::random_spd(3, 1.0, 2), std::vector<double>(3, 1.0));
-  adam_options options = adam_settings(5);
+  adam_options options = optim_testing::adam_settings(5);
   options.initial = adam_moments{{0, 0}, {0, 0}, 4};
   EXPECT_THROW((void)adam(f, std::vector<double>(3, 0.0), options), flashsinkhorn::invalid_argument);
   options.initial = adam_moments{{0, 0, 0}, {0, -1, 0}, 4};

@@ -42,14 +42,6 @@ objective stopping(objective f, int stop_gradient, int stop_hvp = 0) {
   return out;
 }
 
-adam_options adam_settings(int max_iterations) {
-  adam_options options;
-  options.learning_rate = 0.05;
-  options.max_iterations = max_iterations;
-  options.gradient_tolerance = 1e-12;
-  return options;
-}
-
 void expect_same_theta(const std::vector<double>& a, const std::vector<double>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
@@ -60,10 +52,10 @@ void expect_same_theta(const std::vector<double>& a, const std::vector<double>& 
 TEST(AdamStop, EndsAtTheLastCompletedStepAndResumesExactly) {
   const auto f = optim_testing::quadratic(optim_testing::random_spd(6, 0.5, 11), std::vector<double>(6, 1.0));
   const std::vector<double> start(6, 0.3);
-  const adam_result whole = adam(f, start, adam_settings(30));
-  const adam_result eight = adam(f, start, adam_settings(8));
+  const adam_result whole = adam(f, start, optim_testing::adam_settings(30));
+  const adam_result eight = adam(f, start, optim_testing::adam_settings(8));
 
-  const adam_result stopped = adam(stopping(f, 10), start, adam_settings(30));
+  const adam_result stopped = adam(stopping(f, 10), start, optim_testing::adam_settings(30));
   EXPECT_EQ(stopped.status, optimizer_status::stopped);
   EXPECT_EQ(stopped.iterations, 8);
   EXPECT_EQ(stopped.history.size(), 8u);
@@ -73,7 +65,7 @@ TEST(AdamStop, EndsAtTheLastCompletedStepAndResumesExactly) {
   expect_same_theta(stopped.moments.first, eight.moments.first);
   expect_same_theta(stopped.moments.second, eight.moments.second);
 
-  adam_options more = adam_settings(30);
+  adam_options more = optim_testing::adam_settings(30);
   more.initial = stopped.moments;
   const adam_result rest = adam(f, stopped.theta, more);
   EXPECT_EQ(rest.iterations, 30);
@@ -83,7 +75,7 @@ TEST(AdamStop, EndsAtTheLastCompletedStepAndResumesExactly) {
 // Nothing to return before the first evaluation completes: the stop passes through.
 TEST(AdamStop, AStopAtTheStartPassesThrough) {
   const auto f = optim_testing::quadratic(optim_testing::random_spd(3, 1.0, 2), std::vector<double>(3, 1.0));
-  EXPECT_THROW((void)adam(stopping(f, 1), std::vector<double>(3, 0.2), adam_settings(5)), stop_requested);
+  EXPECT_THROW((void)adam(stopping(f, 1), std::vector<double>(3, 0.2), optim_testing::adam_settings(5)), stop_requested);
 }
 
 hybrid_options saddle_settings() {

@@ -10,6 +10,15 @@
 
 namespace optim_testing {
 
+// Adam with lr 0.05, a gradient tolerance of 1e-12 and `max_iterations` steps (the resume and stop tests).
+inline flashsinkhorn::optim::adam_options adam_settings(int max_iterations) {
+  flashsinkhorn::optim::adam_options options;
+  options.learning_rate = 0.05;
+  options.max_iterations = max_iterations;
+  options.gradient_tolerance = 1e-12;
+  return options;
+}
+
 using flashsinkhorn::optim::const_span;
 using flashsinkhorn::optim::mutable_span;
 using flashsinkhorn::optim::objective;

@@ -13,7 +13,8 @@
 #                   settings of README.md, Commands]
 #   FS_COMMIT       recorded by the wheel build [unknown]
 #   WHEEL_DIR       a folder (carried, git-ignored) holding the wheel an earlier call returned, built from
-#                   this same tree: installed instead of building one [unset: build]
+#                   this same tree: installed instead of building one [unset: build]. A machine still warm
+#                   from an earlier call that installed a wheel from the same sources needs neither.
 # Writes $OUT/segment_<run>_n<n>.tgz (the report, plots, log), $OUT/segment.log and the wheel it built.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,13 +31,21 @@ args="${REGRESSION_ARGS:---device cuda --init-scale 0 --relaxation auto --forcin
 log="$out/segment.log"
 mkdir -p "$out"
 
-if [[ -n "${WHEEL_DIR:-}" ]] && ls "$WHEEL_DIR"/flashsinkhorn-*.whl > /dev/null 2>&1; then
+# What the wheel is built from: a call on a machine still warm from an earlier call of this session
+# that installed a wheel from the same sources reuses it (~60 s saved; the device tree has no .git).
+sources=$(find CMakeLists.txt pyproject.toml cmake include src python -type f -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum |
+  sha256sum | cut -c1-16)
+if [[ -f /tmp/pysite/.sources && "$(cat /tmp/pysite/.sources)" == "$sources" ]]; then
+  echo "the wheel installed by an earlier call on this machine (sources $sources)" >> "$log"
+elif [[ -n "${WHEEL_DIR:-}" ]] && ls "$WHEEL_DIR"/flashsinkhorn-*.whl > /dev/null 2>&1; then
   # a wheel an earlier call of this session built from the same tree (carried): ~70 s saved
-  python3 -m pip install -q --no-deps --no-index --target /tmp/pysite "$WHEEL_DIR"/flashsinkhorn-*.whl >> "$log" 2>&1
+  python3 -m pip install -q --no-deps --no-index --upgrade --target /tmp/pysite "$WHEEL_DIR"/flashsinkhorn-*.whl >> "$log" 2>&1
 else
+  rm -rf /tmp/pysite
   STAGES="python" PYTHON_TESTS=0 OVERHEAD=0 DEADLINE=300 tools/gpu_check.sh >> "$log" 2>&1
   cp /tmp/wheel/flashsinkhorn-*.whl "$out/" 2> /dev/null  # for WHEEL_DIR in the next call
 fi
+[[ -d /tmp/pysite/flashsinkhorn ]] && echo "$sources" > /tmp/pysite/.sources
 [[ -d /tmp/pysite/flashsinkhorn ]] || { echo "no wheel installed (segment.log)"; exit 1; }
 budget=$(( deadline - (SECONDS - started) - margin ))
 (( budget >= 30 )) || { echo "no time left for a segment (budget $budget s)"; exit 1; }

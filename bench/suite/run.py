@@ -33,6 +33,7 @@ import importlib
 import json
 import os
 import queue
+import resource
 import signal
 import subprocess
 import sys
@@ -194,8 +195,18 @@ def case_env(case: Case, keops_env: str | None = None) -> dict:
     return env
 
 
+def address_space_limit(gigabytes: float | None):
+    """A preexec_fn that caps the child's address space (RLIMIT_AS) at `gigabytes` (None: no cap), so that
+    a dense peer that outgrows the machine fails with its own MemoryError instead of waking the kernel's
+    OOM killer (which can take the sweep, or the session, with it)."""
+    if gigabytes is None:
+        return None
+    limit = int(gigabytes * 2**30)
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def launch_group(cases: list[Case], budget: float, not_after: float, keops_env: str | None = None,
-                 start_up: float = 0.0):
+                 start_up: float = 0.0, memory_limit: float | None = None):
     """Runs one group's cases in one child process; yields one record per case, in order (failed,
     then 'skipped' for the rest after a failure, or 'not_run' for those the deadline left). The first
     case may take `start_up` seconds more than the budget: the process's imports and a peer's JIT
@@ -204,7 +215,8 @@ def launch_group(cases: list[Case], budget: float, not_after: float, keops_env: 
     stderr = tempfile.TemporaryFile(mode="w+")
     proc = subprocess.Popen([sys.executable, __file__, "--group", json.dumps([c.to_json() for c in cases]),
                              "--not-after", repr(not_after)], stdout=subprocess.PIPE, stderr=stderr, text=True,
-                            env=case_env(cases[0], keops_env), start_new_session=True)
+                            env=case_env(cases[0], keops_env), start_new_session=True,
+                            preexec_fn=address_space_limit(memory_limit))
     lines: queue.Queue = queue.Queue()
 
     def read():
@@ -360,9 +372,11 @@ def sweep(args) -> int:
                             for case in cases:
                                 protocol.ensure_data(args.data_dir, case.n, d,
                                                      "float64" if precision == "fp64" else "float32")
-                            results = launch_group(cases, args.budget, not_after, args.keops_env, args.start_up)
+                            results = launch_group(cases, args.budget, not_after, args.keops_env, args.start_up,
+                                                   args.memory_limit)
                         for case, result in results:
-                            row = {**header, **dataclasses.asdict(case), "date": protocol.now(), **result}
+                            row = {**header, **dataclasses.asdict(case), "date": protocol.now(),
+                                   "memory_limit_gb": args.memory_limit, **result}
                             sink.write(json.dumps(row) + "\n")
                             sink.flush()
                             summary = row.get("ms", row.get("error", row.get("reason", "")))
@@ -387,6 +401,8 @@ def main() -> int:
     ap.add_argument("--deadline", type=float, default=1e9, help="seconds after which no case starts")
     ap.add_argument("--start-up", type=float, default=120,
                     help="seconds the first case of each group may take beyond --budget (imports, JIT, autotuning)")
+    ap.add_argument("--memory-limit", type=float, default=None, metavar="GB",
+                    help="cap each case process's address space (RLIMIT_AS), e.g. below a CPU machine's memory")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--iters", type=int, default=protocol.ITERS)

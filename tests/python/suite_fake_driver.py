@@ -28,6 +28,9 @@ def run(case, variant: str):
         return {"ms": 60e3}, None
     elif variant == "fake-crash":
         os.kill(os.getpid(), signal.SIGKILL)  # dies by a signal, with no core dump and no result line
+    elif variant == "fake-allocate":  # 2 GiB touched: fails only under run.py --memory-limit
+        block = bytearray(2 * 2**30)
+        return {"ms": float(len(block) > 0)}, None
     elif variant == "fake-oom":
         raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB (fake)")
     elif variant == "fake-error":

@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RUN = HERE.parents[1] / "bench" / "suite" / "run.py"
 VARIANTS = ("fake-ok", "fake-sleep", "fake-sleep-timed", "fake-crash", "fake-oom", "fake-error", "fake-unsupported",
-            "fake-slow-start")
+            "fake-slow-start", "fake-allocate")
 NS = (100, 400, 800)
 
 
@@ -92,6 +92,14 @@ def test_oom_is_recorded_with_the_message(tmp_path):
     assert statuses(rows) == [(100, "ok"), (400, "oom"), (800, "skipped")]
     assert "out of memory" in rows[1]["error"] and rows[1]["error"].startswith("RuntimeError")
     assert "n = 400" in rows[2]["reason"] and "oom" in rows[2]["reason"]
+
+
+def test_memory_limit_caps_the_case_process(tmp_path):
+    """--memory-limit 1: a 2 GiB allocation fails in the child with MemoryError, recorded as oom (the
+    kernel's OOM killer never gets involved); the rows carry the cap."""
+    rows, _, _ = suite(tmp_path, "fake-allocate", "--memory-limit", "1")
+    assert statuses(rows) == [(100, "ok"), (400, "oom"), (800, "skipped")]
+    assert rows[1]["error"].startswith("MemoryError") and all(r["memory_limit_gb"] == 1 for r in rows)
 
 
 def test_error_is_recorded_with_the_exception_text(tmp_path):

@@ -25,15 +25,7 @@ adam_result adam(const objective& f, std::vector<double> theta0, const adam_opti
   while (!detail::stop_if_converged(result, options.gradient_tolerance) &&
          !detail::stop_if_out_of_iterations(result, options.max_iterations) &&
          !detail::stop_if_out_of_time(result, budget)) {
-    const detail::iterate_checkpoint checkpoint(result, gradient);
-    const detail::adam_state before = state;
-    try {
-      detail::adam_iteration(state, evaluate, options, result, gradient);
-    } catch (const stop_requested&) {
-      checkpoint.restore(result, gradient);
-      state = before;
-      break;
-    }
+    if (!detail::adam_iteration_unless_stopped(state, evaluate, options, result, gradient)) break;
   }
   result.evaluations = evaluate.counts();
   result.moments = state.moments();

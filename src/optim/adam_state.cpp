@@ -46,4 +46,18 @@ void adam_iteration(adam_state& state, evaluator& evaluate, const adam_options& 
   log_iteration(result, record, options.on_iteration);
 }
 
+bool adam_iteration_unless_stopped(adam_state& state, evaluator& evaluate, const adam_options& options,
+                                   optimizer_result& result, mutable_span gradient) {
+  const iterate_checkpoint checkpoint(result, gradient);
+  const adam_state before = state;
+  try {
+    adam_iteration(state, evaluate, options, result, gradient);
+    return true;
+  } catch (const stop_requested&) {
+    checkpoint.restore(result, gradient);
+    state = before;
+    return false;
+  }
+}
+
 }  // namespace flashsinkhorn::optim::detail

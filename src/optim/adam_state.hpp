@@ -33,4 +33,9 @@ class adam_state {
 void adam_iteration(adam_state& state, evaluator& evaluate, const adam_options& options, optimizer_result& result,
                     mutable_span gradient);
 
+// adam_iteration, undone if a callback stops the run during it (stop_requested): result, `gradient`
+// and the moments as before, status stopped; returns false then.
+bool adam_iteration_unless_stopped(adam_state& state, evaluator& evaluate, const adam_options& options,
+                                   optimizer_result& result, mutable_span gradient);
+
 }  // namespace flashsinkhorn::optim::detail

@@ -123,15 +123,7 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
       }
     }
     if (detail::stop_if_out_of_iterations(adam_phase, options.adam.max_iterations)) break;
-    const detail::iterate_checkpoint checkpoint(adam_phase, gradient);
-    const detail::adam_state before = adam;
-    try {
-      detail::adam_iteration(adam, evaluate, options.adam, adam_phase, gradient);
-    } catch (const stop_requested&) {
-      checkpoint.restore(adam_phase, gradient);
-      adam = before;
-      break;
-    }
+    if (!detail::adam_iteration_unless_stopped(adam, evaluate, options.adam, adam_phase, gradient)) break;
   }
   adam_phase.evaluations = evaluate.counts();
   result.evaluations = evaluate.counts();

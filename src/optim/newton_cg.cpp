@@ -54,15 +54,7 @@ optimizer_result newton_cg(const objective& f, std::vector<double> theta0, const
   while (!detail::stop_if_converged(result, options.gradient_tolerance) &&
          !detail::stop_if_out_of_iterations(result, options.max_iterations) &&
          !detail::stop_if_out_of_time(result, budget)) {
-    const detail::iterate_checkpoint checkpoint(result, state.gradient);
-    const detail::forcing_sequence forcing = state.forcing;
-    try {
-      if (!newton_iteration(state, options)) break;
-    } catch (const stop_requested&) {
-      checkpoint.restore(result, state.gradient);
-      state.forcing = forcing;
-      break;
-    }
+    if (!detail::iterate_unless_stopped(state, [&] { return newton_iteration(state, options); })) break;
   }
   result.evaluations = state.evaluate.counts();
   return std::move(result);

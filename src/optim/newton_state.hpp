@@ -12,6 +12,7 @@
 #include "optim/cg_recurrence.hpp"
 #include "optim/evaluator.hpp"
 #include "optim/forcing_sequence.hpp"
+#include "optim/iteration_bookkeeping.hpp"
 #include "optim/vector_ops.hpp"
 
 namespace flashsinkhorn::optim::detail {
@@ -31,5 +32,22 @@ struct newton_state {
   forcing_sequence forcing;
   hessian_product hessian;  // ∇²f(result.theta)·v
 };
+
+// iteration() — one iteration of the method on `state`, returning false when the method must stop —
+// undone if a callback stops the run during it (stop_requested): the iterate, its gradient and the
+// forcing sequence as before, status stopped, and false. A method's own state (the trust radius) the
+// iteration should commit only when it returns.
+template <class Iteration>
+bool iterate_unless_stopped(newton_state& state, Iteration&& iteration) {
+  const iterate_checkpoint checkpoint(state.result, state.gradient);
+  const forcing_sequence forcing = state.forcing;
+  try {
+    return iteration();
+  } catch (const stop_requested&) {
+    checkpoint.restore(state.result, state.gradient);
+    state.forcing = forcing;
+    return false;
+  }
+}
 
 }  // namespace flashsinkhorn::optim::detail

@@ -81,17 +81,10 @@ optimizer_result trust_region(const objective& f, std::vector<double> theta0, co
   while (!detail::stop_if_converged(result, options.gradient_tolerance) &&
          !detail::stop_if_out_of_iterations(result, options.max_iterations) &&
          !detail::stop_if_out_of_time(result, budget)) {
-    const detail::iterate_checkpoint checkpoint(result, state.gradient);
-    const detail::forcing_sequence forcing = state.forcing;
-    const double radius_before = radius;
-    try {
-      if (!trust_region_iteration(state, options, radius)) break;
-    } catch (const stop_requested&) {
-      checkpoint.restore(result, state.gradient);
-      state.forcing = forcing;
-      radius = radius_before;
+    double next_radius = radius;  // committed only by an iteration that completes
+    if (!detail::iterate_unless_stopped(state, [&] { return trust_region_iteration(state, options, next_radius); }))
       break;
-    }
+    radius = next_radius;
   }
   result.evaluations = state.evaluate.counts();
   result.trust_radius = radius;

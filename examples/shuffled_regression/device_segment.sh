@@ -4,13 +4,14 @@
 # run.py --runs RUN for what is left of DEADLINE seconds, continuing RESUME_DIR when given, and packs
 # the report under $OUT. From the repository root:
 #   examples/shuffled_regression/device_segment.sh adam 100000 [RESUME_DIR]
+#   (hybrid with an Adam-alone RESUME_DIR: the gated hybrid continues that run, run.py --check-gradient-norm)
 # Environment (defaults in brackets):
 #   DEADLINE        seconds from this script's start by which run.py must have ended [540]
 #   MARGIN          seconds kept after the run's budget: the solve in flight when the budget runs out is cut
 #                   at it (run.py --budget-seconds, status stopped), so this covers the report, the last
 #                   chunk of iterations and, for a run that finished, its end-point λ_min (~60 s at n = 10⁵) [90]
 #   REGRESSION_ARGS run.py's settings; a resumed segment must use the same ones [the recommended fp32
-#                   settings of README.md, Commands]
+#                   settings of README.md, Commands, with ω = 'auto' and the checks' gradient gate 0.05]
 #   FS_COMMIT       recorded by the wheel build [unknown]
 #   WHEEL_DIR       a folder (carried, git-ignored) holding the wheel an earlier call returned, built from
 #                   this same tree: installed instead of building one [unset: build]. A machine still warm
@@ -25,7 +26,7 @@ out="${OUT:-$PWD/out}"
 started=$SECONDS
 deadline="${DEADLINE:-540}"
 margin="${MARGIN:-90}"
-args="${REGRESSION_ARGS:---device cuda --init-scale 0 --relaxation auto --forcing 1e-3 --check-every 200 \
+args="${REGRESSION_ARGS:---device cuda --init-scale 0 --relaxation auto --forcing 1e-3 --check-every 200 --check-gradient-norm 0.05 \
 --negative-tol 0.05 --switch-threshold -0.05 --hybrid-adam-iters 20000 --adam-iters 20000 --sinkhorn-tol 3e-5 \
 --tol 3e-3 --precision fp32 --warm-trials --refine-iters 3000 --quiet}"
 log="$out/segment.log"

@@ -11,9 +11,12 @@ cross processes), and that evaluation's time is in the trace, as it is in the co
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+
+import flashsinkhorn as fs
 
 # Per gradient evaluation (regression_runs.trace_of), and per trial value.
 LISTS = ("time", "value", "gradient_norm", "w_error", "sinkhorn_iterations", "solve_tol")
@@ -36,6 +39,28 @@ def start_of(trace: dict) -> tuple[np.ndarray, dict, float]:
     return np.asarray(trace["final_theta"], dtype=np.float64), trace["state"], min(trace["gradient_norm"])
 
 
+def hybrid_after_adam(adam: dict, gate: float) -> dict:
+    """An Adam-alone trace as the first segment of a hybrid with the gradient gate `gate` (fs.hybrid's
+    check_gradient_norm): gated, the hybrid makes no λ_min check before its first step with ‖∇L‖ ≤ gate
+    and is Adam alone step for step until then (optim_hybrid_gate_test), so an Adam run none of whose
+    steps met the gate is where that hybrid would be. ValueError when one did (or without a gate)."""
+    if not math.isfinite(gate):
+        raise ValueError("a hybrid continues an Adam-alone run only with a gradient gate (--check-gradient-norm)")
+    start_of(adam)  # resumable
+    norms = adam["gradient_norm"][:-1]  # the last is where the continuation starts: its check is the hybrid's
+    inside = next((k for k, g in enumerate(norms) if g <= gate), None)
+    if inside is not None:
+        raise ValueError(f"Adam's step {inside} had ‖∇L‖ = {norms[inside]:.3g} ≤ the gate {gate:g}: the hybrid "
+                         "would have checked λ_min there, so that Adam run is not its first segment")
+    trace = {k: v for k, v in adam.items() if k != "iterations"}
+    state = fs.HybridState.after_adam(fs.AdamState.from_dict(adam["state"]))
+    trace.update(method="hybrid", lambda_trace=[], second_order_history=[], second_order_iterations=0,
+                 switch_iteration=-1, switch_step=None, adam_iterations=state.adam.steps,
+                 evaluations=dict(values=0, gradients=len(adam["value"]), hvps=0), state=state.to_dict(),
+                 first_segment_from_adam=True)
+    return trace
+
+
 def join(previous: dict, new: dict) -> dict:
     """One trace of two consecutive segments of the same run (previous first)."""
     offset = previous["wall_seconds"]
@@ -50,6 +75,8 @@ def join(previous: dict, new: dict) -> dict:
     out["hvp_converged"] = bool(previous["hvp_converged"] and new["hvp_converged"])
     out["peak_memory"] = max(previous["peak_memory"], new["peak_memory"], key=lambda m: m.get("total_bytes", 0))
     out["segments"] = previous.get("segments", 1) + 1
+    if previous.get("first_segment_from_adam"):  # hybrid_after_adam: say so in every later join
+        out["first_segment_from_adam"] = True
     out["segment_wall_seconds"] = list(previous.get("segment_wall_seconds", [previous["wall_seconds"]])) + [new["wall_seconds"]]
     if new.get("method") == "hybrid":
         out["lambda_trace"] = list(previous.get("lambda_trace", [])) + list(new.get("lambda_trace", []))

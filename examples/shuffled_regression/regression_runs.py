@@ -28,12 +28,12 @@ from regression_resume import join, start_of
 
 
 def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *, lr: float, adam_iters: int,
-               check_every: int, tol: float, second_order: str = "trust_region", radius: float = 1.0,
+               check_every: int, tol: float, check_gradient_norm: float | None = None, second_order: str = "trust_region", radius: float = 1.0,
                iters: int | None = None, lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0,
                negative_tol: float = 1e-6, switch_threshold: float = 0.0, max_seconds: float | None = None,
                warm_trials: bool = False, resume: dict | None = None) -> dict:
     """fs.hybrid on the loss; `max_seconds` is the library's wall-time budget (status 'time_limit', the
-    λ_min trace kept); `warm_trials`: the second-order method's trial points by loss.value (warm from
+    λ_min trace kept); `check_gradient_norm`: the checks' gradient gate (None: none); `warm_trials`: the second-order method's trial points by loss.value (warm from
     the iterate), else by a gradient evaluation each. `resume`: an earlier segment's trace of this run
     (regression_resume), continued from its state and joined to it."""
     loss.reset()
@@ -45,7 +45,8 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
     memory = _MemoryProbe(loss.device)
     try:
         r = fs.hybrid(loss.gradient, loss.hvp, w0.ravel(), value=loss.value if warm_trials else None, lr=lr,
-                      adam_iters=adam_iters, adam_tol=tol, check_every=check_every, tol=tol,
+                      adam_iters=adam_iters, adam_tol=tol, check_every=check_every,
+                      check_gradient_norm=check_gradient_norm, tol=tol,
                       second_order=second_order, radius=radius, iters=iters, lanczos_steps=lanczos_steps,
                       lanczos_tol=lanczos_tol, seed=seed, negative_tol=negative_tol,
                       switch_threshold=switch_threshold, max_seconds=max_seconds, resume=state)

@@ -29,7 +29,7 @@ import flashsinkhorn as fs  # noqa: E402
 from regression_config import CAPS, HYBRID_ONLY, PER_CALL, differing_settings  # noqa: E402
 from regression_data import KNOWN_CASE, make_data  # noqa: E402
 from regression_loss import ShuffledRegressionLoss  # noqa: E402
-from regression_resume import resumable  # noqa: E402
+from regression_resume import hybrid_after_adam, resumable  # noqa: E402
 from regression_runs import compare, run_adam, run_hybrid  # noqa: E402
 
 
@@ -46,6 +46,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--init-scale", type=float, default=1.0, help="scale of W0 − W*; 0: W0 = 0.1·N(0,1) near W = 0")
     p.add_argument("--lr", type=float, default=0.05, help="Adam learning rate (both runs)")
     p.add_argument("--check-every", type=int, default=10, help="Adam steps between λ_min checks")
+    p.add_argument("--check-gradient-norm", type=float, default=math.inf,
+                   help="the checks' gradient gate: λ_min checks only where ‖∇_W L‖ ≤ this, the first at the first "
+                        "step inside it (inf: none). With it, --resume --runs hybrid may continue an Adam-alone run "
+                        "that never met the gate: the gated hybrid is that run up to there")
     p.add_argument("--negative-tol", type=float, default=1e-6,
                    help="τ: a λ_min check certifies non-convexity below −τ (the Hessian products' resolution)")
     p.add_argument("--switch-threshold", type=float, default=0.0,
@@ -119,12 +123,15 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
         log("hybrid: carried over from --resume (it had finished)")
         report["hybrid"] = earlier["hybrid"]
     elif "hybrid" in args.runs:
-        log("hybrid (Adam → %s)" % args.second_order + (", resumed" if earlier and "hybrid" in earlier else ""))
+        log("hybrid (Adam → %s)" % args.second_order + ("" if earlier is None else ", resumed" if "hybrid" in earlier
+                                                         else ", continuing the Adam-alone run (gated)"))
         hybrid = run_hybrid(loss, w0, data.w_star, lr=args.lr, adam_iters=args.hybrid_adam_iters,
-                            check_every=args.check_every, tol=args.tol, second_order=args.second_order,
+                            check_every=args.check_every, tol=args.tol,
+                            check_gradient_norm=None if math.isinf(args.check_gradient_norm) else args.check_gradient_norm,
+                            second_order=args.second_order,
                             radius=args.radius, negative_tol=args.negative_tol,
                             switch_threshold=args.switch_threshold, max_seconds=budget,
-                            warm_trials=args.warm_trials, resume=earlier.get("hybrid") if earlier else None)
+                            warm_trials=args.warm_trials, resume=hybrid_resume(earlier, args))
         log(f"  {hybrid['status']}: switch after {hybrid['switch_iteration']} Adam steps, "
             f"L = {min(hybrid['value']):.6e}, {hybrid['wall_seconds']:.1f} s, {len(hybrid['value'])} gradients, "
             f"{hybrid['hvp_count']} HVPs, {hybrid.get('trial_values', 0)} trial values")
@@ -190,11 +197,25 @@ def previous_report(args: argparse.Namespace, n: int, config: dict) -> dict | No
     earlier = json.loads(path.read_text())
     # Continuing Adam alone, the hybrid's own settings may differ (the hybrid runs of that problem join it
     # later through merge.py with whatever check schedule they use).
-    may_differ = PER_CALL | CAPS | (HYBRID_ONLY if "hybrid" not in args.runs else set())
+    # So may they when the hybrid continues an Adam-alone run (hybrid_resume).
+    may_differ = PER_CALL | CAPS | (HYBRID_ONLY if "hybrid" not in args.runs or "hybrid" not in earlier else set())
     differ = differing_settings(earlier["config"], config, vars(parse(["--out-dir", "-"])), may_differ)
     if differ:
         sys.exit(f"run.py: --resume {path}: another problem or other settings: " + ", ".join(differ))
     return earlier
+
+
+def hybrid_resume(earlier: dict | None, args: argparse.Namespace) -> dict | None:
+    """What the hybrid continues: the earlier report's hybrid; or, where it has only Adam alone, that
+    run as the gated hybrid's first segment (regression_resume.hybrid_after_adam; SystemExit if not)."""
+    if earlier is None:
+        return None
+    if "hybrid" in earlier:
+        return earlier["hybrid"]
+    try:
+        return hybrid_after_adam(earlier["adam"], args.check_gradient_norm)
+    except (KeyError, ValueError) as why:
+        sys.exit(f"run.py: --resume {args.resume}: no hybrid run to continue: {why}")
 
 
 def finished(earlier: dict | None, name: str) -> bool:

@@ -199,16 +199,17 @@ void bind_optimizers(nb::module_& m) {
       "hybrid",
       [](nb::object value, nb::object gradient, nb::object hvp, std::vector<double> theta0, double learning_rate,
          double beta1, double beta2, int adam_iterations, double adam_tolerance, int check_every,
-         double negative_tolerance, double switch_threshold, const std::string& second_order,
+         double check_gradient_norm, double negative_tolerance, double switch_threshold, const std::string& second_order,
          double gradient_tolerance, std::optional<int> max_iterations, int max_cg_iterations, double initial_radius,
          int lanczos_steps, double lanczos_tolerance, bool warm_lanczos, std::uint64_t seed, double max_seconds,
          std::vector<double> resume_first, std::vector<double> resume_second, int resume_steps,
-         std::vector<double> resume_ritz_vector, int resume_checks, int resume_switch_iteration,
-         double resume_trust_radius) {
+         std::vector<double> resume_ritz_vector, int resume_checks, int resume_last_check,
+         int resume_switch_iteration, double resume_trust_radius) {
         optim::hybrid_options o;
         o.resume.adam = {std::move(resume_first), std::move(resume_second), resume_steps};
         o.resume.ritz_vector = std::move(resume_ritz_vector);
         o.resume.checks = resume_checks;
+        o.resume.last_check = resume_last_check;
         o.resume.switch_iteration = resume_switch_iteration;
         o.resume.trust_radius = resume_trust_radius;
         o.adam.learning_rate = learning_rate;
@@ -217,6 +218,7 @@ void bind_optimizers(nb::module_& m) {
         o.adam.gradient_tolerance = adam_tolerance;
         o.adam.max_iterations = adam_iterations;
         o.check_every = check_every;
+        o.check_gradient_norm = check_gradient_norm;
         o.negative_tolerance = negative_tolerance;
         o.switch_threshold = switch_threshold;
         o.second_order = second_order_of(second_order);
@@ -252,16 +254,18 @@ void bind_optimizers(nb::module_& m) {
         state["adam"] = moments_of(r.state.adam);
         state["ritz_vector"] = numpy_copy(r.state.ritz_vector);
         state["checks"] = r.state.checks;
+        state["last_check"] = r.state.last_check;
         state["switch_iteration"] = r.state.switch_iteration;
         state["trust_radius"] = r.state.trust_radius;
         out["state"] = state;
         return out;
       },
       "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "learning_rate"_a, "beta1"_a, "beta2"_a,
-      "adam_iterations"_a, "adam_tolerance"_a, "check_every"_a, "negative_tolerance"_a, "switch_threshold"_a,
+      "adam_iterations"_a, "adam_tolerance"_a, "check_every"_a, "check_gradient_norm"_a, "negative_tolerance"_a, "switch_threshold"_a,
       "second_order"_a, "gradient_tolerance"_a, "max_iterations"_a.none(), "max_cg_iterations"_a, "initial_radius"_a,
       "lanczos_steps"_a, "lanczos_tolerance"_a, "warm_lanczos"_a, "seed"_a, "max_seconds"_a, "resume_first"_a,
-      "resume_second"_a, "resume_steps"_a, "resume_ritz_vector"_a, "resume_checks"_a, "resume_switch_iteration"_a,
+      "resume_second"_a, "resume_steps"_a, "resume_ritz_vector"_a, "resume_checks"_a, "resume_last_check"_a,
+      "resume_switch_iteration"_a,
       "resume_trust_radius"_a,
       "flashsinkhorn::optim::hybrid (Adam while λ_min(∇²f) ≤ threshold, then trust region or Newton-CG).");
 }

@@ -52,22 +52,33 @@ class AdamState:
 class HybridState:
     """Where a `hybrid` run stopped: Adam's state, the last λ_min check's Ritz vector (the next warm
     start), the checks made, the Adam steps before the switch (−1: none yet) and, after it, the trust
-    radius reached. `hybrid(..., resume=s)` continues that run (to_dict / from_dict for JSON)."""
+    radius reached; the Adam step of the last check (−1: none, the next is due at once).
+    `hybrid(..., resume=s)` continues that run (to_dict / from_dict for JSON).
+
+    `HybridState.after_adam(s)` starts a hybrid from an `adam` run's state s: no check made yet. With a
+    gradient gate that no step of that Adam run met, it is the state the hybrid would have reached,
+    since gated it makes Adam's steps exactly until its first check."""
 
     adam: AdamState
     ritz_vector: np.ndarray
     checks: int
     switch_iteration: int
     trust_radius: float
+    last_check: int = -1
 
     def to_dict(self) -> dict:
         return dict(adam=self.adam.to_dict(), ritz_vector=np.asarray(self.ritz_vector).tolist(), checks=self.checks,
-                    switch_iteration=self.switch_iteration, trust_radius=self.trust_radius)
+                    switch_iteration=self.switch_iteration, trust_radius=self.trust_radius,
+                    last_check=self.last_check)
 
     @classmethod
     def from_dict(cls, d: dict) -> "HybridState":
         return cls(AdamState.from_dict(d["adam"]), np.asarray(d["ritz_vector"], dtype=np.float64), int(d["checks"]),
-                   int(d["switch_iteration"]), float(d["trust_radius"]))
+                   int(d["switch_iteration"]), float(d["trust_radius"]), int(d.get("last_check", -1)))
+
+    @classmethod
+    def after_adam(cls, adam: AdamState) -> "HybridState":
+        return cls(adam, np.zeros(0), 0, -1, 0.0, -1)
 
 
 @dataclass(slots=True)
@@ -139,7 +150,7 @@ def newton(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     `iters` iterations, or once `max_seconds` of wall time are spent (status 'time_limit'; checked between
     iterations: the one under way finishes)."""
     return OptimizeResult(**_core.newton_cg(value, gradient, hvp, _vector(theta0), float(tol), int(iters),
-                                            int(cg_iters), _seconds(max_seconds)))
+                                            int(cg_iters), _or_infinity(max_seconds)))
 
 
 def trust_region(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, np.ndarray], Any],
@@ -149,7 +160,7 @@ def trust_region(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndar
     """Minimises f by the Steihaug–Toint trust-region CG method (negative curvature → a step to the
     boundary), starting with trust radius `radius`. Callables and stopping rules as for `newton`."""
     return OptimizeResult(**_core.trust_region(value, gradient, hvp, _vector(theta0), float(tol), int(iters),
-                                               int(cg_iters), float(radius), _seconds(max_seconds)))
+                                               int(cg_iters), float(radius), _or_infinity(max_seconds)))
 
 
 def adam(gradient: Callable[[np.ndarray], tuple], theta0: Any, *, lr: float = 1e-3, beta1: float = 0.9,
@@ -165,7 +176,7 @@ def adam(gradient: Callable[[np.ndarray], tuple], theta0: Any, *, lr: float = 1e
     numbers go on, and `iters` bounds the steps of both runs together."""
     first, second, steps = ([], [], 0) if state is None else (_vector(state.first), _vector(state.second), int(state.steps))
     r = _core.adam(gradient, _vector(theta0), float(lr), float(beta1), float(beta2), float(adam_eps), float(tol),
-                   int(iters), _seconds(max_seconds), first, second, steps)
+                   int(iters), _or_infinity(max_seconds), first, second, steps)
     r["state"] = AdamState(r["state"]["first"], r["state"]["second"], r["state"]["steps"])
     return OptimizeResult(**r)
 
@@ -173,7 +184,7 @@ def adam(gradient: Callable[[np.ndarray], tuple], theta0: Any, *, lr: float = 1e
 def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, np.ndarray], Any], theta0: Any, *,
            value: Callable[[np.ndarray], float] | None = None, lr: float = 1e-3, beta1: float = 0.9,
            beta2: float = 0.999, adam_iters: int = 1000, adam_tol: float = 1e-8, check_every: int = 10,
-           negative_tol: float = 1e-6, switch_threshold: float = 0.0, second_order: str = "trust_region",
+           check_gradient_norm: float | None = None, negative_tol: float = 1e-6, switch_threshold: float = 0.0, second_order: str = "trust_region",
            tol: float = 1e-8, iters: int | None = None, cg_iters: int = 500, radius: float = 1.0,
            lanczos_steps: int = 50, lanczos_tol: float = 1e-4, warm_lanczos: bool = True, seed: int = 0,
            max_seconds: float | None = None, resume: HybridState | None = None) -> HybridResult:
@@ -182,7 +193,9 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     Policy (flashsinkhorn::optim::hybrid, docs/optimizers.md): at θ_0 and after every `check_every`
     Adam steps, Lanczos on hvp estimates λ_min(∇²f(θ)) (at most `lanczos_steps` products, residual
     ≤ lanczos_tol·max|θ|, stopped early once a Ritz value is below −negative_tol: then λ_min < 0 is
-    certain). Adam continues while λ_min ≤ switch_threshold; once a converged estimate has
+    certain); with `check_gradient_norm` (None: no gate) only where ‖∇f(θ)‖ ≤ it — the first check at the
+    first step inside the gate, the next ones check_every steps after the last, Adam alone until then
+    (a check far from a stationary point can cost more than the Adam steps it could save). Adam continues while λ_min ≤ switch_threshold; once a converged estimate has
     θ_min − residual > switch_threshold, `second_order` ('trust_region', Steihaug–Toint CG with
     initial radius `radius`, or 'newton', Newton-CG) runs from there until ‖∇f‖ ≤ tol or `iters`
     iterations (None: that method's default, 500 / 200), each inner CG at most `cg_iters` products.
@@ -207,24 +220,27 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     radius it had reached."""
     s = resume
     r = _core.hybrid(value, gradient, hvp, _vector(theta0), float(lr), float(beta1), float(beta2), int(adam_iters),
-                     float(adam_tol), int(check_every), float(negative_tol), float(switch_threshold), str(second_order),
+                     float(adam_tol), int(check_every), _or_infinity(check_gradient_norm), float(negative_tol),
+                     float(switch_threshold), str(second_order),
                      float(tol), None if iters is None else int(iters), int(cg_iters), float(radius), int(lanczos_steps),
-                     float(lanczos_tol), bool(warm_lanczos), int(seed), _seconds(max_seconds),
+                     float(lanczos_tol), bool(warm_lanczos), int(seed), _or_infinity(max_seconds),
                      [] if s is None else _vector(s.adam.first), [] if s is None else _vector(s.adam.second),
                      0 if s is None else int(s.adam.steps), [] if s is None else _vector(s.ritz_vector),
-                     0 if s is None else int(s.checks), -1 if s is None else int(s.switch_iteration),
+                     0 if s is None else int(s.checks), -1 if s is None else int(s.last_check),
+                     -1 if s is None else int(s.switch_iteration),
                      0.0 if s is None else float(s.trust_radius))
     state = r["state"]
     r["state"] = HybridState(AdamState(state["adam"]["first"], state["adam"]["second"], state["adam"]["steps"]),
-                             state["ritz_vector"], state["checks"], state["switch_iteration"], state["trust_radius"])
+                             state["ritz_vector"], state["checks"], state["switch_iteration"], state["trust_radius"],
+                             state["last_check"])
     r["lambda_trace"] = [LambdaSample(*sample) for sample in r["lambda_trace"]]
     r["adam"] = OptimizeResult(**r["adam"])
     r["second_order"] = None if r["second_order"] is None else OptimizeResult(**r["second_order"])
     return HybridResult(**r)
 
 
-def _seconds(max_seconds: float | None) -> float:
-    return math.inf if max_seconds is None else float(max_seconds)
+def _or_infinity(bound: float | None) -> float:
+    return math.inf if bound is None else float(bound)
 
 
 def _vector(theta: Any) -> list:

@@ -68,11 +68,13 @@ optimizer_result second_order_phase(const objective& f, const std::vector<double
   return trust_region(f, theta, region);
 }
 
-// Whether the λ_min check of Adam step `iterations` is still to be made: checks fall on the multiples
-// of check_every (step 0 included), and `checks_made` of them are done — a run stopped after a check
-// but before its Adam step resumes without repeating it.
-bool check_due(int iterations, int checks_made, int check_every) {
-  return iterations % check_every == 0 && checks_made <= iterations / check_every;
+// Whether a λ_min check is due at Adam step `iterations`, where ‖∇f‖ = `gradient_norm`: inside the
+// gradient gate and, after the check of step `last_check` (−1: none yet), check_every steps on. Ungated,
+// checks fall on the multiples of check_every (step 0 included); a run stopped after a check but
+// before its Adam step resumes without repeating it.
+bool check_due(int iterations, double gradient_norm, int last_check, const hybrid_options& options) {
+  return gradient_norm <= options.check_gradient_norm &&
+         (last_check < 0 || iterations - last_check >= options.check_every);
 }
 
 void add_counts(evaluation_counts& total, const evaluation_counts& more) {
@@ -101,6 +103,7 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
 
   bool switched = resume.switch_iteration >= 0;
   int check_index = resume.checks;
+  int last_check = resume.last_check;
   std::vector<double> ritz_vector = resume.ritz_vector;  // the last check's y_min: the next one's warm start
   if (!ritz_vector.empty() && ritz_vector.size() != p)
     throw invalid_argument("hybrid_options.resume.ritz_vector: " + std::to_string(ritz_vector.size()) +
@@ -108,7 +111,7 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
   while (!switched) {
     if (detail::stop_if_converged(adam_phase, options.adam.gradient_tolerance)) break;
     if (detail::stop_if_out_of_time(adam_phase, budget) || detail::stop_if_out_of_time(adam_phase, adam_budget)) break;
-    if (check_due(adam_phase.iterations, check_index, options.check_every)) {
+    if (check_due(adam_phase.iterations, adam_phase.gradient_norm, last_check, options)) {
       try {
         result.lambda_trace.push_back(
             estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index, ritz_vector));
@@ -117,6 +120,7 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
         break;
       }
       ++check_index;
+      last_check = adam_phase.iterations;
       if (positive_enough(result.lambda_trace.back(), options.switch_threshold)) {
         switched = true;
         break;
@@ -142,6 +146,7 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
   result.state.adam = adam.moments();
   result.state.ritz_vector = std::move(ritz_vector);
   result.state.checks = check_index;
+  result.state.last_check = last_check;
   result.state.switch_iteration = result.switch_iteration;
   result.state.trust_radius = switched ? result.second_order_phase.trust_radius : 0.0;
   return result;

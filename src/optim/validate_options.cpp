@@ -126,6 +126,8 @@ void validate(const adam_options& options) {
 void validate(const hybrid_options& options) {
   validate(options.adam);
   require_at_least_one(options.check_every, "hybrid_options.check_every");
+  if (std::isnan(options.check_gradient_norm) || options.check_gradient_norm <= 0)
+    fail("hybrid_options.check_gradient_norm", "> 0 (+∞: no gate)", str(options.check_gradient_norm));
   require_budget(options.max_seconds, "hybrid_options.max_seconds");
   require_at_least_one(options.lanczos.max_steps, "hybrid_options.lanczos.max_steps");
   require_positive(options.lanczos.tolerance, "hybrid_options.lanczos.tolerance");
@@ -146,6 +148,9 @@ void validate(const hybrid_options& options) {
   }
   const hybrid_state& resume = options.resume;
   if (resume.checks < 0) fail("hybrid_options.resume.checks", "≥ 0", std::to_string(resume.checks));
+  if (resume.last_check < -1 || resume.last_check > resume.adam.steps)
+    fail("hybrid_options.resume.last_check", "−1 or an Adam step ≤ resume.adam.steps = " + std::to_string(resume.adam.steps),
+         std::to_string(resume.last_check));
   if (resume.switch_iteration < -1)
     fail("hybrid_options.resume.switch_iteration", "≥ −1", std::to_string(resume.switch_iteration));
   if (!std::isfinite(resume.trust_radius) || resume.trust_radius < 0)

@@ -363,9 +363,10 @@ def test_device_segment_settings_continue_the_newest_n100000_segment():
     args.relaxation = 1.8
     config = run.config_of(100000, args, data, w0) | device
     assert run.previous_report(args, 100000, config)["adam"]["status"] == "time_limit"
-    assert config["check_every"] != earlier["config"]["check_every"]  # Adam alone ignores the hybrid's settings,
-    args.runs = ["hybrid", "adam"]  # a hybrid continuation may not change them
-    with pytest.raises(SystemExit, match="check_every"):
+    assert config["check_every"] != earlier["config"]["check_every"]  # Adam alone ignores the hybrid's settings
+    ungated = EXAMPLE / "results" / "h200_n100000_hybrid_s24_ungated"  # a hybrid's continuation may not change them
+    args.relaxation, args.runs, args.resume = "auto", ["hybrid"], ungated
+    with pytest.raises(SystemExit, match="check_gradient_norm"):
         run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
     args.runs, args.eps = ["adam"], 0.06  # and a changed problem is refused
     with pytest.raises(SystemExit, match="eps"):
@@ -376,6 +377,12 @@ def test_device_segment_settings_continue_the_newest_n100000_segment():
                                               "--resume", str(current), "--out-dir", "unused"])
     earlier = run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
     assert earlier["adam"]["status"] == "stopped" and earlier["adam"]["state"]["steps"] == 827
+    # the gated hybrid (--check-gradient-norm 0.05, which none of that run's steps met) continues it too
+    args.runs = ["hybrid"]
+    earlier = run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
+    hybrid = run.hybrid_resume(earlier, args)
+    assert hybrid["first_segment_from_adam"] and hybrid["state"]["adam"]["steps"] == 827
+    assert hybrid["state"]["checks"] == 0 and hybrid["lambda_trace"] == []
 
 
 def test_driver_takes_auto_relaxation(tmp_path):
@@ -399,3 +406,37 @@ def test_plateau_probe_solves_at_a_segments_end_point(tmp_path):
     assert rows[1]["value"] == pytest.approx(rows[2]["value"], rel=1e-3)
     assert rows[3]["omega"] == 1.8 and rows[3]["value"] == pytest.approx(rows[0]["value"], rel=1e-3)
     assert len((tmp_path / "probe.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_gated_hybrid_continues_an_adam_run_that_never_met_its_gate(tmp_path):
+    """--check-gradient-norm G: no λ_min check before the first step with ‖∇L‖ ≤ G, so an Adam-alone run
+    none of whose steps met G is the gated hybrid's first segment (run.py --resume --runs hybrid on it):
+    the continuation makes the uninterrupted gated hybrid's checks, switch and end point."""
+    run = _load("run")
+    common = ["--n", "36", "--eps", "0.5", "--init-scale", "0", "--lr", "0.1", "--check-every", "5", "--tol", "1e-4",
+              "--sinkhorn-tol", "1e-9", "--hybrid-adam-iters", "80", "--quiet", "--no-plots"]
+    cut = 20
+    run.main(common + ["--runs", "adam", "--adam-iters", str(cut), "--out-dir", str(tmp_path / "adam")])
+    adam = json.loads((tmp_path / "adam" / "shuffled_regression_n36.json").read_text())["adam"]
+    gate = 0.99 * min(adam["gradient_norm"][:cut])  # met by none of Adam's first `cut` steps
+    gated = common + ["--check-gradient-norm", str(gate), "--runs", "hybrid"]
+    run.main(gated + ["--out-dir", str(tmp_path / "whole")])
+    run.main(gated + ["--resume", str(tmp_path / "adam"), "--out-dir", str(tmp_path / "continued")])
+    whole = json.loads((tmp_path / "whole" / "shuffled_regression_n36.json").read_text())["hybrid"]
+    continued = json.loads((tmp_path / "continued" / "shuffled_regression_n36.json").read_text())["hybrid"]
+
+    checks = [s["iteration"] for s in whole["lambda_trace"]]
+    assert checks and checks[0] >= cut  # the gate kept every check off Adam's first steps
+    assert whole["gradient_norm"][checks[0]] <= gate < min(whole["gradient_norm"][:checks[0]])
+    np.testing.assert_allclose(whole["value"][:cut + 1], adam["value"], rtol=1e-9)  # Adam alone until then
+    assert continued["first_segment_from_adam"] and continued["segments"] == 2
+    assert [s["iteration"] for s in continued["lambda_trace"]] == checks
+    assert continued["switch_iteration"] == whole["switch_iteration"] >= checks[0]
+    assert continued["status"] == whole["status"]
+    np.testing.assert_allclose(continued["final_theta"], whole["final_theta"], atol=1e-6)
+
+    with pytest.raises(SystemExit, match="≤ the gate"):  # a gate Adam's run met: not the hybrid's segment
+        run.main(common + ["--check-gradient-norm", str(max(adam["gradient_norm"])), "--runs", "hybrid",
+                           "--resume", str(tmp_path / "adam"), "--out-dir", str(tmp_path / "x")])
+    with pytest.raises(SystemExit, match="gradient gate"):  # ungated, the hybrid checked at step 0
+        run.main(common + ["--runs", "hybrid", "--resume", str(tmp_path / "adam"), "--out-dir", str(tmp_path / "y")])

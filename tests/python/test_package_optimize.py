@@ -170,6 +170,7 @@ def test_adam_alone_minimises_a_quadratic():
     (dict(lanczos_steps=0), "max_steps"),
     (dict(max_seconds=0.0), "hybrid_options.max_seconds"),
     (dict(max_seconds=float("nan")), "hybrid_options.max_seconds"),
+    (dict(check_gradient_norm=0.0), "check_gradient_norm"),
 ])
 def test_hybrid_bad_options_name_the_field(options, field):
     with pytest.raises(fs.InvalidArgument, match=field):
@@ -236,6 +237,33 @@ def test_hybrid_resumed_from_its_state_switches_at_the_same_step():
     assert second.status == "converged" and second.state.switch_iteration == whole.switch_iteration
     np.testing.assert_allclose(second.theta, whole.theta, atol=1e-9)
     assert second.state.trust_radius > 0  # what a continuation after the switch would start from
+
+
+def test_a_gated_hybrid_is_adam_alone_until_its_gate_and_continues_an_adam_run():
+    """check_gradient_norm: checks only where ‖∇f‖ ≤ it; an Adam run that never met it continues as the
+    gated hybrid through HybridState.after_adam (the state survives JSON, last_check included)."""
+    kwargs = dict(lr=0.05, check_every=5, tol=1e-10)
+    alone = fs.adam(double_well, [1e-3, 0.5], lr=0.05, iters=60, tol=1e-14)
+    norms = [np.hypot(*double_well(np.array([1e-3, 0.5]))[1])] + [h[2] for h in alone.history]
+    gate = 0.2
+    first = next(k for k, g in enumerate(norms) if g <= gate)
+    assert first > 5
+    whole = fs.hybrid(double_well, double_well_hvp, [1e-3, 0.5], check_gradient_norm=gate, **kwargs)
+    assert whole.lambda_trace[0].iteration == first and whole.state.last_check == whole.lambda_trace[-1].iteration
+    assert all(b.iteration - a.iteration >= 5 for a, b in zip(whole.lambda_trace, whole.lambda_trace[1:]))
+    assert whole.status == "converged"
+    np.testing.assert_allclose(np.abs(whole.theta), [1.0, 0.0], atol=1e-8)
+
+    cut = fs.adam(double_well, [1e-3, 0.5], lr=0.05, iters=first - 1, tol=1e-14)
+    state = fs.HybridState.from_dict(json.loads(json.dumps(fs.HybridState.after_adam(cut.state).to_dict())))
+    assert state.checks == 0 and state.last_check == -1 and state.adam.steps == first - 1
+    continued = fs.hybrid(double_well, double_well_hvp, cut.theta, check_gradient_norm=gate, resume=state, **kwargs)
+    assert [s.iteration for s in continued.lambda_trace] == [s.iteration for s in whole.lambda_trace]
+    assert continued.switch_iteration == whole.switch_iteration
+    np.testing.assert_allclose(continued.theta, whole.theta, atol=1e-9)
+    older = whole.state.to_dict()
+    del older["last_check"]  # a state saved before the field existed: no check known, the next is due
+    assert fs.HybridState.from_dict(older).last_check == -1
 
 
 def test_a_callback_stop_ends_adam_at_its_last_step_and_the_state_resumes_it():

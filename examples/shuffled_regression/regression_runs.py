@@ -31,17 +31,18 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
                check_every: int, tol: float, check_gradient_norm: float | None = None, second_order: str = "trust_region", radius: float = 1.0,
                iters: int | None = None, lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0,
                negative_tol: float = 1e-6, switch_threshold: float = 0.0, max_seconds: float | None = None,
-               warm_trials: bool = False, resume: dict | None = None) -> dict:
+               warm_trials: bool = False, resume: dict | None = None, potentials: dict | None = None) -> dict:
     """fs.hybrid on the loss; `max_seconds` is the library's wall-time budget (status 'time_limit', the
     λ_min trace kept); `check_gradient_norm`: the checks' gradient gate (None: none); `warm_trials`: the second-order method's trial points by loss.value (warm from
     the iterate), else by a gradient evaluation each. `resume`: an earlier segment's trace of this run
-    (regression_resume), continued from its state and joined to it."""
+    (regression_resume), continued from its state and joined to it; `potentials`: that segment's last
+    solve (ShuffledRegressionLoss.potentials_at), the continuation's warm start."""
     loss.reset()
     state = None
     if resume is not None:
         w0, saved, smallest = start_of(resume)
         state = fs.HybridState.from_dict(saved)
-        loss.continue_forcing(smallest)
+        _continue(loss, smallest, potentials)
     memory = _MemoryProbe(loss.device)
     try:
         r = fs.hybrid(loss.gradient, loss.hvp, w0.ravel(), value=loss.value if warm_trials else None, lr=lr,
@@ -67,14 +68,15 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
 
 
 def run_adam(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *, lr: float, iters: int,
-             tol: float, max_seconds: float | None = None, resume: dict | None = None) -> dict:
-    """fs.adam on the loss, with the same wall-time budget as run_hybrid; `resume` as there."""
+             tol: float, max_seconds: float | None = None, resume: dict | None = None,
+             potentials: dict | None = None) -> dict:
+    """fs.adam on the loss, with the same wall-time budget as run_hybrid; `resume`, `potentials` as there."""
     loss.reset()
     state = None
     if resume is not None:
         w0, saved, smallest = start_of(resume)
         state = fs.AdamState.from_dict(saved)
-        loss.continue_forcing(smallest)
+        _continue(loss, smallest, potentials)
     memory = _MemoryProbe(loss.device)
     try:
         r = fs.adam(loss.gradient, w0.ravel(), lr=lr, tol=tol, iters=iters, max_seconds=max_seconds, state=state)
@@ -85,6 +87,13 @@ def run_adam(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *
     trace = trace_of(loss, w_star)
     trace.update(summary, method="adam", peak_memory=memory.read())
     return trace if resume is None else join(resume, trace)
+
+
+def _continue(loss: ShuffledRegressionLoss, smallest_gradient_norm: float, potentials: dict | None) -> None:
+    """A continuation's loss: the forcing term's memory and, when saved, the last solve's potentials."""
+    loss.continue_forcing(smallest_gradient_norm)
+    if potentials is not None:
+        loss.restore_potentials(potentials)
 
 
 def trace_of(loss: ShuffledRegressionLoss, w_star: np.ndarray) -> dict:

@@ -131,11 +131,13 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
                             second_order=args.second_order,
                             radius=args.radius, negative_tol=args.negative_tol,
                             switch_threshold=args.switch_threshold, max_seconds=budget,
-                            warm_trials=args.warm_trials, resume=hybrid_resume(earlier, args))
+                            warm_trials=args.warm_trials, resume=hybrid_resume(earlier, args),
+                            potentials=load_potentials(args, n, "hybrid" if earlier and "hybrid" in earlier else "adam"))
         log(f"  {hybrid['status']}: switch after {hybrid['switch_iteration']} Adam steps, "
             f"L = {min(hybrid['value']):.6e}, {hybrid['wall_seconds']:.1f} s, {len(hybrid['value'])} gradients, "
             f"{hybrid['hvp_count']} HVPs, {hybrid.get('trial_values', 0)} trial values")
         report["hybrid"] = hybrid
+        save_potentials(loss, hybrid, args.out_dir / potentials_name("hybrid", n))
         save(report)  # kept if a later run is cut short
     if "adam" in args.runs and finished(earlier, "adam"):
         log("Adam alone: carried over from --resume (it had finished)")
@@ -143,10 +145,11 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
     elif "adam" in args.runs:
         log("Adam alone" + (", resumed" if earlier and "adam" in earlier else ""))
         adam = run_adam(loss, w0, data.w_star, lr=args.lr, iters=args.adam_iters, tol=args.tol, max_seconds=budget,
-                        resume=earlier.get("adam") if earlier else None)
+                        resume=earlier.get("adam") if earlier else None, potentials=load_potentials(args, n, "adam"))
         log(f"  {adam['status']}: L = {min(adam['value']):.6e}, {adam['wall_seconds']:.1f} s, "
             f"{len(adam['value'])} gradients")
         report["adam"] = adam
+        save_potentials(loss, adam, args.out_dir / potentials_name("adam", n))
         save(report)
 
     report["final_lambda"] = {}
@@ -216,6 +219,32 @@ def hybrid_resume(earlier: dict | None, args: argparse.Namespace) -> dict | None
         return hybrid_after_adam(earlier["adam"], args.check_gradient_norm)
     except (KeyError, ValueError) as why:
         sys.exit(f"run.py: --resume {args.resume}: no hybrid run to continue: {why}")
+
+
+def potentials_name(run: str, n: int) -> str:
+    return f"potentials_{run}_n{n}.npz"
+
+
+def save_potentials(loss: ShuffledRegressionLoss, trace: dict, path: Path) -> None:
+    """The last solve at the run's final θ (z, f, g; ShuffledRegressionLoss.potentials_at) beside the
+    report, for a warm continuation (--resume); trace['potentials_saved'] says whether there was one."""
+    saved = None if trace.get("final_theta") is None else loss.potentials_at(np.asarray(trace["final_theta"]))
+    trace["potentials_saved"] = saved is not None
+    if saved is not None:
+        partial = path.with_name(path.name + ".tmp")
+        with open(partial, "wb") as out:
+            np.savez_compressed(out, **saved)
+        partial.replace(path)
+
+
+def load_potentials(args: argparse.Namespace, n: int, run: str) -> dict | None:
+    """The potentials the --resume directory's `run` saved (None without --resume or without the file:
+    the continuation's first solve is cold)."""
+    if args.resume is None or not (args.resume / potentials_name(run, n)).exists():
+        return None
+    with np.load(args.resume / potentials_name(run, n)) as saved:
+        log(f"  warm start from {potentials_name(run, n)}")
+        return {k: saved[k] for k in ("z", "f", "g")}
 
 
 def finished(earlier: dict | None, name: str) -> bool:

@@ -280,6 +280,16 @@ def test_a_run_cut_by_its_cap_resumes_in_another_call(tmp_path):
     np.testing.assert_allclose(hybrid["final_theta"], reference["final_theta"], atol=1e-6)
     assert "comparison" in joined and joined["resumed_from"] == str(tmp_path / "first")
 
+    # the continuation's first solve starts warm from the potentials the first segment saved ...
+    assert first["adam"]["potentials_saved"] and (tmp_path / "first" / "potentials_adam_n36.npz").exists()
+    warm = adam["sinkhorn_iterations"][9]  # the second segment's re-evaluation of Adam's step 8
+    for saved in (tmp_path / "first").glob("potentials_*.npz"):
+        saved.unlink()
+    run.main(whole_args + ["--resume", str(tmp_path / "first"), "--runs", "adam", "--out-dir", str(tmp_path / "cold")])
+    cold = json.loads((tmp_path / "cold" / "shuffled_regression_n36.json").read_text())["adam"]
+    assert warm * 5 <= cold["sinkhorn_iterations"][9]  # ... where without them it is cold
+    np.testing.assert_allclose(cold["final_theta"], whole["adam"]["final_theta"], atol=1e-6)
+
     # a finished run is carried over; another problem is refused, naming the setting
     run.main(whole_args + ["--resume", str(tmp_path / "whole"), "--runs", "adam", "--out-dir", str(tmp_path / "again")])
     carried = json.loads((tmp_path / "again" / "shuffled_regression_n36.json").read_text())

@@ -355,8 +355,10 @@ def test_hessian_check_reports_the_spectrum_at_w_star(capsys):
 
 def test_device_segment_settings_continue_the_newest_n100000_segment():
     """device_segment.sh's default settings (ω = 'auto' since session 23) are not those of the session-22
-    n = 10⁵ segment (ω = 1.8): run.py --resume refuses to join them, and joins when ω matches; they are
-    those of the session-23 segment (stopped inside a step by its budget), which they continue."""
+    n = 10⁵ segment (ω = 1.8): run.py --resume refuses to join them, and joins when ω matches; a hybrid
+    continuation may not change the hybrid's settings (the ungated session-24 hybrid); they are those of
+    the session-24 Adam segment, whose potentials they load and which Adam alone and the gated hybrid
+    both continue."""
     import shlex
 
     run = _load("run")
@@ -382,16 +384,19 @@ def test_device_segment_settings_continue_the_newest_n100000_segment():
     with pytest.raises(SystemExit, match="eps"):
         run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
 
-    current = EXAMPLE / "results" / "h200_n100000_adam_s23_segment1"
+    current = EXAMPLE / "results" / "h200_n100000_adam_s24_segment1"  # with its potentials
     args = run.parse(shlex.split(defaults) + ["--n", "100000", "--runs", "adam", "--budget-seconds", "100",
                                               "--resume", str(current), "--out-dir", "unused"])
     earlier = run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
-    assert earlier["adam"]["status"] == "stopped" and earlier["adam"]["state"]["steps"] == 827
+    assert earlier["adam"]["status"] == "time_limit" and earlier["adam"]["state"]["steps"] == 365
+    potentials = run.load_potentials(args, 100000, "adam")
+    np.testing.assert_allclose(potentials["z"], data.x @ np.reshape(earlier["adam"]["final_theta"], (5, 2)), atol=1e-3)
+    assert np.isfinite(potentials["f"]).all() and np.isfinite(potentials["g"]).all()
     # the gated hybrid (--check-gradient-norm 0.05, which none of that run's steps met) continues it too
     args.runs = ["hybrid"]
     earlier = run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
     hybrid = run.hybrid_resume(earlier, args)
-    assert hybrid["first_segment_from_adam"] and hybrid["state"]["adam"]["steps"] == 827
+    assert hybrid["first_segment_from_adam"] and hybrid["state"]["adam"]["steps"] == 365
     assert hybrid["state"]["checks"] == 0 and hybrid["lambda_trace"] == []
 
 

@@ -13,10 +13,12 @@
 #   REGRESSION_ARGS run.py's settings; a resumed segment must use the same ones [the recommended fp32
 #                   settings of README.md, Commands, with ω = 'auto' and the checks' gradient gate 0.05]
 #   FS_COMMIT       recorded by the wheel build [unknown]
-#   WHEEL_DIR       a folder (carried, git-ignored) holding the wheel an earlier call returned, built from
-#                   this same tree: installed instead of building one [unset: build]. A machine still warm
-#                   from an earlier call that installed a wheel from the same sources needs neither.
-# Writes $OUT/segment_<run>_n<n>.tgz (the report, plots, log), $OUT/segment.log and the wheel it built.
+#   WHEEL_DIR       a folder (carried, git-ignored, e.g. .fs_wheel/) holding a wheel and its wheel.sources
+#                   as an earlier call returned them: installed instead of building one (~60 s) when
+#                   wheel.sources is this tree's sources hash (below), else built [unset: build]. A machine
+#                   still warm from an earlier call that installed a wheel from the same sources needs neither.
+# Writes $OUT/segment_<run>_n<n>.tgz (the report, the potentials, the log), $OUT/segment.log and the wheel
+# it built with its wheel.sources.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 run="${1:?which run: adam or hybrid}"
@@ -34,17 +36,21 @@ mkdir -p "$out"
 
 # What the wheel is built from: a call on a machine still warm from an earlier call of this session
 # that installed a wheel from the same sources reuses it (~60 s saved; the device tree has no .git).
-sources=$(find CMakeLists.txt pyproject.toml cmake include src python -type f -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum |
+sources=$(find CMakeLists.txt pyproject.toml cmake include src python -type f -not -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum |
   sha256sum | cut -c1-16)
 if [[ -f /tmp/pysite/.sources && "$(cat /tmp/pysite/.sources)" == "$sources" ]]; then
   echo "the wheel installed by an earlier call on this machine (sources $sources)" >> "$log"
-elif [[ -n "${WHEEL_DIR:-}" ]] && ls "$WHEEL_DIR"/flashsinkhorn-*.whl > /dev/null 2>&1; then
-  # a wheel an earlier call of this session built from the same tree (carried): ~70 s saved
+elif [[ -n "${WHEEL_DIR:-}" && -f "$WHEEL_DIR/wheel.sources" && "$(cat "$WHEEL_DIR/wheel.sources")" == "$sources" ]] &&
+  ls "$WHEEL_DIR"/flashsinkhorn-*.whl > /dev/null 2>&1; then
+  # a wheel an earlier call built from the same sources (carried): ~60 s saved
+  echo "the carried wheel of $WHEEL_DIR (sources $sources)" >> "$log"
+  rm -rf /tmp/pysite
   python3 -m pip install -q --no-deps --no-index --upgrade --target /tmp/pysite "$WHEEL_DIR"/flashsinkhorn-*.whl >> "$log" 2>&1
 else
+  [[ -n "${WHEEL_DIR:-}" ]] && echo "$WHEEL_DIR: no wheel of sources $sources there; building one" >> "$log"
   rm -rf /tmp/pysite
   STAGES="python" PYTHON_TESTS=0 OVERHEAD=0 DEADLINE=300 tools/gpu_check.sh >> "$log" 2>&1
-  cp /tmp/wheel/flashsinkhorn-*.whl "$out/" 2> /dev/null  # for WHEEL_DIR in the next call
+  cp /tmp/wheel/flashsinkhorn-*.whl "$out/" 2> /dev/null && echo "$sources" > "$out/wheel.sources"  # for WHEEL_DIR
 fi
 [[ -d /tmp/pysite/flashsinkhorn ]] && echo "$sources" > /tmp/pysite/.sources
 [[ -d /tmp/pysite/flashsinkhorn ]] || { echo "no wheel installed (segment.log)"; exit 1; }

@@ -5,6 +5,10 @@
 # the report under $OUT. From the repository root:
 #   examples/shuffled_regression/device_segment.sh adam 100000 [RESUME_DIR]
 #   (hybrid with an Adam-alone RESUME_DIR: the gated hybrid continues that run, run.py --check-gradient-norm)
+#   examples/shuffled_regression/device_segment.sh both 100000 [RESUME_DIR [HYBRID_RESUME_DIR]]
+#   (kind nvidia-h200-x2: Adam alone on GPU 0 and the hybrid on GPU 1 in the same call, each with the
+#   whole budget; the same GPU model, so their clocks compare as in two calls — check the steps both
+#   runs share)
 # Environment (defaults in brackets):
 #   DEADLINE        seconds from this script's start by which run.py must have ended [540]
 #   MARGIN          seconds kept after the run's budget: the solve in flight when the budget runs out is cut
@@ -20,8 +24,8 @@
 # Writes $OUT/segment_<run>_n<n>.tgz (the report, the potentials, the log), $OUT/segment.log and the wheel
 # it built with its wheel.sources.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-run="${1:?which run: adam or hybrid}"
+cd "$(dirname "$0")/../.." || exit 1
+run="${1:?which run: adam, hybrid or both}"
 n="${2:?n}"
 resume="${3:-}"
 out="${OUT:-$PWD/out}"
@@ -30,7 +34,7 @@ deadline="${DEADLINE:-540}"
 margin="${MARGIN:-90}"
 args="${REGRESSION_ARGS:---device cuda --init-scale 0 --relaxation auto --forcing 1e-3 --check-every 200 --check-gradient-norm 0.05 \
 --negative-tol 0.05 --switch-threshold -0.05 --hybrid-adam-iters 20000 --adam-iters 20000 --sinkhorn-tol 3e-5 \
---tol 3e-3 --precision fp32 --warm-trials --refine-iters 3000 --quiet}"
+--tol 3e-3 --precision fp32 --warm-trials --refine-iters 3000 --hvp-tol 1e-4 --quiet}"
 log="$out/segment.log"
 mkdir -p "$out"
 
@@ -56,15 +60,35 @@ fi
 [[ -d /tmp/pysite/flashsinkhorn ]] || { echo "no wheel installed (segment.log)"; exit 1; }
 budget=$(( deadline - (SECONDS - started) - margin ))
 (( budget >= 30 )) || { echo "no time left for a segment (budget $budget s)"; exit 1; }
-dir="/tmp/segment/${run}_n${n}"
-rm -rf "$dir" && mkdir -p "$dir"
-echo "== run.py --runs $run --n $n --budget-seconds $budget ${resume:+--resume $resume} (at $((SECONDS - started)) s)" | tee -a "$log"
-# shellcheck disable=SC2086  # REGRESSION_ARGS is a list of options
-PYTHONPATH=/tmp/pysite timeout $(( deadline - (SECONDS - started) )) python3 -u examples/shuffled_regression/run.py \
-  $args --n "$n" --runs "$run" --budget-seconds "$budget" ${resume:+--resume "$resume"} --out-dir "$dir" \
-  > "$dir/run.log" 2>&1
-status=$?
-echo "run.py exit $status at $((SECONDS - started)) s" | tee -a "$log"
-tail -n 5 "$dir/run.log" | tee -a "$log"
-tar czf "$out/segment_${run}_n${n}.tgz" -C "$(dirname "$dir")" "$(basename "$dir")"
-exit "$status"
+# One run.py on GPU `gpu` for `budget` seconds, continuing `from` when given; its report, potentials and
+# log under /tmp/segment/<run>_n<n>, packed into $OUT/segment_<run>_n<n>.tgz. Returns run.py's status.
+segment() {
+  local which="$1" from="$2" gpu="$3" dir="/tmp/segment/${1}_n${n}" code
+  rm -rf "$dir" && mkdir -p "$dir"
+  echo "== run.py --runs $which --n $n --budget-seconds $budget ${from:+--resume $from} on GPU $gpu (at $((SECONDS - started)) s)" | tee -a "$log"
+  # shellcheck disable=SC2086  # REGRESSION_ARGS is a list of options
+  CUDA_VISIBLE_DEVICES="$gpu" PYTHONPATH=/tmp/pysite timeout $(( deadline - (SECONDS - started) )) python3 -u \
+    examples/shuffled_regression/run.py $args --n "$n" --runs "$which" --budget-seconds "$budget" \
+    ${from:+--resume "$from"} --out-dir "$dir" > "$dir/run.log" 2>&1
+  code=$?
+  echo "run.py --runs $which exit $code at $((SECONDS - started)) s" | tee -a "$log"
+  tail -n 5 "$dir/run.log" | tee -a "$log"
+  tar czf "$out/segment_${which}_n${n}.tgz" -C "$(dirname "$dir")" "$(basename "$dir")"
+  return "$code"
+}
+
+if [[ "$run" != both ]]; then
+  segment "$run" "$resume" 0
+  exit $?
+fi
+# both: Adam alone on GPU 0 and the hybrid on GPU 1 at once (two GPUs of one host, one call for both);
+# the hybrid continues HYBRID_RESUME_DIR, else RESUME_DIR (a gated hybrid continuing Adam's run).
+gpus=$(nvidia-smi --list-gpus 2> /dev/null | wc -l)
+(( gpus >= 2 )) || { echo "both: needs two GPUs, this machine has $gpus"; exit 1; }
+segment adam "$resume" 0 &
+adam_pid=$!
+segment hybrid "${4:-$resume}" 1 &
+hybrid_pid=$!
+wait "$adam_pid"; adam_status=$?
+wait "$hybrid_pid"; hybrid_status=$?
+exit $(( adam_status != 0 ? adam_status : hybrid_status ))

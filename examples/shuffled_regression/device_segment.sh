@@ -15,7 +15,7 @@
 #                   at it (run.py --budget-seconds, status stopped), so this covers the report, the last
 #                   chunk of iterations and, for a run that finished, its end-point λ_min (~60 s at n = 10⁵) [90]
 #   REGRESSION_ARGS run.py's settings; a resumed segment must use the same ones [the recommended fp32
-#                   settings of README.md, Commands, with ω = 'auto' and the checks' gradient gate 0.05]
+#                   settings of README.md, Commands, with ω = 'auto' and the checks' gradient gate 0.1]
 #   FS_COMMIT       recorded by the wheel build [unknown]
 #   WHEEL_DIR       a folder (carried, git-ignored, e.g. .fs_wheel/) holding a wheel and its wheel.sources
 #                   as an earlier call returned them: installed instead of building one (~60 s) when
@@ -32,7 +32,7 @@ out="${OUT:-$PWD/out}"
 started=$SECONDS
 deadline="${DEADLINE:-540}"
 margin="${MARGIN:-90}"
-args="${REGRESSION_ARGS:---device cuda --init-scale 0 --relaxation auto --forcing 1e-3 --check-every 200 --check-gradient-norm 0.05 \
+args="${REGRESSION_ARGS:---device cuda --init-scale 0 --relaxation auto --forcing 1e-3 --check-every 200 --check-gradient-norm 0.1 \
 --negative-tol 0.05 --switch-threshold -0.05 --hybrid-adam-iters 20000 --adam-iters 20000 --sinkhorn-tol 3e-5 \
 --tol 3e-3 --precision fp32 --warm-trials --refine-iters 3000 --hvp-tol 1e-4 --quiet}"
 log="$out/segment.log"

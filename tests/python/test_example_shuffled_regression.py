@@ -395,7 +395,7 @@ def test_device_segment_settings_continue_the_newest_n100000_segment():
     potentials = run.load_potentials(args, 100000, "adam")
     np.testing.assert_allclose(potentials["z"], data.x @ np.reshape(earlier["adam"]["final_theta"], (5, 2)), atol=1e-3)
     assert np.isfinite(potentials["f"]).all() and np.isfinite(potentials["g"]).all()
-    # the gated hybrid (--check-gradient-norm 0.05, which none of that run's steps met) continues it too
+    # the gated hybrid (--check-gradient-norm 0.1, which none of that run's steps met) continues it too
     args.runs = ["hybrid"]
     earlier = run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
     hybrid = run.hybrid_resume(earlier, args)

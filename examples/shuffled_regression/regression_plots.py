@@ -17,15 +17,30 @@ def plot_all(report: dict, out_dir: Path, suffix: str) -> list[Path]:
     comparison = report["comparison"]
     paths = []
 
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    # left: best L so far; right: its relative gap to the lower of the two runs' best losses, where the
+    # endgame (second order against Adam's last hundreds of steps) is visible
+    fig, (ax, gap_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
+    low = min(min(hybrid["value"]), min(adam["value"]))
+    def gap(loss):  # noqa: E306
+        return max((loss - low) / abs(low), 1e-7)
     for trace, label in ((hybrid, "hybrid (Adam → " + report["config"]["second_order"] + ")"), (adam, "Adam alone")):
-        ax.plot(trace["time"], _running_min(trace["value"]), label=label, lw=2)
-    if hybrid.get("switch_step") is not None and hybrid["switch_step"] < len(hybrid["time"]):
-        ax.axvline(hybrid["time"][hybrid["switch_step"]], color="gray", ls=":", label="switch")
+        best = _running_min(trace["value"])
+        ax.plot(trace["time"], best, label=label, lw=2)
+        gap_ax.plot(trace["time"], [gap(v) for v in best], label=label, lw=2)
+    for axis in (ax, gap_ax):
+        if hybrid.get("switch_step") is not None and hybrid["switch_step"] < len(hybrid["time"]):
+            axis.axvline(hybrid["time"][hybrid["switch_step"]], color="gray", ls=":", label="switch")
     ax.axhline(comparison["loss_target"], color="red", alpha=0.4, ls="--", label="target L*")
+    gap_ax.axhline(gap(comparison["loss_target"]), color="red", alpha=0.4, ls="--", label="target L*")
+    if "common" in comparison:
+        gap_ax.axhline(gap(comparison["common"]["loss_target"]), color="purple", alpha=0.4, ls="--",
+                       label="the loss both reached")
     ax.set(xlabel="wall time (s)", ylabel="best L(W) so far", yscale="log",
            title=f"L(W) = OT_ε(XW, Y), n = {report['config']['n']}")
+    gap_ax.set(xlabel="wall time (s)", ylabel="(best L so far − L_low) / L_low", yscale="log",
+               title=f"L_low = {low:.6g}, the lower best loss")
     ax.legend()
+    gap_ax.legend()
     paths.append(_save(fig, out_dir / f"loss_vs_time{suffix}.png"))
 
     fig, ax = plt.subplots(figsize=(6, 4.5))

@@ -255,6 +255,10 @@ def finished(earlier: dict | None, name: str) -> bool:
 def log_comparison(comparison: dict) -> None:
     log(f"  to L ≤ {comparison['loss_target']:.6e}: hybrid {comparison['hybrid']['seconds_to_loss']} s, "
         f"Adam {comparison['adam']['seconds_to_loss']} s")
+    if "common" in comparison:
+        c = comparison["common"]
+        log(f"  to L ≤ {c['loss_target']:.6e} (both reached it): hybrid {c['hybrid_seconds']:.1f} s, "
+            f"Adam {c['adam_seconds']:.1f} s, speedup {c['speedup']:.2f}×")
 
 
 def _device_name(device: str) -> str:

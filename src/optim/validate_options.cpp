@@ -149,7 +149,8 @@ void validate(const hybrid_options& options) {
   const hybrid_state& resume = options.resume;
   if (resume.checks < 0) fail("hybrid_options.resume.checks", "≥ 0", std::to_string(resume.checks));
   if (resume.last_check < -1 || resume.last_check > resume.adam.steps)
-    fail("hybrid_options.resume.last_check", "−1 or an Adam step ≤ resume.adam.steps = " + std::to_string(resume.adam.steps),
+    fail("hybrid_options.resume.last_check",
+         "−1 or an Adam step ≤ resume.adam.steps = " + std::to_string(resume.adam.steps),
          std::to_string(resume.last_check));
   if (resume.switch_iteration < -1)
     fail("hybrid_options.resume.switch_iteration", "≥ −1", std::to_string(resume.switch_iteration));

@@ -68,8 +68,8 @@ TEST(HybridGate, ChecksOnlyInsideTheGateAndIsAdamAloneUntilTheFirst) {
   }
   const adam_result alone = adam(optim_testing::saddle(), kStart, optim_testing::adam_settings(first));
   ASSERT_GE(r.adam_phase.history.size(), static_cast<std::size_t>(first));
-  for (int k = 0; k < first; ++k)
-    EXPECT_EQ(r.adam_phase.history[static_cast<std::size_t>(k)].value, alone.history[static_cast<std::size_t>(k)].value);
+  for (std::size_t k = 0; k < static_cast<std::size_t>(first); ++k)
+    EXPECT_EQ(r.adam_phase.history[k].value, alone.history[k].value);
 
   EXPECT_GE(r.switch_iteration, first);
   EXPECT_EQ(r.status, optimizer_status::converged);

@@ -98,6 +98,21 @@ def test_hybrid_lowers_the_loss_and_reports_lambda_min():
     assert c["hybrid"]["seconds_to_loss"] is not None and c["speedup_to_loss"] == pytest.approx(1.0)
 
 
+def test_compare_reports_the_loss_both_runs_reached():
+    """The hybrid ends lower than Adam (which stops at its gradient tolerance): Adam never reaches the
+    hybrid's target, and `common` times both to Adam's best loss·(1 + rtol) instead."""
+    hybrid = dict(time=[1.0, 2.0, 3.0, 4.0], value=[5.0, 1.0, 0.30, 0.20], gradient_norm=[9, 3, 1, 1e-4],
+                  wall_seconds=4.0)
+    adam = dict(time=[1.0, 3.0, 6.0, 8.0], value=[5.0, 2.0, 0.35, 0.30], gradient_norm=[9, 4, 1, 1e-4],
+                wall_seconds=8.0)
+    c = compare(hybrid, adam, rtol=0.01, gradient_target=1e-3)
+    assert c["loss_target"] == pytest.approx(0.202) and c["adam"]["seconds_to_loss"] is None
+    assert c["speedup_to_loss"] is None
+    assert c["common"]["loss_target"] == pytest.approx(0.303)
+    assert (c["common"]["hybrid_seconds"], c["common"]["adam_seconds"]) == (3.0, 8.0)
+    assert c["common"]["speedup"] == pytest.approx(8.0 / 3.0)
+
+
 def test_trial_value_is_the_gradients_value_from_a_warm_or_a_cold_start():
     """loss.value (a trust-region trial point) solves warm from the last solve however far θ moved,
     falling back to a cold solve when that does not converge in refine_iters: either way it is

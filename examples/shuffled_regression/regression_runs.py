@@ -29,6 +29,7 @@ from regression_resume import join, start_of
 
 def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *, lr: float, adam_iters: int,
                check_every: int, tol: float, check_gradient_norm: float | None = None, second_order: str = "trust_region", radius: float = 1.0,
+               forcing_max: float = 0.9,
                iters: int | None = None, lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0,
                negative_tol: float = 1e-6, switch_threshold: float = 0.0, max_seconds: float | None = None,
                warm_trials: bool = False, resume: dict | None = None, potentials: dict | None = None) -> dict:
@@ -48,8 +49,8 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
         r = fs.hybrid(loss.gradient, loss.hvp, w0.ravel(), value=loss.value if warm_trials else None, lr=lr,
                       adam_iters=adam_iters, adam_tol=tol, check_every=check_every,
                       check_gradient_norm=check_gradient_norm, tol=tol,
-                      second_order=second_order, radius=radius, iters=iters, lanczos_steps=lanczos_steps,
-                      lanczos_tol=lanczos_tol, seed=seed, negative_tol=negative_tol,
+                      second_order=second_order, radius=radius, forcing_max=forcing_max, iters=iters,
+                      lanczos_steps=lanczos_steps, lanczos_tol=lanczos_tol, seed=seed, negative_tol=negative_tol,
                       switch_threshold=switch_threshold, max_seconds=max_seconds, resume=state)
         summary = dict(status=r.status, switch_iteration=r.switch_iteration,
                        lambda_trace=[s._asdict() for s in r.lambda_trace],

@@ -58,6 +58,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--adam-iters", type=int, default=3000, help="cap on Adam alone")
     p.add_argument("--second-order", choices=("trust_region", "newton"), default="trust_region")
     p.add_argument("--radius", type=float, default=1.0, help="initial trust radius")
+    p.add_argument("--forcing-max", type=float, default=0.9,
+                   help="the second-order method's inner CG stops at ‖Hs + g‖ ≤ η‖g‖, η ≤ this (Eisenstat–Walker)")
     p.add_argument("--warm-trials", action="store_true",
                    help="evaluate second-order trial points by a value solved warm from the iterate (up to "
                         "--refine-iters, then cold) instead of a gradient (warm only within --warm-radius)")
@@ -128,7 +130,7 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
         hybrid = run_hybrid(loss, w0, data.w_star, lr=args.lr, adam_iters=args.hybrid_adam_iters,
                             check_every=args.check_every, tol=args.tol,
                             check_gradient_norm=None if math.isinf(args.check_gradient_norm) else args.check_gradient_norm,
-                            second_order=args.second_order,
+                            second_order=args.second_order, forcing_max=args.forcing_max,
                             radius=args.radius, negative_tol=args.negative_tol,
                             switch_threshold=args.switch_threshold, max_seconds=budget,
                             warm_trials=args.warm_trials, resume=hybrid_resume(earlier, args),

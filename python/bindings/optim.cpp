@@ -202,8 +202,8 @@ void bind_optimizers(nb::module_& m) {
          double check_gradient_norm, double negative_tolerance, double switch_threshold,
          const std::string& second_order,
          double gradient_tolerance, std::optional<int> max_iterations, int max_cg_iterations, double initial_radius,
-         int lanczos_steps, double lanczos_tolerance, bool warm_lanczos, std::uint64_t seed, double max_seconds,
-         std::vector<double> resume_first, std::vector<double> resume_second, int resume_steps,
+         double forcing_maximum, int lanczos_steps, double lanczos_tolerance, bool warm_lanczos, std::uint64_t seed,
+         double max_seconds, std::vector<double> resume_first, std::vector<double> resume_second, int resume_steps,
          std::vector<double> resume_ritz_vector, int resume_checks, int resume_last_check,
          int resume_switch_iteration, double resume_trust_radius) {
         optim::hybrid_options o;
@@ -229,6 +229,10 @@ void bind_optimizers(nb::module_& m) {
         o.trust_region.max_cg_iterations = max_cg_iterations;
         o.trust_region.initial_radius = initial_radius;
         o.trust_region.max_radius = std::max(o.trust_region.max_radius, initial_radius);
+        for (optim::forcing_options* forcing : {&o.newton_cg.forcing, &o.trust_region.forcing}) {
+          forcing->maximum = forcing_maximum;
+          forcing->initial = std::min(forcing->initial, forcing_maximum);
+        }
         if (max_iterations) {
           o.newton_cg.max_iterations = *max_iterations;
           o.trust_region.max_iterations = *max_iterations;
@@ -265,7 +269,8 @@ void bind_optimizers(nb::module_& m) {
       "adam_iterations"_a, "adam_tolerance"_a, "check_every"_a, "check_gradient_norm"_a, "negative_tolerance"_a,
       "switch_threshold"_a,
       "second_order"_a, "gradient_tolerance"_a, "max_iterations"_a.none(), "max_cg_iterations"_a, "initial_radius"_a,
-      "lanczos_steps"_a, "lanczos_tolerance"_a, "warm_lanczos"_a, "seed"_a, "max_seconds"_a, "resume_first"_a,
+      "forcing_maximum"_a, "lanczos_steps"_a, "lanczos_tolerance"_a, "warm_lanczos"_a, "seed"_a, "max_seconds"_a,
+      "resume_first"_a,
       "resume_second"_a, "resume_steps"_a, "resume_ritz_vector"_a, "resume_checks"_a, "resume_last_check"_a,
       "resume_switch_iteration"_a,
       "resume_trust_radius"_a,

@@ -184,10 +184,11 @@ def adam(gradient: Callable[[np.ndarray], tuple], theta0: Any, *, lr: float = 1e
 def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, np.ndarray], Any], theta0: Any, *,
            value: Callable[[np.ndarray], float] | None = None, lr: float = 1e-3, beta1: float = 0.9,
            beta2: float = 0.999, adam_iters: int = 1000, adam_tol: float = 1e-8, check_every: int = 10,
-           check_gradient_norm: float | None = None, negative_tol: float = 1e-6, switch_threshold: float = 0.0, second_order: str = "trust_region",
-           tol: float = 1e-8, iters: int | None = None, cg_iters: int = 500, radius: float = 1.0,
-           lanczos_steps: int = 50, lanczos_tol: float = 1e-4, warm_lanczos: bool = True, seed: int = 0,
-           max_seconds: float | None = None, resume: HybridState | None = None) -> HybridResult:
+           check_gradient_norm: float | None = None, negative_tol: float = 1e-6, switch_threshold: float = 0.0,
+           second_order: str = "trust_region", tol: float = 1e-8, iters: int | None = None, cg_iters: int = 500,
+           radius: float = 1.0, forcing_max: float = 0.9, lanczos_steps: int = 50, lanczos_tol: float = 1e-4,
+           warm_lanczos: bool = True, seed: int = 0, max_seconds: float | None = None,
+           resume: HybridState | None = None) -> HybridResult:
     """Adam while the Hessian has negative curvature, a second-order method once it is positive definite.
 
     Policy (flashsinkhorn::optim::hybrid, docs/optimizers.md): at θ_0 and after every `check_every`
@@ -195,10 +196,13 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     ≤ lanczos_tol·max|θ|, stopped early once a Ritz value is below −negative_tol: then λ_min < 0 is
     certain); with `check_gradient_norm` (None: no gate) only where ‖∇f(θ)‖ ≤ it — the first check at the
     first step inside the gate, the next ones check_every steps after the last, Adam alone until then
-    (a check far from a stationary point can cost more than the Adam steps it could save). Adam continues while λ_min ≤ switch_threshold; once a converged estimate has
+    (a check far from a stationary point can cost more than the Adam steps it could save).
+    Adam continues while λ_min ≤ switch_threshold; once a converged estimate has
     θ_min − residual > switch_threshold, `second_order` ('trust_region', Steihaug–Toint CG with
     initial radius `radius`, or 'newton', Newton-CG) runs from there until ‖∇f‖ ≤ tol or `iters`
-    iterations (None: that method's default, 500 / 200), each inner CG at most `cg_iters` products.
+    iterations (None: that method's default, 500 / 200), each inner CG at most `cg_iters` products and
+    stopped at ‖Hs + g‖ ≤ η_k‖g‖ with Eisenstat–Walker's η_k ≤ `forcing_max` (0.9; a small value asks
+    for near-exact Newton steps).
     If Adam reaches ‖∇f‖ ≤ adam_tol first or runs out of `adam_iters` steps, the run ends there (the
     last λ_min sample tells whether that point is a minimum). The first Lanczos run starts from a
     random vector (seed); with `warm_lanczos` each later one from the last Ritz vector plus a 1e-2
@@ -222,7 +226,8 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     r = _core.hybrid(value, gradient, hvp, _vector(theta0), float(lr), float(beta1), float(beta2), int(adam_iters),
                      float(adam_tol), int(check_every), _or_infinity(check_gradient_norm), float(negative_tol),
                      float(switch_threshold), str(second_order),
-                     float(tol), None if iters is None else int(iters), int(cg_iters), float(radius), int(lanczos_steps),
+                     float(tol), None if iters is None else int(iters), int(cg_iters), float(radius),
+                     float(forcing_max), int(lanczos_steps),
                      float(lanczos_tol), bool(warm_lanczos), int(seed), _or_infinity(max_seconds),
                      [] if s is None else _vector(s.adam.first), [] if s is None else _vector(s.adam.second),
                      0 if s is None else int(s.adam.steps), [] if s is None else _vector(s.ritz_vector),

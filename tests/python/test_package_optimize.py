@@ -266,6 +266,25 @@ def test_a_gated_hybrid_is_adam_alone_until_its_gate_and_continues_an_adam_run()
     assert fs.HybridState.from_dict(older).last_check == -1
 
 
+def test_hybrid_forcing_max_asks_for_near_exact_newton_steps():
+    """A convex quadratic (the hybrid switches at once): with forcing_max tiny the trust region's inner CG
+    solves H s = −g exactly and one step lands on the minimiser; the default (η ≤ 0.9) takes more."""
+    rng = np.random.default_rng(3)
+    q = np.linalg.qr(rng.normal(size=(8, 8)))[0]
+    a = q @ np.diag(np.geomspace(1.0, 100.0, 8)) @ q.T
+    b = rng.normal(size=8)
+    quadratic = lambda t: (float(0.5 * t @ a @ t - b @ t), a @ t - b)  # noqa: E731
+    kwargs = dict(tol=1e-9, radius=100.0)
+    loose = fs.hybrid(quadratic, lambda t, v: a @ v, np.zeros(8), **kwargs)
+    tight = fs.hybrid(quadratic, lambda t, v: a @ v, np.zeros(8), forcing_max=1e-12, **kwargs)
+    assert loose.switch_iteration == tight.switch_iteration == 0
+    assert tight.status == loose.status == "converged"
+    assert tight.second_order.iterations == 1 < loose.second_order.iterations
+    np.testing.assert_allclose(tight.theta, np.linalg.solve(a, b), atol=1e-9)
+    with pytest.raises(fs.InvalidArgument, match=r"trust_region_options\.forcing"):
+        fs.hybrid(quadratic, lambda t, v: a @ v, np.zeros(8), forcing_max=0.0)
+
+
 def test_a_callback_stop_ends_adam_at_its_last_step_and_the_state_resumes_it():
     quadratic = lambda t: (float(t @ t + t[0] * t[1]), 2 * t + t[::-1])  # noqa: E731
     calls = [0]

@@ -144,8 +144,7 @@ class ShuffledRegressionLoss:
         cached = self._solvers.get(np.asarray(theta, dtype=np.float64).tobytes())
         if cached is None or not cached[2].converged:
             return None
-        w = torch.as_tensor(np.asarray(theta, dtype=np.float64).reshape(self.d_x, self.d_y), device=self.device)
-        z = (self.x64 @ w).to(self.dtype)
+        z = self._points(theta)
         return {name: _host(v) for name, v in (("z", z), ("f", cached[2].f), ("g", cached[2].g))}
 
     def restore_potentials(self, saved: dict) -> None:
@@ -273,6 +272,11 @@ class ShuffledRegressionLoss:
         if self.elapsed() > self.budget_seconds or len(self.record) >= self.budget_evaluations:
             raise BudgetExhausted(f"budget spent: {self.elapsed():.1f} s, {len(self.record)} evaluations")
 
+    def _points(self, theta: np.ndarray) -> torch.Tensor:
+        """Z = XW (n, d_y) on the device in the solves' dtype, for θ = vec(W)."""
+        w = torch.as_tensor(np.asarray(theta, dtype=np.float64).reshape(self.d_x, self.d_y), device=self.device)
+        return (self.x64 @ w).to(self.dtype).contiguous()
+
     def _solve(self, theta: np.ndarray, tol: float, start=None, cold: bool = False, iters: int | None = None,
                warm: bool = False):
         """A Solver at Z = XW converged to the L1 marginal error `tol`: warm from `start` (a result at
@@ -280,8 +284,7 @@ class ShuffledRegressionLoss:
         or when allowed (no point moved by more than warm_shift); at most `iters` iterations (default:
         the loss's)."""
         theta = np.asarray(theta, dtype=np.float64)
-        w = torch.as_tensor(theta.reshape(self.d_x, self.d_y), device=self.device)
-        z = (self.x64 @ w).to(self.dtype).contiguous()  # (n, d_y)
+        z = self._points(theta)
         if start is not None:
             self._potentials = (z, start.f, start.g)
         warm = start is not None or (not cold and self._potentials is not None and (

@@ -129,7 +129,7 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
                                                          else ", continuing the Adam-alone run (gated)"))
         hybrid = run_hybrid(loss, w0, data.w_star, lr=args.lr, adam_iters=args.hybrid_adam_iters,
                             check_every=args.check_every, tol=args.tol,
-                            check_gradient_norm=None if math.isinf(args.check_gradient_norm) else args.check_gradient_norm,
+                            check_gradient_norm=args.check_gradient_norm,
                             second_order=args.second_order, forcing_max=args.forcing_max,
                             radius=args.radius, negative_tol=args.negative_tol,
                             switch_threshold=args.switch_threshold, max_seconds=budget,

@@ -121,6 +121,7 @@ class ShuffledRegressionLoss:
     def reset(self) -> None:
         """Forget the warm start, the cache and the record; restart the clock and the budget."""
         self._potentials = None  # (z, f, g) of the last solve
+        self._restored = None  # (z, f, g) restored from an earlier process (restore_potentials)
         self.warm_solves = 0
         self._solvers: OrderedDict[bytes, Any] = OrderedDict()
         self.record: list[Evaluation] = []
@@ -139,13 +140,16 @@ class ShuffledRegressionLoss:
         the potentials f, g — for a continuation in another process (restore_potentials), whose first
         solve at θ then starts warm. A cold ε-scaled solve there can cost far more than the run's warm
         tracking solves: at n = 10⁵ on the H200, at Adam step 827 of the ω = 'auto' run, it hit the
-        20,000-iteration cap (168 s) where the warm ones took 20 iterations. None if θ's solve is not
-        cached or did not converge."""
+        20,000-iteration cap (168 s) where the warm ones took 20 iterations. A continuation whose first
+        solve was cut passes on the potentials it restored (theirs is the same θ). None if θ's solve is
+        neither cached and converged nor restored."""
         cached = self._solvers.get(np.asarray(theta, dtype=np.float64).tobytes())
-        if cached is None or not cached[2].converged:
-            return None
         z = self._points(theta)
-        return {name: _host(v) for name, v in (("z", z), ("f", cached[2].f), ("g", cached[2].g))}
+        if cached is not None and cached[2].converged:
+            return {name: _host(v) for name, v in (("z", z), ("f", cached[2].f), ("g", cached[2].g))}
+        if self._restored is not None and torch.equal(self._restored[0], z):  # no solve here since the restore
+            return {name: _host(v) for name, v in zip(("z", "f", "g"), self._restored)}
+        return None
 
     def restore_potentials(self, saved: dict) -> None:
         """Warm-start the next solve from `saved` (potentials_at in an earlier process): it starts from
@@ -154,6 +158,7 @@ class ShuffledRegressionLoss:
         if z.shape != self.y.shape:
             raise ValueError(f"saved potentials of {tuple(z.shape)} points for a problem of {tuple(self.y.shape)}")
         self._potentials = (z, *(torch.as_tensor(np.asarray(saved[k]), device=self.device) for k in ("f", "g")))
+        self._restored = self._potentials  # potentials_at passes them on if no solve at their θ converges
 
     def solve_tolerance(self) -> float:
         """The L1 marginal error the next gradient evaluation's solve stops at (the forcing term)."""

@@ -23,7 +23,7 @@ import torch
 
 import flashsinkhorn as fs
 
-from regression_loss import BudgetExhausted, ShuffledRegressionLoss
+from regression_loss import ShuffledRegressionLoss
 from regression_resume import join, start_of
 
 
@@ -60,8 +60,12 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
                        evaluations=dict(zip(("values", "gradients", "hvps"), r.evaluations)),
                        final_theta=r.theta.tolist(), final_value=r.value, final_gradient_norm=r.gradient_norm,
                        state=r.state.to_dict())
-    except BudgetExhausted as stop:  # during the first evaluation: the library has nothing to return yet
-        summary = dict(status="budget_exhausted", message=str(stop), switch_iteration=None, lambda_trace=[])
+    except fs.StopOptimization as stop:  # inside the first evaluation: the library has nothing to return yet
+        summary = _cut_at_start(stop, resume, switch_iteration=None, lambda_trace=[])
+        if resume is not None:
+            summary.update(switch_iteration=resume.get("switch_iteration", -1), adam_iterations=state.adam.steps,
+                           second_order_iterations=0, second_order_history=[],
+                           evaluations=dict(values=0, gradients=0, hvps=0))
     trace = trace_of(loss, w_star)
     trace.update(summary, method="hybrid", peak_memory=memory.read())
     trace["switch_step"] = _switch_step(trace)
@@ -83,11 +87,25 @@ def run_adam(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray, *
         r = fs.adam(loss.gradient, w0.ravel(), lr=lr, tol=tol, iters=iters, max_seconds=max_seconds, state=state)
         summary = dict(status=r.status, iterations=r.iterations, final_theta=r.theta.tolist(), final_value=r.value,
                        final_gradient_norm=r.gradient_norm, state=r.state.to_dict())
-    except BudgetExhausted as stop:  # during the first evaluation (see run_hybrid)
-        summary = dict(status="budget_exhausted", message=str(stop))
+    except fs.StopOptimization as stop:  # inside the first evaluation (see run_hybrid)
+        summary = _cut_at_start(stop, resume)
+        if resume is not None:
+            summary.update(iterations=state.steps)
     trace = trace_of(loss, w_star)
     trace.update(summary, method="adam", peak_memory=memory.read())
     return trace if resume is None else join(resume, trace)
+
+
+def _cut_at_start(stop: Exception, resume: dict | None, **fresh) -> dict:
+    """A segment whose first evaluation the budget cut (the library re-raises the callback's
+    BudgetExhausted as fs.StopOptimization; no step was made). A fresh run ends there (status
+    'budget_exhausted', with `fresh`); a continuation is 'stopped' where it started, the earlier
+    segment's θ and state kept, so that the next --resume tries again (with a larger budget)."""
+    message = str(stop).strip().splitlines()[-1]  # the callback's own message, after the traceback
+    if resume is None:
+        return dict(status="budget_exhausted", message=message, **fresh)
+    return dict(status="stopped", message=message, final_theta=list(resume["final_theta"]), state=resume["state"],
+                final_value=resume.get("final_value"), final_gradient_norm=resume.get("final_gradient_norm"))
 
 
 def _continue(loss: ShuffledRegressionLoss, smallest_gradient_norm: float, potentials: dict | None) -> None:

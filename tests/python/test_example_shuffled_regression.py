@@ -22,7 +22,7 @@ sys.path.insert(0, str(EXAMPLE))
 
 from regression_data import make_data  # noqa: E402
 from regression_loss import BudgetExhausted, ShuffledRegressionLoss  # noqa: E402
-from regression_runs import compare, run_hybrid  # noqa: E402
+from regression_runs import compare, run_adam, run_hybrid  # noqa: E402
 
 
 def tight_loss(data, eps=0.5, **kw):
@@ -439,6 +439,35 @@ def test_plateau_probe_solves_at_a_segments_end_point(tmp_path):
     assert rows[1]["value"] == pytest.approx(rows[2]["value"], rel=1e-3)
     assert rows[3]["omega"] == 1.8 and rows[3]["value"] == pytest.approx(rows[0]["value"], rel=1e-3)
     assert len((tmp_path / "probe.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_continuation_cut_in_its_first_solve_stays_resumable(tmp_path):
+    """A segment whose first evaluation the budget cuts (at n = 10⁵ a first solve outlasted a whole
+    device call) has made no step: it is 'stopped' where it began, the earlier θ and state kept and
+    the potentials it restored passed on, so the next --resume goes on from the same place."""
+    from regression_resume import resumable, start_of
+    run = _load("run")
+    common = ["--n", "36", "--eps", "0.5", "--init-scale", "0", "--lr", "0.1", "--check-every", "5", "--tol", "1e-4",
+              "--sinkhorn-tol", "1e-9", "--quiet", "--no-plots"]
+    run.main(common + ["--adam-iters", "8", "--hybrid-adam-iters", "7", "--out-dir", str(tmp_path)])
+    first = json.loads((tmp_path / "shuffled_regression_n36.json").read_text())
+    data = make_data(n=36, seed=2)
+    for name, method in (("adam", run_adam), ("hybrid", run_hybrid)):
+        with np.load(tmp_path / f"potentials_{name}_n36.npz") as saved:
+            potentials = {k: saved[k] for k in ("z", "f", "g")}
+        loss = ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-9, budget_evaluations=0)  # refuses the first
+        options = dict(lr=0.1, tol=1e-4) | (dict(iters=20) if name == "adam" else dict(adam_iters=40, check_every=5))
+        cut = method(loss, data.w0, data.w_star, resume=first[name], potentials=potentials, **options)
+        assert cut["status"] == "stopped" and "budget spent" in cut["message"] and resumable(cut)
+        assert cut["segments"] == 2 and len(cut["value"]) == len(first[name]["value"])  # no evaluation added
+        theta, state, smallest = start_of(cut)
+        np.testing.assert_array_equal(theta, first[name]["final_theta"])
+        assert state == first[name]["state"] and smallest == min(first[name]["gradient_norm"])
+        again = loss.potentials_at(theta)
+        assert again is not None and all(np.array_equal(again[k], potentials[k]) for k in ("z", "f", "g"))
+    fresh = run_adam(ShuffledRegressionLoss(data.x, data.y, 0.5, tol=1e-9, budget_evaluations=0), data.w0,
+                     data.w_star, lr=0.1, iters=20, tol=1e-4)
+    assert fresh["status"] == "budget_exhausted" and "state" not in fresh  # nothing to go on from
 
 
 def test_a_gated_hybrid_continues_an_adam_run_that_never_met_its_gate(tmp_path):

@@ -68,6 +68,17 @@ optimizer_result second_order_phase(const objective& f, const std::vector<double
   return trust_region(f, theta, region);
 }
 
+// The second-order phase stopped by a callback in its first evaluation, at the switch point θ: no
+// iteration made, no trust radius reached (a continuation starts the method afresh from θ).
+optimizer_result stopped_at_start(const optimizer_result& adam_phase) {
+  optimizer_result phase;
+  phase.theta = adam_phase.theta;
+  phase.value = adam_phase.value;
+  phase.gradient_norm = adam_phase.gradient_norm;
+  phase.status = optimizer_status::stopped;
+  return phase;
+}
+
 // Whether a λ_min check is due at Adam step `iterations`, where ‖∇f‖ = `gradient_norm`: inside the
 // gradient gate and, after the check of step `last_check` (−1: none yet), check_every steps on. Ungated,
 // checks fall on the multiples of check_every (step 0 included); a run stopped after a check but
@@ -135,7 +146,11 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
   const optimizer_result* last_phase = &adam_phase;
   if (switched) {
     result.switch_iteration = resume.switch_iteration >= 0 ? resume.switch_iteration : adam_phase.iterations;
-    result.second_order_phase = second_order_phase(f, adam_phase.theta, options, budget.left());
+    try {
+      result.second_order_phase = second_order_phase(f, adam_phase.theta, options, budget.left());
+    } catch (const stop_requested&) {  // in its first evaluation: the continuation starts the phase again
+      result.second_order_phase = stopped_at_start(adam_phase);
+    }
     add_counts(result.evaluations, result.second_order_phase.evaluations);
     last_phase = &result.second_order_phase;
   }

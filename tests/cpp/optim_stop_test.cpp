@@ -120,6 +120,34 @@ TEST(HybridStop, ADroppedCheckOrStepIsMadeOnceByTheContinuation) {
   }
 }
 
+// A stop in the second-order method's first evaluation (gradient call S + 2 after S Adam steps: θ₀'s,
+// one per step, then the method's start) is no longer the hybrid's first evaluation: the run returns
+// stopped, switched, at the switch point, and its continuation runs the method from there to the
+// uninterrupted run's minimum.
+TEST(HybridStop, AStopAtTheSecondOrderStartKeepsTheSwitch) {
+  const std::vector<double> start{0.5, 1e-3};
+  const hybrid_result whole = hybrid(optim_testing::saddle(), start, saddle_settings());
+  const int s = whole.switch_iteration;
+  ASSERT_GT(s, 0);
+  const hybrid_result stopped = hybrid(stopping(optim_testing::saddle(), s + 2), start, saddle_settings());
+  EXPECT_EQ(stopped.status, optimizer_status::stopped);
+  EXPECT_EQ(stopped.switch_iteration, s);
+  EXPECT_EQ(stopped.state.switch_iteration, s);
+  EXPECT_EQ(stopped.state.trust_radius, 0.0);
+  EXPECT_EQ(stopped.second_order_phase.iterations, 0);
+  expect_same_theta(stopped.theta, whole.adam_phase.theta);
+  EXPECT_EQ(stopped.lambda_trace.size(), whole.lambda_trace.size());
+
+  hybrid_options more = saddle_settings();
+  more.resume = stopped.state;
+  const hybrid_result rest = hybrid(optim_testing::saddle(), stopped.theta, more);
+  EXPECT_EQ(rest.switch_iteration, s);
+  EXPECT_TRUE(rest.lambda_trace.empty());
+  EXPECT_EQ(rest.status, optimizer_status::converged);
+  EXPECT_NEAR(rest.theta[0], whole.theta[0], 1e-10);
+  EXPECT_NEAR(rest.theta[1], whole.theta[1], 1e-10);
+}
+
 // Trust region on the extended Rosenbrock function, stopped during the trial evaluation of its 4th
 // iteration: the result is the run of 3 iterations, with the radius its 4th iteration had.
 TEST(TrustRegionStop, EndsAtTheLastAcceptedIterateWithItsRadius) {

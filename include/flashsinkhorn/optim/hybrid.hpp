@@ -48,7 +48,9 @@ enum class second_order_method { newton_cg, trust_region };
 // Where a hybrid run stopped, to continue it in another call (hybrid_options::resume ←
 // hybrid_result::state), e.g. a run cut by its wall-time budget or stopped by a callback (status
 // stopped, objective.hpp's stop_requested: a λ_min check in flight is dropped and made again by the
-// continuation, an Adam step in flight is undone; a check made before the stop is not repeated): the
+// continuation, an Adam step in flight is undone; a check made before the stop is not repeated; a stop in
+// the second-order method's first evaluation, right after the switch, leaves switch_iteration set and
+// trust_radius 0, so the continuation starts that method at the switch point): the
 // continuation takes up the same
 // Adam step count and moments, the λ_min check schedule (every check_every Adam steps counted over
 // both runs) and the warm Lanczos start; after the switch, the second-order method from θ with the

@@ -375,8 +375,8 @@ def test_device_segment_settings_continue_the_newest_n100000_segment():
     """device_segment.sh's default settings (ω = 'auto' since session 23) are not those of the session-22
     n = 10⁵ segment (ω = 1.8): run.py --resume refuses to join them, and joins when ω matches; a hybrid
     continuation may not change the hybrid's settings (the ungated session-24 hybrid); they are those of
-    the session-24 Adam segment, whose potentials they load and which Adam alone and the gated hybrid
-    both continue."""
+    the session-26 Adam segment (--sinkhorn-tol 2e-4), whose potentials they load and which Adam alone
+    continues; the gated hybrid may not, for that run passed the gate (step 742) without a check."""
     import shlex
 
     run = _load("run")
@@ -390,7 +390,7 @@ def test_device_segment_settings_continue_the_newest_n100000_segment():
     device = {"device_name": earlier["config"]["device_name"]}  # an H200 then, this machine now
     with pytest.raises(SystemExit, match="relaxation"):
         run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
-    args.relaxation = 1.8
+    args.relaxation, args.sinkhorn_tol = 1.8, 3e-5  # and --sinkhorn-tol was 3e-5 until session 26
     config = run.config_of(100000, args, data, w0) | device
     assert run.previous_report(args, 100000, config)["adam"]["status"] == "time_limit"
     assert config["check_every"] != earlier["config"]["check_every"]  # Adam alone ignores the hybrid's settings
@@ -402,20 +402,19 @@ def test_device_segment_settings_continue_the_newest_n100000_segment():
     with pytest.raises(SystemExit, match="eps"):
         run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
 
-    current = EXAMPLE / "results" / "h200_n100000_adam_s24_segment1"  # with its potentials
+    current = EXAMPLE / "results" / "h200_n100000_adam_s26_tol2e-4_segment1"  # with its potentials
     args = run.parse(shlex.split(defaults) + ["--n", "100000", "--runs", "adam", "--budget-seconds", "100",
                                               "--resume", str(current), "--out-dir", "unused"])
     earlier = run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
-    assert earlier["adam"]["status"] == "time_limit" and earlier["adam"]["state"]["steps"] == 365
+    assert earlier["adam"]["status"] == "time_limit" and earlier["adam"]["state"]["steps"] == 1047
     potentials = run.load_potentials(args, 100000, "adam")
     np.testing.assert_allclose(potentials["z"], data.x @ np.reshape(earlier["adam"]["final_theta"], (5, 2)), atol=1e-3)
     assert np.isfinite(potentials["f"]).all() and np.isfinite(potentials["g"]).all()
-    # the gated hybrid (--check-gradient-norm 0.1, which none of that run's steps met) continues it too
+    # the gated hybrid (--check-gradient-norm 0.1) would have checked λ_min at Adam's step 742: refused
     args.runs = ["hybrid"]
     earlier = run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
-    hybrid = run.hybrid_resume(earlier, args)
-    assert hybrid["first_segment_from_adam"] and hybrid["state"]["adam"]["steps"] == 365
-    assert hybrid["state"]["checks"] == 0 and hybrid["lambda_trace"] == []
+    with pytest.raises(SystemExit, match="step 742"):
+        run.hybrid_resume(earlier, args)
 
 
 def test_driver_takes_auto_relaxation(tmp_path):

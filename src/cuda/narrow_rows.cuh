@@ -3,14 +3,13 @@
 //   float   the softmin (softmin_narrow_kernel.cuh): fp32 FMA dots at 2⁻²⁴ (the CPU backend's fp32
 //           arithmetic, not the 3×TF32 dots of the tensor-core kernels), log2 units, ex2.approx;
 //   double  the one-column plan pass (plan_vector_narrow_kernel.cuh): the float points widened (a
-//           product of two floats is exact in float64), natural units, float64_mufu_exp — the
-//           arithmetic of the fp32 mode's float64 SIMT pass (plan_rows_kernel.cuh), which the
-//           Hessian's CG needs in both its products and its masses (plan_rows_launch.hpp,
-//           plan_pass_is_float64): float64 scores, each exponential to 3·10⁻⁷ relative.
+//           product of two floats is exact in float64), natural units, exp — the arithmetic of the
+//           float64 SIMT pass (plan_rows_kernel.cuh), which the Hessian's CG needs in both its
+//           products and its masses (plan_rows_launch.hpp, plan_pass_is_float64).
 //
 // At d ≤ 16 a score costs d FMAs against one exponential, so these passes are bound by the
 // exponential (the MUFU's ex2 rate in fp32, 16 a clock per SM, SPEC §6; float64's exp, ~20 FP64
-// instructions, hence float64_mufu_exp's split: ~8), not by tensor cores; what they must avoid is every other instruction a pair
+// instructions), not by tensor cores; what they must avoid is every other instruction a pair
 // costs. Hence:
 //   - each thread owns narrow::rows_per_thread<Real> rows, their queries in registers, so one
 //     shared-memory load of a key serves that many scores;
@@ -31,7 +30,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/float64_mufu_exp.cuh"
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/tile_config.hpp"
 
@@ -53,10 +51,9 @@ inline constexpr int block_rows = kThreads * rows_per_thread<Real>;
 template <class Real, int kDim>
 inline constexpr int sub_keys = sizeof(Real) == 8 ? 4 : kDim <= 4 ? 16 : 8;
 
-// The exponential of the arithmetic: 2^x in fp32 (log2 units, the MUFU), e^x in float64 (by the
-// MUFU too, float64_mufu_exp.cuh: 3·10⁻⁷ relative on float64 arguments).
+// The exponential of the arithmetic: 2^x in fp32 (log2 units, the MUFU), e^x in float64.
 __device__ __forceinline__ float exponential(float x) { return fast_exp2(x); }
-__device__ __forceinline__ double exponential(double x) { return float64_mufu_exp(x); }
+__device__ __forceinline__ double exponential(double x) { return exp(x); }
 }  // namespace narrow
 
 // One key tile in shared memory: per key kVecs 16-byte words (coordinates, β, value, zeros).

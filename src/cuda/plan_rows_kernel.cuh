@@ -11,9 +11,7 @@
 // The other modes run the tensor-core pass (plan_mma_kernel.cuh).
 // Float points are widened before they multiply: a product of two floats is exact in float64, and
 // the sums run over the coordinates in one order, so the x-rows and y-rows passes form the same
-// C_ij to float64 rounding (the Schur complement's two products then apply one matrix). The fp32
-// mode (float points) takes its exponentials by the MUFU (float64_mufu_exp.cuh: 3·10⁻⁷ relative,
-// the narrow kernels' too); the fp64 mode keeps float64's exp.
+// C_ij to float64 rounding (the Schur complement's two products then apply one matrix).
 // With `directions` set it is the fused quadratic ("two-GEMM") pass of backend::plan_quadratic_rows:
 // each term of the weighted sum is also multiplied by u_i·z_j, the second dot product of the row's
 // direction with the key's z_j — the key's stored point, or the key's row of `key_directions`
@@ -23,9 +21,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
-#include "cuda/float64_mufu_exp.cuh"
 #include "math/lse_state.hpp"
 
 namespace flashsinkhorn::detail::kernels {
@@ -59,13 +55,6 @@ struct plan_rows_params {
   double cost_scale;
   double eps;
 };
-
-// e^x of the pass: float64's exp in the fp64 mode, the MUFU's on float64 arguments in fp32.
-template <class Point>
-__device__ __forceinline__ double pass_exp(double x) {
-  if constexpr (std::is_same_v<Point, float>) return float64_mufu_exp(x);
-  else return exp(x);
-}
 
 template <class A, class B>
 __device__ __forceinline__ double dot_product(const A* a, const B* b, std::int64_t n) {
@@ -122,10 +111,10 @@ __device__ __forceinline__ math::lse_state<double> lane_lse(const plan_row<Point
     const double s = row.score(j, row.cost(j));
     if (s == -INFINITY) continue;
     if (s > state.max) {
-      state.sum = state.sum * pass_exp<Point>(state.max - s) + 1.0;
+      state.sum = state.sum * exp(state.max - s) + 1.0;
       state.max = s;
     } else {
-      state.sum += pass_exp<Point>(s - state.max);
+      state.sum += exp(s - state.max);
     }
   }
   return state;
@@ -153,7 +142,7 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
     const double c = row.cost(j);
     const double s = row.score(j, c);
     if (s == -INFINITY) return 0.0;
-    const double weight = pass_exp<Point>(s - lse);
+    const double weight = exp(s - lse);
     cost_sum = fma(weight, c, cost_sum);
     return weighted != nullptr ? weight * row.direction_factor(j) : 0.0;
   };

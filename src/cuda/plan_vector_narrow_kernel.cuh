@@ -2,10 +2,9 @@
 // (narrow_rows.cuh with Real = double): the matrix-vector products and masses of the Hessian's
 // conjugate gradients and the LSE-only pass,
 //   lse_i = LSE_j S_ij,  weighted_i = Σ_j softmax_j(S_i·)·v_j,  S_ij = β_j + (2s/ε)·p_i·q_j − s‖p_i‖²/ε
-// with β_j = (h_j − s‖q_j‖²)/ε + log w_j (key_bias_kernel<double>) and v in float64, each e^x by
-// float64_mufu_exp (3·10⁻⁷ relative). Its numbers are those of the fp32 mode's float64 SIMT pass
-// (plan_rows_kernel.cuh, the same exponential) to that error, so the passes of one Hessian product
-// may mix the two and still apply one matrix to far below the CG's tolerance; it is the faster one (the key tile
+// with β_j = (h_j − s‖q_j‖²)/ε + log w_j (key_bias_kernel<double>) and v in float64. Its numbers are
+// those of the float64 SIMT pass (plan_rows_kernel.cuh) to float64 rounding, so the passes of one
+// Hessian product may mix the two and still apply one matrix; it is the faster one (the key tile
 // shared by a block of rows held in registers, one pass over the keys with an online maximum,
 // against a warp per row that reads every key twice from L2). One CTA = block_rows<double> rows
 // against the key tiles of its split; with split keys each CTA leaves narrow_vector_partial states

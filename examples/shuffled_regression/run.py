@@ -63,6 +63,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warm-trials", action="store_true",
                    help="evaluate second-order trial points by a value solved warm from the iterate (up to "
                         "--refine-iters, then cold) instead of a gradient (warm only within --warm-radius)")
+    p.add_argument("--dense-model-dimension", type=int, default=0,
+                   help="the hybrid's dense model when d_x·d_y ≤ this: each λ_min check and trust-region "
+                        "iterate forms the Hessian by d_x·d_y products (exact λ_min, exact steps, the switch "
+                        "check's Hessian reused); 0: Lanczos and Steihaug–Toint CG")
     p.add_argument("--tol", type=float, default=1e-3, help="stop at ‖∇_W L‖ ≤ tol (both runs)")
     p.add_argument("--rtol", type=float, default=1e-3, help="loss target L_hybrid_final·(1 + rtol)")
     p.add_argument("--sinkhorn-tol", type=float, default=1e-5, help="L1 marginal error of every solve")
@@ -133,7 +137,8 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
                             second_order=args.second_order, forcing_max=args.forcing_max,
                             radius=args.radius, negative_tol=args.negative_tol,
                             switch_threshold=args.switch_threshold, max_seconds=budget,
-                            warm_trials=args.warm_trials, resume=hybrid_resume(earlier, args),
+                            warm_trials=args.warm_trials, dense_model_dimension=args.dense_model_dimension,
+                            resume=hybrid_resume(earlier, args),
                             potentials=load_potentials(args, n, "hybrid" if earlier and "hybrid" in earlier else "adam"))
         log(f"  {hybrid['status']}: switch after {hybrid['switch_iteration']} Adam steps, "
             f"L = {min(hybrid['value']):.6e}, {hybrid['wall_seconds']:.1f} s, {len(hybrid['value'])} gradients, "

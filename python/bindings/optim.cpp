@@ -160,8 +160,10 @@ void bind_optimizers(nb::module_& m) {
   m.def(
       "trust_region",
       [](nb::object value, nb::object gradient, nb::object hvp, std::vector<double> theta0, double gradient_tolerance,
-         int max_iterations, int max_cg_iterations, double initial_radius, double max_seconds) {
+         int max_iterations, int max_cg_iterations, double initial_radius, double max_seconds,
+         int dense_model_dimension) {
         optim::trust_region_options o;
+        o.dense_model_dimension = dense_model_dimension;
         o.gradient_tolerance = gradient_tolerance;
         o.max_iterations = max_iterations;
         o.max_cg_iterations = max_cg_iterations;
@@ -171,8 +173,8 @@ void bind_optimizers(nb::module_& m) {
         return report_of(optim::trust_region(objective_of(value, gradient, hvp), std::move(theta0), o));
       },
       "value"_a.none(), "gradient"_a, "hvp"_a, "theta0"_a, "gradient_tolerance"_a, "max_iterations"_a,
-      "max_cg_iterations"_a, "initial_radius"_a, "max_seconds"_a,
-      "flashsinkhorn::optim::trust_region (Steihaug–Toint CG).");
+      "max_cg_iterations"_a, "initial_radius"_a, "max_seconds"_a, "dense_model_dimension"_a,
+      "flashsinkhorn::optim::trust_region (Steihaug–Toint CG, or the exact step on a dense model).");
   m.def(
       "adam",
       [](nb::object gradient, std::vector<double> theta0, double learning_rate, double beta1, double beta2,
@@ -205,8 +207,9 @@ void bind_optimizers(nb::module_& m) {
          double forcing_maximum, int lanczos_steps, double lanczos_tolerance, bool warm_lanczos, std::uint64_t seed,
          double max_seconds, std::vector<double> resume_first, std::vector<double> resume_second, int resume_steps,
          std::vector<double> resume_ritz_vector, int resume_checks, int resume_last_check,
-         int resume_switch_iteration, double resume_trust_radius) {
+         int resume_switch_iteration, double resume_trust_radius, int dense_model_dimension) {
         optim::hybrid_options o;
+        o.trust_region.dense_model_dimension = dense_model_dimension;
         o.resume.adam = {std::move(resume_first), std::move(resume_second), resume_steps};
         o.resume.ritz_vector = std::move(resume_ritz_vector);
         o.resume.checks = resume_checks;
@@ -273,7 +276,7 @@ void bind_optimizers(nb::module_& m) {
       "resume_first"_a,
       "resume_second"_a, "resume_steps"_a, "resume_ritz_vector"_a, "resume_checks"_a, "resume_last_check"_a,
       "resume_switch_iteration"_a,
-      "resume_trust_radius"_a,
+      "resume_trust_radius"_a, "dense_model_dimension"_a,
       "flashsinkhorn::optim::hybrid (Adam while λ_min(∇²f) ≤ threshold, then trust region or Newton-CG).");
 }
 

@@ -156,11 +156,17 @@ def newton(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
 def trust_region(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, np.ndarray], Any],
                  theta0: Any, *, value: Callable[[np.ndarray], float] | None = None, tol: float = 1e-8,
                  iters: int = 500, cg_iters: int = 500, radius: float = 1.0,
-                 max_seconds: float | None = None) -> OptimizeResult:
+                 max_seconds: float | None = None, dense_model_dimension: int = 0) -> OptimizeResult:
     """Minimises f by the Steihaug–Toint trust-region CG method (negative curvature → a step to the
-    boundary), starting with trust radius `radius`. Callables and stopping rules as for `newton`."""
+    boundary), starting with trust radius `radius`. Callables and stopping rules as for `newton`.
+
+    With p = len(theta0) ≤ `dense_model_dimension`, each iterate's Hessian is formed instead by p
+    products, H e_i, and the subproblem min gᵀs + ½sᵀHs over ‖s‖ ≤ Δ solved exactly (Moré–Sorensen
+    in H's eigenbasis; a rejected step reuses H): for few parameters and dear products. The history's
+    cg_iterations then counts the products each iteration made (p, or 0 after a rejection)."""
     return OptimizeResult(**_core.trust_region(value, gradient, hvp, _vector(theta0), float(tol), int(iters),
-                                               int(cg_iters), float(radius), _or_infinity(max_seconds)))
+                                               int(cg_iters), float(radius), _or_infinity(max_seconds),
+                                               int(dense_model_dimension)))
 
 
 def adam(gradient: Callable[[np.ndarray], tuple], theta0: Any, *, lr: float = 1e-3, beta1: float = 0.9,
@@ -188,7 +194,7 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
            second_order: str = "trust_region", tol: float = 1e-8, iters: int | None = None, cg_iters: int = 500,
            radius: float = 1.0, forcing_max: float = 0.9, lanczos_steps: int = 50, lanczos_tol: float = 1e-4,
            warm_lanczos: bool = True, seed: int = 0, max_seconds: float | None = None,
-           resume: HybridState | None = None) -> HybridResult:
+           resume: HybridState | None = None, dense_model_dimension: int = 0) -> HybridResult:
     """Adam while the Hessian has negative curvature, a second-order method once it is positive definite.
 
     Policy (flashsinkhorn::optim::hybrid, docs/optimizers.md): at θ_0 and after every `check_every`
@@ -221,7 +227,12 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     `resume` (a previous result's `.state`, with theta0 = its `.theta`) continues that run: the
     same Adam moments and step count (`adam_iters` bounds both runs together), the λ_min check
     schedule and warm start; after the switch, the second-order method from theta0 with the trust
-    radius it had reached."""
+    radius it had reached.
+
+    `dense_model_dimension` (with the trust region; see `trust_region`): with p ≤ it, each λ_min check
+    forms ∇²f(θ) by p products and reads its exact λ_min (residual 0, lanczos_steps p, no early
+    stop), and the check that decides the switch hands that Hessian to the trust region, whose first
+    step then makes no product. For few parameters, dear products and few checks (a gate)."""
     s = resume
     r = _core.hybrid(value, gradient, hvp, _vector(theta0), float(lr), float(beta1), float(beta2), int(adam_iters),
                      float(adam_tol), int(check_every), _or_infinity(check_gradient_norm), float(negative_tol),
@@ -233,7 +244,7 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
                      0 if s is None else int(s.adam.steps), [] if s is None else _vector(s.ritz_vector),
                      0 if s is None else int(s.checks), -1 if s is None else int(s.last_check),
                      -1 if s is None else int(s.switch_iteration),
-                     0.0 if s is None else float(s.trust_radius))
+                     0.0 if s is None else float(s.trust_radius), int(dense_model_dimension))
     state = r["state"]
     r["state"] = HybridState(AdamState(state["adam"]["first"], state["adam"]["second"], state["adam"]["steps"]),
                              state["ritz_vector"], state["checks"], state["switch_iteration"], state["trust_radius"],

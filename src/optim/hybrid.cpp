@@ -10,6 +10,7 @@
 #include "flashsinkhorn/error.hpp"
 
 #include "optim/adam_state.hpp"
+#include "optim/dense_model.hpp"
 #include "optim/evaluator.hpp"
 #include "optim/iteration_bookkeeping.hpp"
 #include "optim/validate_options.hpp"
@@ -46,6 +47,32 @@ lambda_sample estimate_lambda_min(detail::evaluator& evaluate, const_span theta,
   return sample;
 }
 
+// The check with the dense model (hybrid.hpp): ∇²f(θ) by p products, its exact λ_min (residual 0,
+// never stopped early); `ritz_vector` receives its eigenvector and `hessian` the matrix, which the
+// trust region starts from when this check decides the switch.
+lambda_sample dense_lambda_min(detail::evaluator& evaluate, const_span theta, const hybrid_options& options,
+                               int adam_steps, std::vector<double>& ritz_vector, std::vector<double>& hessian) {
+  const detail::hessian_product product = [&](const_span v, mutable_span out) { evaluate.hvp(theta, v, out); };
+  detail::dense_model model = detail::form_dense_model(product, static_cast<int>(theta.size()));
+  const const_span bottom = model.eigenvector(0);
+  ritz_vector.assign(bottom.begin(), bottom.end());
+  hessian = std::move(model.hessian);
+  lambda_sample sample;
+  sample.iteration = adam_steps;
+  sample.lambda_min = model.lambda_min();
+  sample.residual = 0;
+  sample.lanczos_steps = model.size;
+  sample.converged = true;
+  sample.certified_negative = sample.lambda_min < -options.negative_tolerance;
+  return sample;
+}
+
+// Whether the checks and the trust region use the dense model: p ≤ its dimension, trust region.
+bool uses_dense_model(const hybrid_options& options, std::size_t p) {
+  return options.second_order == second_order_method::trust_region &&
+         static_cast<std::int64_t>(p) <= options.trust_region.dense_model_dimension;
+}
+
 // Positive definite with margin: some eigenvalue lies within the residual bound of θ_min, so require
 // θ_min − residual above the threshold, and a converged estimate.
 bool positive_enough(const lambda_sample& sample, double switch_threshold) {
@@ -55,7 +82,7 @@ bool positive_enough(const lambda_sample& sample, double switch_threshold) {
 // The second-order method from θ within `seconds_left` of the run's budget (and its own). With nothing
 // left (the λ_min check that decided the switch spent it) it evaluates θ and stops: time_limit.
 optimizer_result second_order_phase(const objective& f, const std::vector<double>& theta, const hybrid_options& options,
-                                    double seconds_left) {
+                                    double seconds_left, std::vector<double> switch_hessian) {
   const double seconds = std::max(seconds_left, std::numeric_limits<double>::min());
   if (options.second_order == second_order_method::newton_cg) {
     newton_cg_options newton = options.newton_cg;
@@ -65,6 +92,7 @@ optimizer_result second_order_phase(const objective& f, const std::vector<double
   trust_region_options region = options.trust_region;
   region.max_seconds = std::min(region.max_seconds, seconds);
   if (options.resume.trust_radius > 0) region.initial_radius = std::min(options.resume.trust_radius, region.max_radius);
+  if (!switch_hessian.empty()) region.initial_hessian = std::move(switch_hessian);
   return trust_region(f, theta, region);
 }
 
@@ -116,6 +144,8 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
   int check_index = resume.checks;
   int last_check = resume.last_check;
   std::vector<double> ritz_vector = resume.ritz_vector;  // the last check's y_min: the next one's warm start
+  const bool dense = uses_dense_model(options, p);
+  std::vector<double> check_hessian;  // the last dense check's ∇²f(θ): the trust region's first model
   if (!ritz_vector.empty() && ritz_vector.size() != p)
     throw invalid_argument("hybrid_options.resume.ritz_vector: " + std::to_string(ritz_vector.size()) +
                            " values for " + std::to_string(p) + " parameters");
@@ -125,7 +155,9 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
     if (check_due(adam_phase.iterations, adam_phase.gradient_norm, last_check, options)) {
       try {
         result.lambda_trace.push_back(
-            estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index, ritz_vector));
+            dense ? dense_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, ritz_vector, check_hessian)
+                  : estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index,
+                                        ritz_vector));
       } catch (const stop_requested&) {  // the check is dropped: a resumed run makes it again
         adam_phase.status = optimizer_status::stopped;
         break;
@@ -147,7 +179,9 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
   if (switched) {
     result.switch_iteration = resume.switch_iteration >= 0 ? resume.switch_iteration : adam_phase.iterations;
     try {
-      result.second_order_phase = second_order_phase(f, adam_phase.theta, options, budget.left());
+      // A switch made in this run follows the check at this θ; a resumed one has no Hessian kept.
+      result.second_order_phase = second_order_phase(f, adam_phase.theta, options, budget.left(),
+                                                     resume.switch_iteration >= 0 ? std::vector<double>{} : check_hessian);
     } catch (const stop_requested&) {  // in its first evaluation: the continuation starts the phase again
       result.second_order_phase = stopped_at_start(adam_phase);
     }

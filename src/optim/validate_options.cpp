@@ -111,6 +111,9 @@ void validate(const trust_region_options& options) {
   if (!(options.expand_factor > 1) || !std::isfinite(options.expand_factor)) {
     fail("trust_region_options.expand_factor", "a finite number > 1", str(options.expand_factor));
   }
+  if (options.dense_model_dimension < 0) {
+    fail("trust_region_options.dense_model_dimension", "≥ 0", std::to_string(options.dense_model_dimension));
+  }
 }
 
 void validate(const adam_options& options) {

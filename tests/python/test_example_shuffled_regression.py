@@ -417,6 +417,27 @@ def test_device_segment_settings_continue_the_newest_n100000_segment():
         run.hybrid_resume(earlier, args)
 
 
+def test_driver_takes_the_dense_model(tmp_path):
+    """run.py --dense-model-dimension 10 (d_x·d_y = 10): the hybrid's checks are exact (residual 0, 10
+    products each) and the trust region's first step reuses the switch check's Hessian; a hybrid-only
+    setting, so merge.py joins it with an Adam run made without it."""
+    run = _load("run")
+    common = ["--n", "36", "--eps", "0.5", "--init-scale", "0", "--lr", "0.1", "--check-every", "5",
+              "--hybrid-adam-iters", "200", "--adam-iters", "10", "--tol", "1e-4", "--quiet", "--no-plots"]
+    run.main(common + ["--runs", "hybrid", "--dense-model-dimension", "10", "--out-dir", str(tmp_path / "h")])
+    report = json.loads((tmp_path / "h" / "shuffled_regression_n36.json").read_text())
+    hybrid = report["hybrid"]
+    assert report["config"]["dense_model_dimension"] == 10
+    assert hybrid["lambda_trace"] and all(s["residual"] == 0 and s["lanczos_steps"] == 10 for s in hybrid["lambda_trace"])
+    assert hybrid["lambda_trace"][0]["lambda_min"] < 0 < hybrid["lambda_trace"][-1]["lambda_min"]  # the escape
+    assert hybrid["switch_iteration"] == hybrid["lambda_trace"][-1]["iteration"] and hybrid["status"] == "converged"
+    assert hybrid["second_order_history"][0][3] == 0  # no product: the switch check's Hessian
+    run.main(common + ["--runs", "adam", "--out-dir", str(tmp_path / "a")])
+    merge = _load("merge")
+    joined = merge.merge(report, json.loads((tmp_path / "a" / "shuffled_regression_n36.json").read_text()))
+    assert joined["config"]["dense_model_dimension"] == 10
+
+
 def test_driver_takes_auto_relaxation(tmp_path):
     """run.py --relaxation auto: the library's adaptive over-relaxation for every solve, recorded."""
     run = _load("run")

@@ -64,6 +64,42 @@ def test_trust_region_leaves_a_saddle():
     assert any(step[5] for step in r.history)  # negative curvature met on the way
 
 
+def test_trust_region_dense_model_takes_the_exact_step():
+    """dense_model_dimension ≥ p: the Hessian by p products (H e_i) and the exact subproblem step — on a
+    quadratic with a large radius the Newton step, one iteration of p products; on Rosenbrock the
+    minimiser with p products per new iterate and none after a rejected step."""
+    rng = np.random.default_rng(3)
+    m = rng.normal(size=(6, 6))
+    a = m @ m.T / 6 + 0.1 * np.eye(6)
+    b = rng.normal(size=6)
+
+    def quadratic(t):
+        return 0.5 * t @ a @ t - b @ t, a @ t - b
+
+    r = fs.trust_region(quadratic, lambda t, v: a @ v, np.zeros(6), radius=1e3, tol=1e-10, dense_model_dimension=6)
+    assert r.iterations == 1 and r.evaluations[2] == 6
+    np.testing.assert_allclose(r.theta, np.linalg.solve(a, b), rtol=1e-10)
+    r = fs.trust_region(rosenbrock, rosenbrock_hvp, [-1.2, 1.0], tol=1e-10, dense_model_dimension=2)
+    assert r.status == "converged"
+    np.testing.assert_allclose(r.theta, [1.0, 1.0], atol=1e-8)
+    products = [step[3] for step in r.history]
+    accepted = [step[7] for step in r.history]
+    assert products == [2 if i == 0 or accepted[i - 1] else 0 for i in range(len(products))]
+    assert sum(products) == r.evaluations[2] and not all(accepted)
+
+
+def test_hybrid_dense_model_checks_exactly_and_reuses_the_switch_hessian():
+    r = fs.hybrid(double_well, double_well_hvp, [1e-3, 0.5], lr=0.05, check_every=5, tol=1e-10,
+                  dense_model_dimension=2)
+    assert r.status == "converged"
+    np.testing.assert_allclose(np.abs(r.theta), [1.0, 0.0], atol=1e-8)
+    # λ_min(∇²f) = min(3x² − 1, 1) at each check's x, exactly
+    assert all(s.residual == 0 and s.lanczos_steps == 2 and s.converged for s in r.lambda_trace)
+    assert r.lambda_trace[0].lambda_min == pytest.approx(3e-6 - 1, abs=1e-12)
+    assert r.lambda_trace[-1].lambda_min > 0 and r.second_order.history[0][3] == 0
+    assert r.evaluations[2] == 2 * len(r.lambda_trace) + sum(step[3] for step in r.second_order.history)
+
+
 def test_callback_errors_surface():
     def broken(theta):
         raise RuntimeError("broken gradient")

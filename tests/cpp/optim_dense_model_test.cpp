@@ -6,6 +6,7 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <iostream>
 #include <random>
 #include <vector>
 
@@ -175,6 +176,12 @@ TEST(DenseModelTrustRegion, RosenbrockAndSaddleWithProductsCounted) {
     }
     EXPECT_EQ(products, r.evaluations.hvps);
     EXPECT_GT(rejected, 0) << "p = " << p;  // the test must see a reuse
+    trust_region_options steihaug;
+    const optimizer_result cg =
+        trust_region(optim_testing::extended_rosenbrock(), optim_testing::rosenbrock_start(p), steihaug);
+    std::cout << "[ trust region ] extended Rosenbrock p = " << p << ": dense model " << r.iterations << " iterations ("
+              << rejected << " rejected), " << r.evaluations.hvps << " HVPs; Steihaug–Toint " << cg.iterations
+              << " iterations, " << cg.evaluations.hvps << " HVPs\n";
   }
   trust_region_options options;
   options.initial_radius = 0.5;

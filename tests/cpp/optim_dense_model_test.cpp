@@ -218,10 +218,7 @@ TEST(DenseModelTrustRegion, InitialHessianSavesTheFirstProducts) {
 // The hybrid with the dense model: exact checks (residual 0, p products, negative ones too), the
 // switch check's Hessian reused by the trust region's first step, the same end point.
 TEST(DenseModelHybrid, ExactChecksAndTheSwitchHessianReused) {
-  hybrid_options options;
-  options.adam.learning_rate = 0.05;
-  options.adam.max_iterations = 500;
-  options.check_every = 5;
+  hybrid_options options = optim_testing::saddle_hybrid_options();
   options.trust_region.dense_model_dimension = 2;
   const hybrid_result r = hybrid(optim_testing::saddle(), {0.5, 1e-3}, options);
   ASSERT_GE(r.lambda_trace.size(), 2u);

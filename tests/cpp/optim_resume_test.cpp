@@ -102,10 +102,7 @@ TEST(HybridResume, AContinuedRunSwitchesAtTheSameStepAndEndsAtTheSameMinimum) {
 // After the switch: a run cut in its trust-region phase by the iteration cap continues from θ with
 // the radius it had reached, without going back to Adam.
 TEST(HybridResume, AfterTheSwitchItContinuesTheTrustRegion) {
-  hybrid_options options;
-  options.adam.learning_rate = 0.05;
-  options.adam.max_iterations = 500;
-  options.check_every = 5;
+  hybrid_options options = optim_testing::saddle_hybrid_options();
   options.trust_region.max_iterations = 1;
   const hybrid_result first = hybrid(optim_testing::saddle(), {0.5, 1e-3}, options);
   ASSERT_GE(first.switch_iteration, 0);

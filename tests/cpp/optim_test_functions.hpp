@@ -19,6 +19,15 @@ inline flashsinkhorn::optim::adam_options adam_settings(int max_iterations) {
   return options;
 }
 
+// The hybrid on saddle() from (0.5, 1e-3): Adam lr 0.05 for at most 500 steps, λ_min checked every 5.
+inline flashsinkhorn::optim::hybrid_options saddle_hybrid_options() {
+  flashsinkhorn::optim::hybrid_options options;
+  options.adam.learning_rate = 0.05;
+  options.adam.max_iterations = 500;
+  options.check_every = 5;
+  return options;
+}
+
 using flashsinkhorn::optim::const_span;
 using flashsinkhorn::optim::mutable_span;
 using flashsinkhorn::optim::objective;

@@ -229,10 +229,11 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     schedule and warm start; after the switch, the second-order method from theta0 with the trust
     radius it had reached.
 
-    `dense_model_dimension` (with the trust region; see `trust_region`): with p ≤ it, each λ_min check
-    forms ∇²f(θ) by p products and reads its exact λ_min (residual 0, lanczos_steps p, no early
-    stop), and the check that decides the switch hands that Hessian to the trust region, whose first
-    step then makes no product. For few parameters, dear products and few checks (a gate)."""
+    `dense_model_dimension` (with the trust region; see `trust_region`): with p ≤ it, a λ_min check
+    stops after one or two Lanczos products when they already certify λ_min < −negative_tol, and
+    otherwise forms ∇²f(θ) in the basis they began (p products in all) and reads its exact λ_min
+    (residual 0, lanczos_steps p); the check that decides the switch hands that Hessian to the trust
+    region, whose first step then makes no product. For few parameters and dear products."""
     s = resume
     r = _core.hybrid(value, gradient, hvp, _vector(theta0), float(lr), float(beta1), float(beta2), int(adam_iters),
                      float(adam_tol), int(check_every), _or_infinity(check_gradient_norm), float(negative_tol),

@@ -37,15 +37,29 @@ const_span dense_model::eigenvector(int k) const {
 }
 
 dense_model form_dense_model(const hessian_product& hessian, int size) {
+  return form_dense_model_in_basis(hessian, size, {}, {});
+}
+
+dense_model form_dense_model_in_basis(const hessian_product& hessian, int size, std::vector<host_vector> basis,
+                                      std::vector<host_vector> products) {
   const auto p = static_cast<std::size_t>(size);
-  std::vector<double> matrix(p * p);
-  host_vector unit(p, 0.0), column(p);
-  for (std::size_t i = 0; i < p; ++i) {
-    unit[i] = 1;
-    hessian(unit, column);
-    unit[i] = 0;
-    for (std::size_t r = 0; r < p; ++r) matrix[r * p + i] = column[r];  // column i of M
+  for (std::size_t i = 0; i < p && basis.size() < p; ++i) {  // complete Q by Gram–Schmidt (twice) on e_i
+    host_vector v(p, 0.0);
+    v[i] = 1;
+    for (int pass = 0; pass < 2; ++pass)
+      for (const host_vector& q : basis) axpy(-dot(q, v), q, v);
+    const double length = norm2(v);
+    if (length < 1e-6) continue;  // e_i lies in the span so far: a later one completes it
+    scale(1 / length, v);
+    host_vector w(p);
+    hessian(v, w);
+    basis.push_back(std::move(v));
+    products.push_back(std::move(w));
   }
+  std::vector<double> matrix(p * p, 0.0);  // H = Σ_j w_j q_jᵀ
+  for (std::size_t j = 0; j < p; ++j)
+    for (std::size_t r = 0; r < p; ++r)
+      for (std::size_t c = 0; c < p; ++c) matrix[r * p + c] += products[j][r] * basis[j][c];
   for (double entry : matrix)
     if (!std::isfinite(entry)) throw error("dense model Hessian: a Hessian-vector product is not finite");
   return decompose(std::move(matrix), size);

@@ -28,6 +28,12 @@ struct dense_model {
 // ∇²f(θ) by `size` products with the unit vectors (the product's θ is the caller's).
 [[nodiscard]] dense_model form_dense_model(const hessian_product& hessian, int size);
 
+// The same in an orthonormal basis Q that begins with `basis` (orthonormal, their `products` H q_j
+// already made — a Lanczos run's first vectors): Q completed by Gram–Schmidt on the unit vectors, the
+// size − basis.size() products missing made, then H = W Qᵀ for W = HQ (QQᵀ = I), symmetrised.
+[[nodiscard]] dense_model form_dense_model_in_basis(const hessian_product& hessian, int size,
+                                                    std::vector<host_vector> basis, std::vector<host_vector> products);
+
 // The model of a given symmetric (size, size) row-major matrix; invalid_argument naming `field`
 // when it has another number of entries or a non-finite one.
 [[nodiscard]] dense_model dense_model_of(std::vector<double> hessian, int size, const char* field);

@@ -10,7 +10,8 @@
 #include "flashsinkhorn/error.hpp"
 
 #include "optim/adam_state.hpp"
-#include "optim/dense_model.hpp"
+#include "optim/dense_check.hpp"
+#include "optim/lanczos_start.hpp"
 #include "optim/evaluator.hpp"
 #include "optim/iteration_bookkeeping.hpp"
 #include "optim/validate_options.hpp"
@@ -21,10 +22,9 @@ namespace {
 // Weight of the random part of a warm Lanczos start (hybrid.hpp): lanczos_options::start_noise.
 constexpr double kWarmStartNoise = 1e-2;
 
-// λ_min(∇²f(θ)) by Lanczos, stopped early once certainly below −negative_tolerance; `ritz_vector`
-// (the last run's y_min, empty at first) is the warm start and receives this run's.
-lambda_sample estimate_lambda_min(detail::evaluator& evaluate, const_span theta, const hybrid_options& options,
-                                  int adam_steps, int check_index, std::vector<double>& ritz_vector) {
+// A check's Lanczos settings: smallest, stopped below −negative_tolerance, seeded by the check's
+// index, warm from `ritz_vector` (the last check's y_min; empty at first) when warm_lanczos.
+lanczos_options check_lanczos(const hybrid_options& options, int check_index, const std::vector<double>& ritz_vector) {
   lanczos_options lanczos = options.lanczos;
   lanczos.target = lanczos_target::smallest;
   lanczos.stop_below = -options.negative_tolerance;
@@ -33,6 +33,14 @@ lambda_sample estimate_lambda_min(detail::evaluator& evaluate, const_span theta,
     lanczos.start = ritz_vector;
     lanczos.start_noise = kWarmStartNoise;
   }
+  return lanczos;
+}
+
+// λ_min(∇²f(θ)) by Lanczos, stopped early once certainly below −negative_tolerance; `ritz_vector`
+// (the last run's y_min, empty at first) is the warm start and receives this run's.
+lambda_sample estimate_lambda_min(detail::evaluator& evaluate, const_span theta, const hybrid_options& options,
+                                  int adam_steps, int check_index, std::vector<double>& ritz_vector) {
+  const lanczos_options lanczos = check_lanczos(options, check_index, ritz_vector);
   const symmetric_operator hessian = [&](const_span v, mutable_span product) { evaluate.hvp(theta, v, product); };
   lanczos_result estimate = lanczos_extremes(hessian, static_cast<int>(theta.size()), lanczos);
   ritz_vector = std::move(estimate.ritz_vector_min);
@@ -47,23 +55,26 @@ lambda_sample estimate_lambda_min(detail::evaluator& evaluate, const_span theta,
   return sample;
 }
 
-// The check with the dense model (hybrid.hpp): ∇²f(θ) by p products, its exact λ_min (residual 0,
-// never stopped early); `ritz_vector` receives its eigenvector and `hessian` the matrix, which the
-// trust region starts from when this check decides the switch.
+// The check with the dense model (hybrid.hpp, dense_check.hpp): one or two Lanczos products certify
+// a clearly negative λ_min; otherwise ∇²f(θ) by p products in all and its exact λ_min (residual 0),
+// whose matrix `hessian` receives — the trust region's first model when this check decides the
+// switch (emptied by a certified check). `ritz_vector`: the warm start, then this check's y_min.
 lambda_sample dense_lambda_min(detail::evaluator& evaluate, const_span theta, const hybrid_options& options,
-                               int adam_steps, std::vector<double>& ritz_vector, std::vector<double>& hessian) {
+                               int adam_steps, int check_index, std::vector<double>& ritz_vector,
+                               std::vector<double>& hessian) {
   const detail::hessian_product product = [&](const_span v, mutable_span out) { evaluate.hvp(theta, v, out); };
-  detail::dense_model model = detail::form_dense_model(product, static_cast<int>(theta.size()));
-  const const_span bottom = model.eigenvector(0);
-  ritz_vector.assign(bottom.begin(), bottom.end());
-  hessian = std::move(model.hessian);
+  const int p = static_cast<int>(theta.size());
+  detail::dense_check_outcome check = detail::dense_check(
+      product, detail::lanczos_start_vector(check_lanczos(options, check_index, ritz_vector), p), options.negative_tolerance);
+  ritz_vector = std::move(check.ritz_vector);
+  hessian = std::move(check.model.hessian);
   lambda_sample sample;
   sample.iteration = adam_steps;
-  sample.lambda_min = model.lambda_min();
-  sample.residual = 0;
-  sample.lanczos_steps = model.size;
-  sample.converged = true;
-  sample.certified_negative = sample.lambda_min < -options.negative_tolerance;
+  sample.lambda_min = check.lambda_min;
+  sample.residual = check.residual;
+  sample.lanczos_steps = check.products;
+  sample.converged = !check.model.empty();  // exact; a certified one stopped early, as Lanczos' does
+  sample.certified_negative = check.certified_negative;
   return sample;
 }
 
@@ -155,7 +166,8 @@ hybrid_result hybrid(const objective& f, std::vector<double> theta0, const hybri
     if (check_due(adam_phase.iterations, adam_phase.gradient_norm, last_check, options)) {
       try {
         result.lambda_trace.push_back(
-            dense ? dense_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, ritz_vector, check_hessian)
+            dense ? dense_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index,
+                                     ritz_vector, check_hessian)
                   : estimate_lambda_min(evaluate, adam_phase.theta, options, adam_phase.iterations, check_index,
                                         ritz_vector));
       } catch (const stop_requested&) {  // the check is dropped: a resumed run makes it again

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "flashsinkhorn/error.hpp"
+#include "optim/lanczos_start.hpp"
 #include "optim/validate_options.hpp"
 #include "optim/vector_ops.hpp"
 
@@ -26,16 +27,6 @@ detail::host_vector unit_gaussian_vector(std::uint64_t seed, int dimension) {
   return r;
 }
 
-// q₁: the random start, or the given one plus start_noise times a random unit vector (lanczos.hpp).
-detail::host_vector unit_start_vector(const lanczos_options& options, int dimension) {
-  if (options.start.empty()) return unit_gaussian_vector(options.seed, dimension);
-  detail::host_vector q(options.start);
-  detail::scale(1 / detail::norm2(q), q);
-  if (options.start_noise > 0) detail::axpy(options.start_noise, unit_gaussian_vector(options.seed, dimension), q);
-  detail::scale(1 / detail::norm2(q), q);
-  return q;
-}
-
 // w ← w − Q(Qᵀw), twice (CGS2). Returns the coefficient of the last basis vector removed in total
 // (the roundoff correction of α_j).
 double reorthogonalise(const std::vector<detail::host_vector>& basis, detail::host_vector& w) {
@@ -52,6 +43,16 @@ double reorthogonalise(const std::vector<detail::host_vector>& basis, detail::ho
 
 }  // namespace
 
+// q₁: the random start, or the given one plus start_noise times a random unit vector (lanczos.hpp).
+detail::host_vector detail::lanczos_start_vector(const lanczos_options& options, int dimension) {
+  if (options.start.empty()) return unit_gaussian_vector(options.seed, dimension);
+  detail::host_vector q(options.start);
+  detail::scale(1 / detail::norm2(q), q);
+  if (options.start_noise > 0) detail::axpy(options.start_noise, unit_gaussian_vector(options.seed, dimension), q);
+  detail::scale(1 / detail::norm2(q), q);
+  return q;
+}
+
 lanczos_result lanczos_extremes(const symmetric_operator& apply, int dimension, const lanczos_options& options) {
   detail::validate(options, dimension);
   if (!apply) throw invalid_argument("lanczos_extremes: the operator is empty");
@@ -61,7 +62,7 @@ lanczos_result lanczos_extremes(const symmetric_operator& apply, int dimension, 
   std::vector<detail::host_vector> basis;  // q_1 … q_j, each (p,)
   std::vector<double> alpha;               // diagonal of T_j
   std::vector<double> beta;                // sub-diagonal of T_j, then β_j
-  detail::host_vector q = unit_start_vector(options, dimension);
+  detail::host_vector q = detail::lanczos_start_vector(options, dimension);
   detail::host_vector w(p);
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ritz;
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "flashsinkhorn/error.hpp"
+#include "optim/dense_check.hpp"
 #include "optim/dense_model.hpp"
 #include "optim/trust_region_exact.hpp"
 #include "optim_test_functions.hpp"
@@ -215,21 +216,30 @@ TEST(DenseModelTrustRegion, InitialHessianSavesTheFirstProducts) {
   EXPECT_THROW((void)trust_region(optim_testing::saddle(), {1e-8, 1e-6}, options), flashsinkhorn::invalid_argument);
 }
 
-// The hybrid with the dense model: exact checks (residual 0, p products, negative ones too), the
-// switch check's Hessian reused by the trust region's first step, the same end point.
-TEST(DenseModelHybrid, ExactChecksAndTheSwitchHessianReused) {
+// The hybrid with the dense model: a check in clearly negative curvature certified by one or two
+// Lanczos products (its Ritz value bounds λ_min from above), the others exact (p products, residual
+// 0), the switch check's Hessian reused by the trust region's first step, the same end point.
+TEST(DenseModelHybrid, CheapNegativeChecksExactOthersAndTheSwitchHessianReused) {
   hybrid_options options = optim_testing::saddle_hybrid_options();
   options.trust_region.dense_model_dimension = 2;
   const hybrid_result r = hybrid(optim_testing::saddle(), {0.5, 1e-3}, options);
   ASSERT_GE(r.lambda_trace.size(), 2u);
+  int products = 0;
   for (const auto& sample : r.lambda_trace) {
-    EXPECT_EQ(sample.lanczos_steps, 2);
-    EXPECT_EQ(sample.residual, 0);
-    EXPECT_TRUE(sample.converged);
-    // λ_min(∇²f) = min(2, 3y² − 2) exactly, y = θ₁ at that step
+    products += sample.lanczos_steps;
+    if (sample.certified_negative && !sample.converged) {  // certified early
+      EXPECT_LE(sample.lanczos_steps, 2);
+      EXPECT_LT(sample.lambda_min, -options.negative_tolerance);
+    } else {
+      EXPECT_EQ(sample.lanczos_steps, 2);
+      EXPECT_EQ(sample.residual, 0);
+      EXPECT_TRUE(sample.converged);
+    }
   }
-  EXPECT_NEAR(r.lambda_trace.front().lambda_min, 3e-6 - 2, 1e-12);
+  // at (0.5, 1e-3) ∇²f = diag(2, 3e-6 − 2): the first check certifies λ_min < 0 with a Ritz value ≥ λ_min
   EXPECT_TRUE(r.lambda_trace.front().certified_negative);
+  EXPECT_GE(r.lambda_trace.front().lambda_min, 3e-6 - 2 - 1e-12);
+  EXPECT_NEAR(r.lambda_trace.back().lambda_min, 3 * std::pow(r.adam_phase.theta[1], 2) - 2, 1e-12);  // exact
   EXPECT_GT(r.lambda_trace.back().lambda_min, 0);
   EXPECT_EQ(r.status, optimizer_status::converged);
   EXPECT_NEAR(r.theta[1], std::sqrt(2.0), 1e-8);
@@ -239,7 +249,37 @@ TEST(DenseModelHybrid, ExactChecksAndTheSwitchHessianReused) {
   int trust_products = 0;
   for (const auto& step : history) trust_products += step.cg_iterations;
   EXPECT_EQ(r.second_order_phase.evaluations.hvps, trust_products);
-  EXPECT_EQ(r.evaluations.hvps, 2 * static_cast<int>(r.lambda_trace.size()) + trust_products);
+  EXPECT_EQ(r.evaluations.hvps, products + trust_products);
+}
+
+// The dense check itself: on diag(−3, 1, 2, 5) from a start with a part along e₁ one product
+// certifies (α₁ < −τ); on a definite matrix it forms the Hessian in the basis its two Lanczos steps
+// began — p products in all, the exact λ_min and matrix.
+TEST(DenseModel, CheckCertifiesCheaplyOrFormsTheHessianInItsLanczosBasis) {
+  int products = 0;
+  const dense_symmetric negative{4, {-3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 5}};
+  const auto counting = [&products](const dense_symmetric& a) {
+    return detail::hessian_product([&products, a](optim_testing::const_span v, optim_testing::mutable_span out) {
+      ++products;
+      a.apply(v, out);
+    });
+  };
+  const detail::dense_check_outcome certified = detail::dense_check(counting(negative), {0.8, 0.6, 0, 0}, 0.05);
+  EXPECT_TRUE(certified.certified_negative);
+  EXPECT_EQ(certified.products, 1);
+  EXPECT_EQ(products, 1);
+  EXPECT_NEAR(certified.lambda_min, 0.64 * -3 + 0.36 * 1, 1e-15);
+  EXPECT_TRUE(certified.model.empty());
+
+  products = 0;
+  const dense_symmetric definite = optim_testing::random_spd(6, 0.3, 21);
+  const detail::dense_check_outcome exact = detail::dense_check(counting(definite), {0.5, 0.5, 0.5, 0.5, 0, 0}, 0.05);
+  EXPECT_FALSE(exact.certified_negative);
+  EXPECT_EQ(exact.products, 6);
+  EXPECT_EQ(products, 6);
+  for (std::size_t k = 0; k < definite.values.size(); ++k) EXPECT_NEAR(exact.model.hessian[k], definite.values[k], 1e-12);
+  EXPECT_NEAR(exact.lambda_min, model_of(definite).lambda_min(), 1e-12);
+  EXPECT_EQ(exact.residual, 0);
 }
 
 }  // namespace

@@ -418,8 +418,9 @@ def test_device_segment_settings_continue_the_newest_n100000_segment():
 
 
 def test_driver_takes_the_dense_model(tmp_path):
-    """run.py --dense-model-dimension 10 (d_x·d_y = 10): the hybrid's checks are exact (residual 0, 10
-    products each) and the trust region's first step reuses the switch check's Hessian; a hybrid-only
+    """run.py --dense-model-dimension 10 (d_x·d_y = 10): the hybrid's check at W0 certified negative by
+    1–2 products, a later negative one either so or exactly (10 products), the switch check exact (10 products, residual 0), whose Hessian the trust region's first
+    step reuses; a hybrid-only
     setting, so merge.py joins it with an Adam run made without it."""
     run = _load("run")
     common = ["--n", "36", "--eps", "0.5", "--init-scale", "0", "--lr", "0.1", "--check-every", "5",
@@ -428,7 +429,10 @@ def test_driver_takes_the_dense_model(tmp_path):
     report = json.loads((tmp_path / "h" / "shuffled_regression_n36.json").read_text())
     hybrid = report["hybrid"]
     assert report["config"]["dense_model_dimension"] == 10
-    assert hybrid["lambda_trace"] and all(s["residual"] == 0 and s["lanczos_steps"] == 10 for s in hybrid["lambda_trace"])
+    trace = hybrid["lambda_trace"]
+    assert trace[0]["certified_negative"] and trace[0]["lanczos_steps"] <= 2  # clearly negative at W0: cheap
+    assert all(s["certified_negative"] and s["lanczos_steps"] in (1, 2, 10) for s in trace[:-1])
+    assert trace[-1]["residual"] == 0 and trace[-1]["lanczos_steps"] == 10  # the exact switch check
     assert hybrid["lambda_trace"][0]["lambda_min"] < 0 < hybrid["lambda_trace"][-1]["lambda_min"]  # the escape
     assert hybrid["switch_iteration"] == hybrid["lambda_trace"][-1]["iteration"] and hybrid["status"] == "converged"
     assert hybrid["second_order_history"][0][3] == 0  # no product: the switch check's Hessian

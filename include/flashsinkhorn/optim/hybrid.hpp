@@ -24,11 +24,11 @@
 // and the next ones `check_every` steps after the last; until then the run is Adam alone, step for
 // step.
 // Dense model (second-order trust region with trust_region.dense_model_dimension ≥ p): each check
-// forms ∇²f(θ) by p products and reads its exact λ_min (residual 0, never stopped early, the
-// eigenvector as the next warm start — unused then); the check that decides the switch hands that
-// Hessian to the trust region, whose first step then costs no product. For few parameters whose
-// products are dear, and checks that are few (the gate); frequent checks in a region of clearly
-// negative curvature cost p products each where warm Lanczos certifies with one or two.
+// begins as Lanczos does (the same warm or random q₁) and stops after one or two products if a Ritz
+// value already certifies λ_min < −negative_tolerance; otherwise it forms ∇²f(θ) in the basis those
+// steps began, p products in all, and reads its exact λ_min (residual 0; its eigenvector is the next
+// warm start). The check that decides the switch hands that Hessian to the trust region, whose first
+// step then costs no product (dense_check.hpp).
 #pragma once
 
 #include <limits>

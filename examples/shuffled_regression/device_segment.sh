@@ -34,7 +34,7 @@ deadline="${DEADLINE:-540}"
 margin="${MARGIN:-90}"
 args="${REGRESSION_ARGS:---device cuda --init-scale 0 --relaxation auto --forcing 1e-3 --check-every 200 --check-gradient-norm 0.1 \
 --negative-tol 0.05 --switch-threshold -0.05 --hybrid-adam-iters 20000 --adam-iters 20000 --sinkhorn-tol 2e-4 \
---tol 3e-3 --precision fp32 --warm-trials --refine-iters 300 --hvp-tol 1e-4 --forcing-max 0.01 --dense-model-dimension 10 --quiet}"
+--tol 3e-3 --precision fp32 --warm-trials --refine-iters 300 --hvp-tol 1e-4 --forcing-max 0.01 --dense-model-dimension 10 --check-at-start --quiet}"
 log="$out/segment.log"
 mkdir -p "$out"
 

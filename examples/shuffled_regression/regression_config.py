@@ -11,7 +11,7 @@ PER_CALL = {"runs", "out_dir", "budget_seconds", "quiet", "no_plots", "resume"}
 # runs the same whatever they are, so a hybrid made later with other values still joins that Adam run.
 HYBRID_ONLY = {"check_every", "check_gradient_norm", "negative_tol", "switch_threshold", "hybrid_adam_iters",
                "second_order", "radius", "forcing_max", "warm_trials", "refine_iters", "hvp_tol",
-               "dense_model_dimension"}
+               "dense_model_dimension", "check_at_start"}
 # Iteration caps: a resumed segment may raise them (the caps count the steps of all segments).
 CAPS = {"adam_iters", "hybrid_adam_iters"}
 

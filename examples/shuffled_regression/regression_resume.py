@@ -39,13 +39,16 @@ def start_of(trace: dict) -> tuple[np.ndarray, dict, float]:
     return np.asarray(trace["final_theta"], dtype=np.float64), trace["state"], min(trace["gradient_norm"])
 
 
-def hybrid_after_adam(adam: dict, gate: float) -> dict:
+def hybrid_after_adam(adam: dict, gate: float, check_at_start: bool = False) -> dict:
     """An Adam-alone trace as the first segment of a hybrid with the gradient gate `gate` (fs.hybrid's
     check_gradient_norm): gated, the hybrid makes no λ_min check before its first step with ‖∇L‖ ≤ gate
     and is Adam alone step for step until then (optim_hybrid_gate_test), so an Adam run none of whose
-    steps met the gate is where that hybrid would be. ValueError when one did (or without a gate)."""
+    steps met the gate is where that hybrid would be. ValueError when one did (or without a gate, or
+    with `check_at_start`: that hybrid checked at W0, which Adam alone did not)."""
     if not math.isfinite(gate):
         raise ValueError("a hybrid continues an Adam-alone run only with a gradient gate (--check-gradient-norm)")
+    if check_at_start:
+        raise ValueError("the hybrid checks λ_min at W0 (--check-at-start), which Adam alone did not")
     start_of(adam)  # resumable
     norms = adam["gradient_norm"][:-1]  # the last is where the continuation starts: its check is the hybrid's
     inside = next((k for k, g in enumerate(norms) if g <= gate), None)

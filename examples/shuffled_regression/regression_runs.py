@@ -33,11 +33,12 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
                iters: int | None = None, lanczos_steps: int = 50, lanczos_tol: float = 1e-4, seed: int = 0,
                negative_tol: float = 1e-6, switch_threshold: float = 0.0, max_seconds: float | None = None,
                warm_trials: bool = False, resume: dict | None = None, potentials: dict | None = None,
-               dense_model_dimension: int = 0) -> dict:
+               dense_model_dimension: int = 0, check_at_start: bool = False) -> dict:
     """fs.hybrid on the loss; `max_seconds` is the library's wall-time budget (status 'time_limit', the
     λ_min trace kept); `check_gradient_norm`: the checks' gradient gate (None: none); `warm_trials`: the second-order method's trial points by loss.value (warm from
     the iterate), else by a gradient evaluation each; `dense_model_dimension`: fs.hybrid's (d_x·d_y ≤ it:
-    exact checks and trust-region steps on the Hessian formed by d_x·d_y products). `resume`: an earlier segment's trace of this run
+    exact checks and trust-region steps on the Hessian formed by d_x·d_y products); `check_at_start`:
+    fs.hybrid's (a check at W0 whatever the gate). `resume`: an earlier segment's trace of this run
     (regression_resume), continued from its state and joined to it; `potentials`: that segment's last
     solve (ShuffledRegressionLoss.potentials_at), the continuation's warm start."""
     loss.reset()
@@ -54,7 +55,7 @@ def run_hybrid(loss: ShuffledRegressionLoss, w0: np.ndarray, w_star: np.ndarray,
                       second_order=second_order, radius=radius, forcing_max=forcing_max, iters=iters,
                       lanczos_steps=lanczos_steps, lanczos_tol=lanczos_tol, seed=seed, negative_tol=negative_tol,
                       switch_threshold=switch_threshold, max_seconds=max_seconds, resume=state,
-                      dense_model_dimension=dense_model_dimension)
+                      dense_model_dimension=dense_model_dimension, check_at_start=check_at_start)
         summary = dict(status=r.status, switch_iteration=r.switch_iteration,
                        lambda_trace=[s._asdict() for s in r.lambda_trace],
                        adam_iterations=r.adam.iterations,

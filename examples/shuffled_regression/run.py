@@ -67,6 +67,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="the hybrid's dense model when d_x·d_y ≤ this: each λ_min check and trust-region "
                         "iterate forms the Hessian by d_x·d_y products (exact λ_min, exact steps, the switch "
                         "check's Hessian reused); 0: Lanczos and Steihaug–Toint CG")
+    p.add_argument("--check-at-start", action="store_true",
+                   help="the hybrid also checks λ_min at W0 whatever --check-gradient-norm (the starting "
+                        "curvature on record); a hybrid so set cannot continue an Adam-alone run")
     p.add_argument("--tol", type=float, default=1e-3, help="stop at ‖∇_W L‖ ≤ tol (both runs)")
     p.add_argument("--rtol", type=float, default=1e-3, help="loss target L_hybrid_final·(1 + rtol)")
     p.add_argument("--sinkhorn-tol", type=float, default=1e-5, help="L1 marginal error of every solve")
@@ -138,6 +141,7 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
                             radius=args.radius, negative_tol=args.negative_tol,
                             switch_threshold=args.switch_threshold, max_seconds=budget,
                             warm_trials=args.warm_trials, dense_model_dimension=args.dense_model_dimension,
+                            check_at_start=args.check_at_start,
                             resume=hybrid_resume(earlier, args),
                             potentials=load_potentials(args, n, "hybrid" if earlier and "hybrid" in earlier else "adam"))
         log(f"  {hybrid['status']}: switch after {hybrid['switch_iteration']} Adam steps, "
@@ -223,7 +227,7 @@ def hybrid_resume(earlier: dict | None, args: argparse.Namespace) -> dict | None
     if "hybrid" in earlier:
         return earlier["hybrid"]
     try:
-        return hybrid_after_adam(earlier["adam"], args.check_gradient_norm)
+        return hybrid_after_adam(earlier["adam"], args.check_gradient_norm, args.check_at_start)
     except (KeyError, ValueError) as why:
         sys.exit(f"run.py: --resume {args.resume}: no hybrid run to continue: {why}")
 

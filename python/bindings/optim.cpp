@@ -207,8 +207,9 @@ void bind_optimizers(nb::module_& m) {
          double forcing_maximum, int lanczos_steps, double lanczos_tolerance, bool warm_lanczos, std::uint64_t seed,
          double max_seconds, std::vector<double> resume_first, std::vector<double> resume_second, int resume_steps,
          std::vector<double> resume_ritz_vector, int resume_checks, int resume_last_check,
-         int resume_switch_iteration, double resume_trust_radius, int dense_model_dimension) {
+         int resume_switch_iteration, double resume_trust_radius, int dense_model_dimension, bool check_at_start) {
         optim::hybrid_options o;
+        o.check_at_start = check_at_start;
         o.trust_region.dense_model_dimension = dense_model_dimension;
         o.resume.adam = {std::move(resume_first), std::move(resume_second), resume_steps};
         o.resume.ritz_vector = std::move(resume_ritz_vector);
@@ -276,7 +277,7 @@ void bind_optimizers(nb::module_& m) {
       "resume_first"_a,
       "resume_second"_a, "resume_steps"_a, "resume_ritz_vector"_a, "resume_checks"_a, "resume_last_check"_a,
       "resume_switch_iteration"_a,
-      "resume_trust_radius"_a, "dense_model_dimension"_a,
+      "resume_trust_radius"_a, "dense_model_dimension"_a, "check_at_start"_a,
       "flashsinkhorn::optim::hybrid (Adam while λ_min(∇²f) ≤ threshold, then trust region or Newton-CG).");
 }
 

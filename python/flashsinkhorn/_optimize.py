@@ -194,7 +194,8 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
            second_order: str = "trust_region", tol: float = 1e-8, iters: int | None = None, cg_iters: int = 500,
            radius: float = 1.0, forcing_max: float = 0.9, lanczos_steps: int = 50, lanczos_tol: float = 1e-4,
            warm_lanczos: bool = True, seed: int = 0, max_seconds: float | None = None,
-           resume: HybridState | None = None, dense_model_dimension: int = 0) -> HybridResult:
+           resume: HybridState | None = None, dense_model_dimension: int = 0,
+           check_at_start: bool = False) -> HybridResult:
     """Adam while the Hessian has negative curvature, a second-order method once it is positive definite.
 
     Policy (flashsinkhorn::optim::hybrid, docs/optimizers.md): at θ_0 and after every `check_every`
@@ -202,7 +203,9 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
     ≤ lanczos_tol·max|θ|, stopped early once a Ritz value is below −negative_tol: then λ_min < 0 is
     certain); with `check_gradient_norm` (None: no gate) only where ‖∇f(θ)‖ ≤ it — the first check at the
     first step inside the gate, the next ones check_every steps after the last, Adam alone until then
-    (a check far from a stationary point can cost more than the Adam steps it could save).
+    (a check far from a stationary point can cost more than the Adam steps it could save);
+    `check_at_start` adds a check at θ_0 whatever the gate (the starting curvature on record; the next
+    check is then due check_every steps on), which a continuation past step 0 never makes.
     Adam continues while λ_min ≤ switch_threshold; once a converged estimate has
     θ_min − residual > switch_threshold, `second_order` ('trust_region', Steihaug–Toint CG with
     initial radius `radius`, or 'newton', Newton-CG) runs from there until ‖∇f‖ ≤ tol or `iters`
@@ -245,7 +248,7 @@ def hybrid(gradient: Callable[[np.ndarray], tuple], hvp: Callable[[np.ndarray, n
                      0 if s is None else int(s.adam.steps), [] if s is None else _vector(s.ritz_vector),
                      0 if s is None else int(s.checks), -1 if s is None else int(s.last_check),
                      -1 if s is None else int(s.switch_iteration),
-                     0.0 if s is None else float(s.trust_radius), int(dense_model_dimension))
+                     0.0 if s is None else float(s.trust_radius), int(dense_model_dimension), bool(check_at_start))
     state = r["state"]
     r["state"] = HybridState(AdamState(state["adam"]["first"], state["adam"]["second"], state["adam"]["steps"]),
                              state["ritz_vector"], state["checks"], state["switch_iteration"], state["trust_radius"],

@@ -123,6 +123,7 @@ optimizer_result stopped_at_start(const optimizer_result& adam_phase) {
 // checks fall on the multiples of check_every (step 0 included); a run stopped after a check but
 // before its Adam step resumes without repeating it.
 bool check_due(int iterations, double gradient_norm, int last_check, const hybrid_options& options) {
+  if (options.check_at_start && iterations == 0 && last_check < 0) return true;  // θ_0, whatever the gate
   return gradient_norm <= options.check_gradient_norm &&
          (last_check < 0 || iterations - last_check >= options.check_every);
 }

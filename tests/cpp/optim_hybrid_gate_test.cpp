@@ -109,6 +109,29 @@ TEST(HybridGate, ContinuesAnAdamRunThatNeverMetTheGate) {
   EXPECT_EQ(continued.state.last_check, whole.state.last_check);
 }
 
+// check_at_start: one more check at θ_0, outside the gate (the saddle's λ_min < 0 on record, certified
+// early), then the gated schedule from there — the next check check_every steps on inside the gate —
+// and the gated run's switch and end point.
+TEST(HybridGate, CheckAtStartRecordsTheStartingCurvature) {
+  const std::vector<double> norms = adam_gradient_norms(60);
+  ASSERT_GT(norms[0], kGate);  // θ_0 is outside the gate
+  const hybrid_result plain = hybrid(optim_testing::saddle(), kStart, gated());
+  hybrid_options options = gated();
+  options.check_at_start = true;
+  const hybrid_result r = hybrid(optim_testing::saddle(), kStart, options);
+  ASSERT_GE(r.lambda_trace.size(), 2u);
+  EXPECT_EQ(r.lambda_trace[0].iteration, 0);
+  EXPECT_TRUE(r.lambda_trace[0].certified_negative);
+  EXPECT_LT(r.lambda_trace[0].lambda_min, 0);
+  EXPECT_LE(r.lambda_trace[0].lanczos_steps, 2);  // p = 2: Lanczos is exact after two products
+  int next = kCheckEvery;  // the first step check_every on inside the gate
+  while (norms[static_cast<std::size_t>(next)] > kGate) ++next;
+  EXPECT_EQ(r.lambda_trace[1].iteration, next);
+  EXPECT_EQ(r.switch_iteration, plain.switch_iteration);
+  EXPECT_EQ(r.status, optimizer_status::converged);
+  EXPECT_NEAR(r.theta[1], plain.theta[1], 1e-10);
+}
+
 TEST(HybridGate, RefusesANonPositiveGateAndALastCheckAfterTheSteps) {
   for (const double gate : {0.0, -1.0, std::nan("")}) {
     EXPECT_THROW((void)hybrid(optim_testing::saddle(), kStart, gated(gate)), flashsinkhorn::invalid_argument)

@@ -410,9 +410,13 @@ def test_device_segment_settings_continue_the_newest_n100000_segment():
     potentials = run.load_potentials(args, 100000, "adam")
     np.testing.assert_allclose(potentials["z"], data.x @ np.reshape(earlier["adam"]["final_theta"], (5, 2)), atol=1e-3)
     assert np.isfinite(potentials["f"]).all() and np.isfinite(potentials["g"]).all()
-    # the gated hybrid (--check-gradient-norm 0.1) would have checked λ_min at Adam's step 742: refused
+    # the hybrid of these settings checks at W0 (--check-at-start), which Adam alone did not: refused;
+    # without it, the gate (--check-gradient-norm 0.1) would have checked at Adam's step 742: refused too
     args.runs = ["hybrid"]
     earlier = run.previous_report(args, 100000, run.config_of(100000, args, data, w0) | device)
+    with pytest.raises(SystemExit, match="check-at-start"):
+        run.hybrid_resume(earlier, args)
+    args.check_at_start = False
     with pytest.raises(SystemExit, match="step 742"):
         run.hybrid_resume(earlier, args)
 
@@ -440,6 +444,24 @@ def test_driver_takes_the_dense_model(tmp_path):
     merge = _load("merge")
     joined = merge.merge(report, json.loads((tmp_path / "a" / "shuffled_regression_n36.json").read_text()))
     assert joined["config"]["dense_model_dimension"] == 10
+
+
+def test_driver_checks_at_start_under_a_gate(tmp_path):
+    """run.py --check-gradient-norm G --check-at-start: a check at W0 (λ_min < 0 there) although
+    ‖∇L(W0)‖ > G, the next ones inside the gate; such a hybrid does not continue an Adam-alone run."""
+    run = _load("run")
+    resume = _load("regression_resume")
+    run.main(["--n", "36", "--eps", "0.5", "--init-scale", "0", "--lr", "0.1", "--check-every", "5",
+              "--check-gradient-norm", "0.5", "--check-at-start", "--hybrid-adam-iters", "200", "--tol", "1e-4",
+              "--runs", "hybrid", "--quiet", "--no-plots", "--out-dir", str(tmp_path)])
+    report = json.loads((tmp_path / "shuffled_regression_n36.json").read_text())
+    hybrid = report["hybrid"]
+    first = hybrid["lambda_trace"][0]
+    assert report["config"]["check_at_start"] and first["iteration"] == 0 and first["lambda_min"] < 0
+    assert hybrid["gradient_norm"][0] > 0.5  # outside the gate
+    assert all(hybrid["gradient_norm"][s["iteration"]] <= 0.5 for s in hybrid["lambda_trace"][1:])
+    with pytest.raises(ValueError, match="check-at-start"):
+        resume.hybrid_after_adam({"gradient_norm": [2.0, 1.0]}, 0.5, check_at_start=True)
 
 
 def test_driver_takes_auto_relaxation(tmp_path):

@@ -305,6 +305,19 @@ def test_a_gated_hybrid_is_adam_alone_until_its_gate_and_continues_an_adam_run()
     assert fs.HybridState.from_dict(older).last_check == -1
 
 
+def test_a_gated_hybrid_checks_at_start_when_asked():
+    """check_at_start: a check at θ_0 outside the gate (λ_min = −1 at the double well's saddle side),
+    then the gated schedule; the same switch and end point as without it."""
+    kwargs = dict(lr=0.05, check_every=5, tol=1e-10, check_gradient_norm=0.05)
+    plain = fs.hybrid(double_well, double_well_hvp, [1e-3, 0.5], **kwargs)
+    r = fs.hybrid(double_well, double_well_hvp, [1e-3, 0.5], check_at_start=True, **kwargs)
+    assert plain.lambda_trace[0].iteration > 0  # the gate keeps θ_0 out
+    first = r.lambda_trace[0]
+    assert first.iteration == 0 and first.certified_negative and first.lambda_min < 0
+    assert r.lambda_trace[1].iteration >= 5 and r.switch_iteration == plain.switch_iteration
+    np.testing.assert_allclose(r.theta, plain.theta, atol=1e-10)
+
+
 def test_hybrid_forcing_max_asks_for_near_exact_newton_steps():
     """A convex quadratic (the hybrid switches at once): with forcing_max tiny the trust region's inner CG
     solves H s = −g exactly and one step lands on the minimiser; the default (η ≤ 0.9) takes more."""

@@ -75,6 +75,10 @@ struct hybrid_options {
   int check_every = 10;              // Adam steps between λ_min estimates; ≥ 1
   // Checks only where ‖∇f(θ)‖ ≤ this (the gradient gate, above); > 0, +∞: every check_every steps.
   double check_gradient_norm = std::numeric_limits<double>::infinity();
+  // Also check at θ_0 (Adam step 0) whatever ‖∇f(θ_0)‖: the starting curvature on record (a saddle's
+  // λ_min < 0, certified by a product or two) under a gate that would skip it. The next check is then
+  // due check_every steps on, inside the gate. A continuation past step 0 never makes it.
+  bool check_at_start = false;
   // Wall-time budget of the whole run (Adam, the λ_min checks, the second-order phase, which gets what
   // is left); each phase's own max_seconds applies too. > 0 (+∞: none). A run it stops ends with
   // status time_limit and keeps its trace.

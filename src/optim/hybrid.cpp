@@ -11,9 +11,9 @@
 
 #include "optim/adam_state.hpp"
 #include "optim/dense_check.hpp"
-#include "optim/lanczos_start.hpp"
 #include "optim/evaluator.hpp"
 #include "optim/iteration_bookkeeping.hpp"
+#include "optim/lanczos_start.hpp"
 #include "optim/validate_options.hpp"
 
 namespace flashsinkhorn::optim {

@@ -4,7 +4,8 @@
 # run.py --runs RUN for what is left of DEADLINE seconds, continuing RESUME_DIR when given, and packs
 # the report under $OUT. From the repository root:
 #   examples/shuffled_regression/device_segment.sh adam 100000 [RESUME_DIR]
-#   (hybrid with an Adam-alone RESUME_DIR: the gated hybrid continues that run, run.py --check-gradient-norm)
+#   (hybrid with an Adam-alone RESUME_DIR: the gated hybrid continues that run, run.py --check-gradient-norm,
+#   when REGRESSION_ARGS leave out the default --check-at-start — a hybrid that checks at W0 cannot)
 #   examples/shuffled_regression/device_segment.sh both 100000 [RESUME_DIR [HYBRID_RESUME_DIR]]
 #   (kind nvidia-h200-x2: Adam alone on GPU 0 and the hybrid on GPU 1 in the same call, each with the
 #   whole budget; the same GPU model, so their clocks compare as in two calls — check the steps both

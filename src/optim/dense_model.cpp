@@ -16,9 +16,8 @@ using row_major = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 // Eigendecomposition of the symmetric part of `hessian` (which it becomes).
 dense_model decompose(std::vector<double> hessian, int size) {
   Eigen::Map<row_major> h(hessian.data(), size, size);
-  const row_major symmetric = 0.5 * (h + h.transpose());
-  h = symmetric;
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(Eigen::MatrixXd(symmetric), Eigen::ComputeEigenvectors);
+  h = (0.5 * (h + h.transpose())).eval();
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(h, Eigen::ComputeEigenvectors);
   if (solver.info() != Eigen::Success) throw error("dense model Hessian: the eigensolver did not converge");
   dense_model model;
   model.size = size;

@@ -64,8 +64,8 @@ lambda_sample dense_lambda_min(detail::evaluator& evaluate, const_span theta, co
                                std::vector<double>& hessian) {
   const detail::hessian_product product = [&](const_span v, mutable_span out) { evaluate.hvp(theta, v, out); };
   const int p = static_cast<int>(theta.size());
-  detail::dense_check_outcome check = detail::dense_check(
-      product, detail::lanczos_start_vector(check_lanczos(options, check_index, ritz_vector), p), options.negative_tolerance);
+  const detail::host_vector start = detail::lanczos_start_vector(check_lanczos(options, check_index, ritz_vector), p);
+  detail::dense_check_outcome check = detail::dense_check(product, start, options.negative_tolerance);
   ritz_vector = std::move(check.ritz_vector);
   hessian = std::move(check.model.hessian);
   lambda_sample sample;

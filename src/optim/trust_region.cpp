@@ -110,7 +110,8 @@ optimizer_result trust_region(const objective& f, std::vector<double> theta0, co
          !detail::stop_if_out_of_iterations(result, options.max_iterations) &&
          !detail::stop_if_out_of_time(result, budget)) {
     double next_radius = radius;  // committed only by an iteration that completes
-    if (!detail::iterate_unless_stopped(state, [&] { return trust_region_iteration(state, options, next_radius, dense ? &model : nullptr); }))
+    detail::dense_model* dense_model = dense ? &model : nullptr;
+    if (!detail::iterate_unless_stopped(state, [&] { return trust_region_iteration(state, options, next_radius, dense_model); }))
       break;
     radius = next_radius;
   }

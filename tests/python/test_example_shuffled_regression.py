@@ -487,6 +487,19 @@ def test_plateau_probe_solves_at_a_segments_end_point(tmp_path):
     assert len((tmp_path / "probe.jsonl").read_text().splitlines()) == 4
 
 
+def test_scale_probe_continues_one_solve_in_chunks(tmp_path):
+    """scale_probe.py at n = 300 (CPU, float64): the cold schedule, then warm chunks that continue it —
+    the error falls chunk by chunk and the probe stops at the first chunk that reaches --tol."""
+    probe = _load("scale_probe")
+    rows = probe.main(["--n", "300", "--device", "cpu", "--eps", "0.5", "--tol", "1e-7", "--chunks", "3", "3", "5000", "5000",
+                       "--out", str(tmp_path / "probe.jsonl")])
+    assert [r["start"] for r in rows] == ["cold", "warm", "warm", "warm"] and rows[0]["iterations"] > 3
+    assert rows[1]["iterations"] == rows[2]["iterations"] == 3 and not rows[2]["converged"]
+    errors = [r["marginal_error"] for r in rows]
+    assert errors[0] > errors[1] > errors[2] > 1e-7 >= errors[3] and rows[3]["converged"]
+    assert len((tmp_path / "probe.jsonl").read_text().splitlines()) == 4
+
+
 def test_a_continuation_cut_in_its_first_solve_stays_resumable(tmp_path):
     """A segment whose first evaluation the budget cuts (at n = 10⁵ a first solve outlasted a whole
     device call) has made no step: it is 'stopped' where it began, the earlier θ and state kept and

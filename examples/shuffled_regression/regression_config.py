@@ -6,7 +6,7 @@ from __future__ import annotations
 
 # Settings that may differ between calls: which runs, where the output went, each call's budget, the
 # resume source, the output's verbosity.
-PER_CALL = {"runs", "out_dir", "budget_seconds", "quiet", "no_plots", "resume"}
+PER_CALL = {"runs", "out_dir", "budget_seconds", "quiet", "no_plots", "resume", "solve_progress"}
 # Settings that only the hybrid reads (its checks, second-order phase and Hessian products): Adam alone
 # runs the same whatever they are, so a hybrid made later with other values still joins that Adam run.
 HYBRID_ONLY = {"check_every", "check_gradient_norm", "negative_tol", "switch_threshold", "hybrid_adam_iters",

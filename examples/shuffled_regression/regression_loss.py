@@ -94,7 +94,7 @@ class ShuffledRegressionLoss:
                  hvp_iters: int = 1000, preconditioner: str = "sparse", cache_size: int = 2,
                  budget_seconds: float = float("inf"), budget_evaluations: int = 10**9, progress=None,
                  relaxation: float | str = 1.0, precision: str | None = None, forcing: float = 0.0,
-                 tol_max: float = 1e-3, refine_iters: int = 300) -> None:
+                 tol_max: float = 1e-3, refine_iters: int = 300, solve_progress: bool = False) -> None:
         self.device = torch.device(device)
         # fp64 unless told, on CUDA too: at this cost scale (‖z‖² ~ 10³ against ε = 0.05) fp32 on the H200
         # floors the marginal error near 2e-5 and its HVPs are wrong — CG never converges and Lanczos at
@@ -109,6 +109,7 @@ class ShuffledRegressionLoss:
         self.y = torch.as_tensor(np.asarray(y, dtype=np.float64), device=self.device).to(self.dtype).contiguous()
         self.d_x, self.d_y = int(x.shape[1]), int(y.shape[1])
         self.eps, self.tol, self.iters, self.scaling = float(eps), float(tol), int(iters), scaling
+        self.solve_progress = bool(solve_progress)  # fs.Solver's progress=True: a line per check of every solve
         self.forcing, self.tol_max = float(forcing), max(float(tol_max), float(tol))
         self.refine_iters = int(refine_iters)  # warm refinement of a loose solve before an HVP, then cold (_refine)
         self.warm_start, self.hvp_tol, self.hvp_iters = bool(warm_start), float(hvp_tol), int(hvp_iters)
@@ -298,7 +299,8 @@ class ShuffledRegressionLoss:
         allowed = self._iterations_in_budget(wanted)
         if allowed < 1:
             raise BudgetExhausted(f"budget spent: {self.elapsed():.1f} s, no Sinkhorn iteration fits in what is left")
-        kwargs = dict(eps=self.eps, tol=tol, iters=allowed, precision=self.precision, relaxation=self.relaxation)
+        kwargs = dict(eps=self.eps, tol=tol, iters=allowed, precision=self.precision, relaxation=self.relaxation,
+                      progress=self.solve_progress or None)
         if warm:
             kwargs.update(initial_f=self._potentials[1], initial_g=self._potentials[2])
         else:

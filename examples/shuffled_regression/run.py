@@ -100,6 +100,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "change), a finished one is carried over; the JSON holds the joined trace")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no per-evaluation progress lines")
+    p.add_argument("--solve-progress", action="store_true",
+                   help="also a line per convergence check inside every Sinkhorn solve (fs.sinkhorn's progress=True): "
+                        "at n = 10⁶ one solve takes minutes")
     return p.parse_args(argv)
 
 
@@ -115,7 +118,8 @@ def run_one(n: int, args: argparse.Namespace, save) -> dict:
                                   warm_radius=args.warm_radius, refine_iters=args.refine_iters,
                                   hvp_tol=args.hvp_tol, progress=None if args.quiet else log,
                                   relaxation=args.relaxation, precision=args.precision, forcing=args.forcing,
-                                  tol_max=args.sinkhorn_tol_max, budget_seconds=args.budget_seconds)
+                                  tol_max=args.sinkhorn_tol_max, budget_seconds=args.budget_seconds,
+                                  solve_progress=args.solve_progress)
     # the optimisers' max_seconds, checked between steps; the loss stops a step that would overrun it
     budget = None if math.isinf(args.budget_seconds) else args.budget_seconds
     config = config_of(n, args, data, w0)

@@ -17,6 +17,7 @@
 #include "arrays.hpp"
 #include "errors.hpp"
 #include "optim.hpp"
+#include "progress.hpp"
 #include "flashsinkhorn/flashsinkhorn.hpp"
 
 namespace nb = nanobind;
@@ -560,6 +561,7 @@ NB_MODULE(_core, m) {
         "Restarts the peak of device_memory(device) from the memory in use now.");
 
   py::bind_optimizers(m);
+  py::bind_progress(m);
 
   m.def("version", &fs::version, "The C++ library's version, \"major.minor.patch\".");
   m.def("cuda_available", &fs::cuda_available, "True when this build has CUDA and a CUDA device is visible.");

@@ -5,7 +5,8 @@
 
 solved by Sinkhorn iterations that never form the n×m matrices. Entry points: `sinkhorn()`,
 `Solver` (plan products, gradients and implicit derivatives of the potentials after a solve), `apply_plan()`, `barycentric_map()`, and
-`SamplesLoss` (a drop-in for GeomLoss's, differentiable with torch); `max_memory_allocated()` and
+`SamplesLoss` (a drop-in for GeomLoss's, differentiable with torch); `progress=` on a solve reports
+it at every convergence check (`Progress`, `print_progress`); `max_memory_allocated()` and
 its siblings count the solvers' own device memory.
 """
 
@@ -25,6 +26,7 @@ from . import _core
 from ._core import (CudaError, Error, InvalidArgument, OutOfMemory, StopOptimization, Unsupported, cuda_available,
                     empty_cache)
 from ._labels import LabelCost
+from ._progress import Progress, print_progress
 from ._memory import max_memory_allocated, memory_allocated, memory_reserved, reset_peak_memory_stats
 from ._functional import (HessianVectorProduct, JointHessianVectorProduct, PotentialVjp, SinkhornResult, Solver,
                           apply_plan, barycentric_map, sinkhorn)
@@ -50,6 +52,7 @@ __all__ = [
     "OptimizeResult",
     "OutOfMemory",
     "PotentialVjp",
+    "Progress",
     "SamplesLoss",
     "SinkhornResult",
     "Solver",
@@ -66,6 +69,7 @@ __all__ = [
     "memory_allocated",
     "memory_reserved",
     "newton",
+    "print_progress",
     "reset_peak_memory_stats",
     "sinkhorn",
     "trust_region",

@@ -18,6 +18,7 @@ from ._arrays import (_CUDA_TENSOR_FRAMES, _DEVICE_ADDRESS, _NUMPY_FRAMES, _RAW_
 from ._arrays import torch as _torch
 from ._labels import LabelCost
 from ._options import options_for
+from ._progress import ProgressArgument, with_progress
 
 
 @dataclass(slots=True)
@@ -102,13 +103,14 @@ class Solver:
                  relaxation: float | str = 1.0,
                  reach: float | None = None, reach_x: float | None = None, reach_y: float | None = None,
                  debias: bool = False, precision: str | None = None, device: str = "auto", threads: int = 0,
-                 normalize_weights: bool = True, labels: LabelCost | None = None) -> None:
+                 normalize_weights: bool = True, labels: LabelCost | None = None,
+                 progress: ProgressArgument = None) -> None:
         frame = Frame.of(x, y, a, b)
         self._frame, self._debias = frame, bool(debias)
         self._in_place = _reads_in_place(frame, device)
         self._core = _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
                                iters, tol, check_every, relaxation, reach, reach_x, reach_y, debias, precision, device,
-                               threads, normalize_weights, labels)
+                               threads, normalize_weights, labels, progress)
 
     @property
     def device_name(self) -> str:
@@ -364,7 +366,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
              check_every: int = 10, relaxation: float | str = 1.0, reach: float | None = None, reach_x: float | None = None,
              reach_y: float | None = None, debias: bool = False, precision: str | None = None, device: str = "auto", threads: int = 0,
              normalize_weights: bool = True, initial_f: Array | None = None,
-             initial_g: Array | None = None, labels: LabelCost | None = None) -> SinkhornResult:
+             initial_g: Array | None = None, labels: LabelCost | None = None,
+             progress: ProgressArgument = None) -> SinkhornResult:
     """OT_ε(a, b) = min_{P ∈ Π(a,b)} ⟨P, C⟩ + ε·KL(P ‖ a⊗b),  C_ij = s·‖x_i − y_j‖²  (s = cost_scale).
 
     Solved in the log domain by streaming Sinkhorn iterations (the n×m matrices are never formed):
@@ -400,6 +403,11 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
       threads: CPU threads (0: OpenMP's default).
       initial_f, initial_g: warm start (both or neither).
       labels: a LabelCost — the OTDD cost s·(λx‖x − y‖² + λy·W[l, l']) instead of s‖x − y‖².
+      progress: a callable called with a flashsinkhorn.Progress (iteration, max_iterations, eps,
+        marginal_error, elapsed_seconds, finished) at every convergence check and once at the end; True
+        prints a line per check to stderr; None (default) reports nothing. With a callback, Ctrl-C stops a
+        long solve at its next check (KeyboardInterrupt), and whatever the callback raises ends the solve
+        and reaches the caller.
 
     Returns:
       SinkhornResult; with torch inputs that require grad, `cost` is differentiable: first order
@@ -422,6 +430,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
             options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, relaxation, reach, reach_x,
                                   reach_y, debias, precision or ("fp32" if frame.single else "fp64"), device, threads,
                                   normalize_weights, frame.cuda_index)
+            if progress is not None:
+                options = with_progress(options, progress)
             result = _solve_cuda_tensors(frame, x, y, a, b, float(eps), float(cost_scale), bool(debias), options)
             if result is not None:
                 return result
@@ -437,7 +447,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
         kwargs = dict(eps=eps, cost_scale=cost_scale, cost=cost, solver=solver, scaling=scaling, diameter=diameter,
                       iters=iters, tol=tol, check_every=check_every, relaxation=relaxation, reach=reach, reach_x=reach_x, reach_y=reach_y,
                       debias=debias, precision=precision, device=device, threads=threads,
-                      normalize_weights=normalize_weights, initial_f=initial_f, initial_g=initial_g, labels=labels)
+                      normalize_weights=normalize_weights, initial_f=initial_f, initial_g=initial_g, labels=labels,
+                      progress=progress)
         return differentiable_sinkhorn(x, y, a, b, kwargs)
     # Solver(...).solve(), without binding the keyword arguments a second time: every Python-level call
     # on this path costs microseconds when the interpreter's caches are cold after a long solve
@@ -448,6 +459,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, relaxation, reach, reach_x, reach_y,
                           debias, precision or ("fp32" if frame.single else "fp64"), device, threads, normalize_weights,
                           frame.cuda_index)
+    if progress is not None:
+        options = with_progress(options, progress)
     if frame.on_host and labels is None:
         if frame.torch:
             x, y, a, b = host_array(x, frame), host_array(y, frame), host_array(a, frame), host_array(b, frame)
@@ -475,7 +488,7 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
                               s, f_aa, g_bb)
     core = s._core = _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter,
                                iters, tol, check_every, relaxation, reach, reach_x, reach_y, debias, precision, device,
-                               threads, normalize_weights, labels)
+                               threads, normalize_weights, labels, progress)
     if s._in_place:
         return s._solve_on_device()
     return s._result(*core.solve_fields(frame.single, s._debias, frame.torch))
@@ -577,7 +590,7 @@ def _device_outputs(frame: Frame, n: int, m: int, debias: bool, like: Any = None
 
 def _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, solver, scaling, diameter, iters, tol,
               check_every, relaxation, reach, reach_x, reach_y, debias, precision, device, threads, normalize_weights,
-              labels=None) -> "_core.Solver":
+              labels=None, progress: ProgressArgument = None) -> "_core.Solver":
     """The core solver: NumPy arrays and array-likes go as they are (the binding reads NumPy in place and
     converts the rest), CPU tensors as host DLPack capsules, CUDA tensors as CUDA DLPack capsules with
     the current stream (core_array), the options from the cache."""
@@ -585,6 +598,8 @@ def _new_core(frame, x, y, a, b, eps, cost_scale, initial_f, initial_g, cost, so
         precision = "fp32" if frame.single else "fp64"
     options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, relaxation, reach, reach_x, reach_y,
                           debias, precision, device, threads, normalize_weights, frame.cuda_index)
+    if progress is not None:
+        options = with_progress(options, progress)
     in_place = _reads_in_place(frame, device)
     if frame.torch:
         read = core_array if in_place else host_array

@@ -49,7 +49,8 @@ class SamplesLoss(_Base):
     By default the loop is GeomLoss's fixed ε-schedule (iters=0, tol=0: no iterations after it).
     Our own options, all keyword-only: cost ('sqeuclidean' or 'cosine'), cost_scale (default ½, the
     p = 2 convention), solver ('symmetric'), precision (None: follows the dtype), iters, tol,
-    check_every, device ('auto', 'cpu', 'cuda[:k]'), threads. Gradients are those of the converged
+    check_every, device ('auto', 'cpu', 'cuda[:k]'), threads. verbose=True prints each solve's progress on
+    stderr (sinkhorn()'s progress=True). Gradients are those of the converged
     problem (envelope theorem): equal to GeomLoss's to the accuracy the schedule reaches — raise
     `iters`/lower `tol` for exact first derivatives.
 
@@ -98,6 +99,8 @@ class SamplesLoss(_Base):
                             iters=iters, tol=tol,
                             check_every=check_every, reach=reach, debias=debias, precision=precision, device=device,
                             threads=threads, normalize_weights=False)
+        if verbose:  # GeomLoss's flag: here a line per convergence check and per solve on stderr
+            self.options["progress"] = True
 
     @property
     def eps(self) -> float:

@@ -487,6 +487,21 @@ def test_plateau_probe_solves_at_a_segments_end_point(tmp_path):
     assert len((tmp_path / "probe.jsonl").read_text().splitlines()) == 4
 
 
+def test_driver_reports_inside_the_solves_when_asked(tmp_path, capsys):
+    """--solve-progress: a line per convergence check of every Sinkhorn solve (fs.sinkhorn's
+    progress=True) beside the per-evaluation lines; a per-call setting, left out of what merge and
+    --resume compare."""
+    from regression_config import PER_CALL
+    run = _load("run")
+    run.main(["--n", "30", "--eps", "0.5", "--init-scale", "0", "--lr", "0.1", "--adam-iters", "3", "--runs", "adam",
+              "--tol", "1e-9", "--solve-progress", "--no-plots", "--out-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert "solve_progress" in PER_CALL
+    assert err.count("(done)") >= 4 and "grad #" in err  # L(W*) and three Adam gradients at least
+    report = json.loads((tmp_path / "shuffled_regression_n30.json").read_text())
+    assert report["config"]["solve_progress"] is True
+
+
 def test_scale_probe_continues_one_solve_in_chunks(tmp_path):
     """scale_probe.py at n = 300 (CPU, float64): the cold schedule, then warm chunks that continue it —
     the error falls chunk by chunk and the probe stops at the first chunk that reaches --tol."""

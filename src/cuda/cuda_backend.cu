@@ -43,6 +43,7 @@
 #include "cuda/plan_rows_launch.hpp"
 #include "cuda/plan_top_entries.hpp"
 #include "cuda/schur_cg.hpp"
+#include "cuda/plan_points_narrow_launch.hpp"
 #include "cuda/point_gradient_launch.hpp"
 #include "cuda/softmin_launch.hpp"
 #include "cuda/solve_summary_launch.hpp"
@@ -669,9 +670,16 @@ class cuda_backend final : public backend {
     if (mode_ == precision::fp64) {
       args.values = static_cast<const double*>(key_points.data);
       args.values_stride = key_points.stride;
+    } else if (key_cloud(request.keys).points == key_points.data &&
+               plan_points_narrow_applies(mode_, rows.padded_dim, rows.dim)) {
+      // fp32 on narrow rows: the keys' stored points are the values, read with them (nothing staged)
+      args.values_are_key_points = true;
+      args.partial_scratch_capacity = plan_points_narrow_partial_bytes(rows, key_cloud(request.keys), sm_count_);
+      args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(args.partial_scratch_capacity), stream_.get());
     } else {
       args.values_scratch = staged_points(request.keys);
       args.values_staged = true;
+      args.values_are_key_points = true;
     }
     FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
 

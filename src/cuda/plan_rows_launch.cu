@@ -9,6 +9,7 @@
 #include "cuda/key_splits.hpp"
 #include "cuda/plan_mma_kernel.cuh"
 #include "cuda/plan_rows_kernel.cuh"
+#include "cuda/plan_points_narrow_launch.hpp"
 #include "cuda/plan_values_kernel.cuh"
 #include "cuda/plan_vector_narrow_launch.hpp"
 #include "cuda/plan_vector_wgmma_launch.hpp"
@@ -324,6 +325,11 @@ bool plan_pass_is_float64(precision mode, std::int64_t padded_dim) {
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
   if (args.rows.count <= 0) return cudaSuccess;
   if (args.rows.padded_dim != args.keys.padded_dim) return cudaErrorInvalidValue;
+  if (args.values_are_key_points) {  // a point gradient's pass: fp32 narrow rows, or the staged values below
+    cudaError_t status = cudaSuccess;
+    if (launch_plan_points_narrow(mode, args, stream, status)) return status;
+    if (!args.values_staged) return cudaErrorInvalidValue;
+  }
   if (plan_pass_is_float64(mode, args.rows.padded_dim) && !args.values_staged) {
     if (args.stored_directions != nullptr || args.stored_key_directions != nullptr) return cudaErrorInvalidValue;
     cudaError_t status = cudaSuccess;

@@ -7,7 +7,8 @@
 //                    the stored float points: the one-column and LSE-only passes (the Hessian's CG)
 //                    in plan_vector_narrow_launch.hpp's kernel, the others in the same SIMT pass as
 //                    fp64, except a point gradient's pass on staged values (values_staged), which
-//                    stays on tensor cores (plan_pass_is_float64)
+//                    stays on tensor cores (plan_pass_is_float64) or, with FLASHSINKHORN_POINT_GRADIENT=narrow,
+//                    runs the fp32 narrow pass of plan_points_narrow_launch.hpp
 //   tf32, bf16       on sm_90a with values and no cost: warpgroup MMAs (plan_wgmma_kernel.cuh,
 //                    plan_wgmma_streamed_kernel.cuh for wide rows)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,
@@ -49,6 +50,10 @@ struct plan_rows_launch_args {
   // Tensor-core modes: values_scratch already holds the staged Vᵀ (stage_plan_values), `values`
   // is not read.
   bool values_staged = false;
+  // The values are the keys' own stored points (a point gradient in fp32 / tf32 / bf16, k = dim):
+  // in fp32 on narrow rows the pass reads them with the keys and stages nothing
+  // (plan_points_narrow_launch.hpp); elsewhere values_staged must hold them staged.
+  bool values_are_key_points = false;
   double* lse = nullptr;                  // (rows.count,)
   double* weighted = nullptr;             // (rows.count, k) or nullptr
   double* cost = nullptr;                 // (rows.count,) or nullptr

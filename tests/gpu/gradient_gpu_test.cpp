@@ -100,6 +100,55 @@ INSTANTIATE_TEST_SUITE_P(Modes, GradientOnGpu,
                            return std::string(fs::to_string(mode.param));
                          });
 
+// fp32 on narrow rows (d ≤ 16: the FMA-dot softmin, and with FLASHSINKHORN_POINT_GRADIENT=narrow the
+// fp32 narrow gradient pass, plan_points_narrow_kernel.cuh; tools/gpu_check.sh runs this file both
+// ways): every instance of the narrow kernels (d = 1, 2, 3, 4, 5 → 8, 12, 16), few rows against many
+// keys (the keys split and the splits merge) and many rows against few, balanced, debiased (the OT(a, a)
+// term added in place) and unbalanced, against the float64 CPU solver.
+struct narrow_case {
+  std::int64_t n, m, dim;
+  bool debias;
+  double reach;  // 0: balanced
+};
+
+class GradientOnNarrowRows : public ::testing::TestWithParam<narrow_case> {};
+
+TEST_P(GradientOnNarrowRows, MatchesFloat64OnTheCpu) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const narrow_case c = GetParam();
+  const reference::cloud x = reference::random_cloud(c.n, c.dim, static_cast<std::uint64_t>(61 + c.dim));
+  const reference::cloud y = reference::random_cloud(c.m, c.dim, static_cast<std::uint64_t>(71 + c.dim), 1.0, 0.4);
+  const double eps = 0.5;
+  auto options = [&](fs::precision mode, fs::device_kind device) {
+    fs::options o = converged(mode, device);
+    o.debias = c.debias;
+    if (c.reach > 0) o.reach_x = o.reach_y = c.reach;
+    return o;
+  };
+  const gradients exact = solve_and_differentiate(x, y, eps, options(fs::precision::fp64, fs::device_kind::cpu));
+  const gradients gpu = solve_and_differentiate(x, y, eps, options(fs::precision::fp32, fs::device_kind::cuda));
+  const double ex = relative_error(gpu.x, exact.x);
+  const double ey = relative_error(gpu.y, exact.y);
+  std::printf("narrow gradient n %lld m %lld d %lld%s%s vs fp64: relative error (2-norm) dX %.3g, dY %.3g\n",
+              static_cast<long long>(c.n), static_cast<long long>(c.m), static_cast<long long>(c.dim),
+              c.debias ? " debiased" : "", c.reach > 0 ? " unbalanced" : "", ex, ey);
+  EXPECT_LT(ex, bound(fs::precision::fp32));
+  EXPECT_LT(ey, bound(fs::precision::fp32));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, GradientOnNarrowRows,
+    ::testing::Values(narrow_case{1000, 900, 1, false, 0}, narrow_case{1000, 900, 2, false, 0},
+                      narrow_case{300, 7000, 3, false, 0}, narrow_case{7000, 300, 3, false, 0},
+                      narrow_case{1000, 900, 4, true, 0}, narrow_case{800, 1300, 5, false, 2.0},
+                      narrow_case{500, 4000, 8, true, 0}, narrow_case{1000, 900, 12, false, 0},
+                      narrow_case{600, 700, 16, false, 0}),
+    [](const ::testing::TestParamInfo<narrow_case>& param_info) {
+      const narrow_case& c = param_info.param;
+      return "n" + std::to_string(c.n) + "_m" + std::to_string(c.m) + "_d" + std::to_string(c.dim) +
+             (c.debias ? "_debiased" : "") + (c.reach > 0 ? "_unbalanced" : "");
+    });
+
 // A device buffer of rows × stride elements of T.
 template <class T>
 struct device_matrix {

@@ -1,5 +1,6 @@
 // FLASHSINKHORN_KERNEL's names (kernel_variant.hpp): host-only, runs in CI.
 #include "cuda/kernel_variant.hpp"
+#include "cuda/plan_points_narrow_launch.hpp"
 #include "cuda/plan_rows_launch.hpp"
 
 #include <gtest/gtest.h>
@@ -57,6 +58,20 @@ TEST(kernel_variant, fp32_dots_are_fma_unless_3xtf32_is_asked_for) {
     FAIL() << "no error for an unknown value";
   } catch (const flashsinkhorn::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("3xtf32 or fma (or unset), got 'FMA'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(kernel_variant, point_gradients_take_the_narrow_pass_only_when_asked) {
+  using flashsinkhorn::detail::parse_point_gradient_pass;
+  EXPECT_FALSE(parse_point_gradient_pass(nullptr));
+  EXPECT_FALSE(parse_point_gradient_pass(""));
+  EXPECT_FALSE(parse_point_gradient_pass("tensor"));
+  EXPECT_TRUE(parse_point_gradient_pass("narrow"));
+  try {
+    parse_point_gradient_pass("Narrow");
+    FAIL() << "no error for an unknown value";
+  } catch (const flashsinkhorn::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("narrow or tensor (or unset), got 'Narrow'"), std::string::npos) << e.what();
   }
 }
 

@@ -332,6 +332,11 @@ def versions(modules=("numpy", "torch", "triton", "jax", "jaxlib", "flash_sinkho
 def machine() -> dict:
     info = {"host": os.environ.get("FS_MACHINE", platform.node()), "platform": platform.platform(),
             "cpus": os.cpu_count()}
+    # the kernel choices our library reads from the environment (FLASHSINKHORN_KERNEL, _FP32_DOTS,
+    # _POINT_GRADIENT ...): a row measured under one says so
+    chosen = {k: v for k, v in sorted(os.environ.items()) if k.startswith("FLASHSINKHORN_") and k != "FLASHSINKHORN_BIN"}
+    if chosen:
+        info["flashsinkhorn_env"] = chosen
     try:
         smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
                               "--format=csv,noheader"], capture_output=True, text=True, timeout=20)

@@ -43,6 +43,21 @@ def suite(tmp_path: Path, impls: str, *extra: str, timeout: float = 120) -> tupl
     return rows, elapsed, done.stderr
 
 
+def test_rows_record_the_kernel_choices_read_from_the_environment(tmp_path, monkeypatch):
+    """A row measured under FLASHSINKHORN_POINT_GRADIENT=narrow (or another of the library's kernel
+    switches) says so in its machine record; without one the record has no such entry."""
+    for name in [k for k in os.environ if k.startswith("FLASHSINKHORN_") and k != "FLASHSINKHORN_BIN"]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("FLASHSINKHORN_POINT_GRADIENT", "narrow")
+    rows, _, _ = suite(tmp_path, "fake-ok")
+    assert rows and all(r["machine"]["flashsinkhorn_env"] == {"FLASHSINKHORN_POINT_GRADIENT": "narrow"} for r in rows)
+    monkeypatch.delenv("FLASHSINKHORN_POINT_GRADIENT")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    rows, _, _ = suite(plain, "fake-ok")
+    assert rows and all("flashsinkhorn_env" not in r["machine"] for r in rows)
+
+
 def statuses(rows: list[dict], impl: str | None = None) -> list[tuple[int, str]]:
     return [(r["n"], r["status"]) for r in rows if impl is None or r["impl"] == impl]
 

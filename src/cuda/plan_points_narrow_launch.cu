@@ -9,6 +9,7 @@
 #include "cuda/kernel_variant.hpp"
 #include "cuda/key_splits.hpp"
 #include "cuda/narrow_dims.hpp"
+#include "cuda/narrow_split_launch.cuh"
 #include "cuda/plan_points_narrow_kernel.cuh"
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/tile_config.hpp"
@@ -88,21 +89,14 @@ bool launch_plan_points_narrow(precision mode, const plan_rows_launch_args& args
   p.k = static_cast<int>(rows.dim);
   p.score_scale_log2 = static_cast<float>(2.0 * args.cost_scale / args.eps * 1.44269504088896340736);
   p.eps = args.eps;
-  split_plan splits = plan_splits(rows, keys, args.sm_count);
-  if (partial_bytes(rows.padded_count, rows.dim, splits.splits) > args.partial_scratch_capacity) {
-    splits.splits = 1;  // too little scratch for the partial states
-    splits.tiles_per_split = splits.key_tiles;
-  }
+  const split_plan splits =
+      fit_splits_to_scratch(plan_splits(rows, keys, args.sm_count), args.partial_scratch_capacity,
+                            [&](int count) { return partial_bytes(rows.padded_count, rows.dim, count); });
   p.key_tiles = splits.key_tiles;
   p.tiles_per_split = splits.tiles_per_split;
   if (splits.splits > 1) p.partials = static_cast<double*>(args.partial_scratch);
-  const dim3 grid(static_cast<unsigned>(splits.row_blocks), static_cast<unsigned>(splits.splits));
-  kernel_for(rows.dim)<<<grid, narrow::kThreads, 0, stream>>>(p);
-  status = cudaGetLastError();
-  if (status != cudaSuccess || splits.splits <= 1) return true;
-  kernels::plan_points_narrow_combine_kernel<<<static_cast<unsigned>((rows.count + kElementThreads - 1) / kElementThreads),
-                                               kElementThreads, 0, stream>>>(p, splits.splits);
-  status = cudaGetLastError();
+  status = launch_narrow_with_splits(kernel_for(rows.dim), &kernels::plan_points_narrow_combine_kernel, p, splits,
+                                     rows.count, stream);
   return true;
 }
 

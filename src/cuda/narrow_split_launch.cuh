@@ -1,0 +1,40 @@
+// The launch shared by the narrow plan passes with split keys (plan_vector_narrow_launch.cu,
+// plan_points_narrow_launch.cu): the pass over row blocks × key splits, then, when the keys split,
+// its combine kernel, one thread per row, merging the splits' partial states.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/key_splits.hpp"
+#include "cuda/narrow_rows.cuh"
+
+namespace flashsinkhorn::detail {
+
+// One split when the scratch cannot hold the partial states of `splits` (`bytes_for(splits)`).
+template <class BytesFor>
+split_plan fit_splits_to_scratch(split_plan splits, std::int64_t capacity, BytesFor bytes_for) {
+  if (bytes_for(splits.splits) > capacity) {
+    splits.splits = 1;
+    splits.tiles_per_split = splits.key_tiles;
+  }
+  return splits;
+}
+
+// `pass` on the grid of `splits` (its params holding the splits' tiles and partials), then `combine`
+// when there is more than one split. The first failing launch's status.
+template <class Params>
+cudaError_t launch_narrow_with_splits(void (*pass)(Params), void (*combine)(Params, int), const Params& p,
+                                      const split_plan& splits, std::int64_t rows, cudaStream_t stream) {
+  constexpr int kCombineThreads = 256;
+  const dim3 grid(static_cast<unsigned>(splits.row_blocks), static_cast<unsigned>(splits.splits));
+  pass<<<grid, kernels::narrow::kThreads, 0, stream>>>(p);
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess || splits.splits <= 1) return status;
+  combine<<<static_cast<unsigned>((rows + kCombineThreads - 1) / kCombineThreads), kCombineThreads, 0, stream>>>(
+      p, splits.splits);
+  return cudaGetLastError();
+}
+
+}  // namespace flashsinkhorn::detail

@@ -73,14 +73,15 @@ __global__ void __launch_bounds__(narrow::kThreads) plan_points_narrow_kernel(co
 
   const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * narrow_points::block_rows<kDim>;
   auto row_of = [&](int r) { return row0 + static_cast<std::int64_t>(r) * narrow::kThreads + threadIdx.x; };
-  float q[kRows][kDim];
+  float q[kRows][kDim];  // (kRows, kDim) the thread's rows
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const std::int64_t i = row_of(r);
 #pragma unroll
     for (int c = 0; c < kDim; ++c) q[r][c] = i < p.rows_padded ? p.rows_points[i * p.padded_dim + c] : 0.f;
   }
-  float reference[kRows], sum[kRows], weighted[kRows][kDim];
+  float reference[kRows], sum[kRows];  // (kRows) log₂ units
+  float weighted[kRows][kDim];         // (kRows, kDim) Σ 2^(t − reference)·q_j
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     reference[r] = -INFINITY;
@@ -99,13 +100,13 @@ __global__ void __launch_bounds__(narrow::kThreads) plan_points_narrow_kernel(co
 #pragma unroll 1
     for (int sub = 0; sub < narrow::kTileKeys; sub += kSub) {
       // The sub-tile's scores t = fma(p·q, c, β) and each row's largest.
-      float t[kRows][kSub];
-      float top[kRows];
+      float t[kRows][kSub];  // (kRows, kSub)
+      float top[kRows];      // (kRows)
 #pragma unroll
       for (int r = 0; r < kRows; ++r) top[r] = -INFINITY;
 #pragma unroll
       for (int jj = 0; jj < kSub; ++jj) {
-        float word[kWordFloats];
+        float word[kWordFloats];  // (kDim coordinates, β, zeros)
         tile.read(sub + jj, word);
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
@@ -130,7 +131,8 @@ __global__ void __launch_bounds__(narrow::kThreads) plan_points_narrow_kernel(co
         base[r] = reference[r] == -INFINITY ? 0.f : reference[r];  // only −∞ scores so far: e = 0
       }
       // Their weights e = 2^(t − reference), summed over the sub-tile, then into the running sums.
-      float sub_sum[kRows], sub_weighted[kRows][kDim];
+      float sub_sum[kRows];               // (kRows)
+      float sub_weighted[kRows][kDim];    // (kRows, kDim)
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         sub_sum[r] = 0.f;

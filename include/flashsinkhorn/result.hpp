@@ -45,8 +45,9 @@ struct result {
   // L1 marginal error Σ_j |Σ_i P_ij − b_j| of the plan after the last f-update (rows are then
   // exact); for unbalanced problems the same expression measures the fixed-point residual.
   // The symmetric solver measures it in its last averaged iteration, before the final extrapolation
-  // that gives the returned potentials: an upper estimate, loose right after the ε schedule (with no
-  // iterations after it, 13.0 where the returned pair's L1 errors were 0.13: n = 300, ε = 0.09).
+  // that gives the returned potentials: larger than theirs where measured, loosely so right after
+  // the ε schedule (with no iterations after it, 13.0 where the returned pair's L1 errors were 0.13:
+  // n = 300, ε = 0.09).
   double marginal_error = 0;
   bool converged = false;  // marginal_error ≤ tolerance at the last check
   // options::relaxation ≠ 1 and a check's marginal error rose more than 1% above the smallest

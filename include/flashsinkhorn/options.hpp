@@ -37,7 +37,8 @@ enum class device_kind {
   cuda,
 };
 
-// Reported every `check_every` iterations and once at the end.
+// Reported every `check_every` iterations — in the ε schedule too, at that stage's ε — and once at
+// the end.
 struct progress {
   int iteration = 0;
   int max_iterations = 0;
@@ -113,7 +114,8 @@ struct options {
 
   int cpu_threads = 0;  // 0: OpenMP's default
 
-  // Called on the calling thread at every convergence check and once at the end.
+  // Called on the calling thread at every convergence check and once at the end; with it, every
+  // check_every-th stage of the ε schedule measures its marginal error and reports it as well.
   std::function<void(const progress&)> on_progress;
 };
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <tuple>
+#include <vector>
 
 #include "core/epsilon_schedule.hpp"
 #include "test_problems.hpp"
@@ -177,6 +178,44 @@ TEST(SolverFacts, ProgressIsReportedAndFinishes) {
   fs::solver(make_problem(x, x, 0.5, 1.0), o).solve();
   EXPECT_EQ(calls, 5);  // checks at 10, 20, 30, 40; the one at 50 is the final report
   EXPECT_TRUE(finished);
+}
+
+// With ε-scaling the schedule reports too, every check_every stages at that stage's ε with its own
+// marginal error; the callback changes none of the numbers.
+TEST(SolverFacts, TheScheduleReportsAtItsOwnEpsAndChangesNothing) {
+  const reference::cloud x = reference::random_cloud(40, 2, 72);
+  const reference::cloud y = reference::random_cloud(35, 2, 73, 1.0, 0.4);
+  fs::options o = fixed_iterations(25, fs::precision::fp64);
+  o.scaling = 0.7;
+  o.check_every = 4;
+  const fs::result quiet = fs::solver(make_problem(x, y, 0.05, 1.0), o).solve();
+  std::vector<fs::progress> reports;
+  o.on_progress = [&](const fs::progress& p) { reports.push_back(p); };
+  const fs::result reported = fs::solver(make_problem(x, y, 0.05, 1.0), o).solve();
+  EXPECT_EQ(reported.cost, quiet.cost);
+  EXPECT_EQ(reported.marginal_error, quiet.marginal_error);
+  const int stages = quiet.iterations - 25;
+  ASSERT_GT(stages, 8);
+  std::vector<int> expected;
+  for (int k = 4; k <= stages; k += 4) expected.push_back(k);                 // the schedule's
+  for (int k = stages + 4; k < quiet.iterations; k += 4) expected.push_back(k);  // the loop's checks
+  expected.push_back(quiet.iterations);                                      // the end
+  ASSERT_EQ(reports.size(), expected.size());
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    EXPECT_EQ(reports[i].iteration, expected[i]) << i;
+    EXPECT_EQ(reports[i].max_iterations, quiet.iterations);
+    EXPECT_TRUE(std::isfinite(reports[i].marginal_error) && reports[i].marginal_error > 0) << i;
+    if (reports[i].iteration < stages) {
+      EXPECT_GT(reports[i].eps, 0.05) << i;  // an earlier, larger ε of the schedule (its last stage is ε)
+      if (i > 0) {
+        EXPECT_LT(reports[i].eps, reports[i - 1].eps) << i;
+      }
+    } else {
+      EXPECT_EQ(reports[i].eps, 0.05) << i;
+    }
+  }
+  EXPECT_TRUE(reports.back().finished);
+  EXPECT_EQ(reports.back().marginal_error, quiet.marginal_error);
 }
 
 }  // namespace

@@ -53,12 +53,17 @@ def test_progress_does_not_change_the_solve_nor_stay_in_the_cached_options():
 
 
 def test_true_prints_a_line_per_check_on_stderr(capsys):
+    """With ε-scaling: every 10th stage of the schedule at its own ε, then the checks at ε and the end."""
     x, y = _clouds(seed=2)
     r = fs.sinkhorn(x, y, eps=0.1, scaling=0.7, iters=25, tol=0, check_every=10, threads=1, progress=True)
     lines = capsys.readouterr().err.splitlines()
     total = r.iterations
-    assert len(lines) == 3 and all(line.startswith("flashsinkhorn: iteration ") for line in lines)
-    assert lines[0].startswith(f"flashsinkhorn: iteration {total - 15}/{total}  eps 0.1  marginal error ")
+    stages = total - 25
+    schedule = [k for k in range(10, stages + 1, 10)]
+    assert len(lines) == len(schedule) + 3 and all(line.startswith("flashsinkhorn: iteration ") for line in lines)
+    for line, k in zip(lines, schedule):
+        assert line.startswith(f"flashsinkhorn: iteration {k}/{total}  eps ") and "eps 0.1 " not in line
+    assert lines[len(schedule)].startswith(f"flashsinkhorn: iteration {stages + 10}/{total}  eps 0.1  marginal error ")
     assert lines[-1].endswith("(done)") and f"iteration {total}/{total}" in lines[-1]
 
 

@@ -404,7 +404,8 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
       initial_f, initial_g: warm start (both or neither).
       labels: a LabelCost — the OTDD cost s·(λx‖x − y‖² + λy·W[l, l']) instead of s‖x − y‖².
       progress: a callable called with a flashsinkhorn.Progress (iteration, max_iterations, eps,
-        marginal_error, elapsed_seconds, finished) at every convergence check and once at the end; True
+        marginal_error, elapsed_seconds, finished) at every convergence check (with scaling, also every
+        check_every stages of the ε schedule, at that stage's ε) and once at the end; True
         prints a line per check to stderr; None (default) reports nothing. With a callback, Ctrl-C stops a
         long solve at its next check (KeyboardInterrupt), and whatever the callback raises ends the solve
         and reaches the caller.

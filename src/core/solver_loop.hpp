@@ -6,8 +6,9 @@
 //                         f, g ← κT_f(g), κT_g(f) ("extrapolation").
 // With ε-scaling the first iterations walk the ε schedule, one iteration per value; then up to
 // max_iterations more at the target ε until the marginal error ≤ tolerance (checked every
-// check_every iterations — the only device→host reads of the loop). Those iterations run in blocks
-// of check_every through backend::run_block (on CUDA: one graph launch per block).
+// check_every iterations — the only device→host reads of the loop, but for a progress callback's: it
+// also gets every check_every-th stage of the schedule, whose error is then read). Those iterations
+// run in blocks of check_every through backend::run_block (on CUDA: one graph launch per block).
 // Debiasing runs the symmetric problems OT(a,a), OT(b,b) alongside with averaged updates
 // f_aa ← ½(f_aa + κT_aa(f_aa)).
 // Over-relaxation (alternating only, options::relaxation): the iterations at the target ε run

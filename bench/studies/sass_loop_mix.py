@@ -47,9 +47,10 @@ def opcode(instruction: str) -> str:
     return re.sub(r"^@!?U?P[T\d]+\s+", "", instruction).split()[0]
 
 
-def hottest_loop(code: list[tuple[int, str]]) -> dict | None:
-    """The loop (a backward branch and its target) holding the most MUFU.EX2; None without one."""
-    best = None
+def loops(code: list[tuple[int, str]]) -> list[dict]:
+    """Every loop (a backward branch and its target) that holds a MUFU.EX2, the most exponentials first:
+    its bounds, instructions, exponentials and opcode mix per exponential."""
+    out = []
     for address, instruction in code:
         target = _BRANCH.search(instruction)
         if not target or int(target.group(1), 16) >= address:
@@ -57,12 +58,18 @@ def hottest_loop(code: list[tuple[int, str]]) -> dict | None:
         start = int(target.group(1), 16)
         body = [opcode(t) for a, t in code if start <= a <= address]
         exponentials = body.count("MUFU.EX2")
-        if exponentials and (best is None or exponentials > best["exponentials"]):
+        if exponentials:
             mix = collections.Counter(body)
-            best = dict(start=hex(start), end=hex(address), instructions=len(body), exponentials=exponentials,
-                        per_exponential=round(len(body) / exponentials, 2),
-                        mix={k: round(v / exponentials, 2) for k, v in mix.most_common()})
-    return best
+            out.append(dict(start=hex(start), end=hex(address), instructions=len(body), exponentials=exponentials,
+                            per_exponential=round(len(body) / exponentials, 2),
+                            mix={k: round(v / exponentials, 2) for k, v in mix.most_common()}))
+    return sorted(out, key=lambda loop: -loop["exponentials"])
+
+
+def hottest_loop(code: list[tuple[int, str]]) -> dict | None:
+    """The loop holding the most MUFU.EX2; None without one."""
+    found = loops(code)
+    return found[0] if found else None
 
 
 def registers(resource_usage: str) -> dict[str, int]:
@@ -84,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("kernel", help="a regular expression on the mangled kernel names")
     ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump") or "cuobjdump")
+    ap.add_argument("--all-loops", action="store_true",
+                    help="every loop with exponentials (e.g. a kernel's fast path and its fallback), not the hottest")
     args = ap.parse_args(argv)
     try:
         sass = subprocess.run([args.cuobjdump, "-sass", "-arch", args.arch, args.object], capture_output=True,
@@ -99,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         if not re.search(args.kernel, name):
             continue
         found += 1
-        print(json.dumps(dict(kernel=name, registers=regs.get(name), loop=hottest_loop(code))))
+        found_loops = loops(code) if args.all_loops else hottest_loop(code)
+        print(json.dumps(dict(kernel=name, registers=regs.get(name),
+                              **({"loops": found_loops} if args.all_loops else {"loop": found_loops}))))
     if not found:
         print(f"sass_loop_mix: no kernel matches {args.kernel!r}", file=sys.stderr)
     return 0 if found else 1

@@ -56,6 +56,18 @@ bool fp32_fma_dots_for(std::int64_t padded_dim) {
   return padded_dim <= tile::kSimtFp32MaxDim && chosen;
 }
 
+bool parse_narrow_reference_predicted(const char* name) {
+  if (name == nullptr || *name == '\0' || std::string_view(name) == "online") return false;
+  if (std::string_view(name) == "predicted") return true;
+  throw invalid_argument(std::string("FLASHSINKHORN_NARROW_REFERENCE must be online or predicted (or unset), got '") +
+                         name + "'");
+}
+
+bool narrow_reference_predicted() {
+  static const bool chosen = parse_narrow_reference_predicted(std::getenv("FLASHSINKHORN_NARROW_REFERENCE"));
+  return chosen;
+}
+
 const char* to_string(wgmma_variant variant) {
   switch (variant) {
     case wgmma_variant::mma_sync: return "mma";

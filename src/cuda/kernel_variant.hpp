@@ -42,4 +42,14 @@ bool parse_fp32_fma_dots(const char* name);
 // Whether an fp32 softmin over rows of `padded_dim` runs the FMA-dot kernel in this process.
 bool fp32_fma_dots_for(std::int64_t padded_dim);
 
+// The row references of the fp32 narrow softmin (softmin_narrow_kernel.cuh), from the environment
+// variable FLASHSINKHORN_NARROW_REFERENCE (read once):
+//   online     (unset or empty: the default) the running maximum of each row's scores
+//   predicted  the LSE the row's previous potential implies, with the online maximum as the fallback
+//              of a CTA where it fails (opt-in until measured and verified on a GPU)
+// An unknown value throws invalid_argument.
+bool parse_narrow_reference_predicted(const char* name);
+// Whether the fp32 narrow softmin takes predicted references in this process.
+bool narrow_reference_predicted();
+
 }  // namespace flashsinkhorn::detail

@@ -216,6 +216,12 @@ auto narrow_kernel_for(std::int64_t dim) {
   return for_narrow_dim(dim, [](auto d) { return &kernels::softmin_narrow_kernel<decltype(d)::value>; });
 }
 
+// The same with references predicted from the previous potentials (kernel_variant.hpp,
+// narrow_reference_predicted): launched when the step has them.
+auto narrow_predicted_kernel_for(std::int64_t dim) {
+  return for_narrow_dim(dim, [](auto d) { return &kernels::softmin_narrow_kernel<decltype(d)::value, true>; });
+}
+
 kernel_shape narrow_shape(std::int64_t dim) {
   kernel_shape shape;
   shape.family = kernel_family::fma;
@@ -414,6 +420,8 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
     case kernel_family::fma:
       if (mode == precision::fp64)
         kernels::softmin_simt_kernel<<<grid, tile::kBlockM64, 0, stream>>>(p);
+      else if (p.previous != nullptr && narrow_reference_predicted())
+        narrow_predicted_kernel_for(rows.dim)<<<grid, shape.threads, 0, stream>>>(p);
       else
         narrow_kernel_for(rows.dim)<<<grid, shape.threads, 0, stream>>>(p);
       status = cudaGetLastError();

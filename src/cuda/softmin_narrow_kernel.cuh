@@ -2,6 +2,13 @@
 // against the key tiles of its split, each thread rows_per_thread<float>; the states leave in natural units
 // (max·ln 2) to finish_row or, with split keys, to the partial states that finish_block merges —
 // the same epilogue as the other softmin kernels.
+//
+// kPredictedReference (FLASHSINKHORN_NARROW_REFERENCE=predicted, kernel_variant.hpp; session 28, not
+// yet run on a GPU): instead of an online maximum each row's reference is the LSE its previous
+// potential implies, and −reference/c rides in the dot's first FMA, so a score costs d + 3
+// instructions (docs/cuda_backend.md, "Next steps for the forward", item 5). A CTA in which a row's
+// sum overflowed or fell under 2⁻⁶⁰ (a poor prediction, or a split of keys that hold none of the row's
+// mass) folds its keys again with the online maximum.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,7 +20,61 @@
 
 namespace flashsinkhorn::detail::kernels {
 
+// The thread's rows over the key tiles [tile_begin, tile_end) with references predicted from the
+// previous potentials: T_i = f_i/κ = s‖p_i‖² − ε·lse_i ⇒ lse_i = (s‖p_i‖² − f_i/κ)/ε (natural units;
+// the scores leave out the row's −s‖p_i‖²/ε, as in finish_row). true with `state` set when every row
+// of the CTA kept a usable sum; false (state untouched) otherwise. All threads of the CTA call it.
 template <int kDim>
+__device__ __forceinline__ bool fold_with_predicted_reference(narrow_key_tile<float, kDim, false>& tile,
+                                                              const narrow_keys<float>& keys, int tile_begin,
+                                                              int tile_end, const narrow_queries<float, kDim>& rows,
+                                                              const softmin_params& p, std::int64_t row0,
+                                                              narrow_row_states<float>& state) {
+  constexpr int kRows = narrow::rows_per_thread<float>;
+  using tile_t = narrow_key_tile<float, kDim, false>;
+  float reference[kRows], offset[kRows], sum[kRows];  // (kRows) log₂ units; −reference/c; Σ 2^(t − reference)
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const std::int64_t i = narrow_queries<float, kDim>::row(row0, r);
+    const double lse = i < p.rows ? (p.row_scaled_sq_norm[i] - p.previous[i] / p.damping) / p.eps : 0.0;
+    reference[r] = static_cast<float>(lse * 1.44269504088896340736);
+    offset[r] = -reference[r] / p.score_scale_log2;
+    sum[r] = 0.f;
+  }
+  for (int key_tile = tile_begin; key_tile < tile_end; ++key_tile) {
+    __syncthreads();  // the previous tile is consumed
+    tile.load(keys.points, keys.padded_dim, keys.bias, keys.values, keys.value_stride, keys.count,
+              static_cast<std::int64_t>(key_tile) * narrow::kTileKeys);
+    __syncthreads();
+#pragma unroll 4
+    for (int j = 0; j < narrow::kTileKeys; ++j) {
+      float word[tile_t::kVecs * tile_t::kLanes];  // (kDim coordinates, β, zeros)
+      tile.read(j, word);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        float dot = fmaf(rows.q[r][0], word[0], offset[r]);  // p·q − reference/c
+#pragma unroll
+        for (int c = 1; c < kDim; ++c) dot = fmaf(rows.q[r][c], word[c], dot);
+        sum[r] += fast_exp2(fmaf(dot, p.score_scale_log2, word[kDim]));  // 2^(t − reference)
+      }
+    }
+  }
+  bool usable = true;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const bool real_row = narrow_queries<float, kDim>::row(row0, r) < p.rows;
+    if (real_row && !(sum[r] >= 0x1p-60f && sum[r] <= 3.0e38f)) usable = false;  // NaN fails too
+  }
+  if (__syncthreads_or(usable ? 0 : 1) != 0) return false;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    state.reference[r] = reference[r];
+    state.sum[r] = sum[r];
+  }
+  return true;
+}
+
+template <int kDim, bool kPredictedReference = false>
 __global__ void __launch_bounds__(narrow::kThreads) softmin_narrow_kernel(const softmin_params p) {
   constexpr int kRows = narrow::rows_per_thread<float>;
   __shared__ narrow_key_tile<float, kDim, false> tile;
@@ -28,7 +89,11 @@ __global__ void __launch_bounds__(narrow::kThreads) softmin_narrow_kernel(const 
   const int tile_end = min(p.key_tiles, tile_begin + p.tiles_per_split);
   const narrow_keys<float> keys{static_cast<const float*>(p.key_points), p.padded_dim,
                                 static_cast<const float*>(p.key_bias), nullptr, 0, 0};
-  fold_narrow_keys(tile, keys, tile_begin, tile_end, rows, p.score_scale_log2, state);
+  bool folded = false;
+  if constexpr (kPredictedReference) {  // launched only with previous potentials
+    folded = fold_with_predicted_reference(tile, keys, tile_begin, tile_end, rows, p, row0, state);
+  }
+  if (!folded) fold_narrow_keys(tile, keys, tile_begin, tile_end, rows, p.score_scale_log2, state);
 
   double error = 0;
 #pragma unroll

@@ -75,6 +75,20 @@ TEST(kernel_variant, point_gradients_take_the_narrow_pass_only_when_asked) {
   }
 }
 
+TEST(kernel_variant, narrow_softmin_references_are_online_unless_predicted_is_asked_for) {
+  using flashsinkhorn::detail::parse_narrow_reference_predicted;
+  EXPECT_FALSE(parse_narrow_reference_predicted(nullptr));
+  EXPECT_FALSE(parse_narrow_reference_predicted(""));
+  EXPECT_FALSE(parse_narrow_reference_predicted("online"));
+  EXPECT_TRUE(parse_narrow_reference_predicted("predicted"));
+  try {
+    parse_narrow_reference_predicted("max");
+    FAIL() << "no error for an unknown value";
+  } catch (const flashsinkhorn::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("online or predicted (or unset), got 'max'"), std::string::npos) << e.what();
+  }
+}
+
 // The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots
 // (narrow rows only), tensor cores otherwise; FLASHSINKHORN_FP32_DOTS=3xtf32 keeps fp32 on them.
 TEST(kernel_variant, plan_passes_are_float64_in_fp64_and_with_fp32_fma_dots) {

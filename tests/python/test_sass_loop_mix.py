@@ -61,4 +61,7 @@ def test_the_hottest_loop_and_its_mix_per_exponential(tmp_path, capsys):
     assert (loop["start"], loop["end"], loop["instructions"], loop["exponentials"]) == ("0x40", "0xa0", 7, 2)
     assert loop["per_exponential"] == 3.5
     assert loop["mix"] == {"FFMA": 1.0, "MUFU.EX2": 1.0, "FMNMX": 0.5, "FADD": 0.5, "BRA": 0.5}
+    assert study.main(["any.o", "kernel", "--cuobjdump", str(tool), "--all-loops"]) == 0
+    both = json.loads(capsys.readouterr().out)["loops"]
+    assert [(x["start"], x["exponentials"]) for x in both] == [("0x40", 2), ("0x10", 1)]
     assert study.main(["any.o", "nothing_like_it", "--cuobjdump", str(tool)]) == 1

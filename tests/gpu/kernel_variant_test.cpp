@@ -6,8 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "flashsinkhorn/error.hpp"
 
@@ -46,47 +47,36 @@ TEST(kernel_variant, an_unknown_name_is_an_error_that_lists_the_names) {
 
 namespace {
 
-using flashsinkhorn::detail::parse_fp32_fma_dots;
-
-TEST(kernel_variant, fp32_dots_are_fma_unless_3xtf32_is_asked_for) {
-  EXPECT_TRUE(parse_fp32_fma_dots(nullptr));
-  EXPECT_TRUE(parse_fp32_fma_dots(""));
-  EXPECT_TRUE(parse_fp32_fma_dots("fma"));
-  EXPECT_FALSE(parse_fp32_fma_dots("3xtf32"));
+// A switch read from the environment: `name` → parsed value for the accepted spellings, and
+// invalid_argument naming the choices (`message`) for `unknown`.
+template <class Parse>
+void expect_switch(Parse parse, std::initializer_list<std::pair<const char*, bool>> accepted, const char* unknown,
+                   const std::string& message) {
+  for (const auto& [name, value] : accepted) EXPECT_EQ(parse(name), value) << (name == nullptr ? "(unset)" : name);
   try {
-    parse_fp32_fma_dots("FMA");
+    parse(unknown);
     FAIL() << "no error for an unknown value";
   } catch (const flashsinkhorn::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("3xtf32 or fma (or unset), got 'FMA'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
   }
+}
+
+TEST(kernel_variant, fp32_dots_are_fma_unless_3xtf32_is_asked_for) {
+  expect_switch(flashsinkhorn::detail::parse_fp32_fma_dots,
+                {{nullptr, true}, {"", true}, {"fma", true}, {"3xtf32", false}}, "FMA",
+                "3xtf32 or fma (or unset), got 'FMA'");
 }
 
 TEST(kernel_variant, point_gradients_take_the_narrow_pass_only_when_asked) {
-  using flashsinkhorn::detail::parse_point_gradient_pass;
-  EXPECT_FALSE(parse_point_gradient_pass(nullptr));
-  EXPECT_FALSE(parse_point_gradient_pass(""));
-  EXPECT_FALSE(parse_point_gradient_pass("tensor"));
-  EXPECT_TRUE(parse_point_gradient_pass("narrow"));
-  try {
-    parse_point_gradient_pass("Narrow");
-    FAIL() << "no error for an unknown value";
-  } catch (const flashsinkhorn::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("narrow or tensor (or unset), got 'Narrow'"), std::string::npos) << e.what();
-  }
+  expect_switch(flashsinkhorn::detail::parse_point_gradient_pass,
+                {{nullptr, false}, {"", false}, {"tensor", false}, {"narrow", true}}, "Narrow",
+                "narrow or tensor (or unset), got 'Narrow'");
 }
 
 TEST(kernel_variant, narrow_softmin_references_are_online_unless_predicted_is_asked_for) {
-  using flashsinkhorn::detail::parse_narrow_reference_predicted;
-  EXPECT_FALSE(parse_narrow_reference_predicted(nullptr));
-  EXPECT_FALSE(parse_narrow_reference_predicted(""));
-  EXPECT_FALSE(parse_narrow_reference_predicted("online"));
-  EXPECT_TRUE(parse_narrow_reference_predicted("predicted"));
-  try {
-    parse_narrow_reference_predicted("max");
-    FAIL() << "no error for an unknown value";
-  } catch (const flashsinkhorn::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("online or predicted (or unset), got 'max'"), std::string::npos) << e.what();
-  }
+  expect_switch(flashsinkhorn::detail::parse_narrow_reference_predicted,
+                {{nullptr, false}, {"", false}, {"online", false}, {"predicted", true}}, "max",
+                "online or predicted (or unset), got 'max'");
 }
 
 // The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots

@@ -216,18 +216,27 @@ struct narrow_keys {
   std::int64_t count;
 };
 
-// A thread's rows over the key tiles [tile_begin, tile_end): the shared tile loop of both kernels.
-template <class Real, int kDim, bool kValue>
-__device__ __forceinline__ void fold_narrow_keys(narrow_key_tile<Real, kDim, kValue>& tile, const narrow_keys<Real>& keys,
-                                                 int tile_begin, int tile_end, const narrow_queries<Real, kDim>& rows,
-                                                 Real scale, narrow_row_states<Real>& state) {
+// The shared tile loop of every narrow kernel: key tiles [tile_begin, tile_end) loaded in turn into
+// `tile` by all threads, `fold()` called on each once it is complete.
+template <class Real, int kDim, bool kValue, class Fold>
+__device__ __forceinline__ void for_each_narrow_tile(narrow_key_tile<Real, kDim, kValue>& tile,
+                                                     const narrow_keys<Real>& keys, int tile_begin, int tile_end,
+                                                     Fold fold) {
   for (int key_tile = tile_begin; key_tile < tile_end; ++key_tile) {
     __syncthreads();  // the previous tile is consumed
     tile.load(keys.points, keys.padded_dim, keys.bias, keys.values, keys.value_stride, keys.count,
               static_cast<std::int64_t>(key_tile) * narrow::kTileKeys);
     __syncthreads();
-    fold_narrow_tile(tile, rows, scale, state);
+    fold();
   }
+}
+
+// A thread's rows over the key tiles [tile_begin, tile_end) with the online maximum.
+template <class Real, int kDim, bool kValue>
+__device__ __forceinline__ void fold_narrow_keys(narrow_key_tile<Real, kDim, kValue>& tile, const narrow_keys<Real>& keys,
+                                                 int tile_begin, int tile_end, const narrow_queries<Real, kDim>& rows,
+                                                 Real scale, narrow_row_states<Real>& state) {
+  for_each_narrow_tile(tile, keys, tile_begin, tile_end, [&] { fold_narrow_tile(tile, rows, scale, state); });
 }
 
 }  // namespace flashsinkhorn::detail::kernels

@@ -56,11 +56,10 @@ struct plan_points_narrow_params {
   double* partials;                  // (splits, rows_padded, 2 + k) with split keys, else nullptr
 };
 
-// Row i from its state in log₂ units: lse in natural units, weighted normalised by the sum.
-__device__ __forceinline__ void finish_points_row(const plan_points_narrow_params& p, std::int64_t i, double reference,
-                                                  double sum, const double* weighted, std::int64_t weighted_stride) {
+// Row i's lse (natural units) from its state in log₂ units; its weighted_ic are Σ/sum, written by the caller.
+__device__ __forceinline__ void finish_points_lse(const plan_points_narrow_params& p, std::int64_t i, double reference,
+                                                  double sum) {
   p.lse[i] = (reference + log2(sum)) * 0.693147180559945309 - p.row_scaled_sq_norm[i] / p.eps;
-  for (int c = 0; c < p.k; ++c) p.weighted[i * p.k + c] = sum > 0 ? weighted[c * weighted_stride] / sum : 0.0;
 }
 
 template <int kDim>
@@ -92,11 +91,8 @@ __global__ void __launch_bounds__(narrow::kThreads) plan_points_narrow_kernel(co
 
   const int tile_begin = blockIdx.y * p.tiles_per_split;
   const int tile_end = min(p.key_tiles, tile_begin + p.tiles_per_split);
-  for (int key_tile = tile_begin; key_tile < tile_end; ++key_tile) {
-    __syncthreads();  // the previous tile is consumed
-    tile.load(p.key_points, p.padded_dim, p.key_bias, nullptr, 0, 0,
-              static_cast<std::int64_t>(key_tile) * narrow::kTileKeys);
-    __syncthreads();
+  const narrow_keys<float> keys{p.key_points, p.padded_dim, p.key_bias, nullptr, 0, 0};
+  for_each_narrow_tile(tile, keys, tile_begin, tile_end, [&] {
 #pragma unroll 1
     for (int sub = 0; sub < narrow::kTileKeys; sub += kSub) {
       // The sub-tile's scores t = fma(p·q, c, β) and each row's largest.
@@ -158,7 +154,7 @@ __global__ void __launch_bounds__(narrow::kThreads) plan_points_narrow_kernel(co
         for (int c = 0; c < kDim; ++c) weighted[r][c] += sub_weighted[r][c];
       }
     }
-  }
+  });
 
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -172,10 +168,10 @@ __global__ void __launch_bounds__(narrow::kThreads) plan_points_narrow_kernel(co
       for (int c = 0; c < kDim; ++c)
         if (c < p.k) out[2 + c] = weighted[r][c];
     } else {
-      double wide[kDim];
+      finish_points_lse(p, i, reference[r], sum[r]);
 #pragma unroll
-      for (int c = 0; c < kDim; ++c) wide[c] = weighted[r][c];
-      finish_points_row(p, i, reference[r], sum[r], wide, 1);
+      for (int c = 0; c < kDim; ++c)
+        if (c < p.k) p.weighted[i * p.k + c] = sum[r] > 0 ? static_cast<double>(weighted[r][c]) / sum[r] : 0.0;
     }
   }
 }
@@ -188,23 +184,19 @@ __global__ void plan_points_narrow_combine_kernel(const plan_points_narrow_param
   const double* first = p.partials + row * (2 + p.k);
   double reference = -INFINITY;
   for (int s = 0; s < splits; ++s) reference = fmax(reference, first[s * stride]);
-  // Accumulated in place of the first split's state (its own partial is read before it is written).
-  double sum = 0;
-  for (int s = 0; s < splits; ++s) {
+  // Each split's state scaled to the common reference (0 for a split of padding keys only).
+  auto scaled = [&](int s, int field) {
     const double* state = first + s * stride;
-    if (state[0] == -INFINITY) continue;  // a split of padding keys only
-    sum += state[1] * exp2(state[0] - reference);
-  }
-  double* merged = p.partials + row * (2 + p.k);  // split 0's weighted columns, overwritten in turn
+    return state[0] == -INFINITY ? 0.0 : state[field] * exp2(state[0] - reference);
+  };
+  double sum = 0;
+  for (int s = 0; s < splits; ++s) sum += scaled(s, 1);
+  finish_points_lse(p, row, reference, sum);
   for (int c = 0; c < p.k; ++c) {
     double total = 0;
-    for (int s = 0; s < splits; ++s) {
-      const double* state = first + s * stride;
-      if (state[0] != -INFINITY) total += state[2 + c] * exp2(state[0] - reference);
-    }
-    merged[2 + c] = total;
+    for (int s = 0; s < splits; ++s) total += scaled(s, 2 + c);
+    p.weighted[row * p.k + c] = sum > 0 ? total / sum : 0.0;
   }
-  finish_points_row(p, row, reference, sum, merged + 2, 1);
 }
 
 }  // namespace flashsinkhorn::detail::kernels

@@ -5,9 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "cuda/kernel_occupancy.hpp"
 #include "cuda/kernel_variant.hpp"
-#include "cuda/key_splits.hpp"
 #include "cuda/narrow_dims.hpp"
 #include "cuda/narrow_split_launch.cuh"
 #include "cuda/plan_points_narrow_kernel.cuh"
@@ -30,11 +28,7 @@ int block_rows_for(std::int64_t dim) {
 }
 
 split_plan plan_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {
-  const int ctas_per_sm = occupancy(kernel_for(rows.dim), narrow::kThreads, 0);
-  const int block_rows = block_rows_for(rows.dim);
-  return plan_key_splits((rows.count + block_rows - 1) / block_rows,
-                         (keys.count + narrow::kTileKeys - 1) / narrow::kTileKeys,
-                         static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, tile::kMinTilesPerSplit);
+  return plan_narrow_splits(kernel_for(rows.dim), block_rows_for(rows.dim), rows.count, keys.count, sm_count);
 }
 
 std::int64_t partial_bytes(std::int64_t rows_padded, std::int64_t k, int splits) {

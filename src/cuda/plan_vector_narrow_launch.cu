@@ -1,14 +1,11 @@
 // Host launch of the float64 one-column plan pass on narrow rows (plan_vector_narrow_launch.hpp).
 #include "cuda/plan_vector_narrow_launch.hpp"
 
-#include "cuda/kernel_occupancy.hpp"
 #include "cuda/kernel_variant.hpp"
-#include "cuda/key_splits.hpp"
 #include "cuda/narrow_dims.hpp"
 #include "cuda/narrow_split_launch.cuh"
 #include "cuda/plan_vector_narrow_kernel.cuh"
 #include "cuda/softmin_kernel.cuh"
-#include "cuda/tile_config.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
@@ -21,10 +18,7 @@ auto kernel_for(std::int64_t dim) {
 }
 
 split_plan plan_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {
-  const int ctas_per_sm = occupancy(kernel_for(rows.dim), narrow::kThreads, 0);
-  return plan_key_splits((rows.count + narrow::block_rows<double> - 1) / narrow::block_rows<double>,
-                         (keys.count + narrow::kTileKeys - 1) / narrow::kTileKeys,
-                         static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, tile::kMinTilesPerSplit);
+  return plan_narrow_splits(kernel_for(rows.dim), narrow::block_rows<double>, rows.count, keys.count, sm_count);
 }
 
 std::int64_t partial_bytes(std::int64_t rows_padded, int splits) {

@@ -44,11 +44,7 @@ __device__ __forceinline__ bool fold_with_predicted_reference(narrow_key_tile<fl
     reference[r] = -(offset[r] * p.score_scale_log2);
     sum[r] = 0.f;
   }
-  for (int key_tile = tile_begin; key_tile < tile_end; ++key_tile) {
-    __syncthreads();  // the previous tile is consumed
-    tile.load(keys.points, keys.padded_dim, keys.bias, keys.values, keys.value_stride, keys.count,
-              static_cast<std::int64_t>(key_tile) * narrow::kTileKeys);
-    __syncthreads();
+  for_each_narrow_tile(tile, keys, tile_begin, tile_end, [&] {
 #pragma unroll 4
     for (int j = 0; j < narrow::kTileKeys; ++j) {
       float word[tile_t::kVecs * tile_t::kLanes];  // (kDim coordinates, β, zeros)
@@ -61,7 +57,7 @@ __device__ __forceinline__ bool fold_with_predicted_reference(narrow_key_tile<fl
         sum[r] += fast_exp2(fmaf(dot, p.score_scale_log2, word[kDim]));  // 2^(t − reference)
       }
     }
-  }
+  });
   bool usable = true;
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {

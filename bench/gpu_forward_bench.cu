@@ -27,6 +27,7 @@
 #include "core/prepared_cloud.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "alternating_steps.hpp"
 #include "bench_args.hpp"
 #include "bench_clouds.hpp"
 #include "cuda/softmin_launch.hpp"
@@ -44,8 +45,8 @@ using flashsinkhorn::bench::normal_cloud;
 
 void forward(backend& b, int iterations, double eps) {
   for (int it = 0; it < iterations; ++it) {
-    b.softmin({side::x, side::y, slot::g, std::nullopt, slot::f, eps, 1, 1, false});
-    b.softmin({side::y, side::x, slot::f, std::nullopt, slot::g, eps, 1, 1, false});
+    b.softmin(flashsinkhorn::bench::f_update(eps));
+    b.softmin(flashsinkhorn::bench::g_update(eps));
   }
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "alternating_steps.hpp"
 #include "bench_args.hpp"
 #include "bench_clouds.hpp"
 #include "core/backend.hpp"
@@ -72,8 +73,8 @@ int main(int argc, char** argv) {
     for (const std::string& name : args.precisions) {
       const precision mode = parse_precision(name);
       auto b = make_cuda_backend(problem, mode, 0, stream);
-      const softmin_step f_step{side::x, side::y, slot::g, std::nullopt, slot::f, eps, 1, 1, false};
-      const softmin_step g_step{side::y, side::x, slot::f, std::nullopt, slot::g, eps, 1, 1, false};
+      const softmin_step f_step = flashsinkhorn::bench::f_update(eps);
+      const softmin_step g_step = flashsinkhorn::bench::g_update(eps);
       for (int it = 0; it < args.iterations; ++it) {
         b->softmin(f_step);
         b->softmin(g_step);

@@ -88,14 +88,14 @@ if has gpu; then
       --gtest_brief=1 >> "$logs/tests.log" 2>&1 || { echo "GPU tests (fp32 3xTF32 dots) failed"; status=1; }
     tail -3 "$logs/tests.log"
   fi
-  # The fp32 point gradients on narrow rows by the fp32 narrow pass (FLASHSINKHORN_POINT_GRADIENT=narrow,
-  # plan_points_narrow_launch.hpp; opt-in until verified here): the gradient cases again
-  # (GPU_TEST_NARROW_GRADIENT=0 leaves the pass out).
-  if [[ "${GPU_TEST_NARROW_GRADIENT:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_POINT_GRADIENT=narrow" >> "$logs/tests.log"
-    FLASHSINKHORN_POINT_GRADIENT=narrow timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" \
+  # The fp32 point gradients on narrow rows by the tensor-core pass (FLASHSINKHORN_POINT_GRADIENT=tensor,
+  # plan_points_narrow_launch.hpp; the fp32 narrow pass is the default): the gradient cases again
+  # (GPU_TEST_TENSOR_GRADIENT=0 leaves the pass out).
+  if [[ "${GPU_TEST_TENSOR_GRADIENT:-1}" != 0 ]]; then
+    echo "== GPU tests, FLASHSINKHORN_POINT_GRADIENT=tensor" >> "$logs/tests.log"
+    FLASHSINKHORN_POINT_GRADIENT=tensor timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" \
       --gtest_filter='*radient*:*PotentialVjp*:*potential_vjp*:kernel_variant*' --gtest_brief=0 >> "$logs/tests.log" 2>&1 ||
-      { echo "GPU tests (narrow point gradient) failed"; status=1; }
+      { echo "GPU tests (tensor-core point gradient) failed"; status=1; }
     grep -E "narrow gradient|^\[  (PASSED|FAILED) " "$logs/tests.log" | tail -14
   fi
   # The fp32 narrow softmin with predicted row references (FLASHSINKHORN_NARROW_REFERENCE=predicted,

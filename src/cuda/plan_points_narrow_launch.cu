@@ -38,8 +38,8 @@ std::int64_t partial_bytes(std::int64_t rows_padded, std::int64_t k, int splits)
 }  // namespace
 
 bool parse_point_gradient_pass(const char* name) {
-  if (name == nullptr || *name == '\0' || std::string_view(name) == "tensor") return false;
-  if (std::string_view(name) == "narrow") return true;
+  if (name == nullptr || *name == '\0' || std::string_view(name) == "narrow") return true;
+  if (std::string_view(name) == "tensor") return false;
   throw invalid_argument(std::string("FLASHSINKHORN_POINT_GRADIENT must be narrow or tensor (or unset), got '") + name +
                          "'");
 }

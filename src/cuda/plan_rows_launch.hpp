@@ -7,8 +7,8 @@
 //                    the stored float points: the one-column and LSE-only passes (the Hessian's CG)
 //                    in plan_vector_narrow_launch.hpp's kernel, the others in the same SIMT pass as
 //                    fp64, except a point gradient's pass on staged values (values_staged), which
-//                    stays on tensor cores (plan_pass_is_float64) or, with FLASHSINKHORN_POINT_GRADIENT=narrow,
-//                    runs the fp32 narrow pass of plan_points_narrow_launch.hpp
+//                    runs the fp32 narrow pass of plan_points_narrow_launch.hpp or, with
+//                    FLASHSINKHORN_POINT_GRADIENT=tensor, stays on tensor cores (plan_pass_is_float64)
 //   tf32, bf16       on sm_90a with values and no cost: warpgroup MMAs (plan_wgmma_kernel.cuh,
 //                    plan_wgmma_streamed_kernel.cuh for wide rows)
 //   fp32, tf32, bf16 on tensor cores (plan_mma_kernel.cuh): the scores as in the softmin kernels,

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -100,9 +101,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, GradientOnGpu,
                            return std::string(fs::to_string(mode.param));
                          });
 
-// fp32 on narrow rows (d ≤ 16: the FMA-dot softmin, and with FLASHSINKHORN_POINT_GRADIENT=narrow the
-// fp32 narrow gradient pass, plan_points_narrow_kernel.cuh; tools/gpu_check.sh runs this file both
-// ways): every instance of the narrow kernels (d = 1, 2, 3, 4, 5 → 8, 12, 16), few rows against many
+// fp32 on narrow rows (d ≤ 16: the FMA-dot softmin and the fp32 narrow gradient pass,
+// plan_points_narrow_kernel.cuh; tools/gpu_check.sh runs this file again with
+// FLASHSINKHORN_POINT_GRADIENT=tensor, the tensor-core pass): every instance of the narrow kernels (d = 1, 2, 3, 4, 5 → 8, 12, 16), few rows against many
 // keys (the keys split and the splits merge) and many rows against few, balanced, debiased (the OT(a, a)
 // term added in place) and unbalanced, against the float64 CPU solver.
 struct narrow_case {
@@ -112,6 +113,14 @@ struct narrow_case {
 };
 
 class GradientOnNarrowRows : public ::testing::TestWithParam<narrow_case> {};
+
+// fp32's bound for the narrow pass (it read 1.4e-7 – 2.1e-6 on the H200, 2026-12-04); the tensor-core
+// pass (FLASHSINKHORN_POINT_GRADIENT=tensor: the values padded to 64 columns, P̃·Y as 3×TF32 products)
+// read up to 7.9e-5 on the same cases, so it is held to 2e-4.
+double narrow_rows_bound() {
+  const char* pass = std::getenv("FLASHSINKHORN_POINT_GRADIENT");
+  return pass != nullptr && std::string(pass) == "tensor" ? 2e-4 : bound(fs::precision::fp32);
+}
 
 TEST_P(GradientOnNarrowRows, MatchesFloat64OnTheCpu) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
@@ -132,8 +141,8 @@ TEST_P(GradientOnNarrowRows, MatchesFloat64OnTheCpu) {
   std::printf("narrow gradient n %lld m %lld d %lld%s%s vs fp64: relative error (2-norm) dX %.3g, dY %.3g\n",
               static_cast<long long>(c.n), static_cast<long long>(c.m), static_cast<long long>(c.dim),
               c.debias ? " debiased" : "", c.reach > 0 ? " unbalanced" : "", ex, ey);
-  EXPECT_LT(ex, bound(fs::precision::fp32));
-  EXPECT_LT(ey, bound(fs::precision::fp32));
+  EXPECT_LT(ex, narrow_rows_bound());
+  EXPECT_LT(ey, narrow_rows_bound());
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -67,9 +67,9 @@ TEST(kernel_variant, fp32_dots_are_fma_unless_3xtf32_is_asked_for) {
                 "3xtf32 or fma (or unset), got 'FMA'");
 }
 
-TEST(kernel_variant, point_gradients_take_the_narrow_pass_only_when_asked) {
+TEST(kernel_variant, point_gradients_take_the_narrow_pass_unless_tensor_is_asked_for) {
   expect_switch(flashsinkhorn::detail::parse_point_gradient_pass,
-                {{nullptr, false}, {"", false}, {"tensor", false}, {"narrow", true}}, "Narrow",
+                {{nullptr, true}, {"", true}, {"narrow", true}, {"tensor", false}}, "Narrow",
                 "narrow or tensor (or unset), got 'Narrow'");
 }
 

@@ -98,15 +98,17 @@ if has gpu; then
       { echo "GPU tests (tensor-core point gradient) failed"; status=1; }
     grep -E "narrow gradient|^\[  (PASSED|FAILED) " "$logs/tests.log" | tail -14
   fi
-  # The fp32 narrow softmin with predicted row references (FLASHSINKHORN_NARROW_REFERENCE=predicted,
-  # softmin_narrow_kernel.cuh; opt-in until verified here): the fp32 and backend cases again
-  # (GPU_TEST_NARROW_REFERENCE=0 leaves the pass out).
+  # The fp32 narrow softmin with each row reference forced (FLASHSINKHORN_NARROW_REFERENCE=online and
+  # =predicted, kernel_variant.hpp; the default, auto, takes predicted where it pays): the fp32 and
+  # backend cases again (GPU_TEST_NARROW_REFERENCE=0 leaves the passes out).
   if [[ "${GPU_TEST_NARROW_REFERENCE:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_NARROW_REFERENCE=predicted" >> "$logs/tests.log"
-    FLASHSINKHORN_NARROW_REFERENCE=predicted timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" \
-      --gtest_filter='sizes/*:*fp32*:*Fp32*:*Narrow*:*narrow*' --gtest_brief=1 >> "$logs/tests.log" 2>&1 ||
-      { echo "GPU tests (narrow predicted reference) failed"; status=1; }
-    tail -3 "$logs/tests.log"
+    for reference in online predicted; do
+      echo "== GPU tests, FLASHSINKHORN_NARROW_REFERENCE=$reference" >> "$logs/tests.log"
+      FLASHSINKHORN_NARROW_REFERENCE=$reference timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" \
+        --gtest_filter='sizes/*:*fp32*:*Fp32*:*Narrow*:*narrow*' --gtest_brief=1 >> "$logs/tests.log" 2>&1 ||
+        { echo "GPU tests (narrow $reference reference) failed"; status=1; }
+      tail -3 "$logs/tests.log"
+    done
   fi
   # And on the other variants of the resident wgmma kernel (the copy-engine one is the default).
   for variant in ${GPU_TEST_VARIANTS-$default_variants}; do

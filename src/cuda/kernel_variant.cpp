@@ -56,15 +56,16 @@ bool fp32_fma_dots_for(std::int64_t padded_dim) {
   return padded_dim <= tile::kSimtFp32MaxDim && chosen;
 }
 
-bool parse_narrow_reference_predicted(const char* name) {
-  if (name == nullptr || *name == '\0' || std::string_view(name) == "online") return false;
-  if (std::string_view(name) == "predicted") return true;
-  throw invalid_argument(std::string("FLASHSINKHORN_NARROW_REFERENCE must be online or predicted (or unset), got '") +
-                         name + "'");
+narrow_reference parse_narrow_reference(const char* name) {
+  if (name == nullptr || *name == '\0' || std::string_view(name) == "auto") return narrow_reference::automatic;
+  if (std::string_view(name) == "online") return narrow_reference::online;
+  if (std::string_view(name) == "predicted") return narrow_reference::predicted;
+  throw invalid_argument(
+      std::string("FLASHSINKHORN_NARROW_REFERENCE must be auto, online or predicted (or unset), got '") + name + "'");
 }
 
-bool narrow_reference_predicted() {
-  static const bool chosen = parse_narrow_reference_predicted(std::getenv("FLASHSINKHORN_NARROW_REFERENCE"));
+narrow_reference narrow_reference_choice() {
+  static const narrow_reference chosen = parse_narrow_reference(std::getenv("FLASHSINKHORN_NARROW_REFERENCE"));
   return chosen;
 }
 

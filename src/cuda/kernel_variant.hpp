@@ -44,12 +44,15 @@ bool fp32_fma_dots_for(std::int64_t padded_dim);
 
 // The row references of the fp32 narrow softmin (softmin_narrow_kernel.cuh), from the environment
 // variable FLASHSINKHORN_NARROW_REFERENCE (read once):
-//   online     (unset or empty: the default) the running maximum of each row's scores
+//   online     the running maximum of each row's scores
 //   predicted  the LSE the row's previous potential implies, with the online maximum as the fallback
-//              of a CTA where it fails (opt-in until measured and verified on a GPU)
+//              of a CTA where it fails
+//   auto       (unset or empty: the default) predicted where it pays (softmin_launch.cu,
+//              predicted_reference_pays: as many CTAs an SM as the online kernel, few key splits)
 // An unknown value throws invalid_argument.
-bool parse_narrow_reference_predicted(const char* name);
-// Whether the fp32 narrow softmin takes predicted references in this process.
-bool narrow_reference_predicted();
+enum class narrow_reference { online, predicted, automatic };
+narrow_reference parse_narrow_reference(const char* name);
+// The choice of this process.
+narrow_reference narrow_reference_choice();
 
 }  // namespace flashsinkhorn::detail

@@ -3,6 +3,7 @@
 #include "cuda/softmin_launch.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <type_traits>
 
@@ -217,9 +218,47 @@ auto narrow_kernel_for(std::int64_t dim) {
 }
 
 // The same with references predicted from the previous potentials (kernel_variant.hpp,
-// narrow_reference_predicted): launched when the step has them.
+// narrow_reference_choice): launched when the step has them.
 auto narrow_predicted_kernel_for(std::int64_t dim) {
   return for_narrow_dim(dim, [](auto d) { return &kernels::softmin_narrow_kernel<decltype(d)::value, true>; });
+}
+
+// The key splits above which predicted references stop paying: a split that holds almost none of a
+// row's mass underflows its prediction (sum < 2⁻⁶⁰) and its CTA folds the keys again. Measured on the
+// H200 (fp32, x, y ~ N(0, I), ε = 0.1, 2026-12-04): ~5 splits (n = 5·10⁴, d = 3) 17 % faster than
+// the online maximum, ~26 splits (n = 10⁴) 3 % slower.
+constexpr int kPredictedMaxSplits = 8;
+
+// Whether predicted references pay for the rows of `dim` coordinates over `splits` key splits
+// (FLASHSINKHORN_NARROW_REFERENCE=auto): few splits, and as many CTAs an SM as the online kernel (its
+// extra registers cost the d = 8 instance a CTA an SM: 128 against 96, 49 % slower on the H200).
+// (The occupancy comparison is cached per thread and device, one entry a dim.)
+bool predicted_reference_pays(std::int64_t dim, int splits) {
+  if (splits > kPredictedMaxSplits) return false;
+  thread_local int cached_device = -1;
+  thread_local std::array<signed char, tile::kSimtFp32MaxDim + 1> keeps_occupancy{};  // 0 unknown, 1 yes, -1 no
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (device != cached_device) {
+    keeps_occupancy.fill(0);
+    cached_device = device;
+  }
+  signed char& known = keeps_occupancy[static_cast<std::size_t>(dim)];
+  if (known == 0)
+    known = occupancy(narrow_predicted_kernel_for(dim), kernels::narrow::kThreads, 0) >=
+                    occupancy(narrow_kernel_for(dim), kernels::narrow::kThreads, 0)
+                ? 1
+                : -1;
+  return known > 0;
+}
+
+bool predicted_reference_for(std::int64_t dim, int splits) {
+  switch (narrow_reference_choice()) {
+    case narrow_reference::online: return false;
+    case narrow_reference::predicted: return true;
+    case narrow_reference::automatic: return predicted_reference_pays(dim, splits);
+  }
+  return false;
 }
 
 kernel_shape narrow_shape(std::int64_t dim) {
@@ -420,7 +459,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
     case kernel_family::fma:
       if (mode == precision::fp64)
         kernels::softmin_simt_kernel<<<grid, tile::kBlockM64, 0, stream>>>(p);
-      else if (p.previous != nullptr && narrow_reference_predicted())
+      else if (p.previous != nullptr && predicted_reference_for(rows.dim, plan.splits))
         narrow_predicted_kernel_for(rows.dim)<<<grid, shape.threads, 0, stream>>>(p);
       else
         narrow_kernel_for(rows.dim)<<<grid, shape.threads, 0, stream>>>(p);

@@ -3,8 +3,8 @@
 // (max·ln 2) to finish_row or, with split keys, to the partial states that finish_block merges —
 // the same epilogue as the other softmin kernels.
 //
-// kPredictedReference (FLASHSINKHORN_NARROW_REFERENCE=predicted, kernel_variant.hpp; session 28, not
-// yet run on a GPU): instead of an online maximum each row's reference is the LSE its previous
+// kPredictedReference (launched where it pays, softmin_launch.cu's predicted_reference_pays, or when
+// FLASHSINKHORN_NARROW_REFERENCE=predicted, kernel_variant.hpp): instead of an online maximum each row's reference is the LSE its previous
 // potential implies, and −reference/c rides in the dot's first FMA, so a score costs d + 3
 // instructions (docs/cuda_backend.md, "Next steps for the forward", item 5). A CTA in which a row's
 // sum overflowed or fell under 2⁻⁶⁰ (a poor prediction, or a split of keys that hold none of the row's

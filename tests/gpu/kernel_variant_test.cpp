@@ -49,8 +49,8 @@ namespace {
 
 // A switch read from the environment: `name` → parsed value for the accepted spellings, and
 // invalid_argument naming the choices (`message`) for `unknown`.
-template <class Parse>
-void expect_switch(Parse parse, std::initializer_list<std::pair<const char*, bool>> accepted, const char* unknown,
+template <class Value = bool, class Parse>
+void expect_switch(Parse parse, std::initializer_list<std::pair<const char*, Value>> accepted, const char* unknown,
                    const std::string& message) {
   for (const auto& [name, value] : accepted) EXPECT_EQ(parse(name), value) << (name == nullptr ? "(unset)" : name);
   try {
@@ -73,10 +73,15 @@ TEST(kernel_variant, point_gradients_take_the_narrow_pass_unless_tensor_is_asked
                 "narrow or tensor (or unset), got 'Narrow'");
 }
 
-TEST(kernel_variant, narrow_softmin_references_are_online_unless_predicted_is_asked_for) {
-  expect_switch(flashsinkhorn::detail::parse_narrow_reference_predicted,
-                {{nullptr, false}, {"", false}, {"online", false}, {"predicted", true}}, "max",
-                "online or predicted (or unset), got 'max'");
+TEST(kernel_variant, narrow_softmin_references_are_chosen_where_they_pay_unless_one_is_asked_for) {
+  using flashsinkhorn::detail::narrow_reference;
+  expect_switch<narrow_reference>(flashsinkhorn::detail::parse_narrow_reference,
+                {{nullptr, narrow_reference::automatic},
+                 {"", narrow_reference::automatic},
+                 {"auto", narrow_reference::automatic},
+                 {"online", narrow_reference::online},
+                 {"predicted", narrow_reference::predicted}},
+                "max", "auto, online or predicted (or unset), got 'max'");
 }
 
 // The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots

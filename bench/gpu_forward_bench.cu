@@ -118,15 +118,18 @@ int main(int argc, char** argv) {
       FS_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
       const std::int64_t padded_dim = softmin_padded_dim(mode, size.d);
       const char* kernel = softmin_kernel_name(mode, padded_dim, max_shared);
+      // The fp32 narrow kernel's row references (kernel_variant.hpp), so A/B rows tell themselves apart.
+      const char* reference_env = std::getenv("FLASHSINKHORN_NARROW_REFERENCE");
+      const char* reference = reference_env != nullptr && *reference_env != '\0' ? reference_env : "auto";
       std::printf(
           "{\"impl\":\"flashsinkhorn\",\"kernel\":\"%s\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,\"precision\":\"%s\","
           "\"eps\":%g,\"iterations\":%d,\"repeats\":%d,\"ms_per_iteration\":%.5f,\"ms_min_per_iteration\":%.5f,"
           "\"tflops\":%.2f,\"roofline_floor_ms\":%.5f,\"roofline_fraction\":%.3f,\"device_bytes\":%zu,"
-          "\"finite\":%s}\n",
+          "\"finite\":%s,\"narrow_reference\":\"%s\"}\n",
           kernel, device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
           static_cast<long long>(size.d), name.c_str(), eps, iterations, repeats, per_iter_ms,
           ms.front() / iterations, flop / (per_iter_ms * 1e-3) / 1e12, floor_ms, floor_ms / per_iter_ms,
-          free_before - free_after, finite ? "true" : "false");
+          free_before - free_after, finite ? "true" : "false", reference);
       std::fflush(stdout);
       std::fprintf(stderr, "n=%lld d=%lld %s [%s]: %.4f ms/iter (floor %.4f, %.0f%%)\n", static_cast<long long>(size.n),
                    static_cast<long long>(size.d), name.c_str(), kernel, per_iter_ms, floor_ms, 100 * floor_ms / per_iter_ms);

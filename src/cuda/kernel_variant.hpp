@@ -48,7 +48,7 @@ bool fp32_fma_dots_for(std::int64_t padded_dim);
 //   predicted  the LSE the row's previous potential implies, with the online maximum as the fallback
 //              of a CTA where it fails
 //   auto       (unset or empty: the default) predicted where it pays (softmin_launch.cu,
-//              predicted_reference_pays: as many CTAs an SM as the online kernel, few key splits)
+//              predicted_reference_pays: rows of at most 4 coordinates, key splits of at least 8 tiles)
 // An unknown value throws invalid_argument.
 enum class narrow_reference { online, predicted, automatic };
 narrow_reference parse_narrow_reference(const char* name);

@@ -3,7 +3,6 @@
 #include "cuda/softmin_launch.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <type_traits>
 
@@ -223,40 +222,27 @@ auto narrow_predicted_kernel_for(std::int64_t dim) {
   return for_narrow_dim(dim, [](auto d) { return &kernels::softmin_narrow_kernel<decltype(d)::value, true>; });
 }
 
-// The key splits above which predicted references stop paying: a split that holds almost none of a
-// row's mass underflows its prediction (sum < 2⁻⁶⁰) and its CTA folds the keys again. Measured on the
-// H200 (fp32, x, y ~ N(0, I), ε = 0.1, 2026-12-04): ~5 splits (n = 5·10⁴, d = 3) 17 % faster than
-// the online maximum, ~26 splits (n = 10⁴) 3 % slower.
-constexpr int kPredictedMaxSplits = 8;
+// Where predicted references pay (FLASHSINKHORN_NARROW_REFERENCE=auto), measured on the H200 (fp32,
+// x, y ~ N(0, I), ε = 0.1, ms per iteration, online / predicted, 2026-12-04):
+//   rows of ≤ 4 coordinates: d = 3, n = 5·10⁴ 2.55 / 2.12; d = 4, n = 5·10⁴ 2.98 / 2.65;
+//     d = 2, n = 10⁵ 8.36 / 6.98; d = 3, n = 2·10⁵ 36.0 / 29.7; d = 3, n = 2·10⁴ 0.468 / 0.397;
+//   wider rows lose: d = 8 3.35 / 5.07 (128 registers against 96 cost a CTA an SM), d = 12
+//     4.89 / 8.83 and d = 16 5.45 / 12.0 at the same occupancy (n = 5·10⁴);
+//   short key splits lose: d = 3, n = 10⁴ (16 splits of 5 tiles) 0.168 / 0.172: a split that holds
+//     almost none of a row's mass underflows its prediction (sum < 2⁻⁶⁰) and folds its keys again,
+//     and the fewer keys a split has, the likelier it holds none near the row.
+constexpr std::int64_t kPredictedMaxDim = 4;
+constexpr int kPredictedMinSplitTiles = 8;
 
-// Whether predicted references pay for the rows of `dim` coordinates over `splits` key splits
-// (FLASHSINKHORN_NARROW_REFERENCE=auto): few splits, and as many CTAs an SM as the online kernel (its
-// extra registers cost the d = 8 instance a CTA an SM: 128 against 96, 49 % slower on the H200).
-// (The occupancy comparison is cached per thread and device, one entry a dim.)
-bool predicted_reference_pays(std::int64_t dim, int splits) {
-  if (splits > kPredictedMaxSplits) return false;
-  thread_local int cached_device = -1;
-  thread_local std::array<signed char, tile::kSimtFp32MaxDim + 1> keeps_occupancy{};  // 0 unknown, 1 yes, -1 no
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (device != cached_device) {
-    keeps_occupancy.fill(0);
-    cached_device = device;
-  }
-  signed char& known = keeps_occupancy[static_cast<std::size_t>(dim)];
-  if (known == 0)
-    known = occupancy(narrow_predicted_kernel_for(dim), kernels::narrow::kThreads, 0) >=
-                    occupancy(narrow_kernel_for(dim), kernels::narrow::kThreads, 0)
-                ? 1
-                : -1;
-  return known > 0;
+bool predicted_reference_pays(std::int64_t dim, const split_plan& plan) {
+  return dim <= kPredictedMaxDim && plan.tiles_per_split >= kPredictedMinSplitTiles;
 }
 
-bool predicted_reference_for(std::int64_t dim, int splits) {
+bool predicted_reference_for(std::int64_t dim, const split_plan& plan) {
   switch (narrow_reference_choice()) {
     case narrow_reference::online: return false;
     case narrow_reference::predicted: return true;
-    case narrow_reference::automatic: return predicted_reference_pays(dim, splits);
+    case narrow_reference::automatic: return predicted_reference_pays(dim, plan);
   }
   return false;
 }
@@ -459,7 +445,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
     case kernel_family::fma:
       if (mode == precision::fp64)
         kernels::softmin_simt_kernel<<<grid, tile::kBlockM64, 0, stream>>>(p);
-      else if (p.previous != nullptr && predicted_reference_for(rows.dim, plan.splits))
+      else if (p.previous != nullptr && predicted_reference_for(rows.dim, plan))
         narrow_predicted_kernel_for(rows.dim)<<<grid, shape.threads, 0, stream>>>(p);
       else
         narrow_kernel_for(rows.dim)<<<grid, shape.threads, 0, stream>>>(p);

@@ -24,7 +24,7 @@ logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
 rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES-build gpu demo study bench plan hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +overhead, +examples
+stages="${STAGES-build gpu demo study bench plan reference hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +overhead, +examples
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -168,6 +168,14 @@ if has plan; then
   FS_COMMIT="${FS_COMMIT:-unknown}" python3 bench/merge_gradient_results.py "$out/plan_pass_$(date -u +%F).json" \
     "$logs/plan_ours.jsonl" "$logs/plan_peer.jsonl" >> "$logs/plan.log" 2>&1 || { echo "plan merge failed"; status=1; }
   cat "$logs/plan.log"
+fi
+if has reference; then
+  # The fp32 narrow softmin's row references side by side (online, auto, predicted: the figures behind
+  # softmin_launch.cu's predicted_reference_pays), into $out/narrow_reference_ab_<date>.json.
+  BENCH="$build/bench/flashsinkhorn_gpu_bench" timeout "${REFERENCE_TIMEOUT:-150}" \
+    bench/narrow_reference_ab.sh "$out/narrow_reference_ab_$(date -u +%F).json" > "$logs/reference.log" 2>&1 \
+    || { echo "reference A/B failed"; status=1; }
+  cat "$logs/reference.log"
 fi
 if has hvp; then
   # The streaming HVP against flash-sinkhorn's (issue 5): CG iterations and time against n, the

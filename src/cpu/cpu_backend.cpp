@@ -115,7 +115,7 @@ class cpu_backend final : public backend {
     // Padded like rows.points, so a register block of directions is read exactly like one of points.
     extras.directions.assign(static_cast<std::size_t>(rows.padded_rows * rows.dim), T(0));
     for (std::int64_t i = 0; i < rows.count * rows.dim; ++i) extras.directions[i] = static_cast<T>(request.directions[i]);
-    if (request.key_directions != nullptr) extras.key_directions = key_panels(keys, request.key_directions);
+    if (request.key_directions != nullptr) extras.key_directions = key_panels(keys, request.key_directions, keys.dim);
     return run_plan_pass(rows, keys, request.key_potential, request.eps, extras);
   }
 
@@ -152,7 +152,7 @@ class cpu_backend final : public backend {
   // rescaled with the running max exactly like the LSE sum (FlashAttention's output accumulator).
   struct plan_extras {
     std::int64_t k;
-    std::vector<T> values;          // (keys padded, k)
+    std::vector<T> values;          // (tiles, k, kKeyTile): V laid out like the key panels
     bool want_cost;
     std::vector<double> weighted;   // (rows, k)
     std::vector<double> cost;       // (rows,)
@@ -160,13 +160,14 @@ class cpu_backend final : public backend {
     std::vector<T> key_directions;  // (tiles, dim, kKeyTile) z of a quadratic pass; empty: the key panels
   };
 
-  // z (keys count, dim) row-major, laid out like keys.panels (padding keys zero; their bias is −∞).
-  static std::vector<T> key_panels(const packed_cloud<T>& keys, const double* z) {
-    std::vector<T> panels(static_cast<std::size_t>(keys.tiles * keys.dim * kKeyTile), T(0));
+  // v (keys count, columns) row-major, laid out like keys.panels: (tiles, columns, kKeyTile), key
+  // fastest (padding keys zero; their bias is −∞).
+  static std::vector<T> key_panels(const packed_cloud<T>& keys, const double* v, std::int64_t columns) {
+    std::vector<T> panels(static_cast<std::size_t>(keys.tiles * columns * kKeyTile), T(0));
     for (std::int64_t j = 0; j < keys.count; ++j) {
       const std::int64_t tile = j / kKeyTile, lane = j % kKeyTile;
-      for (std::int64_t c = 0; c < keys.dim; ++c)
-        panels[(tile * keys.dim + c) * kKeyTile + lane] = static_cast<T>(z[j * keys.dim + c]);
+      for (std::int64_t c = 0; c < columns; ++c)
+        panels[(tile * columns + c) * kKeyTile + lane] = static_cast<T>(v[j * columns + c]);
     }
     return panels;
   }
@@ -174,10 +175,7 @@ class cpu_backend final : public backend {
   plan_extras make_extras(const packed_cloud<T>& rows, const packed_cloud<T>& keys, const double* values,
                           std::int64_t k, bool want_cost) const {
     plan_extras extras{k, {}, want_cost, {}, {}, {}, {}};
-    if (k > 0) {
-      extras.values.assign(static_cast<std::size_t>(keys.tiles * kKeyTile * k), T(0));
-      for (std::int64_t j = 0; j < keys.count * k; ++j) extras.values[j] = static_cast<T>(values[j]);
-    }
+    if (k > 0) extras.values = key_panels(keys, values, k);
     extras.weighted.assign(static_cast<std::size_t>(rows.count * k), 0.0);
     extras.cost.assign(want_cost ? static_cast<std::size_t>(rows.count) : 0, 0.0);
     return extras;
@@ -243,6 +241,7 @@ class cpu_backend final : public backend {
     alignas(64) T dots[kRowBlock * kKeyTile];    // (kRowBlock, kKeyTile) p·q
     alignas(64) T u_dots[kRowBlock * kKeyTile];  // (kRowBlock, kKeyTile) u·z, quadratic passes only
     alignas(64) T scores[kKeyTile];
+    alignas(64) T terms[kKeyTile];  // 2^{s_j − shift}, plan passes only
     const bool quadratic = extras != nullptr && !extras->directions.empty();
     const T* second_panels =
         quadratic && !extras->key_directions.empty() ? extras->key_directions.data() : keys.panels.data();
@@ -260,40 +259,44 @@ class cpu_backend final : public backend {
           T shift = 0;
           double rescale = 1;
           math::lse_state<double>& state = lse[block * kRowBlock + r];
-          if (!fold_tile(state, scores, maximum, kKeyTile, shift, rescale)) continue;
+          if (!fold_tile(state, scores, maximum, kKeyTile, shift, rescale, extras != nullptr ? terms : nullptr)) continue;
           if (extras != nullptr) {
             const T* row_u_dots = quadratic ? u_dots + r * kKeyTile : nullptr;
-            accumulate_plan(*extras, keys, rows.sq_norms[row0 + r], tile, row_dots, row_u_dots, scores, shift, rescale,
-                            row0 + r);
+            accumulate_plan(*extras, keys, rows.sq_norms[row0 + r], tile, row_dots, row_u_dots, terms, rescale, row0 + r);
           }
         }
       }
     }
   }
 
+  // One key tile into a row's plan accumulators, from the tile's terms p_j = 2^{s_j − shift}:
+  //   weighted_c ← weighted_c·rescale + Σ_j e_j·V_jc,  e_j = p_j (·u_i·z_j in a quadratic pass),
+  //   cost ← cost·rescale + Σ_j p_j·C_ij.
+  // Σ_j e_j·V_jc is one SIMD dot of the tile's kKeyTile entries in T per column (the GPU's narrow
+  // passes likewise sum a sub-tile in fp32), added in double; the cost's terms are formed in double
+  // (C_ij = s(‖p‖² + ‖q‖² − 2p·q) cancels). `terms` is overwritten by e.
   void accumulate_plan(plan_extras& extras, const packed_cloud<T>& keys, T row_sq_norm, std::int64_t tile,
-                       const T* row_dots, const T* row_u_dots, const T* scores, T shift, double rescale,
+                       const T* row_dots, const T* row_u_dots, T* __restrict terms, double rescale,
                        std::int64_t row) const {
+    if (extras.want_cost) {
+      const std::int64_t first_key = tile * kKeyTile;
+      const std::int64_t count = std::min(kKeyTile, keys.count - first_key);
+      double cost = extras.cost[row] * rescale;
+      for (std::int64_t j = 0; j < count; ++j) {
+        const double c_ij = cost_scale_ * (static_cast<double>(row_sq_norm) +
+                                           static_cast<double>(keys.sq_norms[first_key + j]) -
+                                           2 * static_cast<double>(row_dots[j]));
+        cost += static_cast<double>(terms[j]) * c_ij;
+      }
+      extras.cost[row] = cost;
+    }
+    if (row_u_dots != nullptr)
+      for (std::int64_t j = 0; j < kKeyTile; ++j) terms[j] *= row_u_dots[j];
     const std::int64_t k = extras.k;
     double* weighted = extras.weighted.data() + row * k;
-    for (std::int64_t c = 0; c < k; ++c) weighted[c] *= rescale;
-    double cost = extras.want_cost ? extras.cost[row] * rescale : 0.0;
-    for (std::int64_t j = 0; j < kKeyTile; ++j) {
-      const std::int64_t key = tile * kKeyTile + j;
-      if (key >= keys.count) break;
-      const double p = static_cast<double>(math::fast_exp2_nonpositive(scores[j] - shift));
-      if (p == 0) continue;
-      const double e = row_u_dots != nullptr ? p * static_cast<double>(row_u_dots[j]) : p;
-      const T* v = extras.values.data() + key * k;
-#pragma omp simd
-      for (std::int64_t c = 0; c < k; ++c) weighted[c] += e * static_cast<double>(v[c]);
-      if (extras.want_cost) {
-        const double c_ij = cost_scale_ * (static_cast<double>(row_sq_norm) + static_cast<double>(keys.sq_norms[key]) -
-                                           2 * static_cast<double>(row_dots[j]));
-        cost += p * c_ij;
-      }
-    }
-    if (extras.want_cost) extras.cost[row] = cost;
+    const T* panel = extras.values.data() + tile * k * kKeyTile;
+    for (std::int64_t c = 0; c < k; ++c)
+      weighted[c] = weighted[c] * rescale + static_cast<double>(simd_dot(terms, panel + c * kKeyTile, kKeyTile));
   }
 
   packed_cloud<T> clouds_[2];

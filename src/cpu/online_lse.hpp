@@ -49,14 +49,31 @@ inline T tile_sum_exp(const T* scores, std::int64_t count, T shift) {
   return total;
 }
 
+// The same sum, keeping the terms: terms_j = 2^{s_j − shift} (the weights of a plan pass's tile).
+template <class T>
+inline T tile_exp_terms(T* __restrict terms, const T* __restrict scores, std::int64_t count, T shift) {
+  using vec = typename simd<T>::vec;
+  constexpr int kLanes = simd<T>::kLanes;
+  vec sum{};
+  for (std::int64_t j = 0; j < count; j += kLanes) {
+    const vec term = math::fast_exp2_nonpositive(load_vec(scores + j) - shift);
+    store_vec(terms + j, term);
+    sum += term;
+  }
+  T total = 0;
+  for (int lane = 0; lane < kLanes; ++lane) total += sum[lane];
+  return total;
+}
+
 // Folds a tile whose scores and maximum are known into `state`. Returns false while every term so
 // far has zero weight (the state stays the identity). `shift` receives the running maximum the
 // tile's terms were taken against; `rescale` = 2^{old max − new max} for accumulators tracking
 // the same state — exactly 1, with no exp evaluated, when the tile does not raise the maximum,
-// which is the common case after the first tiles.
+// which is the common case after the first tiles. With `terms` (count entries) the tile's terms
+// 2^{s_j − shift} are kept there too, for a plan pass's accumulators.
 template <class T>
 inline bool fold_tile(math::lse_state<double>& state, const T* scores, T tile_maximum, std::int64_t count, T& shift,
-                      double& rescale) {
+                      double& rescale, T* terms = nullptr) {
   rescale = 1;
   if (static_cast<double>(tile_maximum) > state.max) {
     rescale = state.max == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp2(state.max - tile_maximum);
@@ -65,7 +82,8 @@ inline bool fold_tile(math::lse_state<double>& state, const T* scores, T tile_ma
     return false;
   }
   shift = static_cast<T>(state.max);
-  state.sum = state.sum * rescale + static_cast<double>(tile_sum_exp(scores, count, shift));
+  const T tile_sum = terms != nullptr ? tile_exp_terms(terms, scores, count, shift) : tile_sum_exp(scores, count, shift);
+  state.sum = state.sum * rescale + static_cast<double>(tile_sum);
   return true;
 }
 

@@ -32,6 +32,16 @@ inline void store_vec(T* p, typename simd<T>::vec v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// Σ_j a_j·b_j in T over `count` entries (a multiple of the SIMD width), one vector accumulator.
+template <class T>
+inline T simd_dot(const T* __restrict a, const T* __restrict b, std::int64_t count) {
+  typename simd<T>::vec sum{};
+  for (std::int64_t j = 0; j < count; j += simd<T>::kLanes) sum += load_vec(a + j) * load_vec(b + j);
+  T total = 0;
+  for (int lane = 0; lane < simd<T>::kLanes; ++lane) total += sum[lane];
+  return total;
+}
+
 inline constexpr int kVecsPerStrip = 2;  // keys per strip = 2 vectors (16 floats / 8 doubles)
 
 // dots: (kRowBlock, kKeyTile) row-major. rows: kRowBlock consecutive rows of a packed cloud.

@@ -6,6 +6,9 @@ multiply-adds a score, so it should cost one to two half-steps. This times, on t
   half-step     Solver(x, y, eps, iters, tol=0).solve() wall time / (2·iters)
   gradient_x    solver.gradient_x() right after (the plan pass over x's rows; nothing cached)
   gradient_y    solver.gradient_y() likewise
+  hvp           (--hvp) Solver(…, iters=200, tol=1e-6).solve(), then solver.hvp(v, tol=1e-4) with v ~ N(0, I):
+                the CG's products are plan passes (plan_quadratic_rows and the vector passes); its CG
+                iterations and plan passes are recorded, so builds that differ only in speed agree there
 Axes (declared): (n = m, d) ∈ --sizes, float32 (fp32) and float64 (fp64), x, y ~ N(0, I) seed 0,
 ε = 0.1, 10 iterations, --threads (default 1: the 2-core VM's second core stays out of the figure),
 medians over --repeats fresh solvers.
@@ -54,10 +57,21 @@ def measure(fs, n: int, d: int, dtype, iters: int, threads: int, repeats: int) -
         norms.append(float(np.linalg.norm(np.asarray(grad_x, dtype=np.float64))))
     half_step = statistics.median(solve_s) / (2 * iters)
     gx, gy = statistics.median(grad_x_s), statistics.median(grad_y_s)
-    return {"n": n, "m": n, "d": d, "dtype": np.dtype(dtype).name, "iterations": iters, "threads": threads,
+    return {"op": "gradient", "n": n, "m": n, "d": d, "dtype": np.dtype(dtype).name, "iterations": iters, "threads": threads,
             "repeats": repeats, "half_step_ms": half_step * 1e3, "gradient_x_ms": gx * 1e3,
             "gradient_y_ms": gy * 1e3, "gradient_x_half_steps": gx / half_step,
             "gradient_y_half_steps": gy / half_step, "gradient_x_norm": statistics.median(norms)}
+
+
+def measure_hvp(fs, n: int, d: int, dtype, threads: int) -> dict:
+    rng = np.random.default_rng(0)
+    x, y, v = (rng.standard_normal((n, d)).astype(dtype) for _ in range(3))
+    solver = fs.Solver(x, y, eps=0.1, iters=200, tol=1e-6, threads=threads)
+    solve_seconds, _ = timed(solver.solve)
+    seconds, product = timed(lambda: solver.hvp(v, tol=1e-4, iters=500))
+    return {"op": "hvp", "n": n, "m": n, "d": d, "dtype": np.dtype(dtype).name, "threads": threads,
+            "solve_ms": solve_seconds * 1e3, "hvp_ms": seconds * 1e3, "cg_iterations": product.cg_iterations,
+            "plan_passes": product.plan_passes, "hvp_norm": float(np.linalg.norm(np.asarray(product.product)))}
 
 
 def git_commit() -> str:
@@ -77,6 +91,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--hvp", default="", help="n x d list for the HVP rows (empty: none)")
     ap.add_argument("--label", default="", help="which build this is (before/after an A/B)")
     ap.add_argument("--out", default=None, help="append the rows (JSON lines) to this file")
     args = ap.parse_args()
@@ -87,16 +102,27 @@ def main() -> None:
             "commit": git_commit(), "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "machine": {"platform": platform.platform(), "processor": platform.processor(),
                         "python": platform.python_version()}}
-    for size in args.sizes.split(","):
+    for size in filter(None, args.sizes.split(",")):
         n, d = (int(v) for v in size.split("x"))
         for dtype in args.dtypes.split(","):
             row = {**meta, **measure(fs, n, d, np.dtype(dtype), args.iters, args.threads, args.repeats)}
             print(f"{args.label or 'this build'}: n={n} d={d} {dtype}: half-step {row['half_step_ms']:.2f} ms, "
                   f"gradient_x {row['gradient_x_ms']:.2f} ms = {row['gradient_x_half_steps']:.1f} half-steps, "
                   f"gradient_y {row['gradient_y_ms']:.2f} ms", flush=True)
-            if args.out:
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+            write(args.out, row)
+    for size in filter(None, args.hvp.split(",")):
+        n, d = (int(v) for v in size.split("x"))
+        for dtype in args.dtypes.split(","):
+            row = {**meta, **measure_hvp(fs, n, d, np.dtype(dtype), args.threads)}
+            print(f"{args.label or 'this build'}: n={n} d={d} {dtype}: hvp {row['hvp_ms']:.0f} ms "
+                  f"({row['cg_iterations']} CG iterations, {row['plan_passes']} plan passes)", flush=True)
+            write(args.out, row)
+
+
+def write(path: str | None, row: dict) -> None:
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":

@@ -88,3 +88,21 @@ def test_hvp_stage_errors_on_the_cpu():
     assert 0 < fp32["plan_v"] < 1e-3
     for row in rows:
         assert row["converged"] and row["hvp_implicit_diagonal"]["converged"]
+
+
+def test_cpu_plan_pass_bench_runs_small(tmp_path):
+    """bench/cpu_plan_pass_bench.py at toy sizes: a gradient row and an HVP row per dtype, with the
+    gradient's norm and the CG's counts filled in."""
+    out = tmp_path / "plan.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    subprocess.run([sys.executable, str(STUDIES.parent / "cpu_plan_pass_bench.py"), "--sizes", "40x3", "--hvp", "30x2",
+                    "--repeats", "1", "--label", "test", "--out", str(out)],
+                   check=True, env=env, capture_output=True, text=True, timeout=300)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["op"], r["dtype"]) for r in rows] == [("gradient", "float32"), ("gradient", "float64"),
+                                                      ("hvp", "float32"), ("hvp", "float64")]
+    for r in rows[:2]:
+        assert r["half_step_ms"] > 0 and r["gradient_x_ms"] > 0 and r["gradient_x_norm"] > 0
+    for r in rows[2:]:
+        assert r["cg_iterations"] >= 1 and r["plan_passes"] >= r["cg_iterations"] and r["hvp_norm"] > 0
+    assert all(r["label"] == "test" and r["benchmark"] == "cpu_plan_pass" for r in rows)

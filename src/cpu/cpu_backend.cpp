@@ -31,6 +31,13 @@ namespace flashsinkhorn::detail {
 namespace {
 
 constexpr std::int64_t kGroupRows = 8 * kRowBlock;  // rows sharing one key panel while it is in L1
+// Value columns from which a plan pass sums a tile's Σ_j e_j·V_jc key by key over column vectors (V
+// key-major) instead of one dot over the tile's keys per column (V laid out like the key panels):
+// the dots pay a horizontal sum per column, the sweep a broadcast per key. Measured (2-core VM,
+// 2026-12-05, bench/results/cpu_plan_pass_ab_vm_2026-12-05.jsonl, a point gradient in half-steps,
+// fp32 dots / sweep): k = 8 1.85 / 1.7, k = 16 2.3 / 1.85, k = 64 3.6 / 2.6 (fp64 1.45 / 1.3, 1.65 /
+// 1.5, 2.5 / 2.3); at k = 3 the sweep lost (1.7 against 1.4, one run).
+constexpr std::int64_t kColumnSweepMin = 8;
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.69314718055994531;
 
@@ -152,7 +159,9 @@ class cpu_backend final : public backend {
   // rescaled with the running max exactly like the LSE sum (FlashAttention's output accumulator).
   struct plan_extras {
     std::int64_t k;
-    std::vector<T> values;          // (tiles, k, kKeyTile): V laid out like the key panels
+    bool sweep;                     // k ≥ kColumnSweepMin
+    std::int64_t stride;            // sweep: k rounded up to whole SIMD vectors
+    std::vector<T> values;          // sweep: (tiles·kKeyTile, stride) key-major; else (tiles, k, kKeyTile) like the key panels
     bool want_cost;
     std::vector<double> weighted;   // (rows, k)
     std::vector<double> cost;       // (rows,)
@@ -174,8 +183,14 @@ class cpu_backend final : public backend {
 
   plan_extras make_extras(const packed_cloud<T>& rows, const packed_cloud<T>& keys, const double* values,
                           std::int64_t k, bool want_cost) const {
-    plan_extras extras{k, {}, want_cost, {}, {}, {}, {}};
-    if (k > 0) extras.values = key_panels(keys, values, k);
+    plan_extras extras{k, k >= kColumnSweepMin, round_up(k, simd<T>::kLanes), {}, want_cost, {}, {}, {}, {}};
+    if (extras.sweep) {
+      extras.values.assign(static_cast<std::size_t>(keys.tiles * kKeyTile * extras.stride), T(0));
+      for (std::int64_t j = 0; j < keys.count; ++j)
+        for (std::int64_t c = 0; c < k; ++c) extras.values[j * extras.stride + c] = static_cast<T>(values[j * k + c]);
+    } else if (k > 0) {
+      extras.values = key_panels(keys, values, k);
+    }
     extras.weighted.assign(static_cast<std::size_t>(rows.count * k), 0.0);
     extras.cost.assign(want_cost ? static_cast<std::size_t>(rows.count) : 0, 0.0);
     return extras;
@@ -272,8 +287,9 @@ class cpu_backend final : public backend {
   // One key tile into a row's plan accumulators, from the tile's terms p_j = 2^{s_j − shift}:
   //   weighted_c ← weighted_c·rescale + Σ_j e_j·V_jc,  e_j = p_j (·u_i·z_j in a quadratic pass),
   //   cost ← cost·rescale + Σ_j p_j·C_ij.
-  // Σ_j e_j·V_jc is one SIMD dot of the tile's kKeyTile entries in T per column (the GPU's narrow
-  // passes likewise sum a sub-tile in fp32), added in double; the cost's terms are formed in double
+  // Σ_j e_j·V_jc is summed over the tile's kKeyTile keys in T (the GPU's narrow passes likewise sum a
+  // sub-tile in fp32) and added in double: one SIMD dot per column, or with many columns (sweep)
+  // column_sweep's register blocks. The cost's terms are formed in double
   // (C_ij = s(‖p‖² + ‖q‖² − 2p·q) cancels). `terms` is overwritten by e.
   void accumulate_plan(plan_extras& extras, const packed_cloud<T>& keys, T row_sq_norm, std::int64_t tile,
                        const T* row_dots, const T* row_u_dots, T* __restrict terms, double rescale,
@@ -294,9 +310,46 @@ class cpu_backend final : public backend {
       for (std::int64_t j = 0; j < kKeyTile; ++j) terms[j] *= row_u_dots[j];
     const std::int64_t k = extras.k;
     double* weighted = extras.weighted.data() + row * k;
+    if (extras.sweep) {
+      const T* tile_values = extras.values.data() + tile * kKeyTile * extras.stride;
+      const std::int64_t vectors = extras.stride / simd<T>::kLanes;
+      std::int64_t v0 = 0;
+      for (; v0 + kSweepVectors <= vectors; v0 += kSweepVectors)
+        column_sweep<kSweepVectors>(weighted, k, rescale, terms, tile_values, extras.stride, v0);
+      for (; v0 + 2 <= vectors; v0 += 2) column_sweep<2>(weighted, k, rescale, terms, tile_values, extras.stride, v0);
+      for (; v0 < vectors; ++v0) column_sweep<1>(weighted, k, rescale, terms, tile_values, extras.stride, v0);
+      return;
+    }
     const T* panel = extras.values.data() + tile * k * kKeyTile;
     for (std::int64_t c = 0; c < k; ++c)
       weighted[c] = weighted[c] * rescale + static_cast<double>(simd_dot(terms, panel + c * kKeyTile, kKeyTile));
+  }
+
+  // Columns [v0·L, (v0 + kVectors)·L) of a tile's Σ_j e_j·V_j (L = SIMD lanes), then added into
+  // `weighted` (k columns; the padding columns are dropped). Eight vector accumulators whatever
+  // kVectors (the keys interleaved over 8/kVectors of them), so that eight FMA chains overlap.
+  static constexpr int kSweepVectors = 8;
+  template <int kVectors>
+  static void column_sweep(double* weighted, std::int64_t k, double rescale, const T* terms, const T* tile_values,
+                           std::int64_t stride, std::int64_t v0) {
+    using vec = typename simd<T>::vec;
+    constexpr int kLanes = simd<T>::kLanes;
+    constexpr int kInterleave = kSweepVectors / kVectors;
+    static_assert(kSweepVectors % kVectors == 0 && kKeyTile % kInterleave == 0);
+    vec sums[kInterleave][kVectors] = {};
+    const T* column = tile_values + v0 * kLanes;
+    for (std::int64_t j = 0; j < kKeyTile; j += kInterleave)
+      for (int i = 0; i < kInterleave; ++i) {
+        const T e = terms[j + i];
+        for (int w = 0; w < kVectors; ++w) sums[i][w] += e * load_vec(column + (j + i) * stride + w * kLanes);
+      }
+    for (int w = 0; w < kVectors; ++w) {
+      for (int i = 1; i < kInterleave; ++i) sums[0][w] += sums[i][w];
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const std::int64_t c = (v0 + w) * kLanes + lane;
+        if (c < k) weighted[c] = weighted[c] * rescale + static_cast<double>(sums[0][w][lane]);
+      }
+    }
   }
 
   packed_cloud<T> clouds_[2];

@@ -1,5 +1,6 @@
-// Streamed plan products against the dense plan of the reference: P·V, Pᵀ·U (k = 1 and k = 70),
-// the barycentric projection and the primal cost ⟨P, C⟩.
+// Streamed plan products against the dense plan of the reference: P·V, Pᵀ·U (k = 1 and k = 70; every
+// column count around the CPU's dot/sweep boundary in fp32 and fp64), the barycentric projection and
+// the primal cost ⟨P, C⟩.
 #include <gtest/gtest.h>
 
 #include "test_problems.hpp"
@@ -44,6 +45,34 @@ TEST(Plan, ProductsMatchTheDensePlan) {
       double expected = 0;
       for (std::int64_t i = 0; i < x.count; ++i) expected += plan[i * y.count + j] * u[i * 3 + c];
       ASSERT_NEAR(out[j * 3 + c], expected, 1e-12) << "Pᵀ·U j=" << j;
+    }
+  }
+}
+
+// The CPU backend sums a tile's P·V one dot per column below 8 columns and by column sweeps from 8
+// on (with remainder blocks of 2 and 1 vectors, padding columns dropped): every column count around
+// those boundaries, in both working types, against the dense plan of the solver's own potential.
+TEST(Plan, ProductsMatchTheDensePlanAtEveryColumnCount) {
+  const reference::cloud x = reference::random_cloud(75, 3, 91);
+  const reference::cloud y = reference::random_cloud(150, 3, 92, 1.0, 0.5);
+  const double eps = 0.5, s = 0.5;
+  for (const fs::precision mode : {fs::precision::fp64, fs::precision::fp32}) {
+    fs::solver solver(make_problem(x, y, eps, s), fixed_iterations(50, mode));
+    const fs::result r = solver.solve();
+    const std::vector<double> plan = reference::row_plan(x, y, r.g, eps, s);  // (n, m), in float64
+    const double tolerance = mode == fs::precision::fp64 ? 1e-13 : 2e-5;
+    for (std::int64_t k : {1, 3, 7, 8, 9, 13, 16, 17, 24, 33, 70}) {
+      const std::vector<double> v = random_matrix(y.count, k, 93 + k);
+      std::vector<double> out(static_cast<std::size_t>(x.count * k));
+      solver.apply_plan(fs::host_matrix(v.data(), y.count, k), fs::host_matrix(out.data(), x.count, k));
+      for (std::int64_t i = 0; i < x.count; ++i) {
+        for (std::int64_t c = 0; c < k; ++c) {
+          double expected = 0;
+          for (std::int64_t j = 0; j < y.count; ++j) expected += plan[i * y.count + j] * v[j * k + c];
+          ASSERT_NEAR(out[i * k + c], expected, tolerance)
+              << (mode == fs::precision::fp64 ? "fp64" : "fp32") << " k=" << k << " i=" << i << " c=" << c;
+        }
+      }
     }
   }
 }

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -74,6 +75,20 @@ def measure_hvp(fs, n: int, d: int, dtype, threads: int) -> dict:
             "plan_passes": product.plan_passes, "hvp_norm": float(np.linalg.norm(np.asarray(product.product)))}
 
 
+def cpu_model() -> str:
+    """The CPU as /proc/cpuinfo names it, with its family and model: the VMs of this project have moved
+    between hosts (AMD family 23 = Zen 1 on 2026-12-02, family 25 = Zen 3 on 2026-12-05)."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return platform.processor()
+    return f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
+
+
 def git_commit() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
@@ -100,7 +115,7 @@ def main() -> None:
 
     meta = {"benchmark": "cpu_plan_pass", "label": args.label, "package": str(Path(fs.__file__).parent),
             "commit": git_commit(), "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "machine": {"platform": platform.platform(), "processor": platform.processor(),
+            "machine": {"platform": platform.platform(), "cpu": cpu_model(), "cores": os.cpu_count(),
                         "python": platform.python_version()}}
     for size in filter(None, args.sizes.split(",")):
         n, d = (int(v) for v in size.split("x"))

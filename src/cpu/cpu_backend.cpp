@@ -6,7 +6,7 @@
 //                               so the online LSE runs on exp2, see online_lse.hpp)
 //         fold the scores into each row's running LSE (online_lse.hpp)
 //   finish each row: T_i = s‖p_i‖² − ε·LSE_i, fused with damping, blending and the error term.
-// Plan passes carry a P-weighted accumulator per row (FlashAttention's output); the quadratic pass
+// Plan passes carry a P-weighted accumulator per row (plan_accumulator.hpp); the quadratic pass
 // (backend::plan_quadratic_rows) computes a second dot tile u·panelᵀ with the same micro-kernel
 // and weights each term by it — two GEMMs per tile, nothing of size d² anywhere. With
 // key_directions z the second tile is u·z_panelᵀ against z packed like the key panels.
@@ -23,6 +23,7 @@
 #include "core/view_io.hpp"
 #include "cpu/online_lse.hpp"
 #include "cpu/packed_cloud.hpp"
+#include "cpu/plan_accumulator.hpp"
 #include "cpu/score_tile.hpp"
 #include "flashsinkhorn/error.hpp"
 #include "math/point_gradient.hpp"
@@ -31,13 +32,6 @@ namespace flashsinkhorn::detail {
 namespace {
 
 constexpr std::int64_t kGroupRows = 8 * kRowBlock;  // rows sharing one key panel while it is in L1
-// Value columns from which a plan pass sums a tile's Σ_j e_j·V_jc key by key over column vectors (V
-// key-major) instead of one dot over the tile's keys per column (V laid out like the key panels):
-// the dots pay a horizontal sum per column, the sweep a broadcast per key. Measured (2-core VM,
-// 2026-12-05, bench/results/cpu_plan_pass_ab_vm_2026-12-05.jsonl, a point gradient in half-steps,
-// fp32 dots / sweep): k = 8 1.85 / 1.7, k = 16 2.3 / 1.85, k = 64 3.6 / 2.6 (fp64 1.45 / 1.3, 1.65 /
-// 1.5, 2.5 / 2.3); at k = 3 the sweep lost (1.7 against 1.4, one run).
-constexpr std::int64_t kColumnSweepMin = 8;
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.69314718055994531;
 
@@ -68,7 +62,7 @@ class cpu_backend final : public backend {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for(rows, keys)) reduction(+ : error)
     for (std::int64_t group = 0; group < groups(rows); ++group) {
       math::lse_state<double> lse[kGroupRows];
-      stream_group(rows, keys, bias, score_scale(eps), group, lse, nullptr);
+      stream_group(rows, keys, bias, score_scale(eps), group, lse, nullptr, nullptr);
       const std::int64_t first = group * kGroupRows;
       const std::int64_t last = std::min(first + kGroupRows, rows.count);
       for (std::int64_t i = first; i < last; ++i) {
@@ -109,8 +103,8 @@ class cpu_backend final : public backend {
   [[nodiscard]] plan_rows_result plan_rows(const plan_rows_request& request) const override {
     const packed_cloud<T>& rows = cloud(request.rows);
     const packed_cloud<T>& keys = cloud(request.keys);
-    plan_extras extras = make_extras(rows, keys, request.values, request.k, request.want_cost);
-    return run_plan_pass(rows, keys, request.key_potential, request.eps, extras);
+    plan_accumulator<T> plan(rows.count, keys, request.values, request.k, request.want_cost, cost_scale_);
+    return run_plan_pass(rows, keys, request.key_potential, request.eps, plan, nullptr);
   }
 
   [[nodiscard]] plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const override {
@@ -118,12 +112,13 @@ class cpu_backend final : public backend {
       throw invalid_argument("plan_quadratic_rows: needs directions, values and k ≥ 1");
     const packed_cloud<T>& rows = cloud(request.rows);
     const packed_cloud<T>& keys = cloud(request.keys);
-    plan_extras extras = make_extras(rows, keys, request.values, request.k, false);
+    plan_accumulator<T> plan(rows.count, keys, request.values, request.k, false, cost_scale_);
+    quadratic_inputs quadratic;
     // Padded like rows.points, so a register block of directions is read exactly like one of points.
-    extras.directions.assign(static_cast<std::size_t>(rows.padded_rows * rows.dim), T(0));
-    for (std::int64_t i = 0; i < rows.count * rows.dim; ++i) extras.directions[i] = static_cast<T>(request.directions[i]);
-    if (request.key_directions != nullptr) extras.key_directions = key_panels(keys, request.key_directions, keys.dim);
-    return run_plan_pass(rows, keys, request.key_potential, request.eps, extras);
+    quadratic.directions.assign(static_cast<std::size_t>(rows.padded_rows * rows.dim), T(0));
+    for (std::int64_t i = 0; i < rows.count * rows.dim; ++i) quadratic.directions[i] = static_cast<T>(request.directions[i]);
+    if (request.key_directions != nullptr) quadratic.key_directions = key_panels(keys, request.key_directions, keys.dim);
+    return run_plan_pass(rows, keys, request.key_potential, request.eps, plan, &quadratic);
   }
 
   [[nodiscard]] bool supports_key_directions() const override { return true; }
@@ -155,68 +150,32 @@ class cpu_backend final : public backend {
   }
 
  private:
-  // Per-row accumulators of a plan pass: Σ_j e^{S_ij − max}·[u_i·z_j]·V_j and Σ_j e^{S_ij − max}·C_ij,
-  // rescaled with the running max exactly like the LSE sum (FlashAttention's output accumulator).
-  struct plan_extras {
-    std::int64_t k;
-    bool sweep;                     // k ≥ kColumnSweepMin
-    std::int64_t stride;            // sweep: k rounded up to whole SIMD vectors
-    std::vector<T> values;          // sweep: (tiles·kKeyTile, stride) key-major; else (tiles, k, kKeyTile) like the key panels
-    bool want_cost;
-    std::vector<double> weighted;   // (rows, k)
-    std::vector<double> cost;       // (rows,)
-    std::vector<T> directions;      // (rows padded, dim) u of a quadratic pass, else empty
-    std::vector<T> key_directions;  // (tiles, dim, kKeyTile) z of a quadratic pass; empty: the key panels
+  // The second dot tile of a quadratic pass (backend::plan_quadratic_rows): u·zᵀ.
+  struct quadratic_inputs {
+    std::vector<T> directions;      // (rows padded, dim) u
+    std::vector<T> key_directions;  // (tiles, dim, kKeyTile) z; empty: the key panels
   };
 
-  // v (keys count, columns) row-major, laid out like keys.panels: (tiles, columns, kKeyTile), key
-  // fastest (padding keys zero; their bias is −∞).
-  static std::vector<T> key_panels(const packed_cloud<T>& keys, const double* v, std::int64_t columns) {
-    std::vector<T> panels(static_cast<std::size_t>(keys.tiles * columns * kKeyTile), T(0));
-    for (std::int64_t j = 0; j < keys.count; ++j) {
-      const std::int64_t tile = j / kKeyTile, lane = j % kKeyTile;
-      for (std::int64_t c = 0; c < columns; ++c)
-        panels[(tile * columns + c) * kKeyTile + lane] = static_cast<T>(v[j * columns + c]);
-    }
-    return panels;
-  }
-
-  plan_extras make_extras(const packed_cloud<T>& rows, const packed_cloud<T>& keys, const double* values,
-                          std::int64_t k, bool want_cost) const {
-    plan_extras extras{k, k >= kColumnSweepMin, round_up(k, simd<T>::kLanes), {}, want_cost, {}, {}, {}, {}};
-    if (extras.sweep) {
-      extras.values.assign(static_cast<std::size_t>(keys.tiles * kKeyTile * extras.stride), T(0));
-      for (std::int64_t j = 0; j < keys.count; ++j)
-        for (std::int64_t c = 0; c < k; ++c) extras.values[j * extras.stride + c] = static_cast<T>(values[j * k + c]);
-    } else if (k > 0) {
-      extras.values = key_panels(keys, values, k);
-    }
-    extras.weighted.assign(static_cast<std::size_t>(rows.count * k), 0.0);
-    extras.cost.assign(want_cost ? static_cast<std::size_t>(rows.count) : 0, 0.0);
-    return extras;
-  }
-
   plan_rows_result run_plan_pass(const packed_cloud<T>& rows, const packed_cloud<T>& keys, slot key_potential,
-                                 double eps, plan_extras& extras) const {
+                                 double eps, plan_accumulator<T>& plan, const quadratic_inputs* quadratic) const {
     const std::vector<T> bias = key_bias(keys, key_potential, eps);
     plan_rows_result result;
     result.lse.resize(static_cast<std::size_t>(rows.count));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for(rows, keys))
     for (std::int64_t group = 0; group < groups(rows); ++group) {
       math::lse_state<double> lse[kGroupRows];
-      stream_group(rows, keys, bias, score_scale(eps), group, lse, &extras);
+      stream_group(rows, keys, bias, score_scale(eps), group, lse, &plan, quadratic);
       const std::int64_t first = group * kGroupRows;
       const std::int64_t last = std::min(first + kGroupRows, rows.count);
       for (std::int64_t i = first; i < last; ++i) {
         const math::lse_state<double>& state = lse[i - first];
         // Scores omit the row's own −s‖p_i‖²/ε (constant along the row); put it back.
         result.lse[i] = kLn2 * state.value_log2() - cost_scale_ * static_cast<double>(rows.sq_norms[i]) / eps;
-        for (std::int64_t c = 0; c < extras.k; ++c) extras.weighted[i * extras.k + c] /= state.sum;
-        if (extras.want_cost) extras.cost[i] /= state.sum;
+        plan.finish_row(i, state.sum);
       }
     }
-    result.weighted = std::move(extras.weighted);
-    result.cost = std::move(extras.cost);
+    result.weighted = plan.take_weighted();
+    result.cost = plan.take_cost();
     return result;
   }
 
@@ -247,9 +206,11 @@ class cpu_backend final : public backend {
     return bias;
   }
 
-  // Streams every key panel past the rows of `group`, folding scores into `lse` (and `extras`).
+  // Streams every key panel past the rows of `group`, folding scores into `lse` (and, in a plan pass,
+  // into `plan`, with u·z from `quadratic` in a quadratic one).
   void stream_group(const packed_cloud<T>& rows, const packed_cloud<T>& keys, const std::vector<T>& bias,
-                    T scale, std::int64_t group, math::lse_state<double>* lse, plan_extras* extras) const {
+                    T scale, std::int64_t group, math::lse_state<double>* lse, plan_accumulator<T>* plan,
+                    const quadratic_inputs* quadratic) const {
     const std::int64_t first = group * kGroupRows;
     const std::int64_t blocks = std::min(kGroupRows, rows.padded_rows - first) / kRowBlock;
     for (std::int64_t r = 0; r < kGroupRows; ++r) lse[r] = math::lse_state<double>::identity();
@@ -257,9 +218,8 @@ class cpu_backend final : public backend {
     alignas(64) T u_dots[kRowBlock * kKeyTile];  // (kRowBlock, kKeyTile) u·z, quadratic passes only
     alignas(64) T scores[kKeyTile];
     alignas(64) T terms[kKeyTile];  // 2^{s_j − shift}, plan passes only
-    const bool quadratic = extras != nullptr && !extras->directions.empty();
     const T* second_panels =
-        quadratic && !extras->key_directions.empty() ? extras->key_directions.data() : keys.panels.data();
+        quadratic != nullptr && !quadratic->key_directions.empty() ? quadratic->key_directions.data() : keys.panels.data();
     for (std::int64_t tile = 0; tile < keys.tiles; ++tile) {
       const T* panel = keys.panels.data() + tile * keys.dim * kKeyTile;
       const T* second_panel = second_panels + tile * keys.dim * kKeyTile;  // (dim, kKeyTile) z, or the keys
@@ -267,87 +227,20 @@ class cpu_backend final : public backend {
       for (std::int64_t block = 0; block < blocks; ++block) {
         const std::int64_t row0 = first + block * kRowBlock;
         score_tile_dots<T>(dots, rows.points.data() + row0 * rows.dim, panel, rows.dim);
-        if (quadratic) score_tile_dots<T>(u_dots, extras->directions.data() + row0 * rows.dim, second_panel, rows.dim);
+        if (quadratic != nullptr)
+          score_tile_dots<T>(u_dots, quadratic->directions.data() + row0 * rows.dim, second_panel, rows.dim);
         for (std::int64_t r = 0; r < kRowBlock && row0 + r < rows.count; ++r) {
           const T* row_dots = dots + r * kKeyTile;
           const T maximum = score_and_max(scores, row_dots, tile_bias, scale, kKeyTile);
           T shift = 0;
           double rescale = 1;
           math::lse_state<double>& state = lse[block * kRowBlock + r];
-          if (!fold_tile(state, scores, maximum, kKeyTile, shift, rescale, extras != nullptr ? terms : nullptr)) continue;
-          if (extras != nullptr) {
-            const T* row_u_dots = quadratic ? u_dots + r * kKeyTile : nullptr;
-            accumulate_plan(*extras, keys, rows.sq_norms[row0 + r], tile, row_dots, row_u_dots, terms, rescale, row0 + r);
+          if (!fold_tile(state, scores, maximum, kKeyTile, shift, rescale, plan != nullptr ? terms : nullptr)) continue;
+          if (plan != nullptr) {
+            const T* row_u_dots = quadratic != nullptr ? u_dots + r * kKeyTile : nullptr;
+            plan->add_tile(keys, rows.sq_norms[row0 + r], tile, row_dots, row_u_dots, terms, rescale, row0 + r);
           }
         }
-      }
-    }
-  }
-
-  // One key tile into a row's plan accumulators, from the tile's terms p_j = 2^{s_j − shift}:
-  //   weighted_c ← weighted_c·rescale + Σ_j e_j·V_jc,  e_j = p_j (·u_i·z_j in a quadratic pass),
-  //   cost ← cost·rescale + Σ_j p_j·C_ij.
-  // Σ_j e_j·V_jc is summed over the tile's kKeyTile keys in T (the GPU's narrow passes likewise sum a
-  // sub-tile in fp32) and added in double: one SIMD dot per column, or with many columns (sweep)
-  // column_sweep's register blocks. The cost's terms are formed in double
-  // (C_ij = s(‖p‖² + ‖q‖² − 2p·q) cancels). `terms` is overwritten by e.
-  void accumulate_plan(plan_extras& extras, const packed_cloud<T>& keys, T row_sq_norm, std::int64_t tile,
-                       const T* row_dots, const T* row_u_dots, T* __restrict terms, double rescale,
-                       std::int64_t row) const {
-    if (extras.want_cost) {
-      const std::int64_t first_key = tile * kKeyTile;
-      const std::int64_t count = std::min(kKeyTile, keys.count - first_key);
-      double cost = extras.cost[row] * rescale;
-      for (std::int64_t j = 0; j < count; ++j) {
-        const double c_ij = cost_scale_ * (static_cast<double>(row_sq_norm) +
-                                           static_cast<double>(keys.sq_norms[first_key + j]) -
-                                           2 * static_cast<double>(row_dots[j]));
-        cost += static_cast<double>(terms[j]) * c_ij;
-      }
-      extras.cost[row] = cost;
-    }
-    if (row_u_dots != nullptr)
-      for (std::int64_t j = 0; j < kKeyTile; ++j) terms[j] *= row_u_dots[j];
-    const std::int64_t k = extras.k;
-    double* weighted = extras.weighted.data() + row * k;
-    if (extras.sweep) {
-      const T* tile_values = extras.values.data() + tile * kKeyTile * extras.stride;
-      const std::int64_t vectors = extras.stride / simd<T>::kLanes;
-      std::int64_t v0 = 0;
-      for (; v0 + kSweepVectors <= vectors; v0 += kSweepVectors)
-        column_sweep<kSweepVectors>(weighted, k, rescale, terms, tile_values, extras.stride, v0);
-      for (; v0 + 2 <= vectors; v0 += 2) column_sweep<2>(weighted, k, rescale, terms, tile_values, extras.stride, v0);
-      for (; v0 < vectors; ++v0) column_sweep<1>(weighted, k, rescale, terms, tile_values, extras.stride, v0);
-      return;
-    }
-    const T* panel = extras.values.data() + tile * k * kKeyTile;
-    for (std::int64_t c = 0; c < k; ++c)
-      weighted[c] = weighted[c] * rescale + static_cast<double>(simd_dot(terms, panel + c * kKeyTile, kKeyTile));
-  }
-
-  // Columns [v0·L, (v0 + kVectors)·L) of a tile's Σ_j e_j·V_j (L = SIMD lanes), then added into
-  // `weighted` (k columns; the padding columns are dropped). Eight vector accumulators whatever
-  // kVectors (the keys interleaved over 8/kVectors of them), so that eight FMA chains overlap.
-  static constexpr int kSweepVectors = 8;
-  template <int kVectors>
-  static void column_sweep(double* weighted, std::int64_t k, double rescale, const T* terms, const T* tile_values,
-                           std::int64_t stride, std::int64_t v0) {
-    using vec = typename simd<T>::vec;
-    constexpr int kLanes = simd<T>::kLanes;
-    constexpr int kInterleave = kSweepVectors / kVectors;
-    static_assert(kSweepVectors % kVectors == 0 && kKeyTile % kInterleave == 0);
-    vec sums[kInterleave][kVectors] = {};
-    const T* column = tile_values + v0 * kLanes;
-    for (std::int64_t j = 0; j < kKeyTile; j += kInterleave)
-      for (int i = 0; i < kInterleave; ++i) {
-        const T e = terms[j + i];
-        for (int w = 0; w < kVectors; ++w) sums[i][w] += e * load_vec(column + (j + i) * stride + w * kLanes);
-      }
-    for (int w = 0; w < kVectors; ++w) {
-      for (int i = 1; i < kInterleave; ++i) sums[0][w] += sums[i][w];
-      for (int lane = 0; lane < kLanes; ++lane) {
-        const std::int64_t c = (v0 + w) * kLanes + lane;
-        if (c < k) weighted[c] = weighted[c] * rescale + static_cast<double>(sums[0][w][lane]);
       }
     }
   }

@@ -3,6 +3,8 @@
 // the primal cost ⟨P, C⟩.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "test_problems.hpp"
 
 namespace fs = flashsinkhorn;
@@ -12,6 +14,22 @@ namespace {
 
 std::vector<double> random_matrix(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
   return reference::random_cloud(rows, cols, seed).points;
+}
+
+// solver.apply_plan(V) against Σ_j plan_ij·V_jc for a random V of k columns (seed), every entry
+// within `tolerance`.
+void expect_plan_product(const fs::solver& solver, const std::vector<double>& plan, std::int64_t n, std::int64_t m,
+                         std::int64_t k, std::uint64_t seed, double tolerance, const std::string& what) {
+  const std::vector<double> v = random_matrix(m, k, seed);
+  std::vector<double> out(static_cast<std::size_t>(n * k));
+  solver.apply_plan(fs::host_matrix(v.data(), m, k), fs::host_matrix(out.data(), n, k));
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t c = 0; c < k; ++c) {
+      double expected = 0;
+      for (std::int64_t j = 0; j < m; ++j) expected += plan[i * m + j] * v[j * k + c];
+      ASSERT_NEAR(out[i * k + c], expected, tolerance) << what << " P·V k=" << k << " i=" << i << " c=" << c;
+    }
+  }
 }
 
 TEST(Plan, ProductsMatchTheDensePlan) {
@@ -24,18 +42,7 @@ TEST(Plan, ProductsMatchTheDensePlan) {
   const fs::result r = solver.solve();
   ASSERT_TRUE(r.converged);
   const std::vector<double> plan = reference::row_plan(x, y, r.g, eps, s);  // (n, m)
-  for (std::int64_t k : {1, 70}) {
-    const std::vector<double> v = random_matrix(y.count, k, 83 + k);
-    std::vector<double> out(static_cast<std::size_t>(x.count * k));
-    solver.apply_plan(fs::host_matrix(v.data(), y.count, k), fs::host_matrix(out.data(), x.count, k));
-    for (std::int64_t i = 0; i < x.count; ++i) {
-      for (std::int64_t c = 0; c < k; ++c) {
-        double expected = 0;
-        for (std::int64_t j = 0; j < y.count; ++j) expected += plan[i * y.count + j] * v[j * k + c];
-        ASSERT_NEAR(out[i * k + c], expected, 1e-13) << "P·V k=" << k << " i=" << i;
-      }
-    }
-  }
+  for (std::int64_t k : {1, 70}) expect_plan_product(solver, plan, x.count, y.count, k, 83 + k, 1e-13, "converged fp64");
   // Pᵀ·U uses the column-renormalised plan of f; converged, both plans agree to the marginal error.
   const std::vector<double> u = random_matrix(x.count, 3, 90);
   std::vector<double> out(static_cast<std::size_t>(y.count * 3));
@@ -61,19 +68,9 @@ TEST(Plan, ProductsMatchTheDensePlanAtEveryColumnCount) {
     const fs::result r = solver.solve();
     const std::vector<double> plan = reference::row_plan(x, y, r.g, eps, s);  // (n, m), in float64
     const double tolerance = mode == fs::precision::fp64 ? 1e-13 : 2e-5;
-    for (std::int64_t k : {1, 3, 7, 8, 9, 13, 16, 17, 24, 33, 70}) {
-      const std::vector<double> v = random_matrix(y.count, k, 93 + k);
-      std::vector<double> out(static_cast<std::size_t>(x.count * k));
-      solver.apply_plan(fs::host_matrix(v.data(), y.count, k), fs::host_matrix(out.data(), x.count, k));
-      for (std::int64_t i = 0; i < x.count; ++i) {
-        for (std::int64_t c = 0; c < k; ++c) {
-          double expected = 0;
-          for (std::int64_t j = 0; j < y.count; ++j) expected += plan[i * y.count + j] * v[j * k + c];
-          ASSERT_NEAR(out[i * k + c], expected, tolerance)
-              << (mode == fs::precision::fp64 ? "fp64" : "fp32") << " k=" << k << " i=" << i << " c=" << c;
-        }
-      }
-    }
+    for (std::int64_t k : {1, 3, 7, 8, 9, 13, 16, 17, 24, 33, 70})
+      expect_plan_product(solver, plan, x.count, y.count, k, 93 + k, tolerance,
+                          mode == fs::precision::fp64 ? "fp64" : "fp32");
   }
 }
 

@@ -227,10 +227,13 @@ auto narrow_predicted_kernel_for(std::int64_t dim) {
 //   rows of ≤ 4 coordinates: d = 3, n = 5·10⁴ 2.55 / 2.12; d = 4, n = 5·10⁴ 2.98 / 2.65;
 //     d = 2, n = 10⁵ 8.36 / 6.98; d = 3, n = 2·10⁵ 36.0 / 29.7; d = 3, n = 2·10⁴ 0.468 / 0.397;
 //   wider rows lose: d = 8 3.35 / 5.07 (128 registers against 96 cost a CTA an SM), d = 12
-//     4.89 / 8.83 and d = 16 5.45 / 12.0 at the same occupancy (n = 5·10⁴);
+//     4.89 / 8.83 at the same occupancy and d = 16 5.45 / 12.0 (n = 5·10⁴; docs/cuda_backend.md
+//     has the likely cause);
 //   short key splits lose: d = 3, n = 10⁴ (16 splits of 5 tiles) 0.168 / 0.172: a split that holds
 //     almost none of a row's mass underflows its prediction (sum < 2⁻⁶⁰) and folds its keys again,
 //     and the fewer keys a split has, the likelier it holds none near the row.
+// (Session 29's device files behind these figures were lost before they were committed;
+// bench/narrow_reference_ab.sh, gpu_check.sh's stage `reference`, measures them again.)
 constexpr std::int64_t kPredictedMaxDim = 4;
 constexpr int kPredictedMinSplitTiles = 8;
 

@@ -37,27 +37,16 @@ inline T score_and_max(T* __restrict scores, const T* __restrict dots, const T* 
   return result;
 }
 
-// Σ_j 2^{s_j − shift} (s_j ≤ shift), vectorised; count: a multiple of the SIMD width.
-template <class T>
-inline T tile_sum_exp(const T* scores, std::int64_t count, T shift) {
-  using vec = typename simd<T>::vec;
-  constexpr int kLanes = simd<T>::kLanes;
-  vec sum{};
-  for (std::int64_t j = 0; j < count; j += kLanes) sum += math::fast_exp2_nonpositive(load_vec(scores + j) - shift);
-  T total = 0;
-  for (int lane = 0; lane < kLanes; ++lane) total += sum[lane];
-  return total;
-}
-
-// The same sum, keeping the terms: terms_j = 2^{s_j − shift} (the weights of a plan pass's tile).
-template <class T>
-inline T tile_exp_terms(T* __restrict terms, const T* __restrict scores, std::int64_t count, T shift) {
+// Σ_j 2^{s_j − shift} (s_j ≤ shift), vectorised; count: a multiple of the SIMD width. With
+// kKeepTerms the terms 2^{s_j − shift} are stored in `terms` too (the weights of a plan pass's tile).
+template <bool kKeepTerms = false, class T>
+inline T tile_sum_exp(const T* __restrict scores, std::int64_t count, T shift, T* __restrict terms = nullptr) {
   using vec = typename simd<T>::vec;
   constexpr int kLanes = simd<T>::kLanes;
   vec sum{};
   for (std::int64_t j = 0; j < count; j += kLanes) {
     const vec term = math::fast_exp2_nonpositive(load_vec(scores + j) - shift);
-    store_vec(terms + j, term);
+    if constexpr (kKeepTerms) store_vec(terms + j, term);
     sum += term;
   }
   T total = 0;
@@ -82,7 +71,8 @@ inline bool fold_tile(math::lse_state<double>& state, const T* scores, T tile_ma
     return false;
   }
   shift = static_cast<T>(state.max);
-  const T tile_sum = terms != nullptr ? tile_exp_terms(terms, scores, count, shift) : tile_sum_exp(scores, count, shift);
+  const T tile_sum =
+      terms != nullptr ? tile_sum_exp<true>(scores, count, shift, terms) : tile_sum_exp(scores, count, shift);
   state.sum = state.sum * rescale + static_cast<double>(tile_sum);
   return true;
 }

@@ -30,6 +30,7 @@
 #include "alternating_steps.hpp"
 #include "bench_args.hpp"
 #include "bench_clouds.hpp"
+#include "cuda/kernel_variant.hpp"
 #include "cuda/softmin_launch.hpp"
 
 namespace {
@@ -119,8 +120,7 @@ int main(int argc, char** argv) {
       const std::int64_t padded_dim = softmin_padded_dim(mode, size.d);
       const char* kernel = softmin_kernel_name(mode, padded_dim, max_shared);
       // The fp32 narrow kernel's row references (kernel_variant.hpp), so A/B rows tell themselves apart.
-      const char* reference_env = std::getenv("FLASHSINKHORN_NARROW_REFERENCE");
-      const char* reference = reference_env != nullptr && *reference_env != '\0' ? reference_env : "auto";
+      const char* reference = to_string(narrow_reference_choice());
       std::printf(
           "{\"impl\":\"flashsinkhorn\",\"kernel\":\"%s\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,\"precision\":\"%s\","
           "\"eps\":%g,\"iterations\":%d,\"repeats\":%d,\"ms_per_iteration\":%.5f,\"ms_min_per_iteration\":%.5f,"

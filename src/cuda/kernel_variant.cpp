@@ -79,4 +79,13 @@ const char* to_string(wgmma_variant variant) {
   return "?";
 }
 
+const char* to_string(narrow_reference reference) {
+  switch (reference) {
+    case narrow_reference::online: return "online";
+    case narrow_reference::predicted: return "predicted";
+    case narrow_reference::automatic: return "auto";
+  }
+  return "?";
+}
+
 }  // namespace flashsinkhorn::detail

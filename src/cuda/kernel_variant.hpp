@@ -54,5 +54,7 @@ enum class narrow_reference { online, predicted, automatic };
 narrow_reference parse_narrow_reference(const char* name);
 // The choice of this process.
 narrow_reference narrow_reference_choice();
+// Its name as FLASHSINKHORN_NARROW_REFERENCE spells it.
+const char* to_string(narrow_reference reference);
 
 }  // namespace flashsinkhorn::detail

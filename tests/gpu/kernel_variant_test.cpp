@@ -82,6 +82,10 @@ TEST(kernel_variant, narrow_softmin_references_are_chosen_where_they_pay_unless_
                  {"online", narrow_reference::online},
                  {"predicted", narrow_reference::predicted}},
                 "max", "auto, online or predicted (or unset), got 'max'");
+  // Each choice's name (the benches' rows) parses back to it.
+  for (const narrow_reference reference :
+       {narrow_reference::automatic, narrow_reference::online, narrow_reference::predicted})
+    EXPECT_EQ(flashsinkhorn::detail::parse_narrow_reference(flashsinkhorn::detail::to_string(reference)), reference);
 }
 
 // The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots

@@ -1,7 +1,8 @@
 """Merges the JSON lines of gpu_forward_bench and the peer runners into one results file.
 
     python3 bench/merge_gpu_results.py OUT.json ours.jsonl peers.jsonl ...
-Environment: FS_COMMIT (the commit measured; the device copy has no .git), FS_MACHINE.
+Environment: FS_COMMIT (the commit measured; the device copy has no .git), FS_MACHINE, FS_BENCHMARK
+(the file's kind, default gpu_forward: BENCHMARKS.md's forward tables read that kind only).
 Adds, per flashsinkhorn row, the ratio to flash-sinkhorn at the same (n, d, precision) (tf32 rows
 are compared with the peer's tf32 row, fp32 with fp32, bf16 with the peer's bf16 row, else tf32).
 """
@@ -81,7 +82,7 @@ def main() -> None:
     for r in rows:  # the names earlier results use
         if "speedup_ms_per_iteration_vs_flash_sinkhorn" in r:
             r["speedup_vs_flash_sinkhorn"] = r.pop("speedup_ms_per_iteration_vs_flash_sinkhorn")
-    write_results(target, "gpu_forward",
+    write_results(target, os.environ.get("FS_BENCHMARK", "gpu_forward"),
                   "x,y~N(0,I_d), weights U[0,1)+0.1 normalised, eps=0.1, 10 alternating iterations, "
                   "CUDA-event median after warm-up", rows)
     for r in rows:

@@ -15,16 +15,12 @@ trap 'rm -f "$lines"' EXIT
 for choice in ${CHOICES:-online auto predicted}; do
   FLASHSINKHORN_NARROW_REFERENCE="$choice" "$bench" --sizes "$sizes" --precisions fp32 --repeats "${REPEATS:-7}" >> "$lines"
 done
-python3 "$here/merge_gpu_results.py" "$target" "$lines" > /dev/null
-python3 - "$target" "$sizes" <<'EOF'
-import json, sys
-data = json.load(open(sys.argv[1]))
 # Its own kind: BENCHMARKS.md's gpu_forward tables take the latest gpu_forward file, and these rows
 # are one precision under forced variants.
-data["benchmark"] = "narrow_reference_ab"
-data["command"] = f"bench/narrow_reference_ab.sh (SIZES={sys.argv[2]})"
-json.dump(data, open(sys.argv[1], "w"), indent=1)
-rows = data["rows"]
+FS_BENCHMARK=narrow_reference_ab python3 "$here/merge_gpu_results.py" "$target" "$lines" > /dev/null
+python3 - "$target" <<'EOF'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
 by = {(r["n"], r["d"], r["narrow_reference"]): r["ms_per_iteration"] for r in rows}
 choices = sorted({r["narrow_reference"] for r in rows})
 print(f"{'n':>7} {'d':>3} " + " ".join(f"{c:>10}" for c in choices) + "   ms per iteration, fp32")

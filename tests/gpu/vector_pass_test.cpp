@@ -19,6 +19,8 @@
 #include "core/prepare.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/kernel_variant.hpp"
+#include "cuda/tile_config.hpp"
 #include "cuda/plan_vector_wgmma_launch.hpp"
 #include "cuda/softmin_launch.hpp"
 #include "flashsinkhorn/options.hpp"
@@ -120,6 +122,7 @@ TEST_P(vector_pass_test, lse_only_pass_matches_float64_and_the_cpu_backend) {
 TEST_P(vector_pass_test, fp32_narrow_pass_is_the_float64_simt_pass) {
   const vector_case c = GetParam();
   if (c.d > 16) GTEST_SKIP() << "rows wider than 16 run the tensor-core passes in fp32";
+  if (!fp32_fma_dots_for(tile::kSimtFp32MaxDim)) GTEST_SKIP() << "FLASHSINKHORN_FP32_DOTS=3xtf32: fp32 passes on the tensor cores";
   std::mt19937_64 rng(static_cast<std::uint64_t>(5 * c.n + 11 * c.m + c.d));
   const gpu_tests::pass_problem made = gpu_tests::make_pass_problem(c, rng);
   std::normal_distribution<double> normal(0.0, 1.0);

@@ -206,6 +206,9 @@ if has overhead; then
   # step of the call's path, medians of many warm calls), bench/studies/samplesloss_call_breakdown.py
   # (SamplesLoss forward and backward apart, and their torch operators) and the CUDA rows of
   # bench/python_call_overhead.py against the C++ program of the same tree.
+  # The card's name in the file name (h100, h200): the device lends either.
+  card="$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1 | grep -oE 'H[0-9]+' | tr 'H' 'h')"
+  card="${card:-gpu}"
   {
     cmake -S . -B "$build" -DFLASHSINKHORN_PYTHON=ON &&
       cmake --build "$build" -j "$jobs" --target flashsinkhorn_python_modules &&
@@ -216,8 +219,8 @@ if has overhead; then
       PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/samplesloss_call_breakdown.py \
         --device cuda --ns 1,1000 --out "$out/samplesloss_call_breakdown.jsonl" &&
       PYTHONPATH="$PWD/$build/python" timeout 150 python3 bench/python_call_overhead.py \
-        --bin "$build/bench/flashsinkhorn_call_overhead" --devices cuda --rounds 3 --budget-s 120 --label h200_cuda \
-        --out "$out/python_call_overhead_h200_cuda.json" \
+        --bin "$build/bench/flashsinkhorn_call_overhead" --devices cuda --rounds 3 --budget-s 120 --label "${card}_cuda" \
+        --out "$out/python_call_overhead_${card}_cuda.json" \
         --note "extension and C++ program from one build tree ($build), tools/gpu_check.sh stage overhead"
   } > "$logs/overhead.log" 2>&1 || { echo "overhead studies failed"; status=1; }
   grep -vE "^--|^\[|Warning|_warn_once" "$logs/overhead.log" | tail -60

@@ -114,8 +114,18 @@ def run_budget(r: dict) -> float | None:
     return float(match.group(1)) if match else None
 
 
+def gpu_card(meta: dict) -> str | None:
+    """'H100', 'H200', … from a row's recorded machine (its GPU's name); None off the GPU or unrecorded.
+    The device lends either card: suite cells and ratios are kept apart per card (report_suite.where)."""
+    machine = meta.get("machine")
+    name = machine.get("gpu") if isinstance(machine, dict) else machine
+    match = re.search(r"\b([A-Z]\d{2,4})\b", str(name or ""))
+    return match.group(1) if match else None
+
+
 def suite_row(r: dict, file: str) -> dict:
     out = base(file, r)
+    out["card"] = gpu_card(r)
     if "op" not in r:  # a C++ row stamped by run.py --stamp
         out.update(impl=OURS, variant=f"C++ {r.get('kernel') or r.get('bench', 'bench')}", n=r["n"], d=r["d"],
                    precision=r["precision"], device="gpu", status="ok" if r.get("finite", True) else "not finite")
@@ -353,7 +363,8 @@ def speedup_table(end_to_end: dict, kernels: dict, goal: float) -> list[str]:
         pair, kern = end_to_end.get(key) or {}, kernels.get(key)
         e2e = pair.get("ratio")
         if e2e:
-            judged, run = verdict(e2e), f"`{pair['file']}` ({fmt_ms(pair['ours_ms'])} / {fmt_ms(pair['peer_ms'])} ms)"
+            card = f"{pair['card']}: " if pair.get("card") else ""
+            judged, run = verdict(e2e), f"`{pair['file']}` ({card}{fmt_ms(pair['ours_ms'])} / {fmt_ms(pair['peer_ms'])} ms)"
         else:
             judged = f"{verdict(kern)} (kernels only)" if kern else "not judged"
             if pair.get("why"):
@@ -363,7 +374,7 @@ def speedup_table(end_to_end: dict, kernels: dict, goal: float) -> list[str]:
                 run = "– (no end-to-end row of ours)"
         body.append([f"{n:,}", d, p, fmt_x(e2e), fmt_x(kern), judged, run])
     out = table(["n", "d", "precision", "speedup end to end (same run)", "speedup kernels (cross-run)", "verdict",
-                 "run (ours / flash-sinkhorn ms)"], body)
+                 "run (card: ours / flash-sinkhorn ms)"], body)
     if notes:
         out += ["Notes — end to end '–': ours and flash-sinkhorn were each measured at this size, but never in "
                 "the same run, and a cross-run ratio is not shown: "
@@ -397,8 +408,8 @@ def plots(rows, sources, forward_claims, suite_rows, plot_dir: Path) -> list[str
     # Series: suite rows when there are any, else the latest gpu_forward session.
     if any(r["op"] == "forward" and r["device"] == "gpu" for r in suite_rows):
         series_rows = [r for r in suite_rows if r["device"] == "gpu"]
-        label = lambda r: f"{r['variant']} {r['precision']}"  # noqa: E731
-        what = "suite"
+        label = lambda r: f"{r['variant']} {r['precision']}" + (f" [{r['card']}]" if r.get("card") != "H200" else "")  # noqa: E731
+        what = "suite (the H200's rows; other cards named in brackets)"
     else:
         _, series_rows = latest(rows, sources, "gpu_forward")
         label = lambda r: f"{r['impl']} {r['precision']}" + (f" [{r['variant'][4:]}]" if r["impl"] == OURS else "")  # noqa: E731

@@ -48,6 +48,12 @@ SUPERSEDED = (
 )
 
 
+def where(row: dict) -> str:
+    """'gpu H200', 'gpu H100', 'cpu': the device a row ran on, with the card — cells of one card never
+    replace another's, and each card gets tables of its own."""
+    return f"{row['device']} {row['card']}" if row["device"] == "gpu" and row.get("card") else row["device"]
+
+
 def is_kernel_row(row: dict) -> bool:
     """Our C++ benchmark rows: the kernels alone (variant 'C++ <kernel>')."""
     return str(row.get("variant", "")).startswith("C++")
@@ -66,7 +72,7 @@ def merge(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     stale = [r for r in suite if superseded_by(r)]
     chosen: dict[tuple, dict] = {}
     for r in sorted((r for r in suite if not superseded_by(r)), key=lambda r: str(r.get("date") or "")):
-        key = (r["device"], r["op"], r["d"], r["n"], r["variant"], r["precision"])
+        key = (where(r), r["op"], r["d"], r["n"], r["variant"], r["precision"])
         if r["status"] == "not_run" and key in chosen:
             continue  # a later sweep that did not reach the case leaves the earlier run in place
         chosen[key] = r
@@ -81,19 +87,23 @@ def speedups(merged: list[dict], op: str, kernels: bool = False) -> dict:
     """{(n, d, precision): flash-sinkhorn's ms / ours} for `op`: ours end to end, or (kernels=True)
     our C++ kernel rows."""
     out = {}
-    for key in {(r["n"], r["d"], r["precision"]) for r in merged if r["op"] == op}:
-        at = [r for r in merged if r["op"] == op and (r["n"], r["d"], r["precision"]) == key]
-        ours = best([r for r in at if r["impl"] == OURS and is_kernel_row(r)]) if kernels else ours_end_to_end(at)
-        peer = best([r for r in at if r["impl"] == PEER])
-        if ours and peer:
-            out[key] = peer["ms"] / ours["ms"]
+    # Both sides on one card: a ratio across cards would measure the cards. The H200 goes last, so
+    # its pair is the one kept where several cards have one.
+    places = sorted({where(r) for r in merged if r["op"] == op}, key=lambda w: w == "gpu H200")
+    for place in places:
+        for key in {(r["n"], r["d"], r["precision"]) for r in merged if r["op"] == op and where(r) == place}:
+            at = [r for r in merged if r["op"] == op and where(r) == place and (r["n"], r["d"], r["precision"]) == key]
+            ours = best([r for r in at if r["impl"] == OURS and is_kernel_row(r)]) if kernels else ours_end_to_end(at)
+            peer = best([r for r in at if r["impl"] == PEER])
+            if ours and peer:
+                out[key] = peer["ms"] / ours["ms"]
     return out
 
 
 def same_run_speedups(rows: list[dict], op: str) -> dict:
     """{(n, d, precision): pair} for `op` on the GPU, ours end to end (END_TO_END) against flash-sinkhorn,
     both rows from the SAME run (one suite file): the newest file that holds an ok row of each. pair:
-    {"ratio", "file", "ours_ms", "peer_ms"}; where each side was measured but never in one file,
+    {"ratio", "file", "ours_ms", "peer_ms", "card"}; where each side was measured but never in one file,
     {"ratio": None, "why": ...}. Keys: the sizes where both sides have an ok row in some file."""
     measured = [r for r in rows if r["file"].startswith("suite") and r.get("op") == op and r.get("device") == "gpu"
                 and r.get("status") == "ok" and r.get("ms")]
@@ -114,7 +124,8 @@ def same_run_speedups(rows: list[dict], op: str) -> dict:
             pairs.append((str(ours.get("date") or ""), file, ours, peer))
         if pairs:
             _, file, ours, peer = max(pairs, key=lambda p: (p[0], p[1]))
-            out[key] = {"ratio": peer["ms"] / ours["ms"], "file": file, "ours_ms": ours["ms"], "peer_ms": peer["ms"]}
+            out[key] = {"ratio": peer["ms"] / ours["ms"], "file": file, "ours_ms": ours["ms"], "peer_ms": peer["ms"],
+                        "card": ours.get("card")}
         else:
             why = ("ours end to end in " + ", ".join(f"`{f}`" for f in ours_files) + "; flash-sinkhorn in "
                    + ", ".join(f"`{f}`" for f in peer_files))
@@ -224,7 +235,7 @@ TEN_MINUTES_MS = 600_000.0
 def _reach_table(merged: list[dict]) -> list[str]:
     reach: dict[tuple, tuple] = defaultdict(lambda: (0, "", None, None))  # (n ok, failure, its row, ok row)
     for r in sorted(merged, key=lambda r: r["n"]):
-        key = (r["variant"], r["op"], r["d"], r["device"], r["precision"])
+        key = (r["variant"], r["op"], r["d"], where(r), r["precision"])
         n_ok, failure, failed, ok = reach[key]
         if r["status"] == "ok" and r["n"] > n_ok:
             reach[key] = (r["n"], failure, failed, r)
@@ -235,7 +246,7 @@ def _reach_table(merged: list[dict]) -> list[str]:
     budgets = defaultdict(set)
     for r in merged:
         if r.get("budget"):
-            budgets[r["device"]].add(r["budget"])
+            budgets[where(r)].add(r["budget"])
     grid_largest = max((r["n"] for r in merged), default=0)
     spans = [f"{device.upper()} {min(b):g}–{max(b):g} s" if min(b) != max(b) else f"{device.upper()} {min(b):g} s"
              for device, b in sorted(budgets.items())]
@@ -295,15 +306,16 @@ def _coverage_table(merged: list[dict]) -> list[str]:
         return []
     ds = sorted({r["d"] for r in gpu})
     body = []
-    for variant, op in sorted({(r["variant"], r["op"]) for r in gpu}):
+    for variant, op, place in sorted({(r["variant"], r["op"], where(r)) for r in gpu}):
         cells = []
         for d in ds:
-            at = [r for r in gpu if (r["variant"], r["op"], r["d"]) == (variant, op, d)]
+            at = [r for r in gpu if (r["variant"], r["op"], where(r), r["d"]) == (variant, op, place, d)]
             counts = {label: sum(r["status"] in statuses for r in at) for label, statuses in COVERAGE_STATUSES}
             cells.append(", ".join(f"{c} {label}" for label, c in counts.items() if c or label == "ok") if at else "–")
-        body.append([variant, op, *cells])
+        card = place.removeprefix("gpu ") if place != "gpu" else "–"  # '–': the row did not name its GPU
+        body.append([variant, op, card, *cells])
     out = ["### Coverage of the grid (GPU; sizes per cell, '–': never attempted)", ""]
-    return out + table(["implementation", "operation", *[f"d = {d}" for d in ds]], body)
+    return out + table(["implementation", "operation", "card", *[f"d = {d}" for d in ds]], body)
 
 
 def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
@@ -316,9 +328,11 @@ def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
     files = sorted({r["file"] for r in merged})
     out += ["Merged from " + ", ".join(f"`{f}`" for f in files) + " (each cell: the newest run of its case; the "
             "files' commits and commands are under Sources).", ""]
-    for device in ("gpu", "cpu"):
+    # The H200 first (most rows), then any other card, then the CPU.
+    places = sorted({where(r) for r in merged}, key=lambda w: (w.startswith("cpu"), w != "gpu H200", w))
+    for device in places:
         for op in sorted({r["op"] for r in merged}, key=lambda o: (OPS.index(base_op(o)), o)):
-            sel = [r for r in merged if r["op"] == op and r["device"] == device]
+            sel = [r for r in merged if r["op"] == op and where(r) == device]
             if sel:
                 out += _op_tables(sel, op, device)
     out += _reach_table(merged)

@@ -125,8 +125,8 @@ def test_report_writes_tables_claims_and_plots(tmp_path):
     assert "`suite_2099-01-01_keops.jsonl`," not in text and "`suite_2099-01-01_keops.jsonl`\n" not in text
     # the grid's coverage: the OOM, then the stop rule's skipped size, counted apart from ok
     coverage = text[text.index("### Coverage of the grid"):]
-    assert "| geomloss-tensorized | forward | 0 ok, 1 failed, 1 skipped |" in coverage
-    assert "| flash-sinkhorn | forward | 1 ok |" in coverage
+    assert "| geomloss-tensorized | forward | – | 0 ok, 1 failed, 1 skipped |" in coverage
+    assert "| flash-sinkhorn | forward | – | 1 ok |" in coverage
     # the claim in "Claims checked": our row at the tolerance the peer reached (2e-5 ≤ 2.2e-5): 60 / 24 ms,
     # and with our forward (50 × 0.15 ms) 60 / 31.5 ms
     # and against its HVP alone 45 / 24 ms
@@ -224,3 +224,35 @@ def test_the_ten_minute_column_is_exact_only_where_no_budget_decided_it():
         "50,000 (n = 200,000: over 600 s)"
     assert _within_ten_minutes((0, "timeout", dict(timeout, n=1000), None), 1_000_000).startswith("undecided")
     assert _within_ten_minutes((50_000, "", None, dict(ok, ms=700_000.0)), 1_000_000).startswith("< 50,000")
+
+
+def test_each_card_gets_its_own_cells_and_ratios(tmp_path):
+    """The device lends an H100 or an H200: the same case measured on both stays two cells, each card has
+    tables of its own, and a ratio pairs only rows of one card (the H200's where both have a pair)."""
+    report = load_report()
+    from report_suite import merge, speedups
+
+    results = tmp_path / "results"
+    results.mkdir()
+    header = {"suite": "flashsinkhorn-bench-suite", "schema": 1, "commit": "abc1234", "command": "run.py (fixture)",
+              "device": "cuda", "precision": "fp32", "d": 3, "op": "forward"}
+    h200 = {**header, "machine": {"gpu": "NVIDIA H200"}, "date": "2099-01-01T00:00:00+00:00"}
+    h100 = {**header, "machine": {"gpu": "NVIDIA H100 80GB HBM3"}, "date": "2099-01-02T00:00:00+00:00"}
+    rows = [{**h200, "impl": "flashsinkhorn-py", "n": 10000, "status": "ok", "ms": 2.0},
+            {**h200, "impl": "flash-sinkhorn", "n": 10000, "status": "ok", "ms": 4.0},   # H200: 2×
+            {**h100, "impl": "flashsinkhorn-py", "n": 10000, "status": "ok", "ms": 1.0},
+            {**h100, "impl": "flash-sinkhorn", "n": 10000, "status": "ok", "ms": 5.0},   # H100: 5×, newer
+            {**h100, "impl": "flash-sinkhorn", "n": 50000, "status": "ok", "ms": 90.0},  # H100 only: 3×
+            {**h100, "impl": "flashsinkhorn-py", "n": 50000, "status": "ok", "ms": 30.0},
+            {**h200, "impl": "flashsinkhorn-py", "n": 200000, "status": "ok", "ms": 300.0}]  # no peer on the H200
+    rows.append({**h100, "impl": "flash-sinkhorn", "n": 200000, "status": "ok", "ms": 900.0})  # nor ours on the H100
+    (results / "suite_2099-01-01.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    assert "### forward (gpu H200)" in text and "### forward (gpu H100)" in text
+    assert text.index("### forward (gpu H200)") < text.index("### forward (gpu H100)")
+    merged, _ = merge([report.suite_row(r, "suite_2099-01-01.jsonl") for r in rows])
+    assert len(merged) == len(rows)  # the newer H100 rows replace none of the H200's
+    ratios = speedups(merged, "forward")
+    assert ratios[(10000, 3, "fp32")] == pytest.approx(2.0)  # the H200's pair, though the H100's is newer
+    assert ratios[(50000, 3, "fp32")] == pytest.approx(3.0)
+    assert (200000, 3, "fp32") not in ratios  # 900 ms on the H100 against 300 ms on the H200: no ratio

@@ -33,6 +33,9 @@ status=0
 deadline="${DEADLINE:-540}"
 pack() { tar czf "$out/logs.tgz" -C "$(dirname "$logs")" logs 2> /dev/null; }
 listed() { [[ " $stages " == *" $1 "* ]]; }
+# The card's name for result file names and labels (h100, h200): the device lends either.
+card="$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1 | grep -oE 'H[0-9]+' | tr 'H' 'h')"
+card="${card:-gpu}"
 has() {  # starts stage $1 (logged) when it is listed and there is time left
   pack
   listed "$1" || return 1
@@ -206,9 +209,6 @@ if has overhead; then
   # step of the call's path, medians of many warm calls), bench/studies/samplesloss_call_breakdown.py
   # (SamplesLoss forward and backward apart, and their torch operators) and the CUDA rows of
   # bench/python_call_overhead.py against the C++ program of the same tree.
-  # The card's name in the file name (h100, h200): the device lends either.
-  card="$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1 | grep -oE 'H[0-9]+' | tr 'H' 'h')"
-  card="${card:-gpu}"
   {
     cmake -S . -B "$build" -DFLASHSINKHORN_PYTHON=ON &&
       cmake --build "$build" -j "$jobs" --target flashsinkhorn_python_modules &&
@@ -301,9 +301,9 @@ if has python; then
     overhead_bin=/tmp/wheel-build/bench/flashsinkhorn_call_overhead
     cmake --build /tmp/wheel-build --target flashsinkhorn_call_overhead >> "$logs/python.log" 2>&1 &&
     PYTHONPATH=/tmp/pysite timeout "$overhead_timeout" python3 bench/python_call_overhead.py \
-      --bin "$overhead_bin" --rounds "${OVERHEAD_ROUNDS:-3}" --label h200 --budget-s $((overhead_timeout - 30)) \
+      --bin "$overhead_bin" --rounds "${OVERHEAD_ROUNDS:-3}" --label "$card" --budget-s $((overhead_timeout - 30)) \
       --devices "${OVERHEAD_DEVICES:-cuda,cpu}" ${OVERHEAD_CPUS:+--cpus "$OVERHEAD_CPUS"} \
-      --out "$out/python_call_overhead_h200.json" \
+      --out "$out/python_call_overhead_${card}.json" \
       --note "wheel and C++ program built on the GPU machine by tools/gpu_check.sh, one build tree (NATIVE=OFF)" \
       >> "$logs/python.log" 2>&1 ||
       { echo "call-overhead bench failed (exit $?; 124: timeout)"; tail -n 25 "$logs/python.log"; status=1; }

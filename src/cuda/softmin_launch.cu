@@ -222,18 +222,20 @@ auto narrow_predicted_kernel_for(std::int64_t dim) {
   return for_narrow_dim(dim, [](auto d) { return &kernels::softmin_narrow_kernel<decltype(d)::value, true>; });
 }
 
-// Where predicted references pay (FLASHSINKHORN_NARROW_REFERENCE=auto), measured on the H200 (fp32,
-// x, y ~ N(0, I), ε = 0.1, ms per iteration, online / predicted, 2026-12-04):
-//   rows of ≤ 4 coordinates: d = 3, n = 5·10⁴ 2.55 / 2.12; d = 4, n = 5·10⁴ 2.98 / 2.65;
-//     d = 2, n = 10⁵ 8.36 / 6.98; d = 3, n = 2·10⁵ 36.0 / 29.7; d = 3, n = 2·10⁴ 0.468 / 0.397;
-//   wider rows lose: d = 8 3.35 / 5.07 (128 registers against 96 cost a CTA an SM), d = 12
+// Where predicted references pay (FLASHSINKHORN_NARROW_REFERENCE=auto), measured on the H100 (fp32,
+// x, y ~ N(0, I), ε = 0.1, ms per iteration, online / predicted, 2026-12-05,
+// bench/results/narrow_reference_ab_h100_2026-12-05_s32.json; the H200's figures of 2026-12-04,
+// whose files were lost, read the same within 2%):
+//   rows of ≤ 4 coordinates: d = 3, n = 5·10⁴ 2.55 / 2.12; d = 4, n = 5·10⁴ 2.99 / 2.66;
+//     d = 2, n = 10⁵ 8.37 / 6.99; d = 1, n = 10⁵ 6.62 / 5.66; d = 3, n = 2·10⁵ 36.0 / 29.7;
+//     d = 3, n = 2·10⁴ 0.469 / 0.398;
+//   wider rows lose: d = 8 3.35 / 5.06 (128 registers against 96 cost a CTA an SM), d = 12
 //     4.89 / 8.83 at the same occupancy and d = 16 5.45 / 12.0 (n = 5·10⁴; docs/cuda_backend.md
 //     has the likely cause);
-//   short key splits lose: d = 3, n = 10⁴ (16 splits of 5 tiles) 0.168 / 0.172: a split that holds
+//   short key splits lose: d = 3, n = 10⁴ (16 splits of 5 tiles) 0.169 / 0.175: a split that holds
 //     almost none of a row's mass underflows its prediction (sum < 2⁻⁶⁰) and folds its keys again,
 //     and the fewer keys a split has, the likelier it holds none near the row.
-// (Session 29's device files behind these figures were lost before they were committed;
-// bench/narrow_reference_ab.sh, gpu_check.sh's stage `reference`, measures them again.)
+// The rule below (auto) read the faster of the two in every row of that file.
 constexpr std::int64_t kPredictedMaxDim = 4;
 constexpr int kPredictedMinSplitTiles = 8;
 

@@ -117,8 +117,9 @@ int main(int argc, char** argv) {
       for (double v : f) finite = finite && std::isfinite(v);
       int max_shared = 0;
       FS_CUDA_CHECK(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-      const std::int64_t padded_dim = softmin_padded_dim(mode, size.d);
-      const char* kernel = softmin_kernel_name(mode, padded_dim, max_shared);
+      int sm_count = 0;
+      FS_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
+      const char* kernel = softmin_kernel_name(mode, size.d, size.n, size.n, sm_count, max_shared);
       // The fp32 narrow kernel's row references (kernel_variant.hpp), so A/B rows tell themselves apart.
       const char* reference = to_string(narrow_reference_choice());
       std::printf(

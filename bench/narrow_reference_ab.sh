@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The fp32 narrow softmin's row references side by side (FLASHSINKHORN_NARROW_REFERENCE, kernel_variant.hpp):
 # the forward benchmark (authors' protocol, 10 alternating iterations) once per choice on the same
-# sizes and seeds, merged into one results file whose rows carry `narrow_reference`. The figures
-# behind softmin_launch.cu's predicted_reference_pays come from here.
+# sizes and seeds, merged into one results file whose rows carry `narrow_reference` (and `kernel`).
+# The figures behind softmin_launch.cu's predicted_reference_pays come from here, and with
+# PRECISIONS=fp32,tf32 those behind tf32_runs_narrow: tf32 under `online` is the wgmma kernel, under
+# `auto` the narrow one where it predicts.
 #   BENCH=build-gpu/bench/flashsinkhorn_gpu_bench FS_COMMIT=... bench/narrow_reference_ab.sh OUT.json
-# Environment: SIZES (n x d list), CHOICES (default "online auto predicted"), REPEATS (default 7).
+# Environment: SIZES (n x d list), CHOICES (default "online auto predicted"), PRECISIONS (default fp32),
+# REPEATS (default 7).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 target="${1:?usage: bench/narrow_reference_ab.sh OUT.json}"
@@ -13,7 +16,7 @@ sizes="${SIZES:-10000x3,20000x3,50000x3,50000x4,50000x8,50000x12,50000x16,100000
 lines="$(mktemp)"
 trap 'rm -f "$lines"' EXIT
 for choice in ${CHOICES:-online auto predicted}; do
-  FLASHSINKHORN_NARROW_REFERENCE="$choice" "$bench" --sizes "$sizes" --precisions fp32 --repeats "${REPEATS:-7}" >> "$lines"
+  FLASHSINKHORN_NARROW_REFERENCE="$choice" "$bench" --sizes "$sizes" --precisions "${PRECISIONS:-fp32}" --repeats "${REPEATS:-7}" >> "$lines"
 done
 # Its own kind: BENCHMARKS.md's gpu_forward tables take the latest gpu_forward file, and these rows
 # are one precision under forced variants.
@@ -21,9 +24,11 @@ FS_BENCHMARK=narrow_reference_ab python3 "$here/merge_gpu_results.py" "$target" 
 python3 - "$target" <<'EOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
-by = {(r["n"], r["d"], r["narrow_reference"]): r["ms_per_iteration"] for r in rows}
+by = {(r["n"], r["d"], r["precision"], r["narrow_reference"]): r for r in rows}
 choices = sorted({r["narrow_reference"] for r in rows})
-print(f"{'n':>7} {'d':>3} " + " ".join(f"{c:>10}" for c in choices) + "   ms per iteration, fp32")
-for n, d in sorted({(r["n"], r["d"]) for r in rows}, key=lambda k: (k[1], k[0])):
-    print(f"{n:>7} {d:>3} " + " ".join(f"{by.get((n, d, c), float('nan')):>10.4f}" for c in choices))
+print(f"{'n':>7} {'d':>3} {'mode':>5} " + " ".join(f"{c:>20}" for c in choices) + "   ms per iteration [kernel]")
+for n, d, p in sorted({(r["n"], r["d"], r["precision"]) for r in rows}, key=lambda k: (k[2], k[1], k[0])):
+    cells = [by.get((n, d, p, c)) for c in choices]
+    print(f"{n:>7} {d:>3} {p:>5} " + " ".join(
+        f"{r['ms_per_iteration']:>10.4f} [{r['kernel'][:7]:>7}]" if r else f"{'-':>20}" for r in cells))
 EOF

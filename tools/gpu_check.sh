@@ -102,13 +102,14 @@ if has gpu; then
     grep -E "narrow gradient|^\[  (PASSED|FAILED) " "$logs/tests.log" | tail -14
   fi
   # The fp32 narrow softmin with each row reference forced (FLASHSINKHORN_NARROW_REFERENCE=online and
-  # =predicted, kernel_variant.hpp; the default, auto, takes predicted where it pays): the fp32 and
-  # backend cases again (GPU_TEST_NARROW_REFERENCE=0 leaves the passes out).
+  # =predicted, kernel_variant.hpp; the default, auto, takes predicted where it pays, and tf32 on rows
+  # of ≤ 4 coordinates runs that kernel where it predicts): the fp32, backend and launch-plan cases
+  # again (GPU_TEST_NARROW_REFERENCE=0 leaves the passes out; GPU_TEST_NARROW_REFERENCES picks them).
   if [[ "${GPU_TEST_NARROW_REFERENCE:-1}" != 0 ]]; then
-    for reference in online predicted; do
+    for reference in ${GPU_TEST_NARROW_REFERENCES:-online predicted}; do
       echo "== GPU tests, FLASHSINKHORN_NARROW_REFERENCE=$reference" >> "$logs/tests.log"
       FLASHSINKHORN_NARROW_REFERENCE=$reference timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" \
-        --gtest_filter='sizes/*:*fp32*:*Fp32*:*Narrow*:*narrow*' --gtest_brief=1 >> "$logs/tests.log" 2>&1 ||
+        --gtest_filter='sizes/*:*fp32*:*Fp32*:*Narrow*:*narrow*:launch_plan*' --gtest_brief=1 >> "$logs/tests.log" 2>&1 ||
         { echo "GPU tests (narrow $reference reference) failed"; status=1; }
       tail -3 "$logs/tests.log"
     done
@@ -174,8 +175,10 @@ if has plan; then
 fi
 if has reference; then
   # The fp32 narrow softmin's row references side by side (online, auto, predicted: the figures behind
-  # softmin_launch.cu's predicted_reference_pays), into $out/narrow_reference_ab_<date>.json.
-  BENCH="$build/bench/flashsinkhorn_gpu_bench" timeout "${REFERENCE_TIMEOUT:-150}" \
+  # softmin_launch.cu's predicted_reference_pays; REFERENCE_PRECISIONS=fp32,tf32 adds tf32's narrow
+  # rows against its wgmma kernel), into $out/narrow_reference_ab_<date>.json.
+  BENCH="$build/bench/flashsinkhorn_gpu_bench" PRECISIONS="${REFERENCE_PRECISIONS:-fp32}" \
+    timeout "${REFERENCE_TIMEOUT:-150}" \
     bench/narrow_reference_ab.sh "$out/narrow_reference_ab_$(date -u +%F).json" > "$logs/reference.log" 2>&1 \
     || { echo "reference A/B failed"; status=1; }
   cat "$logs/reference.log"

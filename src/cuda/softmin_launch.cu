@@ -288,11 +288,33 @@ split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_
                          tile::kMinTilesPerSplit);
 }
 
+// tf32 on rows of at most kPredictedMaxDim coordinates runs the fp32 narrow kernel wherever that
+// kernel would take predicted references (predicted_reference_for on its own key splits): FMA dots
+// on the stored tf32-rounded points — the mode's inputs, products rounded once in fp32 instead of by
+// the tensor core — with d + 3 instructions a score against the wgmma kernel's epilogue (scale and
+// bias, online maximum, rescale) over k-steps padded to 8 words. The MUFU bounds both there. H100,
+// 2026-12-05, d = 3, 10 iterations end to end: 5·10⁴ fp32 (narrow, predicted) 22.2 ms against tf32
+// (wgmma) 25.4 ms (bench/results/suite_h100_2026-12-05_s31a.jsonl, _s32a.jsonl); at 10⁴, where the
+// short key splits make the narrow kernel keep its online maximum, tf32 on wgmma was faster (1.87
+// against 2.13 ms) and stays there.
+bool tf32_runs_narrow(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count) {
+  if (mode != precision::tf32 || dim > kPredictedMaxDim) return false;
+  return predicted_reference_for(dim, plan_splits(narrow_shape(dim), rows, keys, sm_count));
+}
+
+// The kernel a softmin of `rows` rows over `keys` keys launches (`dim`: the rows' coordinates).
+kernel_shape launch_shape(precision mode, std::int64_t padded_dim, std::int64_t dim, std::int64_t rows,
+                          std::int64_t keys, int sm_count, int max_shared_bytes) {
+  if (tf32_runs_narrow(mode, dim, rows, keys, sm_count)) return narrow_shape(dim);
+  return shape_for(mode, padded_dim, max_shared_bytes, dim);
+}
+
 }  // namespace
 
 int softmin_split_count(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
                         int sm_count, int max_shared_bytes) {
-  const kernel_shape shape = shape_for(mode, rows.padded_dim, max_shared_bytes, rows.dim);
+  const kernel_shape shape =
+      launch_shape(mode, rows.padded_dim, rows.dim, rows.count, keys.count, sm_count, max_shared_bytes);
   return plan_splits(shape, rows.count, keys.count, sm_count).splits;
 }
 
@@ -321,8 +343,11 @@ const char* wgmma_kernel_name(precision mode, kernel_family family) {
   }
 }
 
-const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
-  switch (const kernel_family family = shape_for(mode, padded_dim, max_shared_bytes, padded_dim).family) {
+const char* softmin_kernel_name(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
+                                int max_shared_bytes) {
+  const std::int64_t padded_dim = softmin_padded_dim(mode, dim);
+  switch (const kernel_family family =
+              launch_shape(mode, padded_dim, dim, rows, keys, sm_count, max_shared_bytes).family) {
     case kernel_family::wgmma:
     case kernel_family::wgmma_streamed: return wgmma_kernel_name(mode, family);
     case kernel_family::mma_sync: return "mma.sync";
@@ -355,7 +380,8 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   const device_cloud_view& keys = args.keys;
   if (rows.count <= 0 || keys.count <= 0) return cudaErrorInvalidValue;
   if (rows.padded_dim != keys.padded_dim) return cudaErrorInvalidValue;
-  const kernel_shape shape = shape_for(mode, rows.padded_dim, args.max_shared_bytes, rows.dim);
+  const kernel_shape shape =
+      launch_shape(mode, rows.padded_dim, rows.dim, rows.count, keys.count, args.sm_count, args.max_shared_bytes);
   if (shape.shared_bytes > args.max_shared_bytes) return cudaErrorInvalidConfiguration;
   const split_plan plan = plan_splits(shape, rows.count, keys.count, args.sm_count);
   if (softmin_partial_bytes(mode, rows.padded_count, plan.splits) > args.partial_scratch_capacity)

@@ -70,9 +70,11 @@ std::int64_t softmin_split_counts(std::int64_t padded_rows);
 // 16 tf32/fp32 or 32 bf16 values. fp64 reads element-wise.
 std::int64_t softmin_padded_dim(precision mode, std::int64_t dim);
 
-// Which kernel runs this mode and row width on the current device: "wgmma" (sm_90a), "mma.sync"
-// or "fma" (fp64). For benchmarks and logs.
-const char* softmin_kernel_name(precision mode, std::int64_t padded_dim, int max_shared_bytes);
+// Which kernel a softmin of `rows` rows of `dim` coordinates over `keys` keys runs in this mode on the
+// current device (`sm_count` SMs): a wgmma variant (sm_90a), "mma.sync" or "fma" (fp64; fp32 and, at
+// d ≤ 4 on long key splits, tf32 on narrow rows). For benchmarks and logs.
+const char* softmin_kernel_name(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
+                                int max_shared_bytes);
 
 // The Hopper kernels' shared-memory plan for a mode and padded row width on a device offering
 // `max_shared_bytes` per block, whatever device is present: which one would run ("wgmma" with a

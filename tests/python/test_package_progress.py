@@ -99,6 +99,9 @@ def test_ctrl_c_stops_a_long_solve_at_its_next_check():
     """SIGINT while the core iterates with the GIL released: without a callback the solve would run all
     its iterations (minutes here); with one, the next check raises KeyboardInterrupt."""
     x, y = _clouds(n=1500, m=1500, d=3, seed=5)
+    # Python's own handler, whatever this process inherited: a shell's background job starts with
+    # SIGINT ignored, and Python then installs none (the signal would be lost, the solve run on).
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, os.kill, args=(os.getpid(), signal.SIGINT))
     started = time.perf_counter()
     timer.start()
@@ -107,6 +110,7 @@ def test_ctrl_c_stops_a_long_solve_at_its_next_check():
             fs.sinkhorn(x, y, eps=0.01, iters=10**6, tol=0, check_every=10, progress=lambda step: None)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, inherited)
     assert time.perf_counter() - started < 30
 
 

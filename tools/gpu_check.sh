@@ -103,7 +103,7 @@ if has gpu; then
   fi
   # The fp32 narrow softmin with each row reference forced (FLASHSINKHORN_NARROW_REFERENCE=online and
   # =predicted, kernel_variant.hpp; the default, auto, takes predicted where it pays, and tf32 on rows
-  # of ≤ 4 coordinates runs that kernel where it predicts): the fp32, backend and launch-plan cases
+  # of ≤ 3 coordinates runs that kernel where it predicts): the fp32, backend and launch-plan cases
   # again (GPU_TEST_NARROW_REFERENCE=0 leaves the passes out; GPU_TEST_NARROW_REFERENCES picks them).
   if [[ "${GPU_TEST_NARROW_REFERENCE:-1}" != 0 ]]; then
     for reference in ${GPU_TEST_NARROW_REFERENCES:-online predicted}; do

@@ -49,7 +49,7 @@ bool fp32_fma_dots_for(std::int64_t padded_dim);
 //              of a CTA where it fails
 //   auto       (unset or empty: the default) predicted where it pays (softmin_launch.cu,
 //              predicted_reference_pays: rows of at most 4 coordinates, key splits of at least 8 tiles)
-// tf32 softmins on rows of at most 4 coordinates run this kernel wherever it takes predicted
+// tf32 softmins on rows of at most 3 coordinates run this kernel wherever it takes predicted
 // references (softmin_launch.cu, tf32_runs_narrow), so `online` also keeps them on wgmma.
 // An unknown value throws invalid_argument.
 enum class narrow_reference { online, predicted, automatic };

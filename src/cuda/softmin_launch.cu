@@ -288,17 +288,19 @@ split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_
                          tile::kMinTilesPerSplit);
 }
 
-// tf32 on rows of at most kPredictedMaxDim coordinates runs the fp32 narrow kernel wherever that
-// kernel would take predicted references (predicted_reference_for on its own key splits): FMA dots
-// on the stored tf32-rounded points — the mode's inputs, products rounded once in fp32 instead of by
-// the tensor core — with d + 3 instructions a score against the wgmma kernel's epilogue (scale and
-// bias, online maximum, rescale) over k-steps padded to 8 words. The MUFU bounds both there. H100,
-// 2026-12-05, d = 3, 10 iterations end to end: 5·10⁴ fp32 (narrow, predicted) 22.2 ms against tf32
-// (wgmma) 25.4 ms (bench/results/suite_h100_2026-12-05_s31a.jsonl, _s32a.jsonl); at 10⁴, where the
-// short key splits make the narrow kernel keep its online maximum, tf32 on wgmma was faster (1.87
-// against 2.13 ms) and stays there.
+// tf32 on rows of at most 3 coordinates runs the fp32 narrow kernel wherever that kernel would take
+// predicted references (predicted_reference_for on its own key splits): FMA dots on the stored
+// tf32-rounded points — the mode's inputs; a product of two tf32 values is exact in fp32, as on the
+// tensor core — with d + 3 instructions a score against the wgmma kernel's epilogue (scale and bias,
+// online maximum, rescale) over k-steps padded to 8 words; the MUFU bounds both. Measured on the H200
+// (2026-12-05, bench/results/narrow_reference_ab_tf32_h200_2026-12-05_s32.json, tf32, ms an
+// iteration, this rule / wgmma-ws): d = 1, n = 10⁵ 5.65 / 9.83; d = 3: 2·10⁴ 0.395 / 0.451, 5·10⁴
+// 2.12 / 2.48, 2·10⁵ 29.7 / 39.0; but d = 4, 5·10⁴ 2.82 / 2.48, so d = 4 keeps wgmma. At 10⁴ the
+// short key splits keep the narrow kernel on its online maximum and tf32 stays on wgmma (0.135).
+constexpr std::int64_t kTf32NarrowMaxDim = 3;
+
 bool tf32_runs_narrow(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count) {
-  if (mode != precision::tf32 || dim > kPredictedMaxDim) return false;
+  if (mode != precision::tf32 || dim > kTf32NarrowMaxDim) return false;
   return predicted_reference_for(dim, plan_splits(narrow_shape(dim), rows, keys, sm_count));
 }
 

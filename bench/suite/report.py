@@ -462,12 +462,12 @@ def plots(rows, sources, forward_claims, suite_rows, plot_dir: Path) -> list[str
     panels = defaultdict(lambda: defaultdict(list))
     for op in ("forward", "forward_gradient", "hvp"):
         for (n, d, precision), pair in same_run_speedups(rows, op).items():
-            if pair["ratio"]:
-                panels[d][f"{op} {precision}"].append((n, pair["ratio"]))
+            if pair["ratio"]:  # one series per card: a line never joins an H100 pair to an H200 pair
+                panels[d][f"{op} {precision} [{pair.get('card') or 'GPU'}]"].append((n, pair["ratio"]))
     if panels:
         written.append(speedup_figure(plt, panels, [(FORWARD_GOAL, "--"), (FORWARD_GRADIENT_GOAL, ":")],
                                       "flash-sinkhorn time / ours, end to end",
-                                      "suite, same arrays, both from one run: speedup over flash-sinkhorn\n"
+                                      "suite, same arrays, both from one run on one card [named]: speedup over flash-sinkhorn\n"
                                       "(goals: dashed 2×, dotted 2.5×)",
                                       plot_dir / "suite_speedup_vs_flash_sinkhorn.png"))
     return written

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sections, also when loaded by path (tests)
 from report_hvp import claim_summary, hvp_plot, hvp_section, is_hvp_file  # noqa: E402
+from report_narrow import is_narrow_reference, narrow_reference_section  # noqa: E402
 from report_suite import keops_section, same_run_speedups, speedups, suite_section  # noqa: E402
 from report_tables import best, cell, fmt_bytes, fmt_ms, fmt_x, table  # noqa: E402
 
@@ -44,7 +45,8 @@ def read_json_lines(path: Path) -> list[dict]:
 
 
 def load(results: Path) -> tuple[list[dict], list[dict], list[str]]:
-    """(rows, sources, not_converted): rows in one normalised form; sources: one entry per file."""
+    """(rows, sources, not_converted): rows in one normalised form; sources: one entry per file (the
+    narrow-reference A/B files too, whose rows report_narrow.py tabulates apart)."""
     rows, sources, skipped = [], [], []
     for path in sorted(results.glob("*.json*")):
         name = path.name
@@ -68,6 +70,9 @@ def load(results: Path) -> tuple[list[dict], list[dict], list[str]]:
                     converted = [plan_row(r, data, name) for r in data["rows"]]
                 elif kind == "cpu_forward":
                     converted = [cpu_forward_row(r, data, name) for r in data["results"]]
+                elif is_narrow_reference(data):
+                    sources.append(source(name, data, kind=kind, rows=len(data["rows"])))
+                    continue
                 else:
                     skipped.append(name)
                     continue
@@ -91,6 +96,7 @@ def source(name: str, meta: dict, kind: str, rows: int) -> dict:
                 "plan_pass": "STAGES='build gpu plan' tools/gpu_check.sh",
                 "plan_pass_and_gradient": "tools/gpu_check.sh, stage plan (bench/merge_gradient_results.py)",
                 "cpu_forward": "python3 bench/cpu_forward_bench.py",
+                "narrow_reference_ab": "tools/gpu_check.sh, stage reference (bench/narrow_reference_ab.sh)",
             }.get(kind, "not recorded in the file")}
 
 
@@ -515,6 +521,8 @@ def render(results: Path, markdown: Path, plot_dir: Path) -> str:
     lines += claims_section(forward_claims, suite_rows, rows, results)
     lines += forward + plan_section(rows, sources) + hvp_section(results, sources) + suite + keops_section(results)
     lines += cpu_section(rows, sources)
+    lines += narrow_reference_section([(s["file"], json.loads((results / s["file"]).read_text()))
+                                       for s in sources if s["kind"] == "narrow_reference_ab"])
     lines += ["## Plots", ""]
     lines += [f"![{Path(p).stem}]({rel(p)})" for p in written] if written else \
         ["(matplotlib is not installed: no plots were written.)"]

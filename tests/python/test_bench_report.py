@@ -256,3 +256,29 @@ def test_each_card_gets_its_own_cells_and_ratios(tmp_path):
     assert ratios[(10000, 3, "fp32")] == pytest.approx(2.0)  # the H200's pair, though the H100's is newer
     assert ratios[(50000, 3, "fp32")] == pytest.approx(3.0)
     assert (200000, 3, "fp32") not in ratios  # 900 ms on the H100 against 300 ms on the H200: no ratio
+
+
+def test_the_narrow_reference_files_get_a_table_with_auto_judged(tmp_path):
+    """bench/narrow_reference_ab.sh's files: a table per file, a column per choice with its kernel, and
+    whether `auto` ran the fastest choice (within 2%); listed under Sources, not as unconverted."""
+    report = load_report()
+    results = tmp_path / "results"
+    results.mkdir()
+    row = {"impl": "flashsinkhorn", "device": "fixture GPU", "m": 50000, "d": 3, "n": 50000, "precision": "tf32",
+           "iterations": 10}
+    rows = [{**row, "narrow_reference": "online", "kernel": "wgmma-ws", "ms_per_iteration": 2.48},
+            {**row, "narrow_reference": "auto", "kernel": "fma", "ms_per_iteration": 2.12},
+            {**row, "d": 4, "narrow_reference": "online", "kernel": "wgmma-ws", "ms_per_iteration": 2.48},
+            {**row, "d": 4, "narrow_reference": "auto", "kernel": "fma", "ms_per_iteration": 2.82},
+            {**row, "d": 8, "narrow_reference": "online", "kernel": "wgmma-ws", "ms_per_iteration": 2.46},
+            {**row, "d": 8, "narrow_reference": "auto", "kernel": "wgmma-ws", "ms_per_iteration": 2.50}]
+    data = {"benchmark": "narrow_reference_ab", "commit": "abc1234", "date": "2099-01-01", "machine": "vm", "rows": rows}
+    (results / "narrow_reference_ab_2099-01-01.json").write_text(json.dumps(data))
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    section = text[text.index("## The narrow softmin's row references"):]
+    assert "| precision | d | n | online | auto | auto ran |" in section  # only the choices measured
+    assert "| tf32 | 3 | 50,000 | 2.48 (wgmma-ws) | 2.12 (fma) | fastest |" in section
+    assert "| tf32 | 4 | 50,000 | 2.48 (wgmma-ws) | 2.82 (fma) | 1.14× the fastest |" in section
+    assert "| tf32 | 8 | 50,000 | 2.46 (wgmma-ws) | 2.5 (wgmma-ws) | fastest |" in section  # 1.6%: within 2%
+    assert "| `narrow_reference_ab_2099-01-01.json` | narrow_reference_ab | 6 | `abc1234` |" in text
+    assert "Not converted" not in text or "narrow_reference_ab_2099" not in text.split("Not converted")[1]

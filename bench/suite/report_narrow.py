@@ -1,0 +1,67 @@
+"""The narrow softmin's row references in BENCHMARKS.md, from bench/narrow_reference_ab.sh's files
+(`bench/results/narrow_reference_ab_*.json`, benchmark "narrow_reference_ab": the forward benchmark once
+per FLASHSINKHORN_NARROW_REFERENCE choice on the same sizes and seeds, each row carrying its
+`narrow_reference` and the `kernel` it ran). These are the figures behind softmin_launch.cu's
+predicted_reference_pays (fp32) and tf32_runs_narrow (tf32, where `online` is the wgmma kernel).
+Nothing is measured here.
+
+Per size the table gives each choice's ms an iteration and kernel, and whether `auto` (the library's
+default) ran the fastest of the choices measured: within AUTO_SLACK of it counts as the fastest, as two
+runs of one kernel differ by that much.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from report_tables import table
+
+KIND = "narrow_reference_ab"
+AUTO_SLACK = 0.02
+CHOICES = ("online", "predicted", "auto")
+
+
+def is_narrow_reference(data) -> bool:
+    return isinstance(data, dict) and data.get("benchmark") == KIND
+
+
+def _verdict(cells: dict) -> str:
+    """Whether auto ran the fastest choice measured at this size (the others' best beside it)."""
+    auto = cells.get("auto")
+    others = [r["ms_per_iteration"] for c, r in cells.items() if c != "auto"]
+    if auto is None or not others:
+        return "–"
+    best = min(others)
+    ratio = auto["ms_per_iteration"] / best
+    return "fastest" if ratio <= 1 + AUTO_SLACK else f"{ratio:.2f}× the fastest"
+
+
+def narrow_reference_section(files: list[tuple[str, dict]]) -> list[str]:
+    """The section's lines for the (file name, data) pairs given, in file-name order."""
+    if not files:
+        return []
+    out = ["## The narrow softmin's row references (bench/narrow_reference_ab.sh)", "",
+           "ms an iteration (authors' protocol, 10 alternating iterations, CUDA-event medians) under each "
+           "`FLASHSINKHORN_NARROW_REFERENCE` choice, with the kernel it ran; `auto` is the default, and the last "
+           f"column says whether it ran the fastest choice measured (within {AUTO_SLACK:.0%}). In tf32, `online` "
+           "is the wgmma kernel and `auto` the narrow one where it predicts (softmin_launch.cu, tf32_runs_narrow). "
+           "Each file shows `auto` as it was at that file's commit: a row where it lost is what a later rule "
+           "was changed for (the code's comments cite the file).",
+           ""]
+    for name, data in sorted(files):
+        rows = data.get("rows", [])
+        devices = sorted({str(r.get("device", "?")) for r in rows})
+        out += [f"`{name}` ({', '.join(devices)}; commit `{str(data.get('commit', '?'))[:12]}`, "
+                f"{data.get('date', '?')}):", ""]
+        measured = [c for c in CHOICES if any(r.get("narrow_reference") == c for r in rows)]
+        cases = sorted({(r["precision"], r["d"], r["n"]) for r in rows})
+        body = []
+        for precision, d, n in cases:
+            cells = {r["narrow_reference"]: r for r in rows
+                     if (r["precision"], r["d"], r["n"]) == (precision, d, n) and r.get("narrow_reference") in measured}
+            body.append([precision, d, f"{n:,}",
+                         *[f"{cells[c]['ms_per_iteration']:.4g} ({cells[c].get('kernel', '?')})" if c in cells else "–"
+                           for c in measured],
+                         _verdict(cells)])
+        out += table(["precision", "d", "n", *measured, "auto ran"], body)
+    return out

@@ -39,29 +39,34 @@ cudaError_t allow_shared(Kernel kernel, int bytes) {
 }
 
 // CTAs per SM of `kernel` at `shared_bytes` on the current device (1 when the query fails), cached
-// per thread for the last (kernel, bytes, device): the answer depends only on these.
+// per thread for every (kernel, bytes, device) asked: the answer depends only on these, and one
+// launch may size two kernels of the same signature (tf32 on narrow rows weighs the narrow kernel's
+// key splits before the wgmma kernel's: softmin_launch.cu, launch_shape), which a single-entry cache
+// would query again on every launch.
 template <class Kernel>
 int occupancy(Kernel kernel, int threads, int shared_bytes) {
-  thread_local const void* cached_kernel = nullptr;
-  thread_local int cached_bytes = -1;
-  thread_local int cached_device = -1;
-  thread_local int cached_ctas = 1;
+  struct answer {
+    const void* kernel;
+    int bytes;
+    int device;
+    int ctas;
+  };
+  thread_local std::vector<answer> known;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 1;
   const void* key = reinterpret_cast<const void*>(kernel);
-  if (cached_kernel != key || cached_bytes != shared_bytes || cached_device != device) {
-    int ctas = 1;
-    if (allow_shared(kernel, shared_bytes) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, shared_bytes) != cudaSuccess) {
-      (void)cudaGetLastError();
-      ctas = 1;
-    }
-    cached_kernel = key;
-    cached_bytes = shared_bytes;
-    cached_device = device;
-    cached_ctas = ctas < 1 ? 1 : ctas;
+  const auto hit = std::find_if(known.begin(), known.end(), [&](const answer& a) {
+    return a.kernel == key && a.bytes == shared_bytes && a.device == device;
+  });
+  if (hit != known.end()) return hit->ctas;
+  int ctas = 1;
+  if (allow_shared(kernel, shared_bytes) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, shared_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    ctas = 1;
   }
-  return cached_ctas;
+  known.push_back({key, shared_bytes, device, std::max(ctas, 1)});
+  return known.back().ctas;
 }
 
 }  // namespace flashsinkhorn::detail

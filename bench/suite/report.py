@@ -414,7 +414,7 @@ def plots(rows, sources, forward_claims, suite_rows, plot_dir: Path) -> list[str
     # Series: suite rows when there are any, else the latest gpu_forward session.
     if any(r["op"] == "forward" and r["device"] == "gpu" for r in suite_rows):
         series_rows = [r for r in suite_rows if r["device"] == "gpu"]
-        label = lambda r: f"{r['variant']} {r['precision']}" + (f" [{r['card']}]" if r.get("card") != "H200" else "")  # noqa: E731
+        label = lambda r: f"{r['variant']} {r['precision']}" + (f" [{r['card']}]" if r.get("card") not in (None, "H200") else "")  # noqa: E731
         what = "suite (the H200's rows; other cards named in brackets)"
     else:
         _, series_rows = latest(rows, sources, "gpu_forward")
@@ -521,8 +521,7 @@ def render(results: Path, markdown: Path, plot_dir: Path) -> str:
     lines += claims_section(forward_claims, suite_rows, rows, results)
     lines += forward + plan_section(rows, sources) + hvp_section(results, sources) + suite + keops_section(results)
     lines += cpu_section(rows, sources)
-    lines += narrow_reference_section([(s["file"], json.loads((results / s["file"]).read_text()))
-                                       for s in sources if s["kind"] == "narrow_reference_ab"])
+    lines += narrow_reference_section(results, sources)
     lines += ["## Plots", ""]
     lines += [f"![{Path(p).stem}]({rel(p)})" for p in written] if written else \
         ["(matplotlib is not installed: no plots were written.)"]

@@ -12,6 +12,7 @@ runs of one kernel differ by that much.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from report_tables import table
@@ -36,8 +37,9 @@ def _verdict(cells: dict) -> str:
     return "fastest" if ratio <= 1 + AUTO_SLACK else f"{ratio:.2f}× the fastest"
 
 
-def narrow_reference_section(files: list[tuple[str, dict]]) -> list[str]:
-    """The section's lines for the (file name, data) pairs given, in file-name order."""
+def narrow_reference_section(results: Path, sources: list[dict]) -> list[str]:
+    """The section's lines for the files of this kind among `sources` (report.load), in name order."""
+    files = [(s["file"], json.loads((results / s["file"]).read_text())) for s in sources if s["kind"] == KIND]
     if not files:
         return []
     out = ["## The narrow softmin's row references (bench/narrow_reference_ab.sh)", "",

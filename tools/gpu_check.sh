@@ -211,20 +211,25 @@ if has overhead; then
   # CUDA API calls' host time under torch.profiler), bench/studies/cuda_call_breakdown.py (each
   # step of the call's path, medians of many warm calls), bench/studies/samplesloss_call_breakdown.py
   # (SamplesLoss forward and backward apart, and their torch operators) and the CUDA rows of
-  # bench/python_call_overhead.py against the C++ program of the same tree.
+  # bench/python_call_overhead.py against the C++ program of the same tree. Knobs: OVERHEAD_PROFILE_NS / _D /
+  # _PRECISION (the profile), OVERHEAD_BREAKDOWN_NS / _D / _PRECISION (SamplesLoss), OVERHEAD_BENCH=0.
   {
     cmake -S . -B "$build" -DFLASHSINKHORN_PYTHON=ON &&
       cmake --build "$build" -j "$jobs" --target flashsinkhorn_python_modules &&
       PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/solve_path_profile.py \
-        --ns "${OVERHEAD_PROFILE_NS:-1000,10000}" --out "$out/solve_path_profile.jsonl" &&
+        --ns "${OVERHEAD_PROFILE_NS:-1000,10000}" --d "${OVERHEAD_PROFILE_D:-64}" \
+        --precision "${OVERHEAD_PROFILE_PRECISION:-tf32}" --out "$out/solve_path_profile.jsonl" &&
       PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/cuda_call_breakdown.py \
         --ns 1,1000 --out "$out/cuda_call_breakdown.jsonl" &&
       PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/samplesloss_call_breakdown.py \
-        --device cuda --ns 1,1000 --out "$out/samplesloss_call_breakdown.jsonl" &&
-      PYTHONPATH="$PWD/$build/python" timeout 150 python3 bench/python_call_overhead.py \
-        --bin "$build/bench/flashsinkhorn_call_overhead" --devices cuda --rounds 3 --budget-s 120 --label "${card}_cuda" \
-        --out "$out/python_call_overhead_${card}_cuda.json" \
-        --note "extension and C++ program from one build tree ($build), tools/gpu_check.sh stage overhead"
+        --device cuda --ns "${OVERHEAD_BREAKDOWN_NS:-1,1000}" --d "${OVERHEAD_BREAKDOWN_D:-3}" \
+        --precision "${OVERHEAD_BREAKDOWN_PRECISION:-fp32}" --out "$out/samplesloss_call_breakdown.jsonl" &&
+      if [[ "${OVERHEAD_BENCH:-1}" != 0 ]]; then  # OVERHEAD_BENCH=0: the studies only
+        PYTHONPATH="$PWD/$build/python" timeout 150 python3 bench/python_call_overhead.py \
+          --bin "$build/bench/flashsinkhorn_call_overhead" --devices cuda --rounds 3 --budget-s 120 --label "${card}_cuda" \
+          --out "$out/python_call_overhead_${card}_cuda.json" \
+          --note "extension and C++ program from one build tree ($build), tools/gpu_check.sh stage overhead"
+      fi
   } > "$logs/overhead.log" 2>&1 || { echo "overhead studies failed"; status=1; }
   grep -vE "^--|^\[|Warning|_warn_once" "$logs/overhead.log" | tail -60
 fi

@@ -212,10 +212,20 @@ if has overhead; then
   # step of the call's path, medians of many warm calls), bench/studies/samplesloss_call_breakdown.py
   # (SamplesLoss forward and backward apart, and their torch operators) and the CUDA rows of
   # bench/python_call_overhead.py against the C++ program of the same tree. Knobs: OVERHEAD_PROFILE_NS / _D /
-  # _PRECISION (the profile), OVERHEAD_BREAKDOWN_NS / _D / _PRECISION (SamplesLoss), OVERHEAD_BENCH=0.
+  # _PRECISION (the profile), OVERHEAD_BREAKDOWN_NS / _D / _PRECISION (SamplesLoss), OVERHEAD_BENCH=0,
+  # OVERHEAD_TIMELINE="10000x8 tf32" (bench/studies/call_timeline.py first; its traces and summary are
+  # packed into $out/timeline.tgz).
   {
     cmake -S . -B "$build" -DFLASHSINKHORN_PYTHON=ON &&
       cmake --build "$build" -j "$jobs" --target flashsinkhorn_python_modules &&
+      if [[ -n "${OVERHEAD_TIMELINE:-}" ]]; then  # e.g. "10000x8 tf32": bench/studies/call_timeline.py, packed
+        IFS=x read -r tl_n tl_d <<< "${OVERHEAD_TIMELINE% *}"
+        timeline="$(dirname "$logs")/timeline"
+        rm -rf "$timeline" && mkdir -p "$timeline" &&
+          PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/call_timeline.py --n "$tl_n" --d "$tl_d" \
+            --precision "${OVERHEAD_TIMELINE#* }" --out-dir "$timeline" &&
+          tar czf "$out/timeline.tgz" -C "$(dirname "$timeline")" timeline
+      fi &&
       PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/solve_path_profile.py \
         --ns "${OVERHEAD_PROFILE_NS:-1000,10000}" --d "${OVERHEAD_PROFILE_D:-64}" \
         --precision "${OVERHEAD_PROFILE_PRECISION:-tf32}" --out "$out/solve_path_profile.jsonl" &&

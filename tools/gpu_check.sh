@@ -36,6 +36,8 @@ listed() { [[ " $stages " == *" $1 "* ]]; }
 # The card's name for result file names and labels (h100, h200): the device lends either.
 card="$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1 | grep -oE 'H[0-9]+' | tr 'H' 'h')"
 card="${card:-gpu}"
+# The machine named in merged result files (merge_gpu_results.py; the host name here is only "vm").
+export FS_MACHINE="${FS_MACHINE:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1)}"
 has() {  # starts stage $1 (logged) when it is listed and there is time left
   pack
   listed "$1" || return 1

@@ -120,17 +120,18 @@ int main(int argc, char** argv) {
       int sm_count = 0;
       FS_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
       const char* kernel = softmin_kernel_name(mode, size.d, size.n, size.n, sm_count, max_shared);
-      // The fp32 narrow kernel's row references (kernel_variant.hpp), so A/B rows tell themselves apart.
+      // The fp32 narrow kernel's row references and their margin (kernel_variant.hpp), so A/B rows tell
+      // themselves apart.
       const char* reference = to_string(narrow_reference_choice());
       std::printf(
           "{\"impl\":\"flashsinkhorn\",\"kernel\":\"%s\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,\"precision\":\"%s\","
           "\"eps\":%g,\"iterations\":%d,\"repeats\":%d,\"ms_per_iteration\":%.5f,\"ms_min_per_iteration\":%.5f,"
           "\"tflops\":%.2f,\"roofline_floor_ms\":%.5f,\"roofline_fraction\":%.3f,\"device_bytes\":%zu,"
-          "\"finite\":%s,\"narrow_reference\":\"%s\"}\n",
+          "\"finite\":%s,\"narrow_reference\":\"%s\",\"narrow_margin\":%g}\n",
           kernel, device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
           static_cast<long long>(size.d), name.c_str(), eps, iterations, repeats, per_iter_ms,
           ms.front() / iterations, flop / (per_iter_ms * 1e-3) / 1e12, floor_ms, floor_ms / per_iter_ms,
-          free_before - free_after, finite ? "true" : "false", reference);
+          free_before - free_after, finite ? "true" : "false", reference, static_cast<double>(narrow_margin_choice()));
       std::fflush(stdout);
       std::fprintf(stderr, "n=%lld d=%lld %s [%s]: %.4f ms/iter (floor %.4f, %.0f%%)\n", static_cast<long long>(size.n),
                    static_cast<long long>(size.d), name.c_str(), kernel, per_iter_ms, floor_ms, 100 * floor_ms / per_iter_ms);

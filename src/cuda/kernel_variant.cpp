@@ -69,6 +69,21 @@ narrow_reference narrow_reference_choice() {
   return chosen;
 }
 
+float parse_narrow_margin(const char* text) {
+  if (text == nullptr || *text == '\0') return 0.f;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(value >= 0 && value <= 100))
+    throw invalid_argument(std::string("FLASHSINKHORN_NARROW_MARGIN must be a number of log2 units in [0, 100] (or unset), got '") +
+                           text + "'");
+  return static_cast<float>(value);
+}
+
+float narrow_margin_choice() {
+  static const float chosen = parse_narrow_margin(std::getenv("FLASHSINKHORN_NARROW_MARGIN"));  // read once
+  return chosen;
+}
+
 const char* to_string(wgmma_variant variant) {
   switch (variant) {
     case wgmma_variant::mma_sync: return "mma";

@@ -50,6 +50,7 @@ struct softmin_params {
   double blend;
   int accumulate_error;
   int max_shared_bytes;            // the device's opt-in shared memory per block
+  float reference_margin_log2;     // predicted references: M below the predicted LSE (narrow_margin_choice)
 };
 
 // ---- small device helpers -----------------------------------------------------------------------

@@ -398,6 +398,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   p.row_scaled_sq_norm = rows.scaled_sq_norm;
   p.row_weights = rows.weights;
   p.previous = args.previous;
+  p.reference_margin_log2 = narrow_margin_choice();
   p.out = args.out;
   p.error = args.error;
   p.partial = args.partial_scratch;

@@ -37,7 +37,8 @@ __device__ __forceinline__ bool fold_with_predicted_reference(narrow_key_tile<fl
   for (int r = 0; r < kRows; ++r) {
     const std::int64_t i = narrow_queries<float, kDim>::row(row0, r);
     const double lse = i < p.rows ? (p.row_scaled_sq_norm[i] - p.previous[i] / p.damping) / p.eps : 0.0;
-    offset[r] = static_cast<float>(-lse * 1.44269504088896340736) / p.score_scale_log2;
+    // (the margin M: the reference sits M log₂ units under the prediction, kernel_variant.hpp)
+    offset[r] = static_cast<float>(-lse * 1.44269504088896340736 + p.reference_margin_log2) / p.score_scale_log2;
     // The reference the exponents subtract is c·offset, exactly (inside the FMA); the state keeps its
     // float rounding, so the row's LSE is off by at most half a unit in its last place, as with a
     // float online maximum.

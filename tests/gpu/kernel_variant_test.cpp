@@ -88,6 +88,23 @@ TEST(kernel_variant, narrow_softmin_references_are_chosen_where_they_pay_unless_
     EXPECT_EQ(flashsinkhorn::detail::parse_narrow_reference(flashsinkhorn::detail::to_string(reference)), reference);
 }
 
+TEST(kernel_variant, the_narrow_margin_is_zero_unless_a_number_of_log2_units_up_to_100_is_given) {
+  using flashsinkhorn::detail::parse_narrow_margin;
+  EXPECT_EQ(parse_narrow_margin(nullptr), 0.f);
+  EXPECT_EQ(parse_narrow_margin(""), 0.f);
+  EXPECT_EQ(parse_narrow_margin("64"), 64.f);
+  EXPECT_EQ(parse_narrow_margin("0.5"), 0.5f);
+  EXPECT_EQ(parse_narrow_margin("100"), 100.f);
+  for (const char* bad : {"-1", "101", "nan", "inf", "64x", "x"}) {
+    try {
+      (void)parse_narrow_margin(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const flashsinkhorn::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("FLASHSINKHORN_NARROW_MARGIN"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots
 // (narrow rows only), tensor cores otherwise; FLASHSINKHORN_FP32_DOTS=3xtf32 keeps fp32 on them.
 TEST(kernel_variant, plan_passes_are_float64_in_fp64_and_with_fp32_fma_dots) {

@@ -282,3 +282,23 @@ def test_the_narrow_reference_files_get_a_table_with_auto_judged(tmp_path):
     assert "| tf32 | 8 | 50,000 | 2.46 (wgmma-ws) | 2.5 (wgmma-ws) | fastest |" in section  # 1.6%: within 2%
     assert "| `narrow_reference_ab_2099-01-01.json` | narrow_reference_ab | 6 | `abc1234` |" in text
     assert "Not converted" not in text or "narrow_reference_ab_2099" not in text.split("Not converted")[1]
+
+
+def test_narrow_reference_rows_with_a_margin_get_their_own_column(tmp_path):
+    """Rows run under FLASHSINKHORN_NARROW_MARGIN (narrow_margin ≠ 0) are a choice of their own, after
+    the plain ones, and `auto` is judged against them too."""
+    report = load_report()
+    results = tmp_path / "results"
+    results.mkdir()
+    row = {"impl": "flashsinkhorn", "device": "fixture GPU", "m": 50000, "d": 8, "n": 50000, "precision": "fp32",
+           "iterations": 10, "kernel": "fma"}
+    rows = [{**row, "narrow_reference": "online", "narrow_margin": 0, "ms_per_iteration": 3.35},
+            {**row, "narrow_reference": "auto", "narrow_margin": 0, "ms_per_iteration": 3.35},
+            {**row, "narrow_reference": "predicted", "narrow_margin": 0, "ms_per_iteration": 5.07},
+            {**row, "narrow_reference": "predicted", "narrow_margin": 64, "ms_per_iteration": 2.9}]
+    data = {"benchmark": "narrow_reference_ab", "commit": "abc1234", "date": "2099-01-01", "machine": "vm", "rows": rows}
+    (results / "narrow_reference_ab_2099-01-01.json").write_text(json.dumps(data))
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    section = text[text.index("## The narrow softmin's row references"):]
+    assert "| precision | d | n | online | predicted | auto | predicted M=64 | auto ran |" in section
+    assert "| fp32 | 8 | 50,000 | 3.35 (fma) | 5.07 (fma) | 3.35 (fma) | 2.9 (fma) | 1.16× the fastest |" in section

@@ -8,7 +8,9 @@
 // potential implies, and −reference/c rides in the dot's first FMA, so a score costs d + 3
 // instructions (docs/cuda_backend.md, "Next steps for the forward", item 5). A CTA in which a row's
 // sum overflowed or fell under 2⁻⁶⁰ (a poor prediction, or a split of keys that hold none of the row's
-// mass) folds its keys again with the online maximum.
+// mass) folds its keys again with the online maximum. The reference sits a margin M under the
+// prediction (p.reference_margin_log2, kernel_variant.hpp), which moves that window toward the
+// splits' underflow: split LSEs within [pred − 60 − M, pred + 127.8 − M] pass.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -48,7 +48,7 @@ bool fp32_fma_dots_for(std::int64_t padded_dim);
 //   predicted  the LSE the row's previous potential implies, with the online maximum as the fallback
 //              of a CTA where it fails
 //   auto       (unset or empty: the default) predicted where it pays (softmin_launch.cu,
-//              predicted_reference_pays: rows of at most 12 coordinates, key splits of at least 8 tiles)
+//              predicted_reference_pays: rows of at most 8 coordinates, key splits of at least 8 tiles)
 // tf32 softmins on rows of at most 3 coordinates run this kernel wherever it takes predicted
 // references (softmin_launch.cu, tf32_runs_narrow), so `online` also keeps them on wgmma.
 // An unknown value throws invalid_argument.
@@ -60,7 +60,7 @@ narrow_reference narrow_reference_choice();
 const char* to_string(narrow_reference reference);
 
 // The margin M (log₂ units) the predicted references leave below the predicted LSE, from
-// FLASHSINKHORN_NARROW_MARGIN (read once; unset or empty: 96, measured in kernel_variant.cpp). A CTA's guard accepts a row's sum over its
+// FLASHSINKHORN_NARROW_MARGIN (read once; unset or empty: 64, measured in kernel_variant.cpp). A CTA's guard accepts a row's sum over its
 // split in [2⁻⁶⁰, 3·10³⁸], i.e. split LSEs within [pred − 60 − M, pred + 127.8 − M]: a margin moves the
 // window toward the underflow of splits that hold little of a row's mass, which
 // bench/studies/predicted_reference_window.py found to fail most CTAs at d ≥ 8 (the prediction itself

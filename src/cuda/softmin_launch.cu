@@ -232,14 +232,15 @@ auto narrow_predicted_kernel_for(std::int64_t dim) {
 //   wider rows lost: d = 8 3.35 / 5.06 (128 registers against 96 cost a CTA an SM), d = 12
 //     4.89 / 8.83 at the same occupancy and d = 16 5.45 / 12.0 (n = 5·10⁴) — because their key
 //     splits underflowed the guard (bench/studies/predicted_reference_window.py). With the margin of
-//     kernel_variant.hpp (M = 96, H200, 2026-12-05, narrow_reference_ab_margin_h200_2026-12-05_s33.json)
-//     d = 8 takes 2.88 and d = 12 4.10 against 3.35 and 4.88 online, n = 2·10⁵, d = 8 43.6 against
-//     51.8; d = 16 still loses (6.80 / 5.44: 168 registers, a CTA an SM);
+//     kernel_variant.hpp (H200, 2026-12-05, narrow_reference_ab_margin_h200_2026-12-05_s33.json), at
+//     the default M = 64 d = 8 takes 2.97 against 3.35 online and n = 2·10⁵, d = 8 45.8 against 51.8,
+//     but d = 12 still loses (5.64 / 4.88; with M = 96, not yet the default, it wins: 4.10), and
+//     d = 16 loses at every M (6.80 at M = 96 / 5.44: 168 registers, a CTA an SM);
 //   short key splits lose: d = 3, n = 10⁴ (16 splits of 5 tiles) 0.169 / 0.175: a split that holds
 //     almost none of a row's mass underflows its prediction (sum < 2⁻⁶⁰) and folds its keys again,
 //     and the fewer keys a split has, the likelier it holds none near the row.
 // The rule below (auto) read the faster of the two in every row of that file.
-constexpr std::int64_t kPredictedMaxDim = 12;
+constexpr std::int64_t kPredictedMaxDim = 8;
 constexpr int kPredictedMinSplitTiles = 8;
 
 bool predicted_reference_pays(std::int64_t dim, const split_plan& plan) {

@@ -193,7 +193,7 @@ def plan_row(r: dict, meta: dict, file: str) -> dict:
     out.update(impl=r["impl"], variant="C++ plan bench" if r["impl"] == OURS else r["impl"], n=r["n"], d=r["d"],
                precision=r["precision"], device="gpu", status="error" if r.get("error") else "ok",
                half_step_ms=r.get("half_step_ms"), plan_ms=r.get("plan_ms"), gradient_ms=r.get("gradient_ms"),
-               k=r.get("k"))
+               k=r.get("k"), card=gpu_card({"machine": r.get("device")}) or gpu_card(meta))
     return out
 
 
@@ -265,19 +265,26 @@ def speedups_of(rows, file):
 
 
 def plan_section(rows, sources) -> list[str]:
-    name, chosen = latest(rows, sources, "plan_pass")
-    name2, chosen2 = latest(rows, sources, "plan_pass_and_gradient")
-    if name2 and (not name or name2 > name):
-        name, chosen = name2, chosen2
+    """The newest row of ours per (n, d, precision, card) over every plan-pass file: a run that measured
+    a few sizes does not hide the sizes an earlier run measured."""
+    files = sorted((s for s in sources if s["kind"] in ("plan_pass", "plan_pass_and_gradient")), key=lambda s: s["date"])
     out = ["## Plan pass and gradient (C++ benchmark)", ""]
-    if not name:
+    if not files:
         return out + ["No plan-pass results.", ""]
-    out += [f"`{name}`: one softmin half-step against the plan pass (P·V with V = Y, k = d; host upload and "
-            "download included) and, where measured, the gradient pass (results on the device).", ""]
-    body = [[f"{r['n']:,}", r["d"], r["precision"], fmt_ms(r.get("half_step_ms")), fmt_ms(r.get("plan_ms")),
-             fmt_ms(r.get("gradient_ms")), fmt_ms(r.get("ms") if r.get("op") == "forward_gradient" else None)]
-            for r in sorted(chosen, key=lambda r: (r["d"], r["n"], r["precision"])) if r["impl"] == OURS]
-    return out + table(["n", "d", "precision", "half-step ms", "plan pass ms", "gradient ms", "forward+gradient ms"], body)
+    newest: dict[tuple, dict] = {}
+    for source in files:  # oldest first: a later file's row replaces an earlier one's
+        for r in rows:
+            if r["file"] == source["file"] and r["impl"] == OURS:
+                newest[(r["n"], r["d"], r["precision"], r.get("card") or "?")] = r
+    out += ["One softmin half-step against the plan pass (P·V with V = Y, k = d; host upload and download "
+            "included) and, where measured, the gradient pass (results on the device); the newest row per size, "
+            "precision and card over the plan-pass files, each from the file in the last column.", ""]
+    body = [[f"{n:,}", d, precision, card, fmt_ms(r.get("half_step_ms")), fmt_ms(r.get("plan_ms")),
+             fmt_ms(r.get("gradient_ms")), fmt_ms(r.get("ms") if r.get("op") == "forward_gradient" else None),
+             f"`{r['file']}`"]
+            for (n, d, precision, card), r in sorted(newest.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2], kv[0][3]))]
+    return out + table(["n", "d", "precision", "card", "half-step ms", "plan pass ms", "gradient ms",
+                        "forward+gradient ms", "file"], body)
 
 
 def cpu_section(rows, sources) -> list[str]:

@@ -302,3 +302,30 @@ def test_narrow_reference_rows_with_a_margin_get_their_own_column(tmp_path):
     section = text[text.index("## The narrow softmin's row references"):]
     assert "| precision | d | n | online | predicted | auto | predicted M=64 | auto ran |" in section
     assert "| fp32 | 8 | 50,000 | 3.35 (fma) | 5.07 (fma) | 3.35 (fma) | 2.9 (fma) | 1.16× the fastest |" in section
+
+
+def test_the_plan_table_keeps_each_size_from_its_newest_file(tmp_path):
+    """A plan-pass run that measured a few sizes replaces those rows only: the sizes an earlier file
+    measured stay, each row naming its file, and cards stay apart."""
+    report = load_report()
+    results = tmp_path / "results"
+    results.mkdir()
+
+    def plan_file(name, date, rows):
+        data = {"benchmark": "plan_pass_and_gradient", "commit": "abc1234", "date": date, "machine": "vm",
+                "rows": [{"impl": "flashsinkhorn", "bench": "plan_pass", "m": r["n"], "k": r["d"], **r} for r in rows]}
+        (results / name).write_text(json.dumps(data))
+
+    h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    plan_file("plan_pass_old.json", "2099-01-01T00:00:00", [
+        {"device": h100, "n": 50000, "d": 64, "precision": "tf32", "half_step_ms": 1.7, "plan_ms": 8.0},
+        {"device": h100, "n": 50000, "d": 3, "precision": "tf32", "half_step_ms": 9.9, "plan_ms": 9.9},
+        {"device": h200, "n": 50000, "d": 3, "precision": "tf32", "half_step_ms": 1.5, "plan_ms": 2.5}])
+    plan_file("plan_pass_new.json", "2099-02-01T00:00:00", [
+        {"device": h100, "n": 50000, "d": 3, "precision": "tf32", "half_step_ms": 1.08, "plan_ms": 2.53}])
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    section = text[text.index("## Plan pass and gradient"):text.index("## Hessian")]
+    assert "| 50,000 | 3 | tf32 | H100 | 1.08 | 2.53 | – | – | `plan_pass_new.json` |" in section
+    assert "| 50,000 | 3 | tf32 | H200 | 1.5 | 2.5 | – | – | `plan_pass_old.json` |" in section
+    assert "| 50,000 | 64 | tf32 | H100 | 1.7 | 8 | – | – | `plan_pass_old.json` |" in section
+    assert "9.9" not in section  # the older H100 row at d = 3 is replaced

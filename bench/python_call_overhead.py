@@ -199,7 +199,7 @@ def floor_call(fs, torch, x, y, kw: dict):
     from flashsinkhorn._options import options_for
 
     frame = Frame.of(x, y, None, None)
-    options = options_for("sqeuclidean", kw["solver"], None, None, kw["iters"], kw["tol"], 10, None, None, None,
+    options = options_for("sqeuclidean", kw["solver"], None, None, kw["iters"], kw["tol"], 10, 1.0, None, None,
                           None, False, kw.get("precision") or "fp32", kw["device"], kw["threads"], True, frame.cuda_index)
     xs, ys, eps, index = core_array(x, frame), core_array(y, frame), float(kw["eps"]), frame.cuda_index
     n, m, new_empty, solved_into = x.shape[0], y.shape[0], x.new_empty, fs._core.new_solved_into

@@ -56,7 +56,7 @@ def stepped_call(x, y, precision: str, clock) -> tuple[dict[str, float], float]:
     t = [clock()]
     frame = Frame.of(x, y, None, None)
     t.append(clock())
-    options = options_for("sqeuclidean", "alternating", None, None, 10, 0.0, 10, None, None, None, None, False,
+    options = options_for("sqeuclidean", "alternating", None, None, 10, 0.0, 10, 1.0, None, None, None, False,
                           precision, "auto", 0, True, frame.cuda_index)
     t.append(clock())
     f, g, f_aa, g_bb, cost = _device_outputs(frame, x.shape[0], y.shape[0], False, x)

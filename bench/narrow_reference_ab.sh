@@ -7,8 +7,8 @@
 # `auto` the narrow one where it predicts.
 #   BENCH=build-gpu/bench/flashsinkhorn_gpu_bench FS_COMMIT=... bench/narrow_reference_ab.sh OUT.json
 # Environment: SIZES (n x d list), CHOICES (default "online auto predicted"), PRECISIONS (default fp32),
-# REPEATS (default 7), MARGINS (FLASHSINKHORN_NARROW_MARGIN values, default "0"; a margin changes only
-# the predicted references, so `online` runs once, under the first).
+# REPEATS (default 7), MARGINS (FLASHSINKHORN_NARROW_MARGIN values; unset: the library's default
+# margin; a margin changes only the predicted references, so `online` runs once, under the first).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 target="${1:?usage: bench/narrow_reference_ab.sh OUT.json}"
@@ -17,10 +17,11 @@ sizes="${SIZES:-10000x3,20000x3,50000x3,50000x4,50000x8,50000x12,50000x16,100000
 lines="$(mktemp)"
 trap 'rm -f "$lines"' EXIT
 first=1
-for margin in ${MARGINS:-0}; do
+for margin in ${MARGINS:-default}; do
   for choice in ${CHOICES:-online auto predicted}; do
     [[ "$choice" == online && $first == 0 ]] && continue
-    FLASHSINKHORN_NARROW_MARGIN="$margin" FLASHSINKHORN_NARROW_REFERENCE="$choice" "$bench" --sizes "$sizes" \
+    if [[ "$margin" != default ]]; then export FLASHSINKHORN_NARROW_MARGIN="$margin"; fi
+    FLASHSINKHORN_NARROW_REFERENCE="$choice" "$bench" --sizes "$sizes" \
       --precisions "${PRECISIONS:-fp32}" --repeats "${REPEATS:-7}" >> "$lines"
   done
   first=0
@@ -28,10 +29,13 @@ done
 # Its own kind: BENCHMARKS.md's gpu_forward tables take the latest gpu_forward file, and these rows
 # are one precision under forced variants.
 FS_BENCHMARK=narrow_reference_ab python3 "$here/merge_gpu_results.py" "$target" "$lines" > /dev/null
-python3 - "$target" <<'EOF'
+python3 - "$target" "$here/suite" <<'EOF'
 import json, sys
+sys.path.insert(0, sys.argv[2])
+from report_narrow import choice_label, margins_of
 rows = json.load(open(sys.argv[1]))["rows"]
-label = lambda r: r["narrow_reference"] + (f" M={r['narrow_margin']:g}" if r.get("narrow_margin") else "")
+margins = margins_of(rows)
+label = lambda r: choice_label(r, margins)
 by = {(r["n"], r["d"], r["precision"], label(r)): r for r in rows}
 choices = sorted({label(r) for r in rows})
 print(f"{'n':>7} {'d':>3} {'mode':>5} " + " ".join(f"{c:>20}" for c in choices) + "   ms per iteration [kernel]")

@@ -26,10 +26,15 @@ def is_narrow_reference(data) -> bool:
     return isinstance(data, dict) and data.get("benchmark") == KIND
 
 
-def choice_label(row: dict) -> str:
-    """The row's FLASHSINKHORN_NARROW_REFERENCE choice, with its FLASHSINKHORN_NARROW_MARGIN when not 0."""
+def choice_label(row: dict, margins: set) -> str:
+    """The row's FLASHSINKHORN_NARROW_REFERENCE choice, with its FLASHSINKHORN_NARROW_MARGIN where its
+    file measured several margins (`margins`: the file's values) and this one is not 0."""
     margin = row.get("narrow_margin") or 0
-    return str(row.get("narrow_reference")) + (f" M={margin:g}" if margin else "")
+    return str(row.get("narrow_reference")) + (f" M={margin:g}" if margin and len(margins) > 1 else "")
+
+
+def margins_of(rows: list[dict]) -> set:
+    return {r.get("narrow_margin") or 0 for r in rows}
 
 
 def _verdict(cells: dict) -> str:
@@ -61,12 +66,13 @@ def narrow_reference_section(results: Path, sources: list[dict]) -> list[str]:
         devices = sorted({str(r.get("device", "?")) for r in rows})
         out += [f"`{name}` ({', '.join(devices)}; commit `{str(data.get('commit', '?'))[:12]}`, "
                 f"{data.get('date', '?')}):", ""]
-        labels = {choice_label(r) for r in rows}
+        margins = margins_of(rows)
+        labels = {choice_label(r, margins) for r in rows}
         measured = [c for c in CHOICES if c in labels] + sorted(labels - set(CHOICES))
         cases = sorted({(r["precision"], r["d"], r["n"]) for r in rows})
         body = []
         for precision, d, n in cases:
-            cells = {choice_label(r): r for r in rows if (r["precision"], r["d"], r["n"]) == (precision, d, n)}
+            cells = {choice_label(r, margins): r for r in rows if (r["precision"], r["d"], r["n"]) == (precision, d, n)}
             body.append([precision, d, f"{n:,}",
                          *[f"{cells[c]['ms_per_iteration']:.4g} ({cells[c].get('kernel', '?')})" if c in cells else "–"
                            for c in measured],

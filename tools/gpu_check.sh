@@ -215,6 +215,8 @@ if has overhead; then
   # (SamplesLoss forward and backward apart, and their torch operators) and the CUDA rows of
   # bench/python_call_overhead.py against the C++ program of the same tree. Knobs: OVERHEAD_PROFILE_NS / _D /
   # _PRECISION (the profile), OVERHEAD_BREAKDOWN_NS / _D / _PRECISION (SamplesLoss), OVERHEAD_BENCH=0,
+  # OVERHEAD_STUDIES=0 (those three studies left out), OVERHEAD_GRADIENT="10000x8,10000x3" (first,
+  # bench/studies/gradient_call_breakdown.py: what the gradient adds to a call; OVERHEAD_GRADIENT_PRECISIONS),
   # OVERHEAD_TIMELINE="10000x8 tf32" (bench/studies/call_timeline.py first; its traces and summary are
   # packed into $out/timeline.tgz).
   {
@@ -228,14 +230,21 @@ if has overhead; then
             --precision "${OVERHEAD_TIMELINE#* }" --out-dir "$timeline" &&
           tar czf "$out/timeline.tgz" -C "$(dirname "$timeline")" timeline
       fi &&
-      PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/solve_path_profile.py \
-        --ns "${OVERHEAD_PROFILE_NS:-1000,10000}" --d "${OVERHEAD_PROFILE_D:-64}" \
-        --precision "${OVERHEAD_PROFILE_PRECISION:-tf32}" --out "$out/solve_path_profile.jsonl" &&
-      PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/cuda_call_breakdown.py \
-        --ns 1,1000 --out "$out/cuda_call_breakdown.jsonl" &&
-      PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/samplesloss_call_breakdown.py \
-        --device cuda --ns "${OVERHEAD_BREAKDOWN_NS:-1,1000}" --d "${OVERHEAD_BREAKDOWN_D:-3}" \
-        --precision "${OVERHEAD_BREAKDOWN_PRECISION:-fp32}" --out "$out/samplesloss_call_breakdown.jsonl" &&
+      if [[ -n "${OVERHEAD_GRADIENT:-}" ]]; then  # e.g. "10000x8,10000x3": bench/studies/gradient_call_breakdown.py
+        PYTHONPATH="$PWD/$build/python" timeout 150 python3 bench/studies/gradient_call_breakdown.py \
+          --sizes "$OVERHEAD_GRADIENT" --precisions "${OVERHEAD_GRADIENT_PRECISIONS:-tf32,fp32}" \
+          --out "$out/gradient_call_breakdown.jsonl"
+      fi &&
+      if [[ "${OVERHEAD_STUDIES:-1}" != 0 ]]; then  # OVERHEAD_STUDIES=0: the three studies below left out
+        PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/solve_path_profile.py \
+          --ns "${OVERHEAD_PROFILE_NS:-1000,10000}" --d "${OVERHEAD_PROFILE_D:-64}" \
+          --precision "${OVERHEAD_PROFILE_PRECISION:-tf32}" --out "$out/solve_path_profile.jsonl" &&
+        PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/cuda_call_breakdown.py \
+          --ns 1,1000 --out "$out/cuda_call_breakdown.jsonl" &&
+        PYTHONPATH="$PWD/$build/python" timeout 120 python3 bench/studies/samplesloss_call_breakdown.py \
+          --device cuda --ns "${OVERHEAD_BREAKDOWN_NS:-1,1000}" --d "${OVERHEAD_BREAKDOWN_D:-3}" \
+          --precision "${OVERHEAD_BREAKDOWN_PRECISION:-fp32}" --out "$out/samplesloss_call_breakdown.jsonl"
+      fi &&
       if [[ "${OVERHEAD_BENCH:-1}" != 0 ]]; then  # OVERHEAD_BENCH=0: the studies only
         PYTHONPATH="$PWD/$build/python" timeout 150 python3 bench/python_call_overhead.py \
           --bin "$build/bench/flashsinkhorn_call_overhead" --devices cuda --rounds 3 --budget-s 120 --label "${card}_cuda" \

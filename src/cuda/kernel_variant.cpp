@@ -69,17 +69,20 @@ narrow_reference narrow_reference_choice() {
   return chosen;
 }
 
-// The default margin (kernel_variant.hpp), measured on the H200 (fp32, the forward benchmark,
-// FLASHSINKHORN_NARROW_REFERENCE=predicted, ms an iteration for M = 0 / 32 / 64 / 96 against online,
-// 2026-12-05, bench/results/narrow_reference_ab_margin_h200_2026-12-05_s33.json): n = 5·10⁴, d = 8:
-// 4.90 / 3.52 / 2.97 / 2.88 against 3.35; d = 12: 8.83 / 6.70 / 5.64 / 4.10 against 4.88; d = 16: 12.0
-// / 10.6 / 8.21 / 6.80 against 5.44; n = 2·10⁵, d = 8: 50.2 / 47.0 / 45.8 / 43.6 against 51.8; d = 3:
-// 2.12 for every M. The default is 64, the largest margin the GPU tests have run under (every fp32,
-// narrow and launch-plan case with predicted references forced, H200, 2026-12-05, 909672e); 96 is
-// faster still (and takes d = 12, softmin_launch.cu) but has not been through the tests yet. 64 leaves
-// 63.8 log₂ units above the prediction before a sum overflows (the prediction errs by at most ±5 after
-// the first iteration, bench/studies/predicted_reference_window.py).
-constexpr float kDefaultNarrowMargin = 64.f;
+// The default margin (kernel_variant.hpp), measured with FLASHSINKHORN_NARROW_REFERENCE=predicted (fp32,
+// the forward benchmark, ms an iteration). H200, 2026-12-05, M = 0 / 32 / 64 / 96 against online
+// (bench/results/narrow_reference_ab_margin_h200_2026-12-05_s33.json): n = 5·10⁴, d = 8: 4.90 / 3.52 /
+// 2.97 / 2.88 against 3.35; d = 12: 8.83 / 6.70 / 5.64 / 4.10 against 4.88; d = 16: 12.0 / 10.6 / 8.21 /
+// 6.80 against 5.44; n = 2·10⁵, d = 8: 50.2 / 47.0 / 45.8 / 43.6 against 51.8; d = 3: 2.12 for every M.
+// H100, 2026-12-05, M = 64 / 96 against online (narrow_reference_ab_margin_h100_2026-12-05_s34.json):
+// n = 2·10⁴, d = 8: 0.669 / 0.572 against 0.647; n = 5·10⁴, d = 8: 2.89 / 2.88 against 3.35; n = 2·10⁵,
+// d = 8: 43.5 / 43.5 against 51.7; d = 12: 4.97 / 4.98 against 4.89 (on this card d = 12 still loses,
+// so predicted references stay at d ≤ 8, softmin_launch.cu). 96 leaves 31.8 log₂ units above the
+// prediction before a sum overflows; the prediction errs by at most ±5 after the first iteration
+// (bench/studies/predicted_reference_window.py), and a CTA whose sum overflows all the same folds its
+// keys again with the online maximum. The GPU tests ran under each default with predicted references
+// forced at every d (M = 64: H200, 909672e; M = 96: this commit's gpu_check run, session 34).
+constexpr float kDefaultNarrowMargin = 96.f;
 
 float parse_narrow_margin(const char* text) {
   if (text == nullptr || *text == '\0') return kDefaultNarrowMargin;

@@ -60,7 +60,7 @@ narrow_reference narrow_reference_choice();
 const char* to_string(narrow_reference reference);
 
 // The margin M (log₂ units) the predicted references leave below the predicted LSE, from
-// FLASHSINKHORN_NARROW_MARGIN (read once; unset or empty: 64, measured in kernel_variant.cpp). A CTA's
+// FLASHSINKHORN_NARROW_MARGIN (read once; unset or empty: 96, measured in kernel_variant.cpp). A CTA's
 // guard accepts a row's sum over its split in [2⁻⁶⁰, 3·10³⁸], i.e. split LSEs within
 // [pred − 60 − M, pred + 127.8 − M]: a margin moves the window toward the underflow of splits that hold
 // little of a row's mass, which bench/studies/predicted_reference_window.py found to fail most CTAs at

@@ -233,9 +233,10 @@ auto narrow_predicted_kernel_for(std::int64_t dim) {
 //     4.89 / 8.83 at the same occupancy and d = 16 5.45 / 12.0 (n = 5·10⁴) — because their key
 //     splits underflowed the guard (bench/studies/predicted_reference_window.py). With the margin of
 //     kernel_variant.hpp (H200, 2026-12-05, narrow_reference_ab_margin_h200_2026-12-05_s33.json), at
-//     the default M = 64 d = 8 takes 2.97 against 3.35 online and n = 2·10⁵, d = 8 45.8 against 51.8,
-//     but d = 12 still loses (5.64 / 4.88; with M = 96, not yet the default, it wins: 4.10), and
-//     d = 16 loses at every M (6.80 at M = 96 / 5.44: 168 registers, a CTA an SM);
+//     M = 96 (the default) d = 8 takes 2.88 against 3.35 online and n = 2·10⁵, d = 8 43.6 against
+//     51.8; d = 12 wins on the H200 (4.10 / 4.88) but not on the H100 (4.98 / 4.89,
+//     narrow_reference_ab_margin_h100_2026-12-05_s34.json), so it stays online, and d = 16 loses at
+//     every M (6.80 at M = 96 / 5.44: 168 registers, a CTA an SM);
 //   short key splits lose: d = 3, n = 10⁴ (16 splits of 5 tiles) 0.169 / 0.175: a split that holds
 //     almost none of a row's mass underflows its prediction (sum < 2⁻⁶⁰) and folds its keys again,
 //     and the fewer keys a split has, the likelier it holds none near the row.

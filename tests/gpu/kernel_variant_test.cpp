@@ -88,10 +88,10 @@ TEST(kernel_variant, narrow_softmin_references_are_chosen_where_they_pay_unless_
     EXPECT_EQ(flashsinkhorn::detail::parse_narrow_reference(flashsinkhorn::detail::to_string(reference)), reference);
 }
 
-TEST(kernel_variant, the_narrow_margin_is_64_unless_a_number_of_log2_units_up_to_100_is_given) {
+TEST(kernel_variant, the_narrow_margin_is_96_unless_a_number_of_log2_units_up_to_100_is_given) {
   using flashsinkhorn::detail::parse_narrow_margin;
-  EXPECT_EQ(parse_narrow_margin(nullptr), 64.f);
-  EXPECT_EQ(parse_narrow_margin(""), 64.f);
+  EXPECT_EQ(parse_narrow_margin(nullptr), 96.f);
+  EXPECT_EQ(parse_narrow_margin(""), 96.f);
   EXPECT_EQ(parse_narrow_margin("0"), 0.f);
   EXPECT_EQ(parse_narrow_margin("64"), 64.f);
   EXPECT_EQ(parse_narrow_margin("0.5"), 0.5f);

@@ -145,6 +145,13 @@ struct point_gradient_request {
   bool accumulate = false;
 };
 
+// One term Σ_i w_i·φ(h_i) of the dual value (core/dual_value.hpp): the potential h and the reach² ρ
+// of its side (unset: balanced, φ(h) = h).
+struct dual_term_request {
+  slot potential = slot::f;
+  std::optional<double> rho;
+};
+
 // The primal objective's two terms of a solved plan (result.hpp: primal_cost, relative_entropy).
 struct primal_summary {
   double transport = 0;         // ⟨P, C⟩
@@ -225,9 +232,10 @@ class backend {
   // memory of its GPU, written in the order of the caller's stream (options::cuda_stream).
   [[nodiscard]] virtual bool read_potential_into(slot /*s*/, const mutable_vector_view& /*out*/) const { return false; }
 
-  // Σ_i w_i·φ(h_i) over the weights w of the side of h (core/dual_value.hpp's term).
-  [[nodiscard]] virtual std::optional<double> weighted_dual_term(slot /*h*/, double /*eps*/,
-                                                                 std::optional<double> /*rho*/) const {
+  // Σ_i w_i·φ(h_i) over the weights w of the side of h, for each requested h (core/dual_value.hpp's
+  // terms), computed together and read back at once.
+  [[nodiscard]] virtual std::optional<std::vector<double>> weighted_dual_terms(
+      const std::vector<dual_term_request>& /*terms*/, double /*eps*/) const {
     return std::nullopt;
   }
 

@@ -214,16 +214,11 @@ class solver_state {
   // The value and the primal terms reduced where the potentials are (backend.hpp); nullopt when the
   // backend does not (then the host computes them).
   std::optional<double> value_on_backend(const loop_config& config) const {
-    const auto term = [&](slot s, const std::optional<double>& rho) { return compute_->weighted_dual_term(s, eps_, rho); };
-    std::optional<double> fx = term(slot::f, config.rho_x), gy = term(slot::g, config.rho_y);
-    if (!fx || !gy) return std::nullopt;
-    double value = *fx + *gy;
-    if (options_.debias) {
-      std::optional<double> faa = term(slot::f_aa, config.rho_x), gbb = term(slot::g_bb, config.rho_y);
-      if (!faa || !gbb) return std::nullopt;
-      value -= *faa + *gbb;
-    }
-    return value;
+    std::vector<dual_term_request> terms{{slot::f, config.rho_x}, {slot::g, config.rho_y}};
+    if (options_.debias) terms.insert(terms.end(), {{slot::f_aa, config.rho_x}, {slot::g_bb, config.rho_y}});
+    const std::optional<std::vector<double>> t = compute_->weighted_dual_terms(terms, eps_);  // one read
+    if (!t) return std::nullopt;
+    return options_.debias ? ((*t)[0] + (*t)[1]) - ((*t)[2] + (*t)[3]) : (*t)[0] + (*t)[1];
   }
 
  public:

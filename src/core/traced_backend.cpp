@@ -73,10 +73,11 @@ class traced_backend final : public backend {
     timed("read_potential_into", [&] { done = inner_->read_potential_into(s, out); });
     return done;
   }
-  [[nodiscard]] std::optional<double> weighted_dual_term(slot h, double eps, std::optional<double> rho) const override {
-    std::optional<double> term;
-    timed("weighted_dual_term", [&] { term = inner_->weighted_dual_term(h, eps, rho); });
-    return term;
+  [[nodiscard]] std::optional<std::vector<double>> weighted_dual_terms(const std::vector<dual_term_request>& terms,
+                                                                       double eps) const override {
+    std::optional<std::vector<double>> values;
+    timed("weighted_dual_terms", [&] { values = inner_->weighted_dual_terms(terms, eps); });
+    return values;
   }
   [[nodiscard]] std::optional<primal_summary> primal_terms(double eps, bool unbalanced_rows) const override {
     std::optional<primal_summary> terms;

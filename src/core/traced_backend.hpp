@@ -8,7 +8,7 @@
 // iterations and a point gradient are only enqueued (marked "enqueue": the next read waits for
 // them). Single half-steps, copies and swaps are not printed. Results pass through unchanged.
 // Every virtual of backend.hpp is forwarded: one added there with a default (supports_key_directions,
-// matrices, solve_schur, read_potential_into, weighted_dual_term, primal_terms) must be added here
+// matrices, solve_schur, read_potential_into, weighted_dual_terms, primal_terms) must be added here
 // too, or the traced solver silently takes the default (for the last three: the copying host path).
 #pragma once
 

@@ -1,7 +1,8 @@
 // The caller's stream, as a CUDA backend on the caller's arrays sees it (options::cuda_stream): the
 // backend computes on a stream of its own (so that iteration blocks can become CUDA graphs) and
 // orders itself after the caller's stream wherever it touches the caller's memory — before reading
-// the inputs, before writing an output — with an event, never a host wait. Move-only.
+// the inputs, before writing an output — and the caller's stream after its own once an output is
+// written, each with an event, never a host wait. Move-only.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -51,6 +52,15 @@ class caller_stream {
     if (event_ == nullptr) return;
     FS_CUDA_CHECK(cudaEventRecord(event_, stream_));
     FS_CUDA_CHECK(cudaStreamWaitEvent(own, event_, 0));
+  }
+
+  // Work enqueued on the caller's stream from now on runs after everything enqueued on `own` so far
+  // (an output written on `own` is then the caller's to read in its stream's order). (A wait takes
+  // the event's state at the call, so the one event serves both directions.)
+  void order_caller_after(cudaStream_t own) const {
+    if (event_ == nullptr) return;
+    FS_CUDA_CHECK(cudaEventRecord(event_, own));
+    FS_CUDA_CHECK(cudaStreamWaitEvent(stream_, event_, 0));
   }
 
  private:

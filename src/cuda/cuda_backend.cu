@@ -2,11 +2,12 @@
 // precision mode), the 8 potential slots (float64) and O(n + m) scratch, and orders every
 // operation, copies included, on one stream (its own non-blocking stream, or the caller's). The
 // only host synchronisations are the reads the contract asks for (take_error, read_potential,
-// plan_rows), uploads (write_potential, construction) and destruction.
+// plan_rows), uploads (write_potential, construction) and destruction; an output written into the
+// caller's CUDA memory is handed to the caller's stream with an event (hand_output_to_caller).
 // Built either from clouds prepared on the host (uploaded) or from the caller's CUDA arrays,
 // prepared in place (device_prepare.hpp); in the second case it also orders itself after the
 // caller's stream before touching the caller's memory (caller_stream.hpp), and the solve's scalars
-// are reduced on the device (weighted_dual_term, primal_terms) so that no potential crosses. Every
+// are reduced on the device (weighted_dual_terms, primal_terms) so that no potential crosses. Every
 // host↔device copy it makes is counted when the solver hands it a transfer_statistics.
 //
 // Iteration blocks (backend::run_block) are recorded, not run: each softmin / copy_potential of the
@@ -388,18 +389,23 @@ class cuda_backend final : public backend {
     // A column (count, 1) with row stride out.stride: the gradient's device copy serves.
     const mutable_matrix_view column{out.data, count, 1, out.stride, out.type, out.space, out.device};
     FS_CUDA_CHECK(launch_copy_to_view(column, slot_data(s), 1, stream_.get()));
-    FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    hand_output_to_caller();
     return true;
   }
 
-  [[nodiscard]] std::optional<double> weighted_dual_term(slot h, double eps, std::optional<double> rho) const override {
-    refuse_inside_block("weighted_dual_term");
+  [[nodiscard]] std::optional<std::vector<double>> weighted_dual_terms(const std::vector<dual_term_request>& terms,
+                                                                       double eps) const override {
+    refuse_inside_block("weighted_dual_terms");
+    if (terms.empty()) return std::vector<double>{};
     FS_CUDA_CHECK(cudaSetDevice(device_));
-    const device_cloud_view& own = cloud(side_of(h));
-    double* term = reserve(summary_.values, 1, stream_.get());
-    FS_CUDA_CHECK(launch_weighted_phi_sum(own.weights, slot_data(h), own.count, eps, rho ? *rho : 0.0, term,
-                                          summary_.scratch, stream_.get()));
-    return download_scalars(term, 1)[0];
+    double* values = reserve(summary_.values, terms.size(), stream_.get());
+    for (std::size_t k = 0; k < terms.size(); ++k) {  // (the sums share the scratch in the stream's order)
+      const device_cloud_view& own = cloud(side_of(terms[k].potential));
+      FS_CUDA_CHECK(launch_weighted_phi_sum(own.weights, slot_data(terms[k].potential), own.count, eps,
+                                            terms[k].rho ? *terms[k].rho : 0.0, values + k, summary_.scratch,
+                                            stream_.get()));
+    }
+    return download_scalars(values, terms.size());
   }
 
   // One x-rows pass keyed by g with V = g − ḡ and the cost, then the row terms and five sums on
@@ -729,6 +735,17 @@ class cuda_backend final : public backend {
     FS_CUDA_CHECK(cudaSetDevice(device_));
     caller_.order_after(stream_.get());
     FS_CUDA_CHECK(launch_copy_to_view(out, gradient.data(), own.dim, stream_.get()));
+    hand_output_to_caller();
+  }
+
+  // After an output was written into CUDA memory on the backend's stream: the caller's stream orders
+  // itself after it (no host wait); without a caller's stream (a problem prepared on the host) the
+  // host waits, as nothing else would order a reader after the write.
+  void hand_output_to_caller() const {
+    if (caller_.present()) {
+      caller_.order_caller_after(stream_.get());
+      return;
+    }
     FS_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
@@ -919,7 +936,7 @@ class cuda_backend final : public backend {
   mutable plan_scratch plan_;
   mutable schur_cg_workspace cg_workspace_;  // the device CG's vectors and state ring
   std::array<device_buffer<double>, 2> gradients_;  // point gradients, (count, dim) per side
-  // The solve's scalars reduced on the device (weighted_dual_term, primal_terms).
+  // The solve's scalars reduced on the device (weighted_dual_terms, primal_terms).
   struct summary_scratch {
     device_buffer<double> values;                // the sums
     device_buffer<double> row_terms;             // (3, n) per-row primal terms

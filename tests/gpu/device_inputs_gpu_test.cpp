@@ -366,6 +366,48 @@ TEST(DeviceInputsStream, InputsAreReadAfterTheCallersStreamWork) {
   ASSERT_EQ(cudaStreamDestroy(caller), cudaSuccess);
 }
 
+// The outputs are the caller's stream's to read, with no host wait in between: the backend hands
+// each output over with an event (caller_stream.hpp), not a synchronisation. On a non-blocking
+// caller's stream, the potentials and a gradient (a plan pass of ~0.1 ms at this size) are copied
+// back on that stream the moment the calls return, into buffers first filled with NaN; a handover
+// that did not order the caller's stream would copy NaN (or a half-written gradient). The same
+// solve with host outputs is the oracle (the same kernels: equal to rounding).
+TEST(DeviceInputsStream, OutputsAreReadInTheCallersStreamOrder) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  constexpr std::int64_t kRows = 20000, kKeys = 18000, kDim = 3;
+  const reference::cloud x = reference::random_cloud(kRows, kDim, 51);
+  const reference::cloud y = reference::random_cloud(kKeys, kDim, 52);
+  const device_problem dp(x, y, fs::dtype::float32);
+  cudaStream_t caller = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking), cudaSuccess);
+  fs::options o = gpu_options(fs::precision::fp32);
+  o.max_iterations = 5;
+  o.cuda_stream = reinterpret_cast<std::uintptr_t>(caller);
+  device_array f(kRows, fs::dtype::float32), gx(kRows * kDim, fs::dtype::float32);
+  ASSERT_EQ(cudaMemset(f.data(), 0xFF, kRows * sizeof(float)), cudaSuccess);  // NaN
+  ASSERT_EQ(cudaMemset(gx.data(), 0xFF, kRows * kDim * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> f_read(kRows), gx_read(kRows * kDim);
+  fs::solver s(dp.view(x, y, 0.3), o);
+  s.solve_into({f.mutable_vector(), {}, {}, {}, {}});
+  ASSERT_EQ(cudaMemcpyAsync(f_read.data(), f.data(), kRows * sizeof(float), cudaMemcpyDeviceToHost, caller), cudaSuccess);
+  s.gradient_x(gx.mutable_matrix(kRows, kDim));
+  ASSERT_EQ(cudaMemcpyAsync(gx_read.data(), gx.data(), gx_read.size() * sizeof(float), cudaMemcpyDeviceToHost, caller),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(caller), cudaSuccess);
+
+  fs::options on_host = o;
+  on_host.cuda_stream.reset();
+  fs::solver oracle(dp.view(x, y, 0.3), on_host);
+  const fs::result want = oracle.solve();
+  std::vector<double> want_gx(static_cast<std::size_t>(kRows * kDim));
+  oracle.gradient_x(fs::host_matrix(want_gx.data(), kRows, kDim));
+  const std::vector<double> got_f(f_read.begin(), f_read.end()), got_gx(gx_read.begin(), gx_read.end());
+  EXPECT_LE(max_abs_diff(got_f, want.f), 1e-5 * std::max(1.0, max_abs(want.f)));
+  EXPECT_LE(max_abs_diff(got_gx, want_gx), 1e-5 * std::max(1.0, max_abs(want_gx)));
+  ASSERT_EQ(cudaStreamDestroy(caller), cudaSuccess);
+}
+
 struct bad_value_case {
   const char* name;
   void (*spoil)(reference::cloud& x, reference::cloud& y);

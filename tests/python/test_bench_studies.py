@@ -74,6 +74,21 @@ def test_cuda_call_breakdown_skips_cleanly_without_a_gpu(tmp_path):
     assert "needs torch.cuda and a core built with CUDA; skipped" in done.stdout
 
 
+def test_gradient_call_breakdown_skips_cleanly_without_a_gpu(tmp_path):
+    """bench/studies/gradient_call_breakdown.py needs torch.cuda and a CUDA core; without them it says
+    so and exits 0 (on the device it runs in gpu_check's overhead stage, OVERHEAD_GRADIENT)."""
+    import torch
+
+    import flashsinkhorn
+    if torch.cuda.is_available() and flashsinkhorn.cuda_available():
+        pytest.skip("a GPU is present: the study runs in tools/gpu_check.sh's overhead stage")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, str(STUDIES / "gradient_call_breakdown.py"), "--out",
+                           str(tmp_path / "g.jsonl")], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "needs torch.cuda and a core built with CUDA; skipped" in done.stdout
+
+
 def test_hvp_stage_errors_on_the_cpu():
     """Each stage's error against the CPU's float64 one: tiny n, a large ε; float64 against itself is
     exact to roundoff, fp32 is not, and every stage is reported."""

@@ -160,6 +160,36 @@ def test_a_side_stream_orders_the_call():
     assert float(got.cost) == pytest.approx(float(want.cost), rel=1e-10)
 
 
+@pytest.mark.parametrize("debias", [False, True])
+def test_gradients_enqueued_in_the_forward_are_the_backward_ones(debias):
+    """On CUDA tensors the forward enqueues the point gradients its inputs need (_Solve.start_gradients)
+    and hands them to the caller's stream with an event, not a host wait: backward's gradients equal
+    Solver.gradient_x / gradient_y of the same solve made without autograd; a second backward through
+    the retained graph (which computes them again) gives the same; and only the inputs that require
+    grad get one."""
+    x, y, a, b = _tensors(8, 4000, 3500, 3, torch.float32, "cuda")
+    options = dict(eps=0.3, iters=15, tol=0, debias=debias)
+    plain = fs.sinkhorn(x, y, a, b, **options)
+    want_x, want_y = plain.solver.gradient_x(), plain.solver.gradient_y()
+    xg, yg = x.clone().requires_grad_(True), y.clone().requires_grad_(True)
+    cost = fs.sinkhorn(xg, yg, a, b, **options).cost
+    got_x, got_y = torch.autograd.grad(3.0 * cost, (xg, yg), retain_graph=True)
+    assert torch.allclose(got_x, 3.0 * want_x, rtol=1e-5, atol=1e-7)
+    assert torch.allclose(got_y, 3.0 * want_y, rtol=1e-5, atol=1e-7)
+    again_x, again_y = torch.autograd.grad(cost, (xg, yg))
+    assert torch.allclose(again_x, want_x, rtol=1e-5, atol=1e-7)
+    assert torch.allclose(again_y, want_y, rtol=1e-5, atol=1e-7)
+    from flashsinkhorn import _autograd
+    made = []
+    original = _autograd._Solve.start_gradients
+    _autograd._Solve.start_gradients = lambda self, x_, y_: made.append((x_, y_)) or original(self, x_, y_)
+    try:
+        fs.sinkhorn(xg, y, a, b, **options)
+    finally:
+        _autograd._Solve.start_gradients = original
+    assert made == [(True, False)]
+
+
 BAD_VALUES = [
     ("x", (7, 2), float("nan"), "X contains NaN at row 7, column 2"),
     ("y", (3, 0), float("-inf"), "Y contains Inf at row 3, column 0"),

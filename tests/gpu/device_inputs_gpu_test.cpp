@@ -383,13 +383,13 @@ TEST(DeviceInputsStream, OutputsAreReadInTheCallersStreamOrder) {
   fs::options o = gpu_options(fs::precision::fp32);
   o.max_iterations = 5;
   o.cuda_stream = reinterpret_cast<std::uintptr_t>(caller);
-  device_array f(kRows, fs::dtype::float32), gx(kRows * kDim, fs::dtype::float32);
+  device_array f(kRows, fs::dtype::float32), g(kKeys, fs::dtype::float32), gx(kRows * kDim, fs::dtype::float32);
   ASSERT_EQ(cudaMemset(f.data(), 0xFF, kRows * sizeof(float)), cudaSuccess);  // NaN
   ASSERT_EQ(cudaMemset(gx.data(), 0xFF, kRows * kDim * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<float> f_read(kRows), gx_read(kRows * kDim);
   fs::solver s(dp.view(x, y, 0.3), o);
-  s.solve_into({f.mutable_vector(), {}, {}, {}, {}});
+  s.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}, {}});
   ASSERT_EQ(cudaMemcpyAsync(f_read.data(), f.data(), kRows * sizeof(float), cudaMemcpyDeviceToHost, caller), cudaSuccess);
   s.gradient_x(gx.mutable_matrix(kRows, kDim));
   ASSERT_EQ(cudaMemcpyAsync(gx_read.data(), gx.data(), gx_read.size() * sizeof(float), cudaMemcpyDeviceToHost, caller),

@@ -398,13 +398,15 @@ class cuda_backend final : public backend {
     refuse_inside_block("weighted_dual_terms");
     if (terms.empty()) return std::vector<double>{};
     FS_CUDA_CHECK(cudaSetDevice(device_));
+    if (terms.size() > static_cast<std::size_t>(kMaxWeightedPhiSums))
+      throw invalid_argument("weighted_dual_terms: at most " + std::to_string(kMaxWeightedPhiSums) + " terms at once");
     double* values = reserve(summary_.values, terms.size(), stream_.get());
-    for (std::size_t k = 0; k < terms.size(); ++k) {  // (the sums share the scratch in the stream's order)
+    std::array<weighted_phi_sum, kMaxWeightedPhiSums> sums{};
+    for (std::size_t k = 0; k < terms.size(); ++k) {
       const device_cloud_view& own = cloud(side_of(terms[k].potential));
-      FS_CUDA_CHECK(launch_weighted_phi_sum(own.weights, slot_data(terms[k].potential), own.count, eps,
-                                            terms[k].rho ? *terms[k].rho : 0.0, values + k, summary_.scratch,
-                                            stream_.get()));
+      sums[k] = {own.weights, slot_data(terms[k].potential), own.count, terms[k].rho ? *terms[k].rho : 0.0, values + k};
     }
+    FS_CUDA_CHECK(launch_weighted_phi_sums(sums.data(), static_cast<int>(terms.size()), eps, stream_.get()));
     return download_scalars(values, terms.size());
   }
 
@@ -420,10 +422,10 @@ class cuda_backend final : public backend {
     // sums: [Σa, Σb, Σ b·g, Σ transport, Σ entropy, Σ mass]
     double* sums = reserve(summary_.values, 6, stream_.get());
     cudaStream_t stream = stream_.get();
-    FS_CUDA_CHECK(launch_sum(rows.weights, rows.count, sums + 0, summary_.scratch, stream));
-    FS_CUDA_CHECK(launch_sum(keys.weights, keys.count, sums + 1, summary_.scratch, stream));
-    FS_CUDA_CHECK(launch_weighted_phi_sum(keys.weights, slot_data(slot::g), keys.count, eps, 0.0, sums + 2,
-                                          summary_.scratch, stream));
+    const weighted_phi_sum masses_and_mean[3] = {{nullptr, rows.weights, rows.count, 0.0, sums + 0},
+                                                 {nullptr, keys.weights, keys.count, 0.0, sums + 1},
+                                                 {keys.weights, slot_data(slot::g), keys.count, 0.0, sums + 2}};
+    FS_CUDA_CHECK(launch_weighted_phi_sums(masses_and_mean, 3, eps, stream));
     double* shifted = reserve(plan_.values, m, stream_.get());
     FS_CUDA_CHECK(launch_shifted(slot_data(slot::g), keys.count, sums + 2, sums + 1, shifted, stream));
     plan_rows_launch_args args = plan_args(side::x, side::y, slot::g, eps, 1);
@@ -447,8 +449,10 @@ class cuda_backend final : public backend {
     row_terms.entropy = terms + n;
     row_terms.mass = terms + 2 * n;
     FS_CUDA_CHECK(launch_primal_row_terms(row_terms, stream));
-    for (int k = 0; k < 3; ++k)
-      FS_CUDA_CHECK(launch_sum(terms + k * n, rows.count, sums + 3 + k, summary_.scratch, stream));
+    const weighted_phi_sum row_sums[3] = {{nullptr, terms, rows.count, 0.0, sums + 3},
+                                          {nullptr, terms + n, rows.count, 0.0, sums + 4},
+                                          {nullptr, terms + 2 * n, rows.count, 0.0, sums + 5}};
+    FS_CUDA_CHECK(launch_weighted_phi_sums(row_sums, 3, eps, stream));
     const std::vector<double> host = download_scalars(sums, 6);
     primal_summary out;
     out.transport = host[3];
@@ -940,7 +944,6 @@ class cuda_backend final : public backend {
   struct summary_scratch {
     device_buffer<double> values;                // the sums
     device_buffer<double> row_terms;             // (3, n) per-row primal terms
-    device_buffer<unsigned char> scratch;        // CUB's temporary storage (and the dual terms)
   };
   mutable summary_scratch summary_;
   std::int64_t dim_ = 0;

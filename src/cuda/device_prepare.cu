@@ -1,5 +1,7 @@
 // prepare() on the device (device_prepare.hpp). Elementwise and per-row kernels by hand (they read
-// the caller's strided float/double views), sums by CUB, column statistics by CUB block reductions.
+// the caller's strided float/double views), each launched once for both clouds; the weights' sums
+// one CTA per cloud (block_sum.cuh), column statistics by CUB block reductions. Few launches and no
+// host-side queries: at n ≲ 10⁴ the GPU waits on the host's launches here (docs/cuda_backend.md).
 #include <math_constants.h>
 
 #include <algorithm>
@@ -7,10 +9,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cub/block/block_reduce.cuh>
-#include <cub/device/device_reduce.cuh>
 #include <string>
 
 #include "core/transfer_count.hpp"
+#include "cuda/block_sum.cuh"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_prepare.hpp"
 #include "cuda/tile_config.hpp"
@@ -74,30 +76,44 @@ struct validation_flags {
   double weight_sum[2];                             // Σw as given (uniform: 1)
 };
 
-// out (rows, cols) contiguous ← the view; the first non-finite flat index.
-__global__ void read_points_kernel(matrix_source source, double* out, unsigned long long* first_nonfinite) {
+// One value per cloud, [0] the X side and [1] the Y side: the kernels below take both clouds in
+// one launch, a grid dimension naming the side.
+template <class T>
+struct per_cloud {
+  T side[2];
+};
+
+// Grid (blocks, 2): out[s] (rows, cols) contiguous ← cloud s's view; its first non-finite flat index.
+__global__ void read_points_kernel(per_cloud<matrix_source> sources, per_cloud<double*> out, validation_flags* flags) {
+  const int s = static_cast<int>(blockIdx.y);
+  const matrix_source& source = sources.side[s];
   const std::int64_t index = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (index >= source.rows * source.cols) return;
   const double v = source.at(index / source.cols, index % source.cols);
-  out[index] = v;
-  if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(index));
+  out.side[s][index] = v;
+  if (!isfinite(v)) atomicMin(&flags->first_nonfinite_point[s], static_cast<unsigned long long>(index));
 }
 
-// out ← the weights view (or 1/count when absent); the first non-finite and first negative index.
-__global__ void read_weights_kernel(vector_source source, std::int64_t count, double* out,
-                                    unsigned long long* first_nonfinite, unsigned long long* first_negative) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  if (source.data == nullptr) {
-    out[i] = 1.0 / static_cast<double>(count);
-    return;
+// CTA s of 2: out[s] ← cloud s's weights view (1/count when absent); its first non-finite and first
+// negative index; Σw as read into flags->weight_sum[s].
+__global__ void __launch_bounds__(kBlockSumThreads)
+    read_weights_kernel(per_cloud<vector_source> sources, per_cloud<std::int64_t> counts, per_cloud<double*> out,
+                        validation_flags* flags) {
+  const int s = static_cast<int>(blockIdx.x);
+  const vector_source& source = sources.side[s];
+  const std::int64_t count = counts.side[s];
+  double sum = 0;
+  for (std::int64_t i = threadIdx.x; i < count; i += kBlockSumThreads) {
+    const double w = source.data == nullptr ? 1.0 / static_cast<double>(count) : source.at(i);
+    out.side[s][i] = w;
+    sum += w;
+    if (!isfinite(w))
+      atomicMin(&flags->first_nonfinite_weight[s], static_cast<unsigned long long>(i));
+    else if (w < 0)
+      atomicMin(&flags->first_negative_weight[s], static_cast<unsigned long long>(i));
   }
-  const double w = source.at(i);
-  out[i] = w;
-  if (!isfinite(w))
-    atomicMin(first_nonfinite, static_cast<unsigned long long>(i));
-  else if (w < 0)
-    atomicMin(first_negative, static_cast<unsigned long long>(i));
+  const double total = block_sum(sum);
+  if (threadIdx.x == 0) flags->weight_sum[s] = total;
 }
 
 // out ← the potential view; the first non-finite index.
@@ -109,15 +125,22 @@ __global__ void read_potential_kernel(vector_source source, double* out, unsigne
   if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(i));
 }
 
-// w ← w/Σw when normalising; log w (−∞ where 0). `total` is a device scalar.
-__global__ void normalise_weights_kernel(double* weights, double* log_weights, std::int64_t count, const double* total,
-                                         bool normalise) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  double w = weights[i];
-  if (normalise) w /= *total;
-  weights[i] = w;
-  log_weights[i] = w > 0 ? log(w) : -CUDART_INF;
+// CTA s of 2: cloud s's w ← w/Σw when normalising (Σw = totals[s], device scalars); log w (−∞
+// where 0); Σw̃ into masses[s] (1 up to rounding when normalising).
+__global__ void __launch_bounds__(kBlockSumThreads)
+    normalise_weights_kernel(per_cloud<double*> weights, per_cloud<double*> log_weights, per_cloud<std::int64_t> counts,
+                             const double* totals, bool normalise, double* masses) {
+  const int s = static_cast<int>(blockIdx.x);
+  double* w = weights.side[s];
+  double sum = 0;
+  for (std::int64_t i = threadIdx.x; i < counts.side[s]; i += kBlockSumThreads) {
+    const double v = normalise ? w[i] / totals[s] : w[i];
+    w[i] = v;
+    log_weights.side[s][i] = v > 0 ? log(v) : -CUDART_INF;
+    sum += v;
+  }
+  const double total = block_sum(sum);
+  if (threadIdx.x == 0) masses[s] = total;
 }
 
 // Row i ← row i/‖row i‖ (the cosine cost); the first zero row.
@@ -143,14 +166,26 @@ struct most_of {
   __device__ double operator()(double a, double b) const { return fmax(a, b); }
 };
 
-// Per (column, row chunk): Σ w_i p_ic, min_i p_ic, max_i p_ic over the chunk's rows, into
-// partials[(column·chunks + chunk)·3 + {0, 1, 2}]. Grid (chunks, dim).
-__global__ void column_partials_kernel(const double* points, const double* weights, std::int64_t rows, std::int64_t dim,
-                                       double* partials) {
+// Per (column, row chunk, cloud): Σ w_i p_ic, min_i p_ic, max_i p_ic over the chunk's rows, into
+// partials[s][(column·chunks[s] + chunk)·3 + {0, 1, 2}]. Grid (most chunks, dim, 2).
+struct column_sources {
+  per_cloud<const double*> points, weights;
+  per_cloud<std::int64_t> rows;
+  per_cloud<int> chunks;
+  per_cloud<double*> partials;
+};
+
+__global__ void column_partials_kernel(const column_sources c, std::int64_t dim) {
   using block_reduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename block_reduce::TempStorage storage;
+  const int s = static_cast<int>(blockIdx.z);
+  const int chunks = c.chunks.side[s];
+  if (static_cast<int>(blockIdx.x) >= chunks) return;  // (the whole CTA: the other cloud has more chunks)
+  const double* points = c.points.side[s];
+  const double* weights = c.weights.side[s];
+  const std::int64_t rows = c.rows.side[s];
   const std::int64_t column = blockIdx.y;
-  const std::int64_t chunk = (rows + gridDim.x - 1) / gridDim.x;
+  const std::int64_t chunk = (rows + chunks - 1) / chunks;
   const std::int64_t begin = blockIdx.x * chunk;
   const std::int64_t end = min(rows, begin + chunk);
   double weighted = 0, lo = CUDART_INF, hi = -CUDART_INF;
@@ -160,7 +195,7 @@ __global__ void column_partials_kernel(const double* points, const double* weigh
     lo = fmin(lo, v);
     hi = fmax(hi, v);
   }
-  double* out = partials + (column * gridDim.x + blockIdx.x) * 3;
+  double* out = c.partials.side[s] + (column * chunks + blockIdx.x) * 3;
   const double sum = block_reduce(storage).Sum(weighted);
   __syncthreads();
   const double least = block_reduce(storage).Reduce(lo, least_of{});
@@ -304,26 +339,6 @@ void require_on_device(const View& view, int device, const char* name) {
   if (view.data == nullptr) throw invalid_argument(std::string(name) + " has no data");
 }
 
-// CUB's sums of up to `capacity` doubles into device scalars, with one temporary storage sized once
-// (a larger storage than a smaller sum needs is allowed), so that no sum waits for the host. The
-// sums run on the stream the storage is allocated on.
-class device_sums {
- public:
-  device_sums(std::int64_t capacity, cudaStream_t stream) {
-    FS_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes_, static_cast<const double*>(nullptr),
-                                         static_cast<double*>(nullptr), capacity));
-    storage_ = device_buffer<unsigned char>(std::max<std::size_t>(bytes_, 1), stream);
-  }
-  void sum(const double* values, std::int64_t count, double* out, cudaStream_t stream) {
-    std::size_t bytes = bytes_;
-    FS_CUDA_CHECK(cub::DeviceReduce::Sum(storage_.data(), bytes, values, out, count, stream));
-  }
-
- private:
-  std::size_t bytes_ = 0;
-  device_buffer<unsigned char> storage_;
-};
-
 // The per-cloud working state of the preparation: its points as doubles (count, dim), weights.
 struct working_cloud {
   std::int64_t count = 0;
@@ -424,7 +439,11 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
   FS_CUDA_CHECK(cudaMemsetAsync(flags_on_device.data(), 0xFF, sizeof(validation_flags), stream));  // kNone
   validation_flags* flags = flags_on_device.data();
   working_cloud work[2];
-  device_sums sums(std::max(p.x.rows, p.y.rows), stream);
+  per_cloud<matrix_source> point_sources{};
+  per_cloud<vector_source> weight_sources{};
+  per_cloud<std::int64_t> counts{};
+  per_cloud<double*> points{}, weight_buffers{};
+  std::int64_t most_entries = 0;
   for (int s = 0; s < 2; ++s) {
     const matrix_view& view = *views[s];
     working_cloud& w = work[s];
@@ -432,17 +451,18 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
     w.points = device_buffer<double>(static_cast<std::size_t>(view.rows * dim), stream);
     w.weights = device_buffer<double>(static_cast<std::size_t>(view.rows), stream);
     w.log_weights = device_buffer<double>(static_cast<std::size_t>(view.rows), stream);
-    const matrix_source points{view.data, view.rows, view.cols, view.row_stride, view.type == dtype::float64};
-    read_points_kernel<<<blocks_for(view.rows * dim), kThreads, 0, stream>>>(points, w.points.data(),
-                                                                             &flags->first_nonfinite_point[s]);
-    FS_CUDA_CHECK_LAUNCH();
+    point_sources.side[s] = {view.data, view.rows, view.cols, view.row_stride, view.type == dtype::float64};
     const vector_view& wv = *weights[s];
-    const vector_source source{wv.data, wv.size, wv.stride, wv.type == dtype::float64};
-    read_weights_kernel<<<blocks_for(view.rows), kThreads, 0, stream>>>(
-        source, view.rows, w.weights.data(), &flags->first_nonfinite_weight[s], &flags->first_negative_weight[s]);
-    FS_CUDA_CHECK_LAUNCH();
-    sums.sum(w.weights.data(), view.rows, &flags->weight_sum[s], stream);
+    weight_sources.side[s] = {wv.data, wv.size, wv.stride, wv.type == dtype::float64};
+    counts.side[s] = view.rows;
+    points.side[s] = w.points.data();
+    weight_buffers.side[s] = w.weights.data();
+    most_entries = std::max(most_entries, view.rows * dim);
   }
+  read_points_kernel<<<dim3(blocks_for(most_entries), 2), kThreads, 0, stream>>>(point_sources, points, flags);
+  FS_CUDA_CHECK_LAUNCH();
+  read_weights_kernel<<<2, kBlockSumThreads, 0, stream>>>(weight_sources, counts, weight_buffers, flags);
+  FS_CUDA_CHECK_LAUNCH();
   device_prepared_problem out;
   const vector_view* potentials[2] = {&p.initial_f, &p.initial_g};
   device_buffer<double>* potential_buffers[2] = {&out.initial_f, &out.initial_g};
@@ -496,23 +516,29 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
     out.cost_scale = 0.5;  // 1 − cos(x, y) = ½‖x̂ − ŷ‖²
   }
 
-  // Weights normalised, then the column statistics: weighted means (centring) and the bounding box.
+  // Weights normalised (and their masses), then the column statistics: weighted means (centring)
+  // and the bounding box.
   device_buffer<double> masses(2, stream);  // Σw̃ per cloud (1 up to rounding when normalising)
-  for (int s = 0; s < 2; ++s) {
-    normalise_weights_kernel<<<blocks_for(work[s].count), kThreads, 0, stream>>>(
-        work[s].weights.data(), work[s].log_weights.data(), work[s].count, &flags->weight_sum[s], o.normalize_weights);
-    FS_CUDA_CHECK_LAUNCH();
-    sums.sum(work[s].weights.data(), work[s].count, masses.data() + s, stream);
-  }
+  per_cloud<double*> log_weights{};
+  for (int s = 0; s < 2; ++s) log_weights.side[s] = work[s].log_weights.data();
+  normalise_weights_kernel<<<2, kBlockSumThreads, 0, stream>>>(weight_buffers, log_weights, counts, flags->weight_sum,
+                                                               o.normalize_weights, masses.data());
+  FS_CUDA_CHECK_LAUNCH();
   if (dim > 65535) throw unsupported("prepare_on_device: more than 65535 coordinates per point");
   const int chunks[2] = {column_chunks(work[0].count), column_chunks(work[1].count)};
   device_buffer<double> partials(static_cast<std::size_t>(dim * (chunks[0] + chunks[1]) * 3), stream);
   double* cloud_partials[2] = {partials.data(), partials.data() + dim * chunks[0] * 3};
+  column_sources columns{};
   for (int s = 0; s < 2; ++s) {
-    column_partials_kernel<<<dim3(static_cast<unsigned>(chunks[s]), static_cast<unsigned>(dim)), kThreads, 0, stream>>>(
-        work[s].points.data(), work[s].weights.data(), work[s].count, dim, cloud_partials[s]);
-    FS_CUDA_CHECK_LAUNCH();
+    columns.points.side[s] = work[s].points.data();
+    columns.weights.side[s] = work[s].weights.data();
+    columns.rows.side[s] = work[s].count;
+    columns.chunks.side[s] = chunks[s];
+    columns.partials.side[s] = cloud_partials[s];
   }
+  column_partials_kernel<<<dim3(static_cast<unsigned>(std::max(chunks[0], chunks[1])), static_cast<unsigned>(dim), 2),
+                           kThreads, 0, stream>>>(columns, dim);
+  FS_CUDA_CHECK_LAUNCH();
   device_buffer<double> mean(static_cast<std::size_t>(dim), stream);
   device_buffer<double> box_diagonal(1, stream);
   finish_columns_kernel<<<1, kThreads, 0, stream>>>(cloud_partials[0], chunks[0], cloud_partials[1], chunks[1],

@@ -1,10 +1,9 @@
 // The solve's scalars on the device (solve_summary_launch.hpp).
 #include <algorithm>
-#include <cub/device/device_reduce.cuh>
-#include <cuda/std/functional>
-#include <thrust/iterator/counting_iterator.h>
 
 #include "cuda/solve_summary_launch.hpp"
+
+#include "cuda/block_sum.cuh"
 #include "math/point_gradient.hpp"
 
 namespace flashsinkhorn::detail {
@@ -16,27 +15,22 @@ unsigned blocks_for(std::int64_t count) {
   return static_cast<unsigned>(std::max<std::int64_t>(1, (count + kThreads - 1) / kThreads));
 }
 
-// w_i·φ(h_i) (core/dual_value.cpp's phi) of index i: the transform of the weighted-φ reduction.
-struct weighted_phi_term {
-  const double* weights;
-  const double* potential;
+// One CTA per sum: Σ_i w_i·φ(h_i) (core/dual_value.cpp's phi; w_i = 1 without weights).
+struct weighted_phi_batch {
+  weighted_phi_sum sum[kMaxWeightedPhiSums];
   double eps;
-  double rho;
-  __device__ double operator()(std::int64_t i) const {
-    const double h = potential[i];
-    const double phi = rho > 0 ? (rho + eps / 2) * -expm1(-h / rho) : h;
-    return weights[i] * phi;
-  }
 };
 
-// The temporary storage CUB asks for, in `scratch` (grown after a wait for the work that may still
-// read the old one).
-cudaError_t reserve_scratch(std::size_t bytes, device_buffer<unsigned char>& scratch, cudaStream_t stream) {
-  if (scratch.size() >= bytes) return cudaSuccess;
-  const cudaError_t status = cudaStreamSynchronize(stream);
-  if (status != cudaSuccess) return status;
-  scratch = device_buffer<unsigned char>(bytes, stream);
-  return cudaSuccess;
+__global__ void __launch_bounds__(kBlockSumThreads) weighted_phi_sums_kernel(const weighted_phi_batch batch) {
+  const weighted_phi_sum& job = batch.sum[blockIdx.x];
+  double partial = 0;
+  for (std::int64_t i = threadIdx.x; i < job.count; i += kBlockSumThreads) {
+    const double h = job.values[i];
+    const double phi = job.rho > 0 ? (job.rho + batch.eps / 2) * -expm1(-h / job.rho) : h;
+    partial += job.weights != nullptr ? job.weights[i] * phi : phi;
+  }
+  const double total = block_sum(partial);
+  if (threadIdx.x == 0) *job.out = total;
 }
 
 __global__ void shifted_kernel(const double* g, std::int64_t count, const double* numerator, const double* denominator,
@@ -63,29 +57,14 @@ __global__ void primal_row_terms_kernel(const primal_row_terms_args a) {
 
 }  // namespace
 
-cudaError_t launch_sum(const double* values, std::int64_t count, double* out, device_buffer<unsigned char>& scratch,
-                       cudaStream_t stream) {
-  std::size_t bytes = 0;
-  cudaError_t status = cub::DeviceReduce::Sum(nullptr, bytes, values, out, count, stream);
-  if (status == cudaSuccess) status = reserve_scratch(bytes, scratch, stream);
-  if (status != cudaSuccess) return status;
-  return cub::DeviceReduce::Sum(scratch.data(), bytes, values, out, count, stream);
-}
-
-// One CUB reduction whose transform computes the terms from the indices (no kernel writing them
-// first: one launch fewer per sum).
-cudaError_t launch_weighted_phi_sum(const double* weights, const double* potential, std::int64_t count, double eps,
-                                    double rho, double* out, device_buffer<unsigned char>& scratch,
-                                    cudaStream_t stream) {
-  const weighted_phi_term term{weights, potential, eps, rho};
-  const thrust::counting_iterator<std::int64_t> indices(0);
-  std::size_t bytes = 0;
-  cudaError_t status = cub::DeviceReduce::TransformReduce(nullptr, bytes, indices, out, count,
-                                                          cuda::std::plus<double>{}, term, 0.0, stream);
-  if (status == cudaSuccess) status = reserve_scratch(bytes, scratch, stream);
-  if (status != cudaSuccess) return status;
-  return cub::DeviceReduce::TransformReduce(scratch.data(), bytes, indices, out, count, cuda::std::plus<double>{},
-                                            term, 0.0, stream);
+cudaError_t launch_weighted_phi_sums(const weighted_phi_sum* sums, int count, double eps, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  if (count > kMaxWeightedPhiSums) return cudaErrorInvalidValue;
+  weighted_phi_batch batch{};
+  for (int k = 0; k < count; ++k) batch.sum[k] = sums[k];
+  batch.eps = eps;
+  weighted_phi_sums_kernel<<<count, kBlockSumThreads, 0, stream>>>(batch);
+  return cudaGetLastError();
 }
 
 cudaError_t launch_shifted(const double* g, std::int64_t count, const double* numerator, const double* denominator,

@@ -1,7 +1,7 @@
 // The scalars a solve reports, reduced on the device from the backend's vectors (so that the
 // potentials never cross to the host): the dual value's terms (core/dual_value.hpp) and the primal
-// terms of one plan pass (solver.cpp, primal_cost). Elementwise kernels by hand, sums by CUB (the
-// weighted φ as one CUB transform-reduce); the results stay in device memory for one download of a
+// terms of one plan pass (solver.cpp, primal_cost). Elementwise kernels by hand, sums one CTA each,
+// several in one launch (block_sum.cuh); the results stay in device memory for one download of a
 // few doubles.
 #pragma once
 
@@ -9,19 +9,22 @@
 
 #include <cstdint>
 
-#include "cuda/device_buffer.hpp"
 
 namespace flashsinkhorn::detail {
 
-// *out = Σ_i w_i·φ(h_i), φ(h) = h (rho ≤ 0: balanced) or (ρ + ε/2)·(1 − e^{−h/ρ}) (core/dual_value.hpp).
-// `scratch` grows as needed and must outlive the enqueued work.
-cudaError_t launch_weighted_phi_sum(const double* weights, const double* potential, std::int64_t count, double eps,
-                                    double rho, double* out, device_buffer<unsigned char>& scratch,
-                                    cudaStream_t stream);
+// One sum *out = Σ_i w_i·φ(h_i) over `count` entries: w = `weights` (1 when null); φ(h) = h when
+// rho ≤ 0 (balanced, and plain sums), else (ρ + ε/2)·(1 − e^{−h/ρ}) (core/dual_value.hpp).
+struct weighted_phi_sum {
+  const double* weights = nullptr;
+  const double* values = nullptr;  // h
+  std::int64_t count = 0;
+  double rho = 0;
+  double* out = nullptr;
+};
+constexpr int kMaxWeightedPhiSums = 6;
 
-// *out = Σ_i values[i]; `scratch` as above.
-cudaError_t launch_sum(const double* values, std::int64_t count, double* out, device_buffer<unsigned char>& scratch,
-                       cudaStream_t stream);
+// Up to kMaxWeightedPhiSums sums (one ε) in one launch, one CTA each (block_sum.cuh).
+cudaError_t launch_weighted_phi_sums(const weighted_phi_sum* sums, int count, double eps, cudaStream_t stream);
 
 // shifted_j = g_j − *numerator / *denominator (the b-weighted mean ḡ = Σ b g/Σ b, device scalars).
 cudaError_t launch_shifted(const double* g, std::int64_t count, const double* numerator, const double* denominator,

@@ -3,7 +3,10 @@
 # memcheck and racecheck on the small GPU cases, then the GPU forward benchmark with the
 # flash-sinkhorn peer, the Python wheel and its tests. Logs and the merged benchmark JSON go to $OUT
 # (default ./out).
-#   FS_COMMIT=$(git rev-parse HEAD) tools/gpu_check.sh
+#   FS_COMMIT=<hash> tools/gpu_check.sh
+# FS_COMMIT names the commit in every result file: write the development machine's hash into the
+# command literally (the device's copy of .git can be older than the tree it runs: in session 34
+# `$(git rev-parse --short HEAD)` evaluated there gave the session's first commit).
 # Needs: .deps/googletest (cp -r /usr/src/googletest .deps/), .deps/eigen3 (cp -r /usr/include/eigen3
 # .deps/) and, for the peer, .whl/ with the
 # flash-sinkhorn wheel (and the nanobind wheel the Python stage builds with). STAGES="build gpu bench sanitize python" selects stages; they run in the order

@@ -87,3 +87,37 @@ def test_float32_gradients_match_float64():
         assert xt.grad.dtype == dtype
         grads.append(xt.grad.double())
     torch.testing.assert_close(grads[1], grads[0], rtol=1e-3, atol=1e-5)
+
+
+class _CountingSolver:
+    """A stand-in for Solver that counts its point-gradient calls (each returns a fresh tensor)."""
+
+    def __init__(self, in_place: bool) -> None:
+        self._in_place = in_place
+        self.calls = {"x": 0, "y": 0}
+
+    def gradient_x(self):
+        self.calls["x"] += 1
+        return torch.full((2, 3), float(self.calls["x"]))
+
+    def gradient_y(self):
+        self.calls["y"] += 1
+        return torch.full((4, 3), -float(self.calls["y"]))
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_gradients_started_in_the_forward_are_taken_once(in_place):
+    """_Solve.start_gradients (CUDA tensors read in place only) computes the asked-for point gradients
+    once; point_gradient hands each out once, then computes it again (a second backward through a
+    retained graph); a side not started is computed when asked. Off the GPU nothing starts early."""
+    from flashsinkhorn._autograd import _Solve
+
+    solve = _Solve({})
+    solve.solver = _CountingSolver(in_place)
+    solve.start_gradients(True, False)
+    assert solve.solver.calls == ({"x": 1, "y": 0} if in_place else {"x": 0, "y": 0})
+    first = solve.point_gradient(0)
+    assert solve.solver.calls["x"] == 1 and float(first[0, 0]) == 1.0
+    again = solve.point_gradient(0)
+    assert solve.solver.calls["x"] == 2 and float(again[0, 0]) == 2.0
+    assert float(solve.point_gradient(1)[0, 0]) == -1.0 and solve.solver.calls["y"] == 1

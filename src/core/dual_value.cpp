@@ -1,20 +1,15 @@
 #include "core/dual_value.hpp"
 
-#include <cmath>
+#include "math/dual_phi.hpp"
 
 namespace flashsinkhorn::detail {
 
 namespace {
 
-double phi(double f, double eps, const std::optional<double>& rho) {
-  if (!rho) return f;
-  return (*rho + eps / 2) * -std::expm1(-f / *rho);
-}
-
 double weighted_phi(const std::vector<double>& w, const std::vector<double>& potential, double eps,
                     const std::optional<double>& rho) {
   double total = 0;
-  for (std::size_t i = 0; i < w.size(); ++i) total += w[i] * phi(potential[i], eps, rho);
+  for (std::size_t i = 0; i < w.size(); ++i) total += w[i] * math::dual_phi(potential[i], eps, rho.value_or(0.0));
   return total;
 }
 

@@ -4,6 +4,7 @@
 #include "cuda/solve_summary_launch.hpp"
 
 #include "cuda/block_sum.cuh"
+#include "math/dual_phi.hpp"
 #include "math/point_gradient.hpp"
 
 namespace flashsinkhorn::detail {
@@ -15,7 +16,7 @@ unsigned blocks_for(std::int64_t count) {
   return static_cast<unsigned>(std::max<std::int64_t>(1, (count + kThreads - 1) / kThreads));
 }
 
-// One CTA per sum: Σ_i w_i·φ(h_i) (core/dual_value.cpp's phi; w_i = 1 without weights).
+// One CTA per sum: Σ_i w_i·φ(h_i) (math/dual_phi.hpp; w_i = 1 without weights).
 struct weighted_phi_batch {
   weighted_phi_sum sum[kMaxWeightedPhiSums];
   double eps;
@@ -25,8 +26,7 @@ __global__ void __launch_bounds__(kBlockSumThreads) weighted_phi_sums_kernel(con
   const weighted_phi_sum& job = batch.sum[blockIdx.x];
   double partial = 0;
   for (std::int64_t i = threadIdx.x; i < job.count; i += kBlockSumThreads) {
-    const double h = job.values[i];
-    const double phi = job.rho > 0 ? (job.rho + batch.eps / 2) * -expm1(-h / job.rho) : h;
+    const double phi = math::dual_phi(job.values[i], batch.eps, job.rho);
     partial += job.weights != nullptr ? job.weights[i] * phi : phi;
   }
   const double total = block_sum(partial);

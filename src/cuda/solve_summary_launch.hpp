@@ -12,8 +12,8 @@
 
 namespace flashsinkhorn::detail {
 
-// One sum *out = Σ_i w_i·φ(h_i) over `count` entries: w = `weights` (1 when null); φ(h) = h when
-// rho ≤ 0 (balanced, and plain sums), else (ρ + ε/2)·(1 − e^{−h/ρ}) (core/dual_value.hpp).
+// One sum *out = Σ_i w_i·φ(h_i) over `count` entries: w = `weights` (1 when null); φ of
+// math/dual_phi.hpp (rho ≤ 0: φ(h) = h, balanced sides and plain sums).
 struct weighted_phi_sum {
   const double* weights = nullptr;
   const double* values = nullptr;  // h

@@ -108,8 +108,10 @@ auto wgmma_tma_kernel_for(int steps) {
 }
 
 template <class Op>
-auto wgmma_ws_kernel_for(int steps) {
-  return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value>; });
+auto wgmma_ws_kernel_for(int steps, bool predicted_reference = false) {
+  return predicted_reference
+             ? for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value, true>; })
+             : for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value>; });
 }
 
 // The precision mode of a wgmma operand type.
@@ -121,10 +123,13 @@ constexpr precision mode_of() {
 // Launches a copy-engine kernel of `family` (resident: tma or ws; streamed: the warp-specialised
 // one) on rows of `row_words` words; false when the tensor maps cannot be made (the caller then
 // launches the cp.async kernel).
+// `predicted_reference`: the resident warp-specialised kernel's rows take references predicted from
+// their previous potentials (wgmma_predicted_reference_for); the other copy-engine kernels keep the
+// online maximum.
 template <class Op>
 bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, const kernels::softmin_params& p,
-                      const dim3& grid, std::int64_t row_words, int shared_bytes, cudaStream_t stream,
-                      cudaError_t& status) {
+                      const dim3& grid, std::int64_t row_words, int shared_bytes, bool predicted_reference,
+                      cudaStream_t stream, cudaError_t& status) {
   CUtensorMap rows_map, keys_map;
   if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count, tile::kWgmmaBlockM) ||
       !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count, wgmma::kTileN))
@@ -133,7 +138,7 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
   const bool ws = streamed || ws_resident(mode_of<Op>());
   const int steps = static_cast<int>(row_words * 4 / wgmma::kStepBytes);
   const auto kernel = streamed ? &kernels::softmin_wgmma_ws_streamed_kernel<Op>
-                      : ws     ? wgmma_ws_kernel_for<Op>(steps)
+                      : ws     ? wgmma_ws_kernel_for<Op>(steps, predicted_reference)
                                : wgmma_tma_kernel_for<Op>(steps);
   status = allow_shared(kernel, shared_bytes);
   if (status == cudaSuccess) {
@@ -255,6 +260,13 @@ bool predicted_reference_for(std::int64_t dim, const split_plan& plan) {
     case narrow_reference::automatic: return predicted_reference_pays(dim, plan);
   }
   return false;
+}
+
+// The warp-specialised wgmma kernel's references (FLASHSINKHORN_NARROW_REFERENCE names the choice
+// for every kernel that can predict): forced either way, and under auto online until the A/B on the
+// device (bench/narrow_reference_ab.sh with PRECISIONS=tf32) says where predicting pays.
+bool wgmma_predicted_reference_for() {
+  return narrow_reference_choice() == narrow_reference::predicted;
 }
 
 kernel_shape narrow_shape(std::int64_t dim) {
@@ -454,12 +466,13 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
       const bool resident = shape.family == kernel_family::wgmma;
       const wgmma_variant variant = selected_wgmma_variant(mode);
       const bool copy_engine = resident ? variant == wgmma_variant::tma || variant == wgmma_variant::ws : ws_streamed(mode);
+      const bool predicted = p.previous != nullptr && wgmma_predicted_reference_for();
       const bool launched =
           copy_engine &&
           (bf16 ? launch_copy_engine<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,
-                                                                   shape.shared_bytes, stream, status)
+                                                                   shape.shared_bytes, predicted, stream, status)
                 : launch_copy_engine<kernels::wgmma_tf32_operands>(shape.family, args, p, grid, row_words,
-                                                                   shape.shared_bytes, stream, status));
+                                                                   shape.shared_bytes, predicted, stream, status));
       if (launched) break;
       // The cp.async kernels (also where the tensor maps could not be made): kWgmmaThreads threads
       // whatever the chosen variant's shape; each sizes its own ring from p.max_shared_bytes.

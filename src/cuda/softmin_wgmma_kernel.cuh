@@ -173,6 +173,57 @@ __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAcc
   reduce_score_tile(acc, beta, scale, row_max, row_sum);
 }
 
+// The same tile against fixed row references (log₂ units; predicted from the rows' previous
+// potentials, predicted_row_reference): no maximum, shuffles or rescale, so each score is an FFMA,
+// an FADD, the ex2 and an FADD into the sum, and the exponentials interleave with the next scores'
+// arithmetic instead of waiting for the tile's maximum. row_sum[h] = Σ 2^(t − reference[h]).
+__device__ __forceinline__ void reduce_score_tile_predicted(const float (&acc)[wgmma::kAccumulators],
+                                                            const float* bias, float scale,
+                                                            const float (&reference)[2], float (&row_sum)[2]) {
+  float2 beta[kTileBiasPairs];
+  load_tile_bias(beta, bias);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sums[4] = {row_sum[h], 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int k = 0; k < kRowScores; ++k) {
+      const float t = fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, k % 2 == 0 ? beta[k / 2].x : beta[k / 2].y);
+      sums[k % 4] += fast_exp2(t - reference[h]);
+    }
+    row_sum[h] = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+  }
+}
+
+// Row i's reference from its previous potential (log₂ units): T_i = f_i/κ = s‖p_i‖² − ε·lse_i gives
+// lse_i = (s‖p_i‖² − f_i/κ)/ε (the scores leave out the row's −s‖p_i‖²/ε, as in finish_row), and the
+// reference sits the margin M under it (kernel_variant.hpp, narrow_margin_choice), as in the narrow
+// kernel (softmin_narrow_kernel.cuh). Padding rows get 0; their sums are never judged.
+__device__ __forceinline__ float predicted_row_reference(const softmin_params& p, std::int64_t row) {
+  if (row >= p.rows) return 0.f;
+  const double lse = (p.row_scaled_sq_norm[row] - p.previous[row] / p.damping) / p.eps;
+  return static_cast<float>(lse * 1.44269504088896340736 - p.reference_margin_log2);
+}
+
+// Whether this thread's two rows (g and g + 8 of its warp's 16 in its warpgroup's 64) kept usable sums
+// over the split: in [2⁻⁶⁰, 3·10³⁸] after the quad's reduction (an overflow or NaN fails, and so does a
+// split holding too little of a row's mass). All lanes of the warp call it (shuffles).
+__device__ __forceinline__ bool warpgroup_rows_usable(const softmin_params& p, std::int64_t row_block0,
+                                                      const float (&row_sum)[2]) {
+  const int warpgroup = threadIdx.x / 128;
+  const int warp_in_group = (threadIdx.x % 128) / 32;
+  const int lane = threadIdx.x % 32;
+  bool usable = true;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = row_sum[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const std::int64_t row = row_block0 + warpgroup * 64 + warp_in_group * 16 + h * 8 + lane / 4;
+    if (row < p.rows && !(sum >= 0x1p-60f && sum <= 3.0e38f)) usable = false;  // NaN fails too
+  }
+  return usable;
+}
+
 // acc = Q_wg · K_tᵀ for a resident query block (panels of kWgmmaBlockM rows; this warpgroup's 64
 // start at `query_address`) and a key stage (panels of kTileN rows at `key_address`): kSteps
 // 32-byte k-steps, issued asynchronously and committed as one group (returns before the tensor

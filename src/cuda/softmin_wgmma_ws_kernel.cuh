@@ -76,7 +76,13 @@ __device__ __forceinline__ void issue_tile_scores(float (&acc)[wgmma::kAccumulat
 
 #endif  // FLASHSINKHORN_WGMMA_ENABLED
 
-template <class Op, int kSteps>
+// kPredictedReference (softmin_launch.cu, predicted_reference_for; launched only with previous
+// potentials): the consumers fold their keys against the references their rows' previous potentials
+// predict (reduce_score_tile_predicted) instead of an online maximum. A CTA in which a row's sum left
+// [2⁻⁶⁰, 3·10³⁸] (warpgroup_rows_usable) folds its keys again with the online maximum: the block votes
+// after the first pass, and the producer streams the split's tiles a second time through the same
+// ring (its barriers' phases continue).
+template <class Op, int kSteps, bool kPredictedReference = false>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     softmin_wgmma_ws_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
                             const __grid_constant__ CUtensorMap keys_map) {
@@ -107,29 +113,35 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   if (threadIdx.x == 0) tma::init_ring_barriers(full, empty, stages, tile::kWgmmaThreads, &query_full);
   __syncthreads();
 
-  double error = 0;
-  if (threadIdx.x >= tile::kWgmmaThreads) {
-    wgmma::release_registers<tile::kWgmmaWsProducerRegisters>();
-    // The producer warpgroup; its first thread issues every copy.
+  const bool producer = threadIdx.x >= tile::kWgmmaThreads;
+  // The producer's first thread: every key tile of the split into the ring; `loaded` counts the
+  // tiles it has issued over both passes (a stage's earlier use must be released first).
+  tma::ring_position at;
+  int loaded = 0;
+  auto stream_keys = [&] {
     if (threadIdx.x == tile::kWgmmaThreads) {
-      load_query_block<kPanels>(query, &rows_map, row_block0, &query_full);
-      tma::ring_position at;
-      for (int t = 0; t < tiles; ++t, at.advance(stages)) {
-        // The stage last held tile t − S: wait for that use's release (the previous parity).
-        if (t >= stages) tma::wait_or_trap(&empty[at.stage], at.parity ^ 1);
+      for (int t = 0; t < tiles; ++t, ++loaded, at.advance(stages)) {
+        // The stage last held the tile loaded S earlier: wait for that use's release (the previous parity).
+        if (loaded >= stages) tma::wait_or_trap(&empty[at.stage], at.parity ^ 1);
         load_key_tile<kPanels>(stage_at(at), bias_at(at), &keys_map, key_bias, (tile_begin + t) * wgmma::kTileN,
                                &full[at.stage]);
       }
     }
     __syncwarp();
-  } else {
-    wgmma::claim_registers<tile::kWgmmaWsConsumerRegisters>();
-    float row_max[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of this warp's 16
-    float row_sum[2] = {0.f, 0.f};
+  };
+  // A consumer's rows: (max, Σ) online, or (reference, Σ) with predicted references.
+  float row_max[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of this warp's 16
+  float row_sum[2] = {0.f, 0.f};
+  tma::ring_position ahead, behind;  // the next tile to issue, the next to reduce
+  // Every tile of the split through `reduce_tile(acc, β)`: step j issues tile j + 1's MMAs into the
+  // other accumulator set, waits for tile j's (wgmma.wait_group 1), reduces it and releases its stage.
+  // The two sets alternate by unrolling by two; no branch surrounds a wgmma (ptxas would serialise
+  // the pipeline, C7514), so the last tiles are peeled. Called only where the consumers' registers
+  // have been claimed (outside that region ptxas has the kernel's 168 and spills, C7512).
+  auto fold_keys = [&](auto reduce_tile) {
     float acc0[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
     float acc1[wgmma::kAccumulators];
     std::uint32_t query_fragments[kSteps][4];
-    tma::ring_position ahead, behind;  // the next tile to issue, the next to reduce
     auto issue = [&](float (&acc)[wgmma::kAccumulators]) {
       tma::wait(&full[ahead.stage], ahead.parity);
       issue_tile_scores<Op, kSteps>(acc, query_fragments, smem_address(stage_at(ahead)));
@@ -137,13 +149,10 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     };
     auto reduce = [&](float (&acc)[wgmma::kAccumulators]) {
       wgmma::pin(acc);
-      reduce_score_tile(acc, bias_at(behind), p.score_scale_log2, row_max, row_sum);
+      reduce_tile(acc, bias_at(behind));
       tma::arrive(&empty[behind.stage]);
       behind.advance(stages);
     };
-    // Step j: tile j + 1's MMAs start in `next`, then tile j (in `current`) is reduced. The two
-    // sets alternate by unrolling by two; no branch surrounds a wgmma (ptxas would serialise the
-    // pipeline, C7514), so the last tiles are peeled.
     auto step = [&](float (&current)[wgmma::kAccumulators], float (&next)[wgmma::kAccumulators]) {
       issue(next);             // tile j + 1
       wgmma::wait_group<1>();  // tile j's MMAs are done
@@ -168,6 +177,41 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
       } else {
         last(acc0);
       }
+    }
+  };
+  auto fold_online = [&] {
+    fold_keys([&](const float (&acc)[wgmma::kAccumulators], const float* bias) {
+      reduce_score_tile(acc, bias, p.score_scale_log2, row_max, row_sum);
+    });
+  };
+
+  // A predicting CTA votes after its first pass (`tiles` is the same for the whole block, so every
+  // thread votes or none does); the producer and the consumers vote from their own branches, each
+  // warp arriving once at the block's barrier.
+  double error = 0;  // this thread's share of the block's marginal-error term (the producer's: 0)
+  if (producer) {
+    wgmma::release_registers<tile::kWgmmaWsProducerRegisters>();
+    if (threadIdx.x == tile::kWgmmaThreads) load_query_block<kPanels>(query, &rows_map, row_block0, &query_full);
+    stream_keys();
+    if (kPredictedReference && tiles > 0 && __syncthreads_or(0) != 0) stream_keys();  // the fallback's pass
+  } else {
+    wgmma::claim_registers<tile::kWgmmaWsConsumerRegisters>();
+    if (kPredictedReference && tiles > 0) {
+      const int warp_in_group = (threadIdx.x % 128) / 32;
+      const std::int64_t row0 = row_block0 + (threadIdx.x / 128) * 64 + warp_in_group * 16 + (threadIdx.x % 32) / 4;
+      row_max[0] = predicted_row_reference(p, row0);  // the references (log₂ units) for the whole pass
+      row_max[1] = predicted_row_reference(p, row0 + 8);
+      fold_keys([&](const float (&acc)[wgmma::kAccumulators], const float* bias) {
+        reduce_score_tile_predicted(acc, bias, p.score_scale_log2, row_max, row_sum);
+      });
+      const bool usable = warpgroup_rows_usable(p, row_block0, row_sum);
+      if (__syncthreads_or(usable ? 0 : 1) != 0) {  // the fallback: every row of the CTA online
+        row_max[0] = row_max[1] = -INFINITY;
+        row_sum[0] = row_sum[1] = 0.f;
+        fold_online();
+      }
+    } else {
+      fold_online();
     }
     error = leave_warpgroup_rows(p, row_block0, split, row_max, row_sum);
   }

@@ -136,20 +136,7 @@ class reference_backend {
   double error_scale_ = 0;
 };
 
-double operand_unit_roundoff(precision mode) {
-  switch (mode) {
-    case precision::fp64: return 0;
-    case precision::fp32: return std::ldexp(1.0, -21);
-    case precision::tf32: return std::ldexp(1.0, -11);
-    case precision::bf16: return std::ldexp(1.0, -8);
-  }
-  return 0;
-}
-
-double step_tolerance_vs_reference(precision mode, double scale) {
-  if (mode == precision::fp64) return 1e-12 * scale;
-  return (2 * operand_unit_roundoff(mode) + 64 * std::ldexp(1.0, -24)) * scale;
-}
+using gpu_tests::step_tolerance_vs_reference;
 
 // fp32 with FMA dots (the default on narrow rows): the GPU's dots are the CPU's FFMAs in the
 // same order, so the 3×TF32 term goes (kernel_variant.hpp).

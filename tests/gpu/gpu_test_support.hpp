@@ -14,6 +14,7 @@
 
 #include "core/prepare.hpp"
 #include "core/prepared_cloud.hpp"
+#include "flashsinkhorn/options.hpp"
 
 namespace flashsinkhorn::detail::gpu_tests {
 
@@ -31,6 +32,26 @@ inline double largest_cost(const prepared_problem& p) {
   };
   const double reach = max_norm(p.x) + max_norm(p.y);
   return p.cost_scale * reach * reach;
+}
+
+// The unit roundoff of a precision mode's operands (the scores' inputs): 2⁻¹¹ tf32, 2⁻⁸ bf16, 2⁻²¹ for
+// fp32's 3×TF32 dots, 0 in fp64.
+inline double operand_unit_roundoff(precision mode) {
+  switch (mode) {
+    case precision::fp64: return 0;
+    case precision::fp32: return std::ldexp(1.0, -21);
+    case precision::tf32: return std::ldexp(1.0, -11);
+    case precision::bf16: return std::ldexp(1.0, -8);
+  }
+  return 0;
+}
+
+// One half-step's absolute error bound on potentials against float64, for a problem whose largest cost
+// is `scale`: operand rounding 2·u_op·scale plus float32 accumulation and LSE 64·2⁻²⁴·scale (float64:
+// 1e-12·scale). softmin is 1-Lipschitz in the sup norm, so k half-steps take k times this.
+inline double step_tolerance_vs_reference(precision mode, double scale) {
+  if (mode == precision::fp64) return 1e-12 * scale;
+  return (2 * operand_unit_roundoff(mode) + 64 * std::ldexp(1.0, -24)) * scale;
 }
 
 // `count` N(shift, 1) points; weights uniform, or U[0,1) + 0.1 with every fifth one 0 (when

@@ -42,13 +42,16 @@ bool parse_fp32_fma_dots(const char* name);
 // Whether an fp32 softmin over rows of `padded_dim` runs the FMA-dot kernel in this process.
 bool fp32_fma_dots_for(std::int64_t padded_dim);
 
-// The row references of the fp32 narrow softmin (softmin_narrow_kernel.cuh), from the environment
-// variable FLASHSINKHORN_NARROW_REFERENCE (read once):
+// The row references of the softmin kernels that can predict them — the fp32 narrow one
+// (softmin_narrow_kernel.cuh) and the tf32/bf16 warp-specialised wgmma one (softmin_wgmma_ws_kernel.cuh)
+// — from the environment variable FLASHSINKHORN_NARROW_REFERENCE (read once; the name is the narrow
+// kernel's, which had them first):
 //   online     the running maximum of each row's scores
 //   predicted  the LSE the row's previous potential implies, with the online maximum as the fallback
 //              of a CTA where it fails
-//   auto       (unset or empty: the default) predicted where it pays (softmin_launch.cu,
-//              predicted_reference_pays: rows of at most 8 coordinates, key splits of at least 8 tiles)
+//   auto       (unset or empty: the default) predicted where it pays (softmin_launch.cu: the narrow
+//              kernel on rows of at most 8 coordinates, predicted_reference_pays; the wgmma one at any
+//              width, wgmma_predicted_reference_for; both on key splits of at least 8 tiles)
 // tf32 softmins on rows of at most 3 coordinates run this kernel wherever it takes predicted
 // references (softmin_launch.cu, tf32_runs_narrow), so `online` also keeps them on wgmma.
 // An unknown value throws invalid_argument.

@@ -263,10 +263,20 @@ bool predicted_reference_for(std::int64_t dim, const split_plan& plan) {
 }
 
 // The warp-specialised wgmma kernel's references (FLASHSINKHORN_NARROW_REFERENCE names the choice
-// for every kernel that can predict): forced either way, and under auto online until the A/B on the
-// device (bench/narrow_reference_ab.sh with PRECISIONS=tf32) says where predicting pays.
-bool wgmma_predicted_reference_for() {
-  return narrow_reference_choice() == narrow_reference::predicted;
+// for every kernel that can predict). Measured on the H100 (tf32, x, y ~ N(0, I), ε = 0.1, ms per
+// iteration, online / predicted, 2026-12-05, b71a3e1,
+// bench/results/wgmma_reference_ab_h100_2026-12-05_s35.json): d = 8: n = 10⁴ 0.140 / 0.117 (5 key
+// splits of 16 tiles), 2·10⁴ 0.456 / 0.353, 5·10⁴ 2.41 / 1.70, 2·10⁵ 37.9 / 26.2; 5·10⁴, d = 16
+// 2.45 / 1.69, d = 64 3.21 / 2.30: predicted won everywhere, from 35–52% of the exp floor to 42–74%.
+// Auto predicts on key splits as long as the narrow kernel's rule asks (short splits are likelier to
+// hold none of a row's mass, and a CTA whose guard fails pays a second pass).
+bool wgmma_predicted_reference_for(const split_plan& plan) {
+  switch (narrow_reference_choice()) {
+    case narrow_reference::online: return false;
+    case narrow_reference::predicted: return true;
+    case narrow_reference::automatic: return plan.tiles_per_split >= kPredictedMinSplitTiles;
+  }
+  return false;
 }
 
 kernel_shape narrow_shape(std::int64_t dim) {
@@ -466,7 +476,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
       const bool resident = shape.family == kernel_family::wgmma;
       const wgmma_variant variant = selected_wgmma_variant(mode);
       const bool copy_engine = resident ? variant == wgmma_variant::tma || variant == wgmma_variant::ws : ws_streamed(mode);
-      const bool predicted = p.previous != nullptr && wgmma_predicted_reference_for();
+      const bool predicted = p.previous != nullptr && wgmma_predicted_reference_for(plan);
       const bool launched =
           copy_engine &&
           (bf16 ? launch_copy_engine<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,

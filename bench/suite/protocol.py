@@ -187,7 +187,12 @@ def time_torch(call, case: Case, library_memory: LibraryMemory | None = None) ->
     first_call_done(first_ms)
     for _ in range(max(case.warmup - 1, 0)):
         out = call()
-    repeats = adaptive_repeats(case, first_ms)
+    t0 = time.perf_counter()  # one warm call sizes the repeats (adaptive_repeats)
+    out = call()
+    if cuda:
+        torch.cuda.synchronize()
+    warm_ms = (time.perf_counter() - t0) * 1e3
+    repeats = adaptive_repeats(case, warm_ms)
     times = []
     if cuda:
         torch.cuda.synchronize()
@@ -207,7 +212,7 @@ def time_torch(call, case: Case, library_memory: LibraryMemory | None = None) ->
             out = call()
             times.append((time.perf_counter() - t0) * 1e3)
     record = {"ms": median(times), "ms_min": min(times), "ms_all": times, "first_call_ms": first_ms,
-              "repeats": repeats, "timer": "cuda events" if cuda else "wall clock"}
+              "warm_call_ms": warm_ms, "repeats": repeats, "timer": "cuda events" if cuda else "wall clock"}
     if cuda:
         record["peak_device_bytes"] = int(torch.cuda.max_memory_allocated())
         record["peak_device_bytes_source"] = "torch.cuda.max_memory_allocated (timed calls; inputs included)"
@@ -244,19 +249,25 @@ def time_wall(call, case: Case, sync=lambda out: out) -> dict:
     first_call_done(first_ms)
     for _ in range(max(case.warmup - 1, 0)):
         out = sync(call())
-    repeats = adaptive_repeats(case, first_ms)
+    t0 = time.perf_counter()  # one warm call sizes the repeats (adaptive_repeats)
+    out = sync(call())
+    warm_ms = (time.perf_counter() - t0) * 1e3
+    repeats = adaptive_repeats(case, warm_ms)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         out = sync(call())
         times.append((time.perf_counter() - t0) * 1e3)
     return {"ms": median(times), "ms_min": min(times), "ms_all": times, "first_call_ms": first_ms,
-            "repeats": repeats, "timer": "wall clock (synchronised)"}, out
+            "warm_call_ms": warm_ms, "repeats": repeats, "timer": "wall clock (synchronised)"}, out
 
 
-def adaptive_repeats(case: Case, first_ms: float) -> int:
-    """Fewer repeats for slow calls: at most ~60 s of timed calls (the warm-up call included compiles)."""
-    return max(1, min(case.repeats, int(60e3 / max(first_ms, 1e-3))))
+def adaptive_repeats(case: Case, warm_ms: float) -> int:
+    """Fewer repeats for slow calls: at most ~60 s of timed calls, sized by a warm call's time (an
+    untimed call after the warm-up). Sized by the first call until session 35, a peer whose first call
+    autotunes (flash-sinkhorn: 7–24 s at n = 10⁴) got one or two repeats of a 3 ms call, and those
+    samples read up to 2× slow (suite_h100_2026-12-05_s34a.jsonl against _s35a)."""
+    return max(1, min(case.repeats, int(60e3 / max(warm_ms, 1e-3))))
 
 
 def host_memory() -> dict:

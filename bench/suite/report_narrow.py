@@ -53,11 +53,14 @@ def narrow_reference_section(results: Path, sources: list[dict]) -> list[str]:
     files = [(s["file"], json.loads((results / s["file"]).read_text())) for s in sources if s["kind"] == KIND]
     if not files:
         return []
-    out = ["## The narrow softmin's row references (bench/narrow_reference_ab.sh)", "",
+    out = ["## The softmin's row references (bench/narrow_reference_ab.sh)", "",
            "ms an iteration (authors' protocol, 10 alternating iterations, CUDA-event medians) under each "
            "`FLASHSINKHORN_NARROW_REFERENCE` choice, with the kernel it ran; `auto` is the default, and the last "
            f"column says whether it ran the fastest choice measured (within {AUTO_SLACK:.0%}). In tf32, `online` "
-           "is the wgmma kernel and `auto` the narrow one where it predicts (softmin_launch.cu, tf32_runs_narrow). "
+           "is the wgmma kernel and `auto` the narrow one where it predicts (softmin_launch.cu, tf32_runs_narrow); "
+           "from session 35 (files `wgmma_reference_ab_*`) the warp-specialised wgmma kernel predicts too, so in "
+           "tf32 `predicted` is that kernel with predicted references (bf16 runs the copy-engine wgmma kernel, "
+           "which keeps the online maximum). "
            "Each file shows `auto` as it was at that file's commit: a row where it lost is what a later rule "
            "was changed for (the code's comments cite the file).",
            ""]

@@ -103,8 +103,8 @@ def speedups(merged: list[dict], op: str, kernels: bool = False) -> dict:
 def same_run_speedups(rows: list[dict], op: str) -> dict:
     """{(n, d, precision): pair} for `op` on the GPU, ours end to end (END_TO_END) against flash-sinkhorn,
     both rows from the SAME run (one suite file): the newest file that holds an ok row of each. pair:
-    {"ratio", "file", "ours_ms", "peer_ms", "card"}; where each side was measured but never in one file,
-    {"ratio": None, "why": ...}. Keys: the sizes where both sides have an ok row in some file."""
+    {"ratio", "file", "ours_ms", "peer_ms", "card", "ours_calls", "peer_calls"} (the timed calls of each
+    side, None if unknown); where each side was measured but never in one file, {"ratio": None, "why": ...}. Keys: the sizes where both sides have an ok row in some file."""
     measured = [r for r in rows if r["file"].startswith("suite") and r.get("op") == op and r.get("device") == "gpu"
                 and r.get("status") == "ok" and r.get("ms")]
     at_op = [r for r in measured if not superseded_by(r)]
@@ -125,7 +125,8 @@ def same_run_speedups(rows: list[dict], op: str) -> dict:
         if pairs:
             _, file, ours, peer = max(pairs, key=lambda p: (p[0], p[1]))
             out[key] = {"ratio": peer["ms"] / ours["ms"], "file": file, "ours_ms": ours["ms"], "peer_ms": peer["ms"],
-                        "card": ours.get("card")}
+                        "card": ours.get("card"), "ours_calls": ours.get("timed_calls"),
+                        "peer_calls": peer.get("timed_calls")}
         else:
             why = ("ours end to end in " + ", ".join(f"`{f}`" for f in ours_files) + "; flash-sinkhorn in "
                    + ", ".join(f"`{f}`" for f in peer_files))

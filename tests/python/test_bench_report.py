@@ -275,7 +275,7 @@ def test_the_narrow_reference_files_get_a_table_with_auto_judged(tmp_path):
     data = {"benchmark": "narrow_reference_ab", "commit": "abc1234", "date": "2099-01-01", "machine": "vm", "rows": rows}
     (results / "narrow_reference_ab_2099-01-01.json").write_text(json.dumps(data))
     text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
-    section = text[text.index("## The narrow softmin's row references"):]
+    section = text[text.index("## The softmin's row references"):]
     assert "| precision | d | n | online | auto | auto ran |" in section  # only the choices measured
     assert "| tf32 | 3 | 50,000 | 2.48 (wgmma-ws) | 2.12 (fma) | fastest |" in section
     assert "| tf32 | 4 | 50,000 | 2.48 (wgmma-ws) | 2.82 (fma) | 1.14× the fastest |" in section
@@ -299,7 +299,7 @@ def test_narrow_reference_rows_with_a_margin_get_their_own_column(tmp_path):
     data = {"benchmark": "narrow_reference_ab", "commit": "abc1234", "date": "2099-01-01", "machine": "vm", "rows": rows}
     (results / "narrow_reference_ab_2099-01-01.json").write_text(json.dumps(data))
     text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
-    section = text[text.index("## The narrow softmin's row references"):]
+    section = text[text.index("## The softmin's row references"):]
     assert "| precision | d | n | online | predicted | auto | predicted M=64 | auto ran |" in section
     assert "| fp32 | 8 | 50,000 | 3.35 (fma) | 5.07 (fma) | 3.35 (fma) | 2.9 (fma) | 1.16× the fastest |" in section
 
@@ -329,3 +329,22 @@ def test_the_plan_table_keeps_each_size_from_its_newest_file(tmp_path):
     assert "| 50,000 | 3 | tf32 | H200 | 1.5 | 2.5 | – | – | `plan_pass_old.json` |" in section
     assert "| 50,000 | 64 | tf32 | H100 | 1.7 | 8 | – | – | `plan_pass_old.json` |" in section
     assert "9.9" not in section  # the older H100 row at d = 3 is replaced
+
+
+def test_a_same_run_ratio_with_few_timed_calls_is_shown_but_not_judged(tmp_path):
+    """Before session 35 the suite sized its repeats by the first call, and a peer whose first call
+    autotunes left one or two timed samples: such a pair keeps its ratio but gets no verdict."""
+    report = load_report()
+    results = tmp_path / "results"
+    results.mkdir()
+    header = {"suite": "flashsinkhorn-bench-suite", "schema": 1, "commit": "abc1234", "command": "run.py (fixture)",
+              "device": "cuda", "precision": "tf32", "d": 8, "op": "forward", "machine": {"gpu": "NVIDIA H100"},
+              "date": "2099-01-01T00:00:00+00:00", "status": "ok"}
+    rows = [{**header, "impl": "flashsinkhorn-py", "n": 10000, "ms": 1.0, "ms_all": [1.0, 1.1, 0.9, 1.0, 1.0]},
+            {**header, "impl": "flash-sinkhorn", "n": 10000, "ms": 5.0, "ms_all": [5.0]},
+            {**header, "impl": "flashsinkhorn-py", "n": 50000, "ms": 10.0, "ms_all": [10.0] * 5},
+            {**header, "impl": "flash-sinkhorn", "n": 50000, "ms": 30.0, "ms_all": [30.0, 30.1, 29.9]}]
+    (results / "suite_2099-01-01.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    assert "| 10,000 | 8 | tf32 | 5.00× | – | not judged (flash-sinkhorn 1 timed call) |" in text
+    assert "| 50,000 | 8 | tf32 | 3.00× | – | met |" in text

@@ -204,22 +204,27 @@ __device__ __forceinline__ float predicted_row_reference(const softmin_params& p
   return static_cast<float>(lse * 1.44269504088896340736 - p.reference_margin_log2);
 }
 
-// Whether this thread's two rows (g and g + 8 of its warp's 16 in its warpgroup's 64) kept usable sums
-// over the split: in [2⁻⁶⁰, 3·10³⁸] after the quad's reduction (an overflow or NaN fails, and so does a
-// split holding too little of a row's mass). All lanes of the warp call it (shuffles).
+// This thread's row h (0: g, 1: g + 8 of its warp's 16 in its warpgroup's 64) of the block at row_block0.
+__device__ __forceinline__ std::int64_t warpgroup_row(std::int64_t row_block0, int h) {
+  return row_block0 + (threadIdx.x / 128) * 64 + ((threadIdx.x % 128) / 32) * 16 + h * 8 + (threadIdx.x % 32) / 4;
+}
+
+// A row's sum from the partial sums of the four lanes of its quad (every lane of the warp calls it).
+__device__ __forceinline__ float quad_sum(float partial) {
+  partial += __shfl_xor_sync(0xffffffffu, partial, 1);
+  return partial + __shfl_xor_sync(0xffffffffu, partial, 2);
+}
+
+// Whether this thread's two rows kept usable sums over the split: in [2⁻⁶⁰, 3·10³⁸] after the quad's
+// reduction (an overflow or NaN fails, and so does a split holding too little of a row's mass). All
+// lanes of the warp call it.
 __device__ __forceinline__ bool warpgroup_rows_usable(const softmin_params& p, std::int64_t row_block0,
                                                       const float (&row_sum)[2]) {
-  const int warpgroup = threadIdx.x / 128;
-  const int warp_in_group = (threadIdx.x % 128) / 32;
-  const int lane = threadIdx.x % 32;
   bool usable = true;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float sum = row_sum[h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const std::int64_t row = row_block0 + warpgroup * 64 + warp_in_group * 16 + h * 8 + lane / 4;
-    if (row < p.rows && !(sum >= 0x1p-60f && sum <= 3.0e38f)) usable = false;  // NaN fails too
+    const float sum = quad_sum(row_sum[h]);
+    if (warpgroup_row(row_block0, h) < p.rows && !(sum >= 0x1p-60f && sum <= 3.0e38f)) usable = false;  // NaN fails too
   }
   return usable;
 }
@@ -269,17 +274,12 @@ __device__ __forceinline__ cta_work cta_work_of(const softmin_params& p) {
 // Returns this thread's share of the block's marginal-error term.
 __device__ __forceinline__ double leave_warpgroup_rows(const softmin_params& p, std::int64_t row_block0, int split,
                                                        const float (&row_max)[2], const float (&row_sum)[2]) {
-  const int warpgroup = threadIdx.x / 128;
-  const int warp_in_group = (threadIdx.x % 128) / 32;
-  const int lane = threadIdx.x % 32;
   double error = 0;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float sum = row_sum[h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const std::int64_t row = row_block0 + warpgroup * 64 + warp_in_group * 16 + h * 8 + lane / 4;
-    if (lane % 4 == 0 && row < p.rows) error += leave_row(p, row, split, {row_max[h] * kLn2f, sum});
+    const float sum = quad_sum(row_sum[h]);
+    const std::int64_t row = warpgroup_row(row_block0, h);
+    if (threadIdx.x % 4 == 0 && row < p.rows) error += leave_row(p, row, split, {row_max[h] * kLn2f, sum});
   }
   return error;
 }

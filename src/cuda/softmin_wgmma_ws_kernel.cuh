@@ -197,10 +197,8 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   } else {
     wgmma::claim_registers<tile::kWgmmaWsConsumerRegisters>();
     if (kPredictedReference && tiles > 0) {
-      const int warp_in_group = (threadIdx.x % 128) / 32;
-      const std::int64_t row0 = row_block0 + (threadIdx.x / 128) * 64 + warp_in_group * 16 + (threadIdx.x % 32) / 4;
-      row_max[0] = predicted_row_reference(p, row0);  // the references (log₂ units) for the whole pass
-      row_max[1] = predicted_row_reference(p, row0 + 8);
+      row_max[0] = predicted_row_reference(p, warpgroup_row(row_block0, 0));  // the references (log₂ units)
+      row_max[1] = predicted_row_reference(p, warpgroup_row(row_block0, 1));
       fold_keys([&](const float (&acc)[wgmma::kAccumulators], const float* bias) {
         reduce_score_tile_predicted(acc, bias, p.score_scale_log2, row_max, row_sum);
       });

@@ -10,6 +10,8 @@ binding. It is timed after each of these, before every call:
   warm          nothing (back to back: everything the call touches is in the caches);
   numpy_50ms    50 ms of unrelated NumPy work (other code and data evict the call's);
   sleep_50ms    50 ms asleep (the core may run other processes or idle meanwhile);
+  spin_20ms     ~20 ms of an empty Python loop on the clock (the GIL held, the interpreter's smallest
+                loop: almost no code or data of its own);
   c_loop_20ms   ~20 ms in one C loop that touches almost no memory (PBKDF2 in hashlib): if the call
                 is slow after it too, what empties the caches is not this process's work but time —
                 other processes, the hypervisor, the core's idle states;
@@ -63,11 +65,17 @@ def main() -> int:
         while time.perf_counter() < end:
             noise.sum()
 
+    def spin() -> None:
+        end = time.perf_counter() + 0.02
+        while time.perf_counter() < end:
+            pass
+
     rounds_per_20ms = c_loop_calibrated(0.02)
     before = {
         "warm": lambda: None,
         "numpy_50ms": numpy_work,
         "sleep_50ms": lambda: time.sleep(0.05),
+        "spin_20ms": spin,
         "c_loop_20ms": lambda: hashlib.pbkdf2_hmac("sha256", b"k", b"s", rounds_per_20ms),
         "solve_n1000": lambda: fs.sinkhorn(x_big, y_big, **kw),
     }

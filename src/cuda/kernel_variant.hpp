@@ -52,7 +52,7 @@ bool fp32_fma_dots_for(std::int64_t padded_dim);
 //   auto       (unset or empty: the default) predicted where it pays (softmin_launch.cu: the narrow
 //              kernel on rows of at most 8 coordinates, predicted_reference_pays; the wgmma one at any
 //              width, wgmma_predicted_reference_for; both on key splits of at least 8 tiles)
-// tf32 softmins on rows of at most 3 coordinates run this kernel wherever it takes predicted
+// tf32 softmins on rows of at most 2 coordinates run this kernel wherever it takes predicted
 // references (softmin_launch.cu, tf32_runs_narrow), so `online` also keeps them on wgmma.
 // An unknown value throws invalid_argument.
 enum class narrow_reference { online, predicted, automatic };

@@ -315,16 +315,22 @@ split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_
                          tile::kMinTilesPerSplit);
 }
 
-// tf32 on rows of at most 3 coordinates runs the fp32 narrow kernel wherever that kernel would take
+// tf32 on rows of at most 2 coordinates runs the fp32 narrow kernel wherever that kernel would take
 // predicted references (predicted_reference_for on its own key splits): FMA dots on the stored
 // tf32-rounded points — the mode's inputs; a product of two tf32 values is exact in fp32, as on the
-// tensor core — with d + 3 instructions a score against the wgmma kernel's epilogue (scale and bias,
-// online maximum, rescale) over k-steps padded to 8 words; the MUFU bounds both. Measured on the H200
-// (2026-12-05, bench/results/narrow_reference_ab_tf32_h200_2026-12-05_s32.json, tf32, ms an
-// iteration, this rule / wgmma-ws): d = 1, n = 10⁵ 5.65 / 9.83; d = 3: 2·10⁴ 0.395 / 0.451, 5·10⁴
-// 2.12 / 2.48, 2·10⁵ 29.7 / 39.0; but d = 4, 5·10⁴ 2.82 / 2.48, so d = 4 keeps wgmma. At 10⁴ the
-// short key splits keep the narrow kernel on its online maximum and tf32 stays on wgmma (0.135).
-constexpr std::int64_t kTf32NarrowMaxDim = 3;
+// tensor core — with d + 3 instructions a score; the MUFU bounds it and the wgmma kernel alike.
+// Measured on the H200 against the wgmma kernel with its online maximum (2026-12-05,
+// bench/results/narrow_reference_ab_tf32_h200_2026-12-05_s32.json, tf32, ms an iteration, narrow /
+// wgmma-ws): d = 1, n = 10⁵ 5.65 / 9.83; d = 3: 2·10⁴ 0.395 / 0.451, 5·10⁴ 2.12 / 2.48, 2·10⁵
+// 29.7 / 39.0; d = 4, 5·10⁴ 2.82 / 2.48. Since session 35 the wgmma kernel predicts too
+// (wgmma_predicted_reference_for), and its instance for rows padded to 16 words — the same for
+// d = 1 … 16 — took 0.353 / 1.70 / 26.2 ms at 2·10⁴ / 5·10⁴ / 2·10⁵ on the H100 at d = 8 and 1.69 at
+// 5·10⁴, d = 16 (wgmma_reference_ab_h100_2026-12-05_s35.json): under the narrow kernel's d = 3 figures
+// (0.398 / 2.12 / 29.7 on the H100 too, narrow_reference_ab_h100_2026-12-05_s32.json), level with its
+// d = 2 (10⁵: 6.99 against ~6.8 for the wgmma kernel's 4 × 1.70) and above its d = 1 (5.66). So d = 3
+// moved to wgmma (inferred from that instance's d = 8 and 16 rows: the work is the same, only the
+// guard's fallbacks depend on the data; a direct A/B at d = 3 is the next device call's).
+constexpr std::int64_t kTf32NarrowMaxDim = 2;
 
 bool tf32_runs_narrow(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count) {
   if (mode != precision::tf32 || dim > kTf32NarrowMaxDim) return false;

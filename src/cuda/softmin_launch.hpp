@@ -72,7 +72,7 @@ std::int64_t softmin_padded_dim(precision mode, std::int64_t dim);
 
 // Which kernel a softmin of `rows` rows of `dim` coordinates over `keys` keys runs in this mode on the
 // current device (`sm_count` SMs): a wgmma variant (sm_90a), "mma.sync" or "fma" (fp64; fp32 and, at
-// d ≤ 3 on long key splits, tf32 on narrow rows). For benchmarks and logs.
+// d ≤ 2 on long key splits, tf32 on narrow rows). For benchmarks and logs.
 const char* softmin_kernel_name(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
                                 int max_shared_bytes);
 

@@ -66,23 +66,24 @@ TEST(launch_plan, modes_without_a_wgmma_kernel) {
   EXPECT_EQ(softmin_padded_dim(precision::fp64, 7), 7);  // the fp64 kernel reads element-wise
 }
 
-// tf32 on rows of ≤ 3 coordinates takes the fp32 narrow kernel exactly where that kernel would take
-// predicted references (softmin_launch.cu, tf32_runs_narrow): long key splits at d ≤ 3, never on wider
-// rows, never on short splits unless FLASHSINKHORN_NARROW_REFERENCE=predicted asks, never under
-// =online. (The kernel's occupancy is read from the device: skipped without one.)
-TEST(launch_plan, tf32_on_rows_of_at_most_three_coordinates_runs_the_narrow_kernel_where_it_predicts) {
+// tf32 on rows of ≤ 2 coordinates takes the fp32 narrow kernel exactly where that kernel would take
+// predicted references (softmin_launch.cu, tf32_runs_narrow): long key splits at d ≤ 2, never on wider
+// rows (d = 3 since the wgmma kernel predicts too), never on short splits unless
+// FLASHSINKHORN_NARROW_REFERENCE=predicted asks, never under =online. (The kernel's occupancy is read
+// from the device: skipped without one.)
+TEST(launch_plan, tf32_on_rows_of_at_most_two_coordinates_runs_the_narrow_kernel_where_it_predicts) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   constexpr int kSms = 132;  // the H100's and H200's
   const narrow_reference choice = narrow_reference_choice();
   auto kernel = [](std::int64_t d, std::int64_t n) {
     return std::string(softmin_kernel_name(precision::tf32, d, n, n, kSms, kHopperSharedOptin));
   };
-  for (const std::int64_t d : {1, 2, 3}) {
+  for (const std::int64_t d : {1, 2}) {
     SCOPED_TRACE("d = " + std::to_string(d));
     EXPECT_EQ(kernel(d, 50000) == "fma", choice != narrow_reference::online);  // 8+ tiles a key split
     EXPECT_EQ(kernel(d, 10000) == "fma", choice == narrow_reference::predicted);  // 5 tiles a key split
   }
-  for (const std::int64_t d : {4, 8, 16, 64}) EXPECT_NE(kernel(d, 50000), "fma") << "d = " << d;
+  for (const std::int64_t d : {3, 4, 8, 16, 64}) EXPECT_NE(kernel(d, 50000), "fma") << "d = " << d;
   // bf16 keeps its tensor-core kernel; fp32 runs the narrow kernel at every size (with FMA dots).
   EXPECT_NE(std::string(softmin_kernel_name(precision::bf16, 3, 50000, 50000, kSms, kHopperSharedOptin)), "fma");
   if (fp32_fma_dots_for(softmin_padded_dim(precision::fp32, 3))) {

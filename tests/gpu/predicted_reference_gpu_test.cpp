@@ -91,12 +91,14 @@ TEST_P(predicted_reference_test, half_step_is_the_float64_one_whatever_the_predi
   }
 }
 
-// fp32: the narrow kernel (d ≤ 16); tf32 and bf16: the warp-specialised wgmma kernel, except tf32 at
-// d = 3 where the narrow kernel predicts. Key ranges: one split and several (FlashDecoding splits of
+// fp32: the narrow kernel (d ≤ 16); tf32: the warp-specialised wgmma kernel (d = 3 included since
+// session 35), the narrow one at d = 2 where it predicts; bf16: the copy-engine wgmma kernel, which
+// keeps its online maximum. Key ranges: one split and several (FlashDecoding splits of
 // a few rows against many keys), with partial last tiles and row blocks.
 INSTANTIATE_TEST_SUITE_P(sizes, predicted_reference_test,
                          ::testing::Values(reference_case{3000, 5000, 8}, reference_case{700, 20011, 8},
-                                           reference_case{1025, 3001, 3}, reference_case{513, 9000, 16}),
+                                           reference_case{1025, 3001, 3}, reference_case{513, 9000, 16},
+                                           reference_case{900, 4000, 2}),
                          [](const ::testing::TestParamInfo<reference_case>& param_info) {
                            const reference_case& c = param_info.param;
                            std::string name;  // (appends: g++ 12 misreads a chain of + as an overlap, -Wrestrict)

@@ -109,7 +109,7 @@ if has gpu; then
   # The softmin kernels that can predict their row references (the fp32 narrow one, the tf32/bf16
   # warp-specialised wgmma one) with each reference forced (FLASHSINKHORN_NARROW_REFERENCE=online and
   # =predicted, kernel_variant.hpp; the default, auto, takes predicted where it pays, and tf32 on rows
-  # of ≤ 3 coordinates runs the narrow kernel where it predicts): the backend (sizes/*: with
+  # of ≤ 2 coordinates runs the narrow kernel where it predicts): the backend (sizes/*: with
   # predicted_reference_gpu_test's forced fallbacks), fp32 and launch-plan cases again
   # (GPU_TEST_NARROW_REFERENCE=0 leaves the passes out; GPU_TEST_NARROW_REFERENCES picks them).
   if [[ "${GPU_TEST_NARROW_REFERENCE:-1}" != 0 ]]; then

@@ -187,12 +187,7 @@ def time_torch(call, case: Case, library_memory: LibraryMemory | None = None) ->
     first_call_done(first_ms)
     for _ in range(max(case.warmup - 1, 0)):
         out = call()
-    t0 = time.perf_counter()  # one warm call sizes the repeats (adaptive_repeats)
-    out = call()
-    if cuda:
-        torch.cuda.synchronize()
-    warm_ms = (time.perf_counter() - t0) * 1e3
-    repeats = adaptive_repeats(case, warm_ms)
+    repeats, warm_ms, out = sized_repeats(case, call, torch.cuda.synchronize if cuda else lambda: None)
     times = []
     if cuda:
         torch.cuda.synchronize()
@@ -249,10 +244,7 @@ def time_wall(call, case: Case, sync=lambda out: out) -> dict:
     first_call_done(first_ms)
     for _ in range(max(case.warmup - 1, 0)):
         out = sync(call())
-    t0 = time.perf_counter()  # one warm call sizes the repeats (adaptive_repeats)
-    out = sync(call())
-    warm_ms = (time.perf_counter() - t0) * 1e3
-    repeats = adaptive_repeats(case, warm_ms)
+    repeats, warm_ms, out = sized_repeats(case, lambda: sync(call()))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -260,6 +252,16 @@ def time_wall(call, case: Case, sync=lambda out: out) -> dict:
         times.append((time.perf_counter() - t0) * 1e3)
     return {"ms": median(times), "ms_min": min(times), "ms_all": times, "first_call_ms": first_ms,
             "warm_call_ms": warm_ms, "repeats": repeats, "timer": "wall clock (synchronised)"}, out
+
+
+def sized_repeats(case: Case, call, wait=lambda: None) -> tuple[int, float, object]:
+    """One warm call, `wait()` after it (the device's queue drained), that sizes the timed repeats:
+    (adaptive_repeats, its ms, its output)."""
+    t0 = time.perf_counter()
+    out = call()
+    wait()
+    warm_ms = (time.perf_counter() - t0) * 1e3
+    return adaptive_repeats(case, warm_ms), warm_ms, out
 
 
 def adaptive_repeats(case: Case, warm_ms: float) -> int:

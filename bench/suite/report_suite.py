@@ -104,7 +104,8 @@ def same_run_speedups(rows: list[dict], op: str) -> dict:
     """{(n, d, precision): pair} for `op` on the GPU, ours end to end (END_TO_END) against flash-sinkhorn,
     both rows from the SAME run (one suite file): the newest file that holds an ok row of each. pair:
     {"ratio", "file", "ours_ms", "peer_ms", "card", "ours_calls", "peer_calls"} (the timed calls of each
-    side, None if unknown); where each side was measured but never in one file, {"ratio": None, "why": ...}. Keys: the sizes where both sides have an ok row in some file."""
+    side, None if unknown); where each side was measured but never in one file, {"ratio": None, "why": ...}.
+    Keys: the sizes where both sides have an ok row in some file."""
     measured = [r for r in rows if r["file"].startswith("suite") and r.get("op") == op and r.get("device") == "gpu"
                 and r.get("status") == "ok" and r.get("ms")]
     at_op = [r for r in measured if not superseded_by(r)]

@@ -253,13 +253,19 @@ bool predicted_reference_pays(std::int64_t dim, const split_plan& plan) {
   return dim <= kPredictedMaxDim && plan.tiles_per_split >= kPredictedMinSplitTiles;
 }
 
-bool predicted_reference_for(std::int64_t dim, const split_plan& plan) {
+// The process's FLASHSINKHORN_NARROW_REFERENCE applied to one kernel: forced either way, or under
+// auto where that kernel's rule says it `pays`.
+bool predicts(bool pays) {
   switch (narrow_reference_choice()) {
     case narrow_reference::online: return false;
     case narrow_reference::predicted: return true;
-    case narrow_reference::automatic: return predicted_reference_pays(dim, plan);
+    case narrow_reference::automatic: return pays;
   }
   return false;
+}
+
+bool predicted_reference_for(std::int64_t dim, const split_plan& plan) {
+  return predicts(predicted_reference_pays(dim, plan));
 }
 
 // The warp-specialised wgmma kernel's references (FLASHSINKHORN_NARROW_REFERENCE names the choice
@@ -271,12 +277,7 @@ bool predicted_reference_for(std::int64_t dim, const split_plan& plan) {
 // Auto predicts on key splits as long as the narrow kernel's rule asks (short splits are likelier to
 // hold none of a row's mass, and a CTA whose guard fails pays a second pass).
 bool wgmma_predicted_reference_for(const split_plan& plan) {
-  switch (narrow_reference_choice()) {
-    case narrow_reference::online: return false;
-    case narrow_reference::predicted: return true;
-    case narrow_reference::automatic: return plan.tiles_per_split >= kPredictedMinSplitTiles;
-  }
-  return false;
+  return predicts(plan.tiles_per_split >= kPredictedMinSplitTiles);
 }
 
 kernel_shape narrow_shape(std::int64_t dim) {

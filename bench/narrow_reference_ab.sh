@@ -8,7 +8,9 @@
 #   BENCH=build-gpu/bench/flashsinkhorn_gpu_bench FS_COMMIT=... bench/narrow_reference_ab.sh OUT.json
 # Environment: SIZES (n x d list), CHOICES (default "online auto predicted"), PRECISIONS (default fp32),
 # REPEATS (default 7), MARGINS (FLASHSINKHORN_NARROW_MARGIN values; unset: the library's default
-# margin; a margin changes only the predicted references, so `online` runs once, under the first).
+# margin; a margin changes only the predicted references, so `online` runs once, under the first),
+# EXP2S (FLASHSINKHORN_EXP2 values, default "mufu"; `split` takes a quarter of the predicted wgmma
+# tiles' exponentials to the FMA pipe, so under it `online` is left out too).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 target="${1:?usage: bench/narrow_reference_ab.sh OUT.json}"
@@ -17,14 +19,16 @@ sizes="${SIZES:-10000x3,20000x3,50000x3,50000x4,50000x8,50000x12,50000x16,100000
 lines="$(mktemp)"
 trap 'rm -f "$lines"' EXIT
 first=1
-for margin in ${MARGINS:-default}; do
-  for choice in ${CHOICES:-online auto predicted}; do
-    [[ "$choice" == online && $first == 0 ]] && continue
-    if [[ "$margin" != default ]]; then export FLASHSINKHORN_NARROW_MARGIN="$margin"; fi
-    FLASHSINKHORN_NARROW_REFERENCE="$choice" "$bench" --sizes "$sizes" \
-      --precisions "${PRECISIONS:-fp32}" --repeats "${REPEATS:-7}" >> "$lines"
+for exp2 in ${EXP2S:-mufu}; do
+  for margin in ${MARGINS:-default}; do
+    for choice in ${CHOICES:-online auto predicted}; do
+      [[ "$choice" == online && $first == 0 ]] && continue
+      if [[ "$margin" != default ]]; then export FLASHSINKHORN_NARROW_MARGIN="$margin"; fi
+      FLASHSINKHORN_EXP2="$exp2" FLASHSINKHORN_NARROW_REFERENCE="$choice" "$bench" --sizes "$sizes" \
+        --precisions "${PRECISIONS:-fp32}" --repeats "${REPEATS:-7}" >> "$lines"
+    done
+    first=0
   done
-  first=0
 done
 # Its own kind: BENCHMARKS.md's gpu_forward tables take the latest gpu_forward file, and these rows
 # are one precision under forced variants.

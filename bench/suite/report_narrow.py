@@ -28,9 +28,11 @@ def is_narrow_reference(data) -> bool:
 
 def choice_label(row: dict, margins: set) -> str:
     """The row's FLASHSINKHORN_NARROW_REFERENCE choice, with its FLASHSINKHORN_NARROW_MARGIN where its
-    file measured several margins (`margins`: the file's values) and this one is not 0."""
+    file measured several margins (`margins`: the file's values) and this one is not 0, and
+    " exp2=split" where a quarter of its exponentials ran on the FMA pipe (FLASHSINKHORN_EXP2)."""
     margin = row.get("narrow_margin") or 0
-    return str(row.get("narrow_reference")) + (f" M={margin:g}" if margin and len(margins) > 1 else "")
+    return (str(row.get("narrow_reference")) + (f" M={margin:g}" if margin and len(margins) > 1 else "")
+            + (" exp2=split" if row.get("exp2") == "split" else ""))
 
 
 def margins_of(rows: list[dict]) -> set:
@@ -60,7 +62,8 @@ def narrow_reference_section(results: Path, sources: list[dict]) -> list[str]:
            "is the wgmma kernel and `auto` the narrow one where it predicts (softmin_launch.cu, tf32_runs_narrow); "
            "from session 35 (files `wgmma_reference_ab_*`) the warp-specialised wgmma kernel predicts too, so in "
            "tf32 `predicted` is that kernel with predicted references (bf16 runs the copy-engine wgmma kernel, "
-           "which keeps the online maximum). "
+           "which keeps the online maximum). Columns marked `exp2=split` ran with `FLASHSINKHORN_EXP2=split`: "
+           "a quarter of the predicted wgmma tiles' exponentials by a cubic on the FMA pipe (math/exp2_cubic.hpp). "
            "Each file shows `auto` as it was at that file's commit: a row where it lost is what a later rule "
            "was changed for (the code's comments cite the file).",
            ""]

@@ -69,6 +69,19 @@ narrow_reference narrow_reference_choice() {
   return chosen;
 }
 
+bool parse_exp2_split(const char* name) {
+  if (name == nullptr || *name == '\0' || std::string_view(name) == "mufu") return false;
+  if (std::string_view(name) == "split") return true;
+  throw invalid_argument(std::string("FLASHSINKHORN_EXP2 must be mufu or split (or unset), got '") + name + "'");
+}
+
+bool exp2_split_choice() {
+  static const bool chosen = parse_exp2_split(std::getenv("FLASHSINKHORN_EXP2"));  // read once
+  return chosen;
+}
+
+const char* exp2_name(bool split) { return split ? "split" : "mufu"; }
+
 // The default margin (kernel_variant.hpp), measured with FLASHSINKHORN_NARROW_REFERENCE=predicted (fp32,
 // the forward benchmark, ms an iteration). H200, 2026-12-05, M = 0 / 32 / 64 / 96 against online
 // (bench/results/narrow_reference_ab_margin_h200_2026-12-05_s33.json): n = 5·10⁴, d = 8: 4.90 / 3.52 /

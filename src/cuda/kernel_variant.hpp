@@ -62,6 +62,22 @@ narrow_reference narrow_reference_choice();
 // Its name as FLASHSINKHORN_NARROW_REFERENCE spells it.
 const char* to_string(narrow_reference reference);
 
+// Where the predicted tiles of the warp-specialised wgmma kernel (softmin_wgmma_ws_kernel.cuh, rows of
+// at most kExp2SplitMaxSteps k-steps) take their exponentials, from FLASHSINKHORN_EXP2 (read once):
+//   mufu   (unset or empty: the default) every 2^x on the MUFU's ex2
+//   split  one score in four by a cubic on the FMA pipe (math/exp2_cubic.hpp: relative error
+//          ~8·10⁻⁵, below tf32's and bf16's operand rounding), the rest on the MUFU, which bounds
+//          these tiles (docs/cuda_backend.md, "What 2× needs at n ≥ 5·10⁴, d ≤ 16")
+// Online tiles (and the fallback of a CTA whose prediction failed) keep the MUFU. An unknown value
+// throws invalid_argument.
+bool parse_exp2_split(const char* name);
+// The choice of this process; its name as FLASHSINKHORN_EXP2 spells it.
+bool exp2_split_choice();
+const char* exp2_name(bool split);
+// Wider rows are bound by the tensor cores, not the exponentials: their instances keep the MUFU
+// (fewer kernel instances to build). 8 k-steps: tf32 rows of ≤ 64 coordinates, bf16 of ≤ 128.
+inline constexpr int kExp2SplitMaxSteps = 8;
+
 // The margin M (log₂ units) the predicted references leave below the predicted LSE, from
 // FLASHSINKHORN_NARROW_MARGIN (read once; unset or empty: 96, measured in kernel_variant.cpp). A CTA's
 // guard accepts a row's sum over its split in [2⁻⁶⁰, 3·10³⁸], i.e. split LSEs within

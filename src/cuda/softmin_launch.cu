@@ -107,11 +107,18 @@ auto wgmma_tma_kernel_for(int steps) {
   return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value>; });
 }
 
+// `split_exp2` (predicted references only; kernel_variant.hpp, exp2_split_choice): the instance that takes a
+// quarter of the exponentials on the FMA pipe, built for rows of at most kExp2SplitMaxSteps k-steps.
 template <class Op>
-auto wgmma_ws_kernel_for(int steps, bool predicted_reference = false) {
-  return predicted_reference
-             ? for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value, true>; })
-             : for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value>; });
+auto wgmma_ws_kernel_for(int steps, bool predicted_reference = false, bool split_exp2 = false) {
+  if (!predicted_reference)
+    return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value>; });
+  if (!split_exp2)
+    return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_ws_kernel<Op, decltype(k)::value, true>; });
+  return for_steps(steps, [](auto k) {
+    constexpr int kSteps = decltype(k)::value;
+    return &kernels::softmin_wgmma_ws_kernel<Op, kSteps, true, kSteps <= kExp2SplitMaxSteps>;
+  });
 }
 
 // The precision mode of a wgmma operand type.
@@ -138,7 +145,7 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
   const bool ws = streamed || ws_resident(mode_of<Op>());
   const int steps = static_cast<int>(row_words * 4 / wgmma::kStepBytes);
   const auto kernel = streamed ? &kernels::softmin_wgmma_ws_streamed_kernel<Op>
-                      : ws     ? wgmma_ws_kernel_for<Op>(steps, predicted_reference)
+                      : ws     ? wgmma_ws_kernel_for<Op>(steps, predicted_reference, exp2_split_choice())
                                : wgmma_tma_kernel_for<Op>(steps);
   status = allow_shared(kernel, shared_bytes);
   if (status == cudaSuccess) {

@@ -20,6 +20,7 @@
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/tile_config.hpp"
 #include "cuda/wgmma.cuh"
+#include "math/exp2_cubic.hpp"
 #include "math/lse_state.hpp"
 
 namespace flashsinkhorn::detail::kernels {
@@ -177,9 +178,14 @@ __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAcc
 // potentials, predicted_row_reference): no maximum, shuffles or rescale, so each score is an FFMA,
 // an FADD, the ex2 and an FADD into the sum, and the exponentials interleave with the next scores'
 // arithmetic instead of waiting for the tile's maximum. row_sum[h] = Σ 2^(t − reference[h]).
+// kSplitExp2 (kernel_variant.hpp, FLASHSINKHORN_EXP2=split): every fourth score's 2^(t − reference)
+// by the cubic of math/exp2_cubic.hpp on the FMA pipe (`offset`: the rows' exp2_cubic_offset), the
+// others' on the MUFU, which then no longer bounds the tile alone.
+template <bool kSplitExp2 = false>
 __device__ __forceinline__ void reduce_score_tile_predicted(const float (&acc)[wgmma::kAccumulators],
                                                             const float* bias, float scale,
-                                                            const float (&reference)[2], float (&row_sum)[2]) {
+                                                            const float (&reference)[2], const float (&offset)[2],
+                                                            float (&row_sum)[2]) {
   float2 beta[kTileBiasPairs];
   load_tile_bias(beta, bias);
 #pragma unroll
@@ -188,7 +194,7 @@ __device__ __forceinline__ void reduce_score_tile_predicted(const float (&acc)[w
 #pragma unroll
     for (int k = 0; k < kRowScores; ++k) {
       const float t = fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, k % 2 == 0 ? beta[k / 2].x : beta[k / 2].y);
-      sums[k % 4] += fast_exp2(t - reference[h]);
+      sums[k % 4] += kSplitExp2 && k % 4 == 3 ? math::exp2_cubic(t, offset[h]) : fast_exp2(t - reference[h]);
     }
     row_sum[h] = (sums[0] + sums[1]) + (sums[2] + sums[3]);
   }

@@ -81,8 +81,9 @@ __device__ __forceinline__ void issue_tile_scores(float (&acc)[wgmma::kAccumulat
 // predict (reduce_score_tile_predicted) instead of an online maximum. A CTA in which a row's sum left
 // [2⁻⁶⁰, 3·10³⁸] (warpgroup_rows_usable) folds its keys again with the online maximum: the block votes
 // after the first pass, and the producer streams the split's tiles a second time through the same
-// ring (its barriers' phases continue).
-template <class Op, int kSteps, bool kPredictedReference = false>
+// ring (its barriers' phases continue). kSplitExp2 (predicted tiles only): a quarter of their
+// exponentials on the FMA pipe (reduce_score_tile_predicted).
+template <class Op, int kSteps, bool kPredictedReference = false, bool kSplitExp2 = false>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     softmin_wgmma_ws_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
                             const __grid_constant__ CUtensorMap keys_map) {
@@ -199,8 +200,10 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     if (kPredictedReference && tiles > 0) {
       row_max[0] = predicted_row_reference(p, warpgroup_row(row_block0, 0));  // the references (log₂ units)
       row_max[1] = predicted_row_reference(p, warpgroup_row(row_block0, 1));
+      const float offset[2] = {kSplitExp2 ? math::exp2_cubic_offset(row_max[0]) : 0.f,
+                               kSplitExp2 ? math::exp2_cubic_offset(row_max[1]) : 0.f};
       fold_keys([&](const float (&acc)[wgmma::kAccumulators], const float* bias) {
-        reduce_score_tile_predicted(acc, bias, p.score_scale_log2, row_max, row_sum);
+        reduce_score_tile_predicted<kSplitExp2>(acc, bias, p.score_scale_log2, row_max, offset, row_sum);
       });
       const bool usable = warpgroup_rows_usable(p, row_block0, row_sum);
       if (__syncthreads_or(usable ? 0 : 1) != 0) {  // the fallback: every row of the CTA online

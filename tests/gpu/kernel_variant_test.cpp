@@ -125,3 +125,15 @@ TEST(kernel_variant, plan_passes_are_float64_in_fp64_and_with_fp32_fma_dots) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(kernel_variant, exponentials_stay_on_the_mufu_unless_split_is_asked_for) {
+  expect_switch(flashsinkhorn::detail::parse_exp2_split,
+                {{nullptr, false}, {"", false}, {"mufu", false}, {"split", true}}, "fma",
+                "mufu or split (or unset), got 'fma'");
+  for (const bool split : {false, true})
+    EXPECT_EQ(flashsinkhorn::detail::parse_exp2_split(flashsinkhorn::detail::exp2_name(split)), split);
+}
+
+}  // namespace

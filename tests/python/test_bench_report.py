@@ -304,6 +304,25 @@ def test_narrow_reference_rows_with_a_margin_get_their_own_column(tmp_path):
     assert "| fp32 | 8 | 50,000 | 3.35 (fma) | 5.07 (fma) | 3.35 (fma) | 2.9 (fma) | 1.16× the fastest |" in section
 
 
+def test_narrow_reference_rows_with_split_exponentials_get_their_own_column(tmp_path):
+    """Rows run under FLASHSINKHORN_EXP2=split (exp2 "split") are a choice of their own; rows without
+    the field (files from before it) or with "mufu" keep their plain label."""
+    report = load_report()
+    results = tmp_path / "results"
+    results.mkdir()
+    row = {"impl": "flashsinkhorn", "device": "fixture GPU", "m": 50000, "d": 8, "n": 50000, "precision": "tf32",
+           "iterations": 10, "kernel": "wgmma-ws"}
+    rows = [{**row, "narrow_reference": "online", "ms_per_iteration": 2.41},
+            {**row, "narrow_reference": "auto", "exp2": "mufu", "ms_per_iteration": 1.70},
+            {**row, "narrow_reference": "auto", "exp2": "split", "ms_per_iteration": 1.50}]
+    data = {"benchmark": "narrow_reference_ab", "commit": "abc1234", "date": "2099-01-01", "machine": "vm", "rows": rows}
+    (results / "narrow_reference_ab_2099-01-01.json").write_text(json.dumps(data))
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    section = text[text.index("## The softmin's row references"):]
+    assert "| precision | d | n | online | auto | auto exp2=split | auto ran |" in section
+    assert "| tf32 | 8 | 50,000 | 2.41 (wgmma-ws) | 1.7 (wgmma-ws) | 1.5 (wgmma-ws) | 1.13× the fastest |" in section
+
+
 def test_the_plan_table_keeps_each_size_from_its_newest_file(tmp_path):
     """A plan-pass run that measured a few sizes replaces those rows only: the sizes an earlier file
     measured stay, each row naming its file, and cards stay apart."""

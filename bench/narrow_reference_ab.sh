@@ -9,8 +9,9 @@
 # Environment: SIZES (n x d list), CHOICES (default "online auto predicted"), PRECISIONS (default fp32),
 # REPEATS (default 7), MARGINS (FLASHSINKHORN_NARROW_MARGIN values; unset: the library's default
 # margin; a margin changes only the predicted references, so `online` runs once, under the first),
-# EXP2S (FLASHSINKHORN_EXP2 values, default "mufu"; `split` takes a quarter of the predicted wgmma
-# tiles' exponentials to the FMA pipe, so under it `online` is left out too).
+# EXP2S (FLASHSINKHORN_EXP2 values, default "mufu"; `split` takes a quarter of the copy-engine wgmma
+# kernels' exponentials to the FMA pipe: tf32's predicted tiles, all of bf16's; `online` runs once, under
+# the first).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 target="${1:?usage: bench/narrow_reference_ab.sh OUT.json}"

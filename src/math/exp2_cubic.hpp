@@ -8,7 +8,7 @@
 // the MUFU alone took 32 (docs/cuda_backend.md).
 //
 // With r = t − reference, kept in a window [kLow, kHigh] by a saturated FMA (NaN → kLow):
-//   u = sat(t·k + o),  k = fl(1/kSpan),  o = (−kLow − reference)·k   (exp2_cubic_offset, once a row)
+//   u = sat(t·k + o),  k = fl(1/kSpan),  o = (−kLow − reference)·k   (exp2_cubic_offset, one FFMA a row)
 //   r = kSpan·u + kLow,  j = round(r) (the 1.5·2²³ magic: exact, r's integer part in v's low bits),
 //   f = r − j ∈ [−½, ½],  2^f ≈ c0 + f(c1 + f(c2 + f·c3)),  2^r = 2^f with j added to its exponent.
 // Window: j ∈ [−125, 128] keeps the exponent field in [1, 255] whatever 2^f's rounding (no wrap into
@@ -75,10 +75,10 @@ FS_HOST_DEVICE float float_of_bits(std::uint32_t bits) {
 }
 
 // o of a row whose reference (log₂ units) is `reference`: u = t·k + o = (t − reference − kLow)·k.
-// Formed in double, rounded once.
+// One FFMA (−reference·k exact, one rounding): o is within ulp(o)/2 of (−kLow − reference)·k.
 FS_HOST_DEVICE float exp2_cubic_offset(float reference) {
   using w = exp2_cubic_window;
-  return static_cast<float>((static_cast<double>(-w::kLow) - reference) * static_cast<double>(w::kStep));
+  return fmaf(-reference, w::kStep, -w::kLow * w::kStep);
 }
 
 // 2^(t − reference) for the row whose exp2_cubic_offset is `offset` (t in log₂ units).

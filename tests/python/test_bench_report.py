@@ -258,12 +258,21 @@ def test_each_card_gets_its_own_cells_and_ratios(tmp_path):
     assert (200000, 3, "fp32") not in ratios  # 900 ms on the H100 against 300 ms on the H200: no ratio
 
 
-def test_the_narrow_reference_files_get_a_table_with_auto_judged(tmp_path):
-    """bench/narrow_reference_ab.sh's files: a table per file, a column per choice with its kernel, and
-    whether `auto` ran the fastest choice (within 2%); listed under Sources, not as unconverted."""
+def narrow_reference_section_of(tmp_path, rows) -> tuple[str, str]:
+    """BENCHMARKS.md (whole, and its row-references section) rendered from one narrow_reference_ab file
+    of `rows`."""
     report = load_report()
     results = tmp_path / "results"
     results.mkdir()
+    data = {"benchmark": "narrow_reference_ab", "commit": "abc1234", "date": "2099-01-01", "machine": "vm", "rows": rows}
+    (results / "narrow_reference_ab_2099-01-01.json").write_text(json.dumps(data))
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    return text, text[text.index("## The softmin's row references"):]
+
+
+def test_the_narrow_reference_files_get_a_table_with_auto_judged(tmp_path):
+    """bench/narrow_reference_ab.sh's files: a table per file, a column per choice with its kernel, and
+    whether `auto` ran the fastest choice (within 2%); listed under Sources, not as unconverted."""
     row = {"impl": "flashsinkhorn", "device": "fixture GPU", "m": 50000, "d": 3, "n": 50000, "precision": "tf32",
            "iterations": 10}
     rows = [{**row, "narrow_reference": "online", "kernel": "wgmma-ws", "ms_per_iteration": 2.48},
@@ -272,10 +281,7 @@ def test_the_narrow_reference_files_get_a_table_with_auto_judged(tmp_path):
             {**row, "d": 4, "narrow_reference": "auto", "kernel": "fma", "ms_per_iteration": 2.82},
             {**row, "d": 8, "narrow_reference": "online", "kernel": "wgmma-ws", "ms_per_iteration": 2.46},
             {**row, "d": 8, "narrow_reference": "auto", "kernel": "wgmma-ws", "ms_per_iteration": 2.50}]
-    data = {"benchmark": "narrow_reference_ab", "commit": "abc1234", "date": "2099-01-01", "machine": "vm", "rows": rows}
-    (results / "narrow_reference_ab_2099-01-01.json").write_text(json.dumps(data))
-    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
-    section = text[text.index("## The softmin's row references"):]
+    text, section = narrow_reference_section_of(tmp_path, rows)
     assert "| precision | d | n | online | auto | auto ran |" in section  # only the choices measured
     assert "| tf32 | 3 | 50,000 | 2.48 (wgmma-ws) | 2.12 (fma) | fastest |" in section
     assert "| tf32 | 4 | 50,000 | 2.48 (wgmma-ws) | 2.82 (fma) | 1.14× the fastest |" in section
@@ -287,19 +293,13 @@ def test_the_narrow_reference_files_get_a_table_with_auto_judged(tmp_path):
 def test_narrow_reference_rows_with_a_margin_get_their_own_column(tmp_path):
     """Rows run under FLASHSINKHORN_NARROW_MARGIN (narrow_margin ≠ 0) are a choice of their own, after
     the plain ones, and `auto` is judged against them too."""
-    report = load_report()
-    results = tmp_path / "results"
-    results.mkdir()
     row = {"impl": "flashsinkhorn", "device": "fixture GPU", "m": 50000, "d": 8, "n": 50000, "precision": "fp32",
            "iterations": 10, "kernel": "fma"}
     rows = [{**row, "narrow_reference": "online", "narrow_margin": 0, "ms_per_iteration": 3.35},
             {**row, "narrow_reference": "auto", "narrow_margin": 0, "ms_per_iteration": 3.35},
             {**row, "narrow_reference": "predicted", "narrow_margin": 0, "ms_per_iteration": 5.07},
             {**row, "narrow_reference": "predicted", "narrow_margin": 64, "ms_per_iteration": 2.9}]
-    data = {"benchmark": "narrow_reference_ab", "commit": "abc1234", "date": "2099-01-01", "machine": "vm", "rows": rows}
-    (results / "narrow_reference_ab_2099-01-01.json").write_text(json.dumps(data))
-    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
-    section = text[text.index("## The softmin's row references"):]
+    _, section = narrow_reference_section_of(tmp_path, rows)
     assert "| precision | d | n | online | predicted | auto | predicted M=64 | auto ran |" in section
     assert "| fp32 | 8 | 50,000 | 3.35 (fma) | 5.07 (fma) | 3.35 (fma) | 2.9 (fma) | 1.16× the fastest |" in section
 
@@ -307,18 +307,12 @@ def test_narrow_reference_rows_with_a_margin_get_their_own_column(tmp_path):
 def test_narrow_reference_rows_with_split_exponentials_get_their_own_column(tmp_path):
     """Rows run under FLASHSINKHORN_EXP2=split (exp2 "split") are a choice of their own; rows without
     the field (files from before it) or with "mufu" keep their plain label."""
-    report = load_report()
-    results = tmp_path / "results"
-    results.mkdir()
     row = {"impl": "flashsinkhorn", "device": "fixture GPU", "m": 50000, "d": 8, "n": 50000, "precision": "tf32",
            "iterations": 10, "kernel": "wgmma-ws"}
     rows = [{**row, "narrow_reference": "online", "ms_per_iteration": 2.41},
             {**row, "narrow_reference": "auto", "exp2": "mufu", "ms_per_iteration": 1.70},
             {**row, "narrow_reference": "auto", "exp2": "split", "ms_per_iteration": 1.50}]
-    data = {"benchmark": "narrow_reference_ab", "commit": "abc1234", "date": "2099-01-01", "machine": "vm", "rows": rows}
-    (results / "narrow_reference_ab_2099-01-01.json").write_text(json.dumps(data))
-    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
-    section = text[text.index("## The softmin's row references"):]
+    _, section = narrow_reference_section_of(tmp_path, rows)
     assert "| precision | d | n | online | auto | auto exp2=split | auto ran |" in section
     assert "| tf32 | 8 | 50,000 | 2.41 (wgmma-ws) | 1.7 (wgmma-ws) | 1.5 (wgmma-ws) | 1.13× the fastest |" in section
 

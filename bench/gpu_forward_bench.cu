@@ -123,16 +123,18 @@ int main(int argc, char** argv) {
       // The fp32 narrow kernel's row references and their margin (kernel_variant.hpp), so A/B rows tell
       // themselves apart.
       const char* reference = to_string(narrow_reference_choice());
-      const char* exp2 = exp2_name(exp2_split_choice());  // where the predicted wgmma tiles' 2^x run
+      const char* exp2 = exp2_name(exp2_split_choice());  // where the wgmma tiles' 2^x run
+      const char* forced = std::getenv("FLASHSINKHORN_KERNEL");  // a variant forced for every precision
       std::printf(
           "{\"impl\":\"flashsinkhorn\",\"kernel\":\"%s\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,\"precision\":\"%s\","
           "\"eps\":%g,\"iterations\":%d,\"repeats\":%d,\"ms_per_iteration\":%.5f,\"ms_min_per_iteration\":%.5f,"
           "\"tflops\":%.2f,\"roofline_floor_ms\":%.5f,\"roofline_fraction\":%.3f,\"device_bytes\":%zu,"
-          "\"finite\":%s,\"narrow_reference\":\"%s\",\"narrow_margin\":%g,\"exp2\":\"%s\"}\n",
+          "\"finite\":%s,\"narrow_reference\":\"%s\",\"narrow_margin\":%g,\"exp2\":\"%s\",\"forced_kernel\":\"%s\"}\n",
           kernel, device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
           static_cast<long long>(size.d), name.c_str(), eps, iterations, repeats, per_iter_ms,
           ms.front() / iterations, flop / (per_iter_ms * 1e-3) / 1e12, floor_ms, floor_ms / per_iter_ms,
-          free_before - free_after, finite ? "true" : "false", reference, static_cast<double>(narrow_margin_choice()), exp2);
+          free_before - free_after, finite ? "true" : "false", reference, static_cast<double>(narrow_margin_choice()), exp2,
+          forced == nullptr ? "" : forced);
       std::fflush(stdout);
       std::fprintf(stderr, "n=%lld d=%lld %s [%s]: %.4f ms/iter (floor %.4f, %.0f%%)\n", static_cast<long long>(size.n),
                    static_cast<long long>(size.d), name.c_str(), kernel, per_iter_ms, floor_ms, 100 * floor_ms / per_iter_ms);

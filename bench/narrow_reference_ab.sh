@@ -11,7 +11,9 @@
 # margin; a margin changes only the predicted references, so `online` runs once, under the first),
 # EXP2S (FLASHSINKHORN_EXP2 values, default "mufu"; `split` takes a quarter of the copy-engine wgmma
 # kernels' exponentials to the FMA pipe: tf32's predicted tiles, all of bf16's; `online` runs once, under
-# the first).
+# the first), KERNELS (FLASHSINKHORN_KERNEL values, default: none forced; e.g. "- ws" runs each choice
+# with the defaults and again with the warp-specialised kernel for every precision, so bf16's tma and
+# ws kernels meet; `-` means none forced).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 target="${1:?usage: bench/narrow_reference_ab.sh OUT.json}"
@@ -19,16 +21,19 @@ bench="${BENCH:-$here/../build/bench/flashsinkhorn_gpu_bench}"
 sizes="${SIZES:-10000x3,20000x3,50000x3,50000x4,50000x8,50000x12,50000x16,100000x1,100000x2,200000x3}"
 lines="$(mktemp)"
 trap 'rm -f "$lines"' EXIT
-first=1
-for exp2 in ${EXP2S:-mufu}; do
-  for margin in ${MARGINS:-default}; do
-    for choice in ${CHOICES:-online auto predicted}; do
-      [[ "$choice" == online && $first == 0 ]] && continue
-      if [[ "$margin" != default ]]; then export FLASHSINKHORN_NARROW_MARGIN="$margin"; fi
-      FLASHSINKHORN_EXP2="$exp2" FLASHSINKHORN_NARROW_REFERENCE="$choice" "$bench" --sizes "$sizes" \
-        --precisions "${PRECISIONS:-fp32}" --repeats "${REPEATS:-7}" >> "$lines"
+for kernel in ${KERNELS:--}; do
+  [[ "$kernel" == - ]] && kernel=""
+  first=1
+  for exp2 in ${EXP2S:-mufu}; do
+    for margin in ${MARGINS:-default}; do
+      for choice in ${CHOICES:-online auto predicted}; do
+        [[ "$choice" == online && $first == 0 ]] && continue
+        if [[ "$margin" != default ]]; then export FLASHSINKHORN_NARROW_MARGIN="$margin"; fi
+        FLASHSINKHORN_KERNEL="$kernel" FLASHSINKHORN_EXP2="$exp2" FLASHSINKHORN_NARROW_REFERENCE="$choice" "$bench" \
+          --sizes "$sizes" --precisions "${PRECISIONS:-fp32}" --repeats "${REPEATS:-7}" >> "$lines"
+      done
+      first=0
     done
-    first=0
   done
 done
 # Its own kind: BENCHMARKS.md's gpu_forward tables take the latest gpu_forward file, and these rows

@@ -196,7 +196,8 @@ if has reference; then
   # The fp32 narrow softmin's row references side by side (online, auto, predicted: the figures behind
   # softmin_launch.cu's predicted_reference_pays; REFERENCE_PRECISIONS=fp32,tf32 adds tf32's narrow
   # rows against its wgmma kernel; EXP2S="mufu split" each choice again with a quarter of the wgmma
-  # tiles' exponentials on the FMA pipe), into $out/narrow_reference_ab_<date>.json.
+  # tiles' exponentials on the FMA pipe; KERNELS="- ws" each again on the warp-specialised kernel,
+  # bf16's included), into $out/narrow_reference_ab_<date>.json.
   BENCH="$build/bench/flashsinkhorn_gpu_bench" PRECISIONS="${REFERENCE_PRECISIONS:-fp32}" \
     timeout "${REFERENCE_TIMEOUT:-150}" \
     bench/narrow_reference_ab.sh "$out/narrow_reference_ab_$(date -u +%F).json" > "$logs/reference.log" 2>&1 \

@@ -29,10 +29,12 @@ def is_narrow_reference(data) -> bool:
 def choice_label(row: dict, margins: set) -> str:
     """The row's FLASHSINKHORN_NARROW_REFERENCE choice, with its FLASHSINKHORN_NARROW_MARGIN where its
     file measured several margins (`margins`: the file's values) and this one is not 0, and
-    " exp2=split" where a quarter of its exponentials ran on the FMA pipe (FLASHSINKHORN_EXP2)."""
+    " exp2=split" where a quarter of its exponentials ran on the FMA pipe (FLASHSINKHORN_EXP2), and
+    " kernel=<v>" where a wgmma variant was forced for every precision (FLASHSINKHORN_KERNEL)."""
     margin = row.get("narrow_margin") or 0
     return (str(row.get("narrow_reference")) + (f" M={margin:g}" if margin and len(margins) > 1 else "")
-            + (" exp2=split" if row.get("exp2") == "split" else ""))
+            + (" exp2=split" if row.get("exp2") == "split" else "")
+            + (f" kernel={row['forced_kernel']}" if row.get("forced_kernel") else ""))
 
 
 def margins_of(rows: list[dict]) -> set:

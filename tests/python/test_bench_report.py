@@ -305,16 +305,21 @@ def test_narrow_reference_rows_with_a_margin_get_their_own_column(tmp_path):
 
 
 def test_narrow_reference_rows_with_split_exponentials_get_their_own_column(tmp_path):
-    """Rows run under FLASHSINKHORN_EXP2=split (exp2 "split") are a choice of their own; rows without
-    the field (files from before it) or with "mufu" keep their plain label."""
+    """Rows run under FLASHSINKHORN_EXP2=split (exp2 "split") or with a kernel forced (forced_kernel) are
+    choices of their own; rows without the fields (files from before them), with "mufu" or with no
+    kernel forced keep their plain label."""
     row = {"impl": "flashsinkhorn", "device": "fixture GPU", "m": 50000, "d": 8, "n": 50000, "precision": "tf32",
            "iterations": 10, "kernel": "wgmma-ws"}
     rows = [{**row, "narrow_reference": "online", "ms_per_iteration": 2.41},
-            {**row, "narrow_reference": "auto", "exp2": "mufu", "ms_per_iteration": 1.70},
-            {**row, "narrow_reference": "auto", "exp2": "split", "ms_per_iteration": 1.50}]
+            {**row, "narrow_reference": "auto", "exp2": "mufu", "forced_kernel": "", "ms_per_iteration": 1.70},
+            {**row, "narrow_reference": "auto", "exp2": "split", "ms_per_iteration": 1.50},
+            {**row, "precision": "bf16", "kernel": "wgmma-tma", "narrow_reference": "auto", "forced_kernel": "",
+             "ms_per_iteration": 2.30},
+            {**row, "precision": "bf16", "narrow_reference": "auto", "forced_kernel": "ws", "ms_per_iteration": 1.60}]
     _, section = narrow_reference_section_of(tmp_path, rows)
-    assert "| precision | d | n | online | auto | auto exp2=split | auto ran |" in section
-    assert "| tf32 | 8 | 50,000 | 2.41 (wgmma-ws) | 1.7 (wgmma-ws) | 1.5 (wgmma-ws) | 1.13× the fastest |" in section
+    assert "| precision | d | n | online | auto | auto exp2=split | auto kernel=ws | auto ran |" in section
+    assert "| tf32 | 8 | 50,000 | 2.41 (wgmma-ws) | 1.7 (wgmma-ws) | 1.5 (wgmma-ws) | – | 1.13× the fastest |" in section
+    assert "| bf16 | 8 | 50,000 | – | 2.3 (wgmma-tma) | – | 1.6 (wgmma-ws) | 1.44× the fastest |" in section
 
 
 def test_the_plan_table_keeps_each_size_from_its_newest_file(tmp_path):

@@ -9,9 +9,9 @@
 # Environment: SIZES (n x d list), CHOICES (default "online auto predicted"), PRECISIONS (default fp32),
 # REPEATS (default 7), MARGINS (FLASHSINKHORN_NARROW_MARGIN values; unset: the library's default
 # margin; a margin changes only the predicted references, so `online` runs once, under the first),
-# EXP2S (FLASHSINKHORN_EXP2 values, default "mufu"; `split` takes a quarter of the copy-engine wgmma
-# kernels' exponentials to the FMA pipe: tf32's predicted tiles, all of bf16's; `online` runs once, under
-# the first), KERNELS (FLASHSINKHORN_KERNEL values, default: none forced; e.g. "- ws" runs each choice
+# EXP2S (FLASHSINKHORN_EXP2 values, default "mufu"; `split` takes a quarter of the warp-specialised
+# wgmma kernel's predicted exponentials to the FMA pipe — bf16's with KERNELS=ws; `online` runs once,
+# under the first), KERNELS (FLASHSINKHORN_KERNEL values, default: none forced; e.g. "- ws" runs each choice
 # with the defaults and again with the warp-specialised kernel for every precision, so bf16's tma and
 # ws kernels meet; `-` means none forced).
 set -euo pipefail

@@ -121,14 +121,13 @@ if has gpu; then
       tail -3 "$logs/tests.log"
     done
   fi
-  # A quarter of the wgmma tiles' exponentials by a cubic on the FMA pipe (FLASHSINKHORN_EXP2=split,
+  # A quarter of the predicted wgmma tiles' exponentials by a cubic on the FMA pipe (FLASHSINKHORN_EXP2=split,
   # kernel_variant.hpp; the MUFU takes them all by default): the backend cases and the forced
-  # fallbacks of predicted_reference_gpu_test with predicted references forced — tf32 on the
-  # warp-specialised kernel's predicted tiles, bf16 on every tile of the two-CTA one
-  # (GPU_TEST_EXP2_SPLIT=0 leaves the pass out).
+  # fallbacks of predicted_reference_gpu_test with predicted references forced, on the
+  # warp-specialised kernel for bf16 too (GPU_TEST_EXP2_SPLIT=0 leaves the pass out).
   if [[ "${GPU_TEST_EXP2_SPLIT:-1}" != 0 ]]; then
     echo "== GPU tests, FLASHSINKHORN_EXP2=split" >> "$logs/tests.log"
-    FLASHSINKHORN_EXP2=split FLASHSINKHORN_NARROW_REFERENCE=predicted \
+    FLASHSINKHORN_EXP2=split FLASHSINKHORN_NARROW_REFERENCE=predicted FLASHSINKHORN_KERNEL=ws \
       timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
       >> "$logs/tests.log" 2>&1 || { echo "GPU tests (exp2 split) failed"; status=1; }
     tail -3 "$logs/tests.log"
@@ -195,8 +194,8 @@ fi
 if has reference; then
   # The fp32 narrow softmin's row references side by side (online, auto, predicted: the figures behind
   # softmin_launch.cu's predicted_reference_pays; REFERENCE_PRECISIONS=fp32,tf32 adds tf32's narrow
-  # rows against its wgmma kernel; EXP2S="mufu split" each choice again with a quarter of the wgmma
-  # tiles' exponentials on the FMA pipe; KERNELS="- ws" each again on the warp-specialised kernel,
+  # rows against its wgmma kernel; EXP2S="mufu split" each choice again with a quarter of the predicted
+  # wgmma tiles' exponentials on the FMA pipe; KERNELS="- ws" each again on the warp-specialised kernel,
   # bf16's included), into $out/narrow_reference_ab_<date>.json.
   BENCH="$build/bench/flashsinkhorn_gpu_bench" PRECISIONS="${REFERENCE_PRECISIONS:-fp32}" \
     timeout "${REFERENCE_TIMEOUT:-150}" \

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The instruction mix of a kernel's hottest loop, read from its SASS without a GPU: per kernel whose
 name matches, the backward-branch loop with the most MUFU.EX2 (the exponentials of an online softmax),
-its instructions per exponential by opcode, and the kernel's registers (cuobjdump -res-usage).
+its instructions per exponential by opcode, its issue slots against the MUFU clocks of its ex2s (and
+the exponentials it computes on the FMA pipe instead, FLASHSINKHORN_EXP2=split), and the kernel's
+registers (cuobjdump -res-usage).
 
 A softmin or plan pass at d ≤ 16 is bound by issue slots and the MUFU, not by memory: instructions
 per exponential against the MUFU's 16 a clock per SM (4 issue slots a clock, 32 lanes) says how far a
@@ -47,9 +49,19 @@ def opcode(instruction: str) -> str:
     return re.sub(r"^@!?U?P[T\d]+\s+", "", instruction).split()[0]
 
 
+# A warp's MUFU.EX2 holds its scheduler's share of the MUFU (16 lanes a clock an SM, 4 a scheduler) for
+# 8 clocks; every instruction takes one issue slot of its scheduler (one a clock).
+MUFU_CLOCKS_PER_EX2 = 8
+# The marker of an exponential computed on the FMA pipe instead (math/exp2_cubic.hpp: one FFMA.SAT each;
+# FLASHSINKHORN_EXP2=split).
+EMULATED_EXP2 = "FFMA.SAT"
+
+
 def loops(code: list[tuple[int, str]]) -> list[dict]:
     """Every loop (a backward branch and its target) that holds a MUFU.EX2, the most exponentials first:
-    its bounds, instructions, exponentials and opcode mix per exponential."""
+    its bounds, instructions, exponentials (MUFU.EX2; `emulated`: the FFMA.SATs of exp2_cubic) and opcode
+    mix per exponential, and a warp's issue slots against the MUFU clocks its ex2s hold (`bound`: the
+    larger, if the scheduler's warps hide every latency)."""
     out = []
     for address, instruction in code:
         target = _BRANCH.search(instruction)
@@ -60,8 +72,11 @@ def loops(code: list[tuple[int, str]]) -> list[dict]:
         exponentials = body.count("MUFU.EX2")
         if exponentials:
             mix = collections.Counter(body)
+            mufu_clocks = MUFU_CLOCKS_PER_EX2 * exponentials
             out.append(dict(start=hex(start), end=hex(address), instructions=len(body), exponentials=exponentials,
-                            per_exponential=round(len(body) / exponentials, 2),
+                            emulated=body.count(EMULATED_EXP2), per_exponential=round(len(body) / exponentials, 2),
+                            issue_slots=len(body), mufu_clocks=mufu_clocks,
+                            bound="mufu" if mufu_clocks > len(body) else "issue",
                             mix={k: round(v / exponentials, 2) for k, v in mix.most_common()}))
     return sorted(out, key=lambda loop: -loop["exponentials"])
 

@@ -65,8 +65,9 @@ def narrow_reference_section(results: Path, sources: list[dict]) -> list[str]:
            "from session 35 (files `wgmma_reference_ab_*`) the warp-specialised wgmma kernel predicts too, so in "
            "tf32 `predicted` is that kernel with predicted references (bf16 runs the copy-engine wgmma kernel, "
            "which keeps the online maximum). Columns marked `exp2=split` ran with `FLASHSINKHORN_EXP2=split`: "
-           "a quarter of the wgmma tiles' exponentials by a cubic on the FMA pipe (math/exp2_cubic.hpp; tf32: the "
-           "warp-specialised kernel's predicted tiles; bf16: every tile of its two-CTA kernel). "
+           "a quarter of the warp-specialised wgmma kernel's predicted exponentials by a cubic on the FMA pipe "
+           "(math/exp2_cubic.hpp); `kernel=ws` columns forced that kernel for every precision (bf16's default is "
+           "the two-CTA one). "
            "Each file shows `auto` as it was at that file's commit: a row where it lost is what a later rule "
            "was changed for (the code's comments cite the file).",
            ""]

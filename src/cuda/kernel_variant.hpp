@@ -62,16 +62,14 @@ narrow_reference narrow_reference_choice();
 // Its name as FLASHSINKHORN_NARROW_REFERENCE spells it.
 const char* to_string(narrow_reference reference);
 
-// Where the resident copy-engine wgmma kernels (rows of at most kExp2SplitMaxSteps k-steps) take the
-// exponentials of their tiles, from FLASHSINKHORN_EXP2 (read once):
+// Where the predicted tiles of the warp-specialised wgmma kernel (softmin_wgmma_ws_kernel.cuh, rows of
+// at most kExp2SplitMaxSteps k-steps) take their exponentials, from FLASHSINKHORN_EXP2 (read once):
 //   mufu   (unset or empty: the default) every 2^x on the MUFU's ex2
 //   split  one score in four by a cubic on the FMA pipe (math/exp2_cubic.hpp: relative error
 //          ~8·10⁻⁵, below tf32's and bf16's operand rounding), the rest on the MUFU, which bounds
-//          these tiles (docs/cuda_backend.md, "What 2× needs at n ≥ 5·10⁴, d ≤ 16"): the predicted
-//          tiles of the warp-specialised kernel (softmin_wgmma_ws_kernel.cuh; its online tiles and a
-//          failed prediction's fallback keep the MUFU) and every tile of the two-CTA one
-//          (softmin_wgmma_tma_kernel.cuh, bf16's default)
-// An unknown value throws invalid_argument.
+//          these tiles (docs/cuda_backend.md, "What 2× needs at n ≥ 5·10⁴, d ≤ 16")
+// Online tiles (a failed prediction's fallback, the two-CTA kernel's: there the issue slots, not the
+// MUFU, are the bound — docs/cuda_backend.md) keep the MUFU. An unknown value throws invalid_argument.
 bool parse_exp2_split(const char* name);
 // The choice of this process; its name as FLASHSINKHORN_EXP2 spells it.
 bool exp2_split_choice();

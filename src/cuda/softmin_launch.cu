@@ -101,20 +101,14 @@ auto wgmma_kernel_for(int steps) {
   return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_kernel<Op, decltype(k)::value>; });
 }
 
-// The copy-engine variants of the same instance; `split_exp2` (kernel_variant.hpp, exp2_split_choice):
-// the instance that takes a quarter of the exponentials on the FMA pipe, built for rows of at most
-// kExp2SplitMaxSteps k-steps.
+// The copy-engine variants of the same instance.
 template <class Op>
-auto wgmma_tma_kernel_for(int steps, bool split_exp2 = false) {
-  if (!split_exp2)
-    return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value>; });
-  return for_steps(steps, [](auto k) {
-    constexpr int kSteps = decltype(k)::value;
-    return &kernels::softmin_wgmma_tma_kernel<Op, kSteps, kSteps <= kExp2SplitMaxSteps>;
-  });
+auto wgmma_tma_kernel_for(int steps) {
+  return for_steps(steps, [](auto k) { return &kernels::softmin_wgmma_tma_kernel<Op, decltype(k)::value>; });
 }
 
-// `split_exp2` (its predicted pass only): as for wgmma_tma_kernel_for.
+// `split_exp2` (predicted references only; kernel_variant.hpp, exp2_split_choice): the instance that takes a
+// quarter of the exponentials on the FMA pipe, built for rows of at most kExp2SplitMaxSteps k-steps.
 template <class Op>
 auto wgmma_ws_kernel_for(int steps, bool predicted_reference = false, bool split_exp2 = false) {
   if (!predicted_reference)
@@ -152,7 +146,7 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
   const int steps = static_cast<int>(row_words * 4 / wgmma::kStepBytes);
   const auto kernel = streamed ? &kernels::softmin_wgmma_ws_streamed_kernel<Op>
                       : ws     ? wgmma_ws_kernel_for<Op>(steps, predicted_reference, exp2_split_choice())
-                               : wgmma_tma_kernel_for<Op>(steps, exp2_split_choice());
+                               : wgmma_tma_kernel_for<Op>(steps);
   status = allow_shared(kernel, shared_bytes);
   if (status == cudaSuccess) {
     kernel<<<grid, ws ? tile::kWgmmaWsThreads : tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);

@@ -147,23 +147,11 @@ __device__ __forceinline__ float tile_row_scores(const float (&acc)[wgmma::kAccu
   return fmaxf(fmaxf(chain[0], chain[1]), fmaxf(chain[2], chain[3]));
 }
 
-// 2^(t − reference) of a tile row's score k: with kSplitExp2 (kernel_variant.hpp, FLASHSINKHORN_EXP2=split)
-// every fourth score by the cubic of math/exp2_cubic.hpp on the FMA pipe (`offset`: the row's
-// exp2_cubic_offset), the others — and every score without it — by the MUFU's ex2. k is a
-// compile-time index once the callers' loops are unrolled.
-template <bool kSplitExp2>
-__device__ __forceinline__ float score_exp2(int k, float t, float reference, float offset) {
-  return kSplitExp2 && k % 4 == 3 ? math::exp2_cubic(t, offset) : fast_exp2(t - reference);
-}
-
 // Online LSE of one 64×128 score tile held in `acc` (this thread: rows g and g + 8 of its warp's
 // 16, 32 columns each), t = acc·scale + β (log2 units), with this thread's β in registers
 // (load_tile_bias); the four threads of a row share one running maximum (advance_row_max). `acc`
 // is only read: an accumulator register written by ordinary instructions would make ptxas
-// serialise the next tile's wgmma behind this one (C7515). kSplitExp2: score_exp2 (a row that has
-// seen only −∞ scores reads a tiny positive sum instead of 0 there, with its maximum still −∞:
-// math::combine and leave_row treat it as empty all the same).
-template <bool kSplitExp2 = false>
+// serialise the next tile's wgmma behind this one (C7515).
 __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAccumulators],
                                                   const float2 (&beta)[kTileBiasPairs], float scale,
                                                   float (&row_max)[2], float (&row_sum)[2]) {
@@ -171,28 +159,28 @@ __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAcc
   for (int h = 0; h < 2; ++h) {
     float t[kRowScores];
     const row_max_step step = advance_row_max(row_max[h], tile_row_scores(acc, beta, scale, h, t));
-    const float offset = kSplitExp2 ? math::exp2_cubic_offset(step.reference) : 0.f;
     float sums[4] = {row_sum[h] * step.rescale, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int k = 0; k < kRowScores; ++k) sums[k % 4] += score_exp2<kSplitExp2>(k, t[k], step.reference, offset);
+    for (int k = 0; k < kRowScores; ++k) sums[k % 4] += fast_exp2(t[k] - step.reference);
     row_sum[h] = (sums[0] + sums[1]) + (sums[2] + sums[3]);
   }
 }
 
 // The same with the tile's 128 β values in memory (`bias`).
-template <bool kSplitExp2 = false>
 __device__ __forceinline__ void reduce_score_tile(const float (&acc)[wgmma::kAccumulators], const float* bias,
                                                   float scale, float (&row_max)[2], float (&row_sum)[2]) {
   float2 beta[kTileBiasPairs];
   load_tile_bias(beta, bias);
-  reduce_score_tile<kSplitExp2>(acc, beta, scale, row_max, row_sum);
+  reduce_score_tile(acc, beta, scale, row_max, row_sum);
 }
 
 // The same tile against fixed row references (log₂ units; predicted from the rows' previous
 // potentials, predicted_row_reference): no maximum, shuffles or rescale, so each score is an FFMA,
 // an FADD, the ex2 and an FADD into the sum, and the exponentials interleave with the next scores'
 // arithmetic instead of waiting for the tile's maximum. row_sum[h] = Σ 2^(t − reference[h]).
-// kSplitExp2: score_exp2, with `offset` the rows' exp2_cubic_offset.
+// kSplitExp2 (kernel_variant.hpp, FLASHSINKHORN_EXP2=split): every fourth score's 2^(t − reference)
+// by the cubic of math/exp2_cubic.hpp on the FMA pipe (`offset`: the rows' exp2_cubic_offset), the
+// others' on the MUFU, which then no longer bounds the tile alone.
 template <bool kSplitExp2 = false>
 __device__ __forceinline__ void reduce_score_tile_predicted(const float (&acc)[wgmma::kAccumulators],
                                                             const float* bias, float scale,
@@ -206,7 +194,7 @@ __device__ __forceinline__ void reduce_score_tile_predicted(const float (&acc)[w
 #pragma unroll
     for (int k = 0; k < kRowScores; ++k) {
       const float t = fmaf(acc[4 * (k / 2) + 2 * h + k % 2], scale, k % 2 == 0 ? beta[k / 2].x : beta[k / 2].y);
-      sums[k % 4] += score_exp2<kSplitExp2>(k, t, reference[h], offset[h]);
+      sums[k % 4] += kSplitExp2 && k % 4 == 3 ? math::exp2_cubic(t, offset[h]) : fast_exp2(t - reference[h]);
     }
     row_sum[h] = (sums[0] + sums[1]) + (sums[2] + sums[3]);
   }

@@ -29,9 +29,7 @@
 
 namespace flashsinkhorn::detail::kernels {
 
-// kSplitExp2 (kernel_variant.hpp, FLASHSINKHORN_EXP2=split): a quarter of the tiles' exponentials on
-// the FMA pipe (reduce_score_tile, score_exp2).
-template <class Op, int kSteps, bool kSplitExp2 = false>
+template <class Op, int kSteps>
 __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
     softmin_wgmma_tma_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
                              const __grid_constant__ CUtensorMap keys_map) {
@@ -85,7 +83,7 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
     issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_of(j)));
     wgmma::wait_group<0>();
     wgmma::pin(acc);
-    reduce_score_tile<kSplitExp2>(acc, bias_of(j), p.score_scale_log2, row_max, row_sum);
+    reduce_score_tile(acc, bias_of(j), p.score_scale_log2, row_max, row_sum);
     tma::arrive(&empty[j % stages]);
     // Refill the stage of tile j − 1 (its empty phase completes once the other warpgroup is done
     // with tile j − 1, i.e. it may lag by a tile without stalling this one).

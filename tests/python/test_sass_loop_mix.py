@@ -1,6 +1,6 @@
 """bench/studies/sass_loop_mix.py on a hand-written SASS listing through a stand-in cuobjdump: it picks
 the loop with the most exponentials (not the first loop, nor straight-line code), counts opcodes
-without their predicates, and joins the registers of -res-usage."""
+without their predicates, weighs issue slots against MUFU clocks, and joins the registers of -res-usage."""
 
 from __future__ import annotations
 
@@ -60,6 +60,8 @@ def test_the_hottest_loop_and_its_mix_per_exponential(tmp_path, capsys):
     # 0x40 … 0xa0 (two exponentials) rather than 0x10 … 0x30 (one)
     assert (loop["start"], loop["end"], loop["instructions"], loop["exponentials"]) == ("0x40", "0xa0", 7, 2)
     assert loop["per_exponential"] == 3.5
+    # 7 issue slots against 2 × 8 MUFU clocks; no FFMA.SAT, so nothing emulated
+    assert (loop["issue_slots"], loop["mufu_clocks"], loop["bound"], loop["emulated"]) == (7, 16, "mufu", 0)
     assert loop["mix"] == {"FFMA": 1.0, "MUFU.EX2": 1.0, "FMNMX": 0.5, "FADD": 0.5, "BRA": 0.5}
     assert study.main(["any.o", "kernel", "--cuobjdump", str(tool), "--all-loops"]) == 0
     both = json.loads(capsys.readouterr().out)["loops"]

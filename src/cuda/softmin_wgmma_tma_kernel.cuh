@@ -54,20 +54,20 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
   unsigned char* query = shared;                  // (panels, kWgmmaBlockM, 128 B)
   unsigned char* ring = shared + geo.query_bytes;  // stages × keys (panels, kTileN, 128 B)
   float* bias_ring = reinterpret_cast<float*>(ring + stages * geo.stage_bytes);  // (stages, kTileN)
-  auto stage_of = [&](int t) { return ring + (t % stages) * geo.stage_bytes; };
-  auto bias_of = [&](int t) { return bias_ring + (t % stages) * wgmma::kTileN; };
+  auto stage_at = [&](int stage) { return ring + stage * geo.stage_bytes; };
+  auto bias_at = [&](int stage) { return bias_ring + stage * wgmma::kTileN; };
   const bool producer = threadIdx.x == 0;
 
   if (producer) tma::init_ring_barriers(full, empty, stages, tile::kWgmmaThreads, &query_full);
   __syncthreads();
 
-  auto issue_tile = [&](int t) {  // producer only
-    load_key_tile<kPanels>(stage_of(t), bias_of(t), &keys_map, key_bias, (tile_begin + t) * wgmma::kTileN,
-                           &full[t % stages]);
+  auto issue_tile = [&](int t, int stage) {  // producer only: tile t into `stage` (t mod stages)
+    load_key_tile<kPanels>(stage_at(stage), bias_at(stage), &keys_map, key_bias, (tile_begin + t) * wgmma::kTileN,
+                           &full[stage]);
   };
   if (producer) {
     load_query_block<kPanels>(query, &rows_map, row_block0, &query_full);
-    for (int t = 0; t < stages && t < tiles; ++t) issue_tile(t);
+    for (int t = 0; t < stages && t < tiles; ++t) issue_tile(t, t);
   }
   __syncwarp();
 
@@ -78,20 +78,25 @@ __global__ void __launch_bounds__(tile::kWgmmaThreads, tile::kWgmmaCtasPerSm)
 
   tma::wait(&query_full, 0);
   float acc[wgmma::kAccumulators];  // (64 rows, 128 keys) of this warpgroup, layout of wgmma.cuh
+  // The ring positions of tiles j and j − 1, advanced by one a step (no run-time division: a
+  // divide by `stages` costs ~40 instructions and two MUFU.RCP a tile, bench/studies/sass_loop_mix.py).
+  tma::ring_position at, before;
   for (int j = 0; j < tiles; ++j) {
-    tma::wait(&full[j % stages], (j / stages) & 1);
-    issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_of(j)));
+    tma::wait(&full[at.stage], at.parity);
+    issue_tile_scores<Op, kSteps>(acc, query_address, smem_address(stage_at(at.stage)));
     wgmma::wait_group<0>();
     wgmma::pin(acc);
-    reduce_score_tile(acc, bias_of(j), p.score_scale_log2, row_max, row_sum);
-    tma::arrive(&empty[j % stages]);
+    reduce_score_tile(acc, bias_at(at.stage), p.score_scale_log2, row_max, row_sum);
+    tma::arrive(&empty[at.stage]);
     // Refill the stage of tile j − 1 (its empty phase completes once the other warpgroup is done
     // with tile j − 1, i.e. it may lag by a tile without stalling this one).
     const int refill = j - 1 + stages;
     if (producer && j >= 1 && refill < tiles) {
-      tma::wait(&empty[(j - 1) % stages], ((j - 1) / stages) & 1);
-      issue_tile(refill);
+      tma::wait(&empty[before.stage], before.parity);
+      issue_tile(refill, before.stage);  // refill ≡ j − 1 (mod stages)
     }
+    if (j >= 1) before.advance(stages);
+    at.advance(stages);
     __syncwarp();  // warp 0 whole again before the next wgmma (.sync.aligned)
   }
   // Tiles 0 … stages − 1 were issued up front; a split shorter than the ring left no copy pending.

@@ -40,6 +40,10 @@ struct exp2_cubic_window {
   static constexpr float kC1 = 0.69326096773147583f;
   static constexpr float kC2 = 0.24261112511157990f;
   static constexpr float kC3 = 0.05517166852951050f;
+  // What callers may assume of a term 2^(t − reference) inside the window, relative: the cubic's
+  // 7.5·10⁻⁵ and the rounding of u, k and o (tests/cpp/exp2_cubic_test.cpp holds it, plus o's
+  // ~|reference|·2⁻²⁴, the size of t − reference's own rounding on the MUFU's path).
+  static constexpr double kRelativeError = 1e-4;
 };
 
 // sat(a·b + c): one FFMA.SAT on the device (NaN → 0, as PTX's .sat), the same rounding on the host.

@@ -18,10 +18,10 @@ namespace m = flashsinkhorn::math;
 // References a softmin row can have (log₂ units): scores of ~10³ nats are common at small ε.
 constexpr float kReferences[] = {0.f, 96.f, -300.25f, 1234.5f, -5000.f, 20000.f};
 
-// The evaluation's relative error bound for a reference: the cubic's 7.5·10⁻⁵, the rounding of u, of
-// k and of the offset (|reference + 125|·2⁻²⁴ log₂ units), doubled where rounding adds up.
+// The evaluation's relative error bound for a reference: the header's kRelativeError (the cubic's
+// 7.5·10⁻⁵, the rounding of u and k) and the offset's rounding (|reference + 125|·2⁻²⁴ log₂ units, doubled).
 double bound_for(float reference) {
-  return 8e-5 + 3e-5 + 2 * std::log(2.0) * (std::abs(reference) + 128) * std::ldexp(1.0, -24);
+  return m::exp2_cubic_window::kRelativeError + 2 * std::log(2.0) * (std::abs(reference) + 128) * std::ldexp(1.0, -24);
 }
 
 TEST(Exp2Cubic, WithinItsBoundInsideTheWindow) {

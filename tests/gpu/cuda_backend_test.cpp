@@ -37,6 +37,7 @@
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
 #include "gpu/gpu_test_support.hpp"
+#include "math/exp2_cubic.hpp"
 
 namespace {
 
@@ -148,6 +149,15 @@ double step_tolerance_vs_cpu(precision mode, double scale, std::int64_t d) {
   if (mode == precision::fp64) return 1e-12 * scale;
   const bool split_dots = mode == precision::fp32 && !fp32_dots_are_the_cpus(d);
   return (64 * std::ldexp(1.0, -24) + (split_dots ? std::ldexp(1.0, -20) : 0.0)) * scale;
+}
+
+// With FLASHSINKHORN_EXP2=split (kernel_variant.hpp) the GPU's predicted tiles take a quarter of their
+// exponentials from a cubic (relative error ≤ exp2_cubic_window::kRelativeError, math/exp2_cubic.hpp)
+// that the CPU backend does not: a row's LSE moves by at most that, its potential by ε times it, per
+// half-step.
+double exp2_split_allowance(precision mode, double eps) {
+  const bool tensor_mode = mode == precision::tf32 || mode == precision::bf16;
+  return tensor_mode && exp2_split_choice() ? flashsinkhorn::math::exp2_cubic_window::kRelativeError * eps : 0.0;
 }
 
 double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
@@ -265,7 +275,7 @@ TEST_P(cuda_backend_test, matches_cpu_backend_and_float64_reference) {
     run_sequence(*cpu, eps, c.size.alternating_iterations, debias_x, &cpu_errors);
 
     const double tol_ref = half_steps * step_tolerance_vs_reference(mode, scale);
-    const double tol_cpu = half_steps * step_tolerance_vs_cpu(mode, scale, c.size.d);
+    const double tol_cpu = half_steps * (step_tolerance_vs_cpu(mode, scale, c.size.d) + exp2_split_allowance(mode, eps));
     for (slot s : {slot::f, slot::g, slot::f_next, slot::g_next, slot::f_aa, slot::g_bb}) {
       SCOPED_TRACE("slot " + std::to_string(static_cast<int>(s)));
       const std::vector<double> g = gpu->read_potential(s);

@@ -66,7 +66,7 @@ const char* to_string(narrow_reference reference);
 // at most kExp2SplitMaxSteps k-steps) take their exponentials, from FLASHSINKHORN_EXP2 (read once):
 //   mufu   (unset or empty: the default) every 2^x on the MUFU's ex2
 //   split  one score in four by a cubic on the FMA pipe (math/exp2_cubic.hpp: relative error
-//          ~8·10⁻⁵, below tf32's and bf16's operand rounding), the rest on the MUFU, which bounds
+//          ≤ 10⁻⁴, below tf32's and bf16's operand rounding), the rest on the MUFU, which bounds
 //          these tiles (docs/cuda_backend.md, "What 2× needs at n ≥ 5·10⁴, d ≤ 16")
 // Online tiles (a failed prediction's fallback, the two-CTA kernel's: there the issue slots, not the
 // MUFU, are the bound — docs/cuda_backend.md) keep the MUFU. An unknown value throws invalid_argument.

@@ -2,12 +2,12 @@
 // leaves the MUFU (FlashAttention-4's trick; softmin_wgmma_kernel.cuh, reduce_score_tile_predicted).
 //
 // A predicted tile spends per score an FFMA (the score), an FADD (minus the reference), the MUFU's
-// ex2 and an FADD (the sum): the MUFU (16 a clock an SM against 128 FP32 lanes) bounds it. This
-// evaluation takes 8 FP32/INT instructions instead of the FADD and the ex2, so one score in four
-// here balances the two pipes: per 4 scores 22 issue slots against 3 MUFU ops (24 slots' worth), where
-// the MUFU alone took 32 (docs/cuda_backend.md).
+// ex2 and an FADD (the sum): the MUFU (16 lanes a clock an SM against 128 FP32 lanes) bounds it. This
+// evaluation takes 8 FP32/INT instructions instead of the FADD and the ex2, so one score in four here
+// about balances the two: in the SASS of the tf32 loop, 827 issue slots against 768 MUFU clocks per
+// 128 scores, where the MUFU alone held 1024 (docs/cuda_backend.md, "Next steps for the forward").
 //
-// With r = t − reference, kept in a window [kLow, kHigh] by a saturated FMA (NaN → kLow):
+// With r = t − reference, kept in the window [kLow, kLow + kSpan] by a saturated FMA (NaN → kLow):
 //   u = sat(t·k + o),  k = fl(1/kSpan),  o = (−kLow − reference)·k   (exp2_cubic_offset, one FFMA a row)
 //   r = kSpan·u + kLow,  j = round(r) (the 1.5·2²³ magic: exact, r's integer part in v's low bits),
 //   f = r − j ∈ [−½, ½],  2^f ≈ c0 + f(c1 + f(c2 + f·c3)),  2^r = 2^f with j added to its exponent.

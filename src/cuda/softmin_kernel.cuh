@@ -111,6 +111,20 @@ __device__ __forceinline__ double block_sum(double value, double* scratch) {
   return total;
 }
 
+// Predicted row references (softmin_narrow_kernel.cuh, softmin_wgmma_ws_kernel.cuh): row i's reference in
+// log₂ units, the margin M (kernel_variant.hpp, narrow_margin_choice) under the LSE its previous
+// potential implies: T_i = f_i/κ = s‖p_i‖² − ε·lse_i ⇒ lse_i = (s‖p_i‖² − f_i/κ)/ε (natural units; the
+// scores leave out the row's −s‖p_i‖²/ε, as in finish_row). Real rows only (i < p.rows).
+__device__ __forceinline__ double predicted_reference_log2(const softmin_params& p, std::int64_t i) {
+  const double lse = (p.row_scaled_sq_norm[i] - p.previous[i] / p.damping) / p.eps;
+  return lse * 1.44269504088896340736 - p.reference_margin_log2;
+}
+
+// The guard of a row's sum over a split against its predicted reference: usable in [2⁻⁶⁰, 3·10³⁸]. An
+// overflow, a NaN, or a split holding too little of the row's mass fails, and the CTA folds its keys
+// again with the online maximum.
+__device__ __forceinline__ bool predicted_sum_usable(float sum) { return sum >= 0x1p-60f && sum <= 3.0e38f; }
+
 // Finishes row i from its LSE (natural units): writes out_i, returns its error term.
 __device__ __forceinline__ double finish_row(const softmin_params& p, std::int64_t i, double lse) {
   const double transformed = p.row_scaled_sq_norm[i] - p.eps * lse;  // T_i

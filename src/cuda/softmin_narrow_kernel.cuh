@@ -23,9 +23,8 @@
 namespace flashsinkhorn::detail::kernels {
 
 // The thread's rows over the key tiles [tile_begin, tile_end) with references predicted from the
-// previous potentials: T_i = f_i/κ = s‖p_i‖² − ε·lse_i ⇒ lse_i = (s‖p_i‖² − f_i/κ)/ε (natural units;
-// the scores leave out the row's −s‖p_i‖²/ε, as in finish_row). true with `state` set when every row
-// of the CTA kept a usable sum; false (state untouched) otherwise. All threads of the CTA call it.
+// previous potentials (predicted_reference_log2). true with `state` set when every row of the CTA kept
+// a usable sum (predicted_sum_usable); false (state untouched) otherwise. All threads of the CTA call it.
 template <int kDim>
 __device__ __forceinline__ bool fold_with_predicted_reference(narrow_key_tile<float, kDim, false>& tile,
                                                               const narrow_keys<float>& keys, int tile_begin,
@@ -38,9 +37,8 @@ __device__ __forceinline__ bool fold_with_predicted_reference(narrow_key_tile<fl
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const std::int64_t i = narrow_queries<float, kDim>::row(row0, r);
-    const double lse = i < p.rows ? (p.row_scaled_sq_norm[i] - p.previous[i] / p.damping) / p.eps : 0.0;
-    // (the margin M: the reference sits M log₂ units under the prediction, kernel_variant.hpp)
-    offset[r] = static_cast<float>(-lse * 1.44269504088896340736 + p.reference_margin_log2) / p.score_scale_log2;
+    const double predicted = i < p.rows ? predicted_reference_log2(p, i) : -p.reference_margin_log2;
+    offset[r] = static_cast<float>(-predicted) / p.score_scale_log2;
     // The reference the exponents subtract is c·offset, exactly (inside the FMA); the state keeps its
     // float rounding, so the row's LSE is off by at most half a unit in its last place, as with a
     // float online maximum.
@@ -65,7 +63,7 @@ __device__ __forceinline__ bool fold_with_predicted_reference(narrow_key_tile<fl
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const bool real_row = narrow_queries<float, kDim>::row(row0, r) < p.rows;
-    if (real_row && !(sum[r] >= 0x1p-60f && sum[r] <= 3.0e38f)) usable = false;  // NaN fails too
+    if (real_row && !predicted_sum_usable(sum[r])) usable = false;
   }
   if (__syncthreads_or(usable ? 0 : 1) != 0) return false;
 #pragma unroll

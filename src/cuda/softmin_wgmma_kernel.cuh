@@ -200,14 +200,10 @@ __device__ __forceinline__ void reduce_score_tile_predicted(const float (&acc)[w
   }
 }
 
-// Row i's reference from its previous potential (log₂ units): T_i = f_i/κ = s‖p_i‖² − ε·lse_i gives
-// lse_i = (s‖p_i‖² − f_i/κ)/ε (the scores leave out the row's −s‖p_i‖²/ε, as in finish_row), and the
-// reference sits the margin M under it (kernel_variant.hpp, narrow_margin_choice), as in the narrow
-// kernel (softmin_narrow_kernel.cuh). Padding rows get 0; their sums are never judged.
+// Row `row`'s predicted reference (predicted_reference_log2) as the tile reductions take it; padding
+// rows get 0 (their sums are never judged).
 __device__ __forceinline__ float predicted_row_reference(const softmin_params& p, std::int64_t row) {
-  if (row >= p.rows) return 0.f;
-  const double lse = (p.row_scaled_sq_norm[row] - p.previous[row] / p.damping) / p.eps;
-  return static_cast<float>(lse * 1.44269504088896340736 - p.reference_margin_log2);
+  return row < p.rows ? static_cast<float>(predicted_reference_log2(p, row)) : 0.f;
 }
 
 // This thread's row h (0: g, 1: g + 8 of its warp's 16 in its warpgroup's 64) of the block at row_block0.
@@ -221,16 +217,15 @@ __device__ __forceinline__ float quad_sum(float partial) {
   return partial + __shfl_xor_sync(0xffffffffu, partial, 2);
 }
 
-// Whether this thread's two rows kept usable sums over the split: in [2⁻⁶⁰, 3·10³⁸] after the quad's
-// reduction (an overflow or NaN fails, and so does a split holding too little of a row's mass). All
-// lanes of the warp call it.
+// Whether this thread's two rows kept usable sums over the split (predicted_sum_usable, after the
+// quad's reduction). All lanes of the warp call it.
 __device__ __forceinline__ bool warpgroup_rows_usable(const softmin_params& p, std::int64_t row_block0,
                                                       const float (&row_sum)[2]) {
   bool usable = true;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float sum = quad_sum(row_sum[h]);
-    if (warpgroup_row(row_block0, h) < p.rows && !(sum >= 0x1p-60f && sum <= 3.0e38f)) usable = false;  // NaN fails too
+    if (warpgroup_row(row_block0, h) < p.rows && !predicted_sum_usable(sum)) usable = false;
   }
   return usable;
 }

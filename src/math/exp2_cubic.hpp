@@ -14,8 +14,8 @@
 // Window: j ∈ [−125, 128] keeps the exponent field in [1, 255] whatever 2^f's rounding (no wrap into
 // the sign bit): below the window a term reads ≤ 2^−124.5 (negligible against the ≥ 2⁻⁶⁰ a usable
 // row sum needs), at its top it reads ≥ 3.4·10³⁸ or ∞/NaN — above the guard's 3·10³⁸, as the MUFU's
-// ∞ is, so a CTA whose prediction overflows still falls back (softmin_wgmma_kernel.cuh,
-// warpgroup_rows_usable). A NaN score reads 2^kLow here (the MUFU's scores of the same row keep a
+// ∞ is, so a CTA whose prediction overflows still falls back (softmin_kernel.cuh,
+// predicted_sum_usable). A NaN score reads 2^kLow here (the MUFU's scores of the same row keep a
 // NaN visible; inputs are validated before any solve).
 // Accuracy: c0..c3 minimise the relative error of 2^f on [−½, ½] (Remez): 7.5·10⁻⁵ (2^−13.7), below
 // tf32's 2⁻¹¹ and bf16's 2⁻⁸ operand rounding; o's rounding adds ~|reference|·2⁻²⁴ (as t − reference

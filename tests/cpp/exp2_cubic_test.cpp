@@ -61,7 +61,7 @@ TEST(Exp2Cubic, BelowTheWindowAPositiveNegligibleTerm) {
 }
 
 TEST(Exp2Cubic, AtTheTopOfTheWindowAboveTheGuardOrNotFinite) {
-  constexpr float kGuardTop = 3e38f;  // softmin_wgmma_kernel.cuh, warpgroup_rows_usable
+  constexpr float kGuardTop = 3e38f;  // softmin_kernel.cuh, predicted_sum_usable
   for (const float reference : kReferences) {
     const float offset = m::exp2_cubic_offset(reference);
     for (const double r : {128.0, 128.4, 129.0, 200.0, 1e30, double(std::numeric_limits<float>::infinity())}) {

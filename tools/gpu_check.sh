@@ -77,8 +77,8 @@ if has gpu; then
   timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_brief=0 --gtest_filter="${GPU_TEST_FILTER:-*}" >> "$logs/tests.log" 2>&1 || { echo "GPU tests failed"; status=1; }
   grep -E "^\[  (PASSED|FAILED) |tests ran|FAILED  \]" "$logs/tests.log" | tail -15
   # The kernel-variant runs below cost ~220 s; a call that also runs the suite leaves them out
-  # unless asked for (GPU_TEST_MMA=1, GPU_TEST_VARIANTS="cpasync tma ws").
-  default_mma=1 default_variants="cpasync tma ws"
+  # unless asked for (GPU_TEST_MMA=1, GPU_TEST_VARIANTS="cpasync tma").
+  default_mma=1 default_variants="cpasync tma"
   if listed suite; then default_mma=0 default_variants=""; fi
   # The same backend cases on the mma.sync kernel family (sm_90a builds pick wgmma for tf32/bf16).
   if [[ "${GPU_TEST_MMA:-$default_mma}" != 0 ]]; then
@@ -168,7 +168,7 @@ if has bench; then
   # The raw JSON lines land in $logs as they are written, so a stage cut short keeps what it measured.
   # The peer in tf32 only (the protocol; its fp32 runs take minutes), no mma.sync A/B rows
   # unless asked for (MMA_SYNC_PRECISIONS); each precision's other copy-engine kernel (VARIANTS).
-  PEER_PRECISIONS="${PEER_PRECISIONS:-tf32}" MMA_SYNC_PRECISIONS="${MMA_SYNC_PRECISIONS-}" VARIANTS="${VARIANTS-tma:tf32 ws:bf16}" \
+  PEER_PRECISIONS="${PEER_PRECISIONS:-tf32}" MMA_SYNC_PRECISIONS="${MMA_SYNC_PRECISIONS-}" VARIANTS="${VARIANTS-tma:tf32 tma:bf16}" \
   BENCH="$build/bench/flashsinkhorn_gpu_bench" OUT_DIR="$logs" timeout "${BENCH_TIMEOUT:-300}" bench/run_gpu_bench.sh > "$logs/bench.log" 2>&1 \
     || { echo "bench failed"; status=1; }
   mv "$logs"/gpu_forward_*.json "$out/" 2>/dev/null

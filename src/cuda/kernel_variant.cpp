@@ -14,15 +14,15 @@ namespace {
 constexpr wgmma_variant kVariants[] = {wgmma_variant::mma_sync, wgmma_variant::cpasync, wgmma_variant::tma,
                                        wgmma_variant::ws};
 
-// The measured choice (H200, tools/gpu_check.sh, 2026-11-30, ms per iteration, copy-engine
-// kernel → warp-specialised one): tf32 n = 200,000, d = 64: 55.8 → 48.2, n = 50,000, d = 64:
-// 3.14 → 3.05 (d = 8 and n = 10,000 within 3%, the other way); bf16 n = 10,000, d = 64:
-// 0.121 → 0.134, n = 200,000: 40.0 → 41.7, n = 50,000: 2.56 → 2.62. bf16 k-steps are half as many
-// per row, so the exponentials dominate more and the second accumulator set buys less than the
-// single-CTA occupancy costs.
-constexpr wgmma_variant default_variant(precision mode) {
-  return mode == precision::bf16 ? wgmma_variant::tma : wgmma_variant::ws;
-}
+// The warp-specialised kernel for both modes (H100, tools/gpu_check.sh's reference stage, 2026-12-05,
+// bench/results/narrow_reference_ab_h100_2026-12-05_s37.json, ms per iteration, two-CTA copy-engine
+// kernel → warp-specialised one, bf16): n = 50,000, d = 8: 2.14 → 1.68; d = 3: 2.15 → 1.69;
+// d = 64: 2.23 → 1.83; n = 200,000, d = 8: 33.2 → 26.3; n = 10,000, d = 8: 0.119 → 0.115. Until
+// session 34 bf16 ran the two-CTA kernel (H200, 2026-11-30: 2.56 against 2.62 at n = 50,000,
+// d = 64); since the warp-specialised kernel predicts its row references (one exponential a
+// score instead of the online rescaling's extra ones) it wins bf16 too. tf32 (2026-11-30, H200):
+// n = 200,000, d = 64: 55.8 → 48.2.
+constexpr wgmma_variant default_variant(precision /*mode*/) { return wgmma_variant::ws; }
 
 }  // namespace
 

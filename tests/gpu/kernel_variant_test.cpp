@@ -28,8 +28,8 @@ TEST(kernel_variant, every_variant_parses_back_from_its_name) {
 TEST(kernel_variant, unset_or_empty_is_the_measured_default_of_each_precision) {
   EXPECT_EQ(parse_wgmma_variant(nullptr, precision::tf32), wgmma_variant::ws);
   EXPECT_EQ(parse_wgmma_variant("", precision::tf32), wgmma_variant::ws);
-  EXPECT_EQ(parse_wgmma_variant(nullptr, precision::bf16), wgmma_variant::tma);
-  EXPECT_EQ(parse_wgmma_variant("", precision::bf16), wgmma_variant::tma);
+  EXPECT_EQ(parse_wgmma_variant(nullptr, precision::bf16), wgmma_variant::ws);
+  EXPECT_EQ(parse_wgmma_variant("", precision::bf16), wgmma_variant::ws);
 }
 
 TEST(kernel_variant, an_unknown_name_is_an_error_that_lists_the_names) {

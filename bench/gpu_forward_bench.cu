@@ -5,7 +5,8 @@
 // Axes: (n = m, d) × precision. Derived: ms per iteration, TFLOP/s (4·n·m·d per iteration), and the
 // fraction of the roofline floor max(4nmd / tensor peak, 2nm / MUFU ex2 rate) (SPEC §6 ceilings:
 // TF32 394e12, BF16 769e12 FLOP/s, ex2 4.1e12/s; fp32 = 3×TF32 counts 3× the TF32 FLOP).
-// Memory: device bytes held by the backend (cudaMemGetInfo before vs after, all buffers live).
+// Memory: device bytes held by the backend (the peak of the library's device pool over construction
+// and the warm-up solve).
 // Output: one JSON object per line on stdout; progress on stderr.
 //
 //   flashsinkhorn_gpu_bench [--sizes 10000x64,50000x8] [--precisions tf32,bf16,fp32] [--iters 10]
@@ -32,6 +33,7 @@
 #include "bench_clouds.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "cuda/softmin_launch.hpp"
+#include "flashsinkhorn/solver.hpp"
 
 namespace {
 
@@ -81,14 +83,15 @@ int main(int argc, char** argv) {
     const double d = static_cast<double>(size.d);
     for (const std::string& name : precisions) {
       const precision mode = parse_precision(name);
-      size_t free_before = 0, total = 0;
+      // The backend's device memory: the peak of the library's pool over construction and a solve
+      // (the pool keeps what earlier backends freed, so the driver's free memory would read 0 here).
       FS_CUDA_CHECK(cudaDeviceSynchronize());
-      FS_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+      flashsinkhorn::reset_peak_device_memory(0);
+      const std::size_t in_use_before = flashsinkhorn::device_memory(0).in_use;
       auto b = make_cuda_backend(problem, mode, 0, stream);
       forward(*b, iterations, eps);  // warm-up (also first-touch of every buffer)
       FS_CUDA_CHECK(cudaDeviceSynchronize());
-      size_t free_after = 0;
-      FS_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+      const std::size_t device_bytes = flashsinkhorn::device_memory(0).peak_in_use - in_use_before;
       cudaEvent_t start, stop;
       FS_CUDA_CHECK(cudaEventCreate(&start));
       FS_CUDA_CHECK(cudaEventCreate(&stop));
@@ -133,7 +136,7 @@ int main(int argc, char** argv) {
           kernel, device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
           static_cast<long long>(size.d), name.c_str(), eps, iterations, repeats, per_iter_ms,
           ms.front() / iterations, flop / (per_iter_ms * 1e-3) / 1e12, floor_ms, floor_ms / per_iter_ms,
-          free_before - free_after, finite ? "true" : "false", reference, static_cast<double>(narrow_margin_choice()), exp2,
+          device_bytes, finite ? "true" : "false", reference, static_cast<double>(narrow_margin_choice()), exp2,
           forced == nullptr ? "" : forced);
       std::fflush(stdout);
       std::fprintf(stderr, "n=%lld d=%lld %s [%s]: %.4f ms/iter (floor %.4f, %.0f%%)\n", static_cast<long long>(size.n),

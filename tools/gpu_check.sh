@@ -171,6 +171,10 @@ if has bench; then
   PEER_PRECISIONS="${PEER_PRECISIONS:-tf32}" MMA_SYNC_PRECISIONS="${MMA_SYNC_PRECISIONS-}" VARIANTS="${VARIANTS-tma:tf32 tma:bf16}" \
   BENCH="$build/bench/flashsinkhorn_gpu_bench" OUT_DIR="$logs" timeout "${BENCH_TIMEOUT:-300}" bench/run_gpu_bench.sh > "$logs/bench.log" 2>&1 \
     || { echo "bench failed"; status=1; }
+  # Cut short by BENCH_TIMEOUT, it has not merged: the rows it wrote are merged here.
+  compgen -G "$logs/gpu_forward_*.json" > /dev/null || [[ ! -s "$logs/ours.jsonl" ]] ||
+    python3 bench/merge_gpu_results.py "$logs/gpu_forward_$(date -u +%F).json" "$logs/ours.jsonl" \
+      $([[ -s "$logs/peers.jsonl" ]] && echo "$logs/peers.jsonl") >> "$logs/bench.log" 2>&1
   mv "$logs"/gpu_forward_*.json "$out/" 2>/dev/null
   cat "$logs/bench.log" | tail -40
   # Launch overhead of the solver's iteration blocks: half-steps vs plain blocks vs CUDA graphs.

@@ -12,6 +12,7 @@ HVP: it overstates our advantage by our forward's share, and it is reported as s
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from report_tables import table
@@ -85,7 +86,7 @@ def hvp_section(results: Path, sources: list[dict]) -> list[str]:
                        else p.get("error", "–"), p.get("cg_iterations", "–"),
                        f"{p['cg_relative_residual']:.1e}" if "cg_relative_residual" in p else "–",
                        f"{p['ms_first_call'] / 1000:.0f}" if "ms_first_call" in p else "–"] for p in peers])
-    out += claim_lines(ours, peers, forward_ms_per_iteration(results))
+    out += claim_lines(ours, peers, forward_ms_per_iteration(results, headers[-1].get("machine", "")))
     out += agreement_lines(results, sources)
     errors = [r for r in rows if "error" in r]
     if errors:
@@ -110,21 +111,35 @@ def agreement_lines(results: Path, sources: list[dict]) -> list[str]:
                          f"{r['our_norm']:.4g}", f"{r['their_norm']:.4g}", f"{r['relative_difference']:.3g}"] for r in rows])
 
 
-def forward_ms_per_iteration(results: Path) -> dict:
+def card_of(machine: str) -> str | None:
+    """The GPU model a result file's machine names (H100, H200), None where it names none."""
+    found = re.search(r"H\d00", machine or "")
+    return found.group(0) if found else None
+
+
+def forward_ms_per_iteration(results: Path, machine: str = "") -> dict:
     """(n, d, precision) → (ms per forward iteration, file) of our rows in the newest GPU forward
-    benchmark file (bench/run_gpu_bench.sh's gpu_forward_*.json) that has them."""
-    found = {}
+    benchmark file (bench/run_gpu_bench.sh's gpu_forward_*.json) that has them, from the card
+    `machine` names: files of another card are left out, files that name none serve where no file of
+    that card has the row."""
+    wanted = card_of(machine)
+    same, unnamed = {}, {}
     for path in sorted(results.glob("gpu_forward_*.json")):
         try:
-            rows = json.loads(path.read_text()).get("rows", [])
+            data = json.loads(path.read_text())
+            rows = data.get("rows", [])
         except (json.JSONDecodeError, AttributeError):
             continue
+        card = card_of(data.get("machine", ""))
+        if wanted is not None and card is not None and card != wanted:
+            continue
+        found = same if card is not None or wanted is None else unnamed
         for r in rows:
             if r.get("impl") == "flashsinkhorn" and "ms_per_iteration" in r:
                 key = (r["n"], r["d"], r["precision"])
                 if key not in found or found[key][1] != path.name:  # newer files win; the first kernel row of a file
                     found[key] = (r["ms_per_iteration"], path.name)
-    return found
+    return {**unnamed, **same}
 
 
 def claim_summary(results: Path) -> list[str]:
@@ -147,7 +162,8 @@ def claim_summary(results: Path) -> list[str]:
     best_row = min(ours, key=lambda r: r["hvp_seconds"])
     ratio = peer["ms_forward_hvp"] / (1000 * best_row["hvp_seconds"])
     verdict = "met" if ratio >= HVP_GOAL else f"short by {HVP_GOAL / ratio:.2f}×"
-    forward = forward_ms_per_iteration(results).get((best_row["n"], best_row["d"], best_row["precision"]))
+    forward = forward_ms_per_iteration(results, peer["run"].get("machine", "")).get(
+        (best_row["n"], best_row["d"], best_row["precision"]))
     like = ""
     if "ms_hvp_only" in peer:
         alone = peer["ms_hvp_only"] / (1000 * best_row["hvp_seconds"])

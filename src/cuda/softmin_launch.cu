@@ -10,6 +10,7 @@
 #include "cuda/kernel_variant.hpp"
 #include "cuda/key_splits.hpp"
 #include "cuda/narrow_dims.hpp"
+#include "cuda/predicted_reference_rule.hpp"
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/softmin_narrow_kernel.cuh"
 #include "cuda/softmin_simt_kernel.cuh"
@@ -234,31 +235,6 @@ auto narrow_predicted_kernel_for(std::int64_t dim) {
   return for_narrow_dim(dim, [](auto d) { return &kernels::softmin_narrow_kernel<decltype(d)::value, true>; });
 }
 
-// Where predicted references pay (FLASHSINKHORN_NARROW_REFERENCE=auto), measured on the H100 (fp32,
-// x, y ~ N(0, I), ε = 0.1, ms per iteration, online / predicted, 2026-12-05,
-// bench/results/narrow_reference_ab_h100_2026-12-05_s32.json; the H200's figures of 2026-12-04,
-// whose files were lost, read the same within 2%):
-//   rows of ≤ 4 coordinates: d = 3, n = 5·10⁴ 2.55 / 2.12; d = 4, n = 5·10⁴ 2.99 / 2.66;
-//     d = 2, n = 10⁵ 8.37 / 6.99; d = 1, n = 10⁵ 6.62 / 5.66; d = 3, n = 2·10⁵ 36.0 / 29.7;
-//     d = 3, n = 2·10⁴ 0.469 / 0.398;
-//   wider rows lost: d = 8 3.35 / 5.06 (128 registers against 96 cost a CTA an SM), d = 12
-//     4.89 / 8.83 at the same occupancy and d = 16 5.45 / 12.0 (n = 5·10⁴) — because their key
-//     splits underflowed the guard (bench/studies/predicted_reference_window.py). With the margin of
-//     kernel_variant.hpp (H200, 2026-12-05, narrow_reference_ab_margin_h200_2026-12-05_s33.json), at
-//     M = 96 (the default) d = 8 takes 2.88 against 3.35 online and n = 2·10⁵, d = 8 43.6 against
-//     51.8; d = 12 wins on the H200 (4.10 / 4.88) but not on the H100 (4.98 / 4.89,
-//     narrow_reference_ab_margin_h100_2026-12-05_s34.json), so it stays online, and d = 16 loses at
-//     every M (6.80 at M = 96 / 5.44: 168 registers, a CTA an SM);
-//   short key splits lose: d = 3, n = 10⁴ (16 splits of 5 tiles) 0.169 / 0.175: a split that holds
-//     almost none of a row's mass underflows its prediction (sum < 2⁻⁶⁰) and folds its keys again,
-//     and the fewer keys a split has, the likelier it holds none near the row.
-// The rule below (auto) read the faster of the two in every row of that file.
-constexpr std::int64_t kPredictedMaxDim = 8;
-constexpr int kPredictedMinSplitTiles = 8;
-
-bool predicted_reference_pays(std::int64_t dim, const split_plan& plan) {
-  return dim <= kPredictedMaxDim && plan.tiles_per_split >= kPredictedMinSplitTiles;
-}
 
 // The process's FLASHSINKHORN_NARROW_REFERENCE applied to one kernel: forced either way, or under
 // auto where that kernel's rule says it `pays`.
@@ -272,19 +248,13 @@ bool predicts(bool pays) {
 }
 
 bool predicted_reference_for(std::int64_t dim, const split_plan& plan) {
-  return predicts(predicted_reference_pays(dim, plan));
+  return predicts(narrow_prediction_pays(dim, plan));
 }
 
 // The warp-specialised wgmma kernel's references (FLASHSINKHORN_NARROW_REFERENCE names the choice
-// for every kernel that can predict). Measured on the H100 (tf32, x, y ~ N(0, I), ε = 0.1, ms per
-// iteration, online / predicted, 2026-12-05, b71a3e1,
-// bench/results/wgmma_reference_ab_h100_2026-12-05_s35.json): d = 8: n = 10⁴ 0.140 / 0.117 (5 key
-// splits of 16 tiles), 2·10⁴ 0.456 / 0.353, 5·10⁴ 2.41 / 1.70, 2·10⁵ 37.9 / 26.2; 5·10⁴, d = 16
-// 2.45 / 1.69, d = 64 3.21 / 2.30: predicted won everywhere, from 35–52% of the exp floor to 42–74%.
-// Auto predicts on key splits as long as the narrow kernel's rule asks (short splits are likelier to
-// hold none of a row's mass, and a CTA whose guard fails pays a second pass).
-bool wgmma_predicted_reference_for(const split_plan& plan) {
-  return predicts(plan.tiles_per_split >= kPredictedMinSplitTiles);
+// for every kernel that can predict; auto: wgmma_prediction_pays).
+bool wgmma_predicted_reference_for(std::int64_t dim, const split_plan& plan) {
+  return predicts(wgmma_prediction_pays(dim, plan));
 }
 
 kernel_shape narrow_shape(std::int64_t dim) {
@@ -336,8 +306,9 @@ split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_
 // 5·10⁴, d = 16 (wgmma_reference_ab_h100_2026-12-05_s35.json): under the narrow kernel's d = 3 figures
 // (0.398 / 2.12 / 29.7 on the H100 too, narrow_reference_ab_h100_2026-12-05_s32.json), level with its
 // d = 2 (10⁵: 6.99 against ~6.8 for the wgmma kernel's 4 × 1.70) and above its d = 1 (5.66). So d = 3
-// moved to wgmma (inferred from that instance's d = 8 and 16 rows: the work is the same, only the
-// guard's fallbacks depend on the data; a direct A/B at d = 3 is the next device call's).
+// moved to wgmma, and the H100 confirmed it at d = 3 (session 37, 94d311b,
+// narrow_reference_ab_h100_2026-12-05_s37.json, n = 5·10⁴): tf32 on wgmma 1.70 ms an iteration
+// against 2.10–2.20 for the narrow kernel with predicted references (its fp32 rows, the same work).
 constexpr std::int64_t kTf32NarrowMaxDim = 2;
 
 bool tf32_runs_narrow(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count) {
@@ -490,7 +461,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
       const bool resident = shape.family == kernel_family::wgmma;
       const wgmma_variant variant = selected_wgmma_variant(mode);
       const bool copy_engine = resident ? variant == wgmma_variant::tma || variant == wgmma_variant::ws : ws_streamed(mode);
-      const bool predicted = p.previous != nullptr && wgmma_predicted_reference_for(plan);
+      const bool predicted = p.previous != nullptr && wgmma_predicted_reference_for(rows.dim, plan);
       const bool launched =
           copy_engine &&
           (bf16 ? launch_copy_engine<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,

@@ -3,7 +3,7 @@
 // (max·ln 2) to finish_row or, with split keys, to the partial states that finish_block merges —
 // the same epilogue as the other softmin kernels.
 //
-// kPredictedReference (launched where it pays, softmin_launch.cu's predicted_reference_pays, or when
+// kPredictedReference (launched where it pays, predicted_reference_rule.hpp's narrow_prediction_pays, or when
 // FLASHSINKHORN_NARROW_REFERENCE=predicted, kernel_variant.hpp): instead of an online maximum each row's reference is the LSE its previous
 // potential implies, and −reference/c rides in the dot's first FMA, so a score costs d + 3
 // instructions (docs/cuda_backend.md, "Next steps for the forward", item 5). A CTA in which a row's

@@ -366,3 +366,25 @@ def test_a_same_run_ratio_with_few_timed_calls_is_shown_but_not_judged(tmp_path)
     text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
     assert "| 10,000 | 8 | tf32 | 5.00× | – | not judged (flash-sinkhorn 1 timed call) |" in text
     assert "| 50,000 | 8 | tf32 | 3.00× | – | met |" in text
+
+
+def test_the_hvp_claim_takes_our_forward_from_the_same_card(tmp_path):
+    """report_hvp.forward_ms_per_iteration: a newer file from another GPU model is left out, a file that
+    names no model serves only where none of the wanted model has the row."""
+    load_report()  # puts bench/suite on sys.path for report_hvp
+    import report_hvp
+
+    def forward_file(name: str, machine: str, ms: float, n: int = 10000) -> None:
+        rows = [{"impl": "flashsinkhorn", "n": n, "d": 64, "precision": "fp32", "ms_per_iteration": ms}]
+        (tmp_path / name).write_text(json.dumps({"machine": machine, "rows": rows}))
+
+    forward_file("gpu_forward_2026-11-30_a.json", "vm", 0.7)
+    forward_file("gpu_forward_2026-11-30_b.json", "vm", 0.9, n=20000)
+    forward_file("gpu_forward_2026-12-01.json", "NVIDIA H200", 0.6)
+    forward_file("gpu_forward_h100_2026-12-05.json", "NVIDIA H100 80GB HBM3", 0.5)
+    h200 = report_hvp.forward_ms_per_iteration(tmp_path, "NVIDIA H200 (device machine)")
+    assert h200[(10000, 64, "fp32")] == (0.6, "gpu_forward_2026-12-01.json")
+    assert h200[(20000, 64, "fp32")] == (0.9, "gpu_forward_2026-11-30_b.json")
+    h100 = report_hvp.forward_ms_per_iteration(tmp_path, "NVIDIA H100 80GB HBM3")
+    assert h100[(10000, 64, "fp32")] == (0.5, "gpu_forward_h100_2026-12-05.json")
+    assert report_hvp.card_of("vm") is None

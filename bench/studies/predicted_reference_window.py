@@ -7,7 +7,8 @@ and the suspected cause was CTAs whose guard fails and which then fold their key
 The kernel (softmin_narrow_kernel.cuh) predicts row i's log-sum-exp from its previous potential:
 in natural units pred_i = −f_prev_i/(κε) relative to the full scores t_ij = (g_j − C_ij)/ε + log b_j,
 subtracts ref_i = pred_i − M (M: a margin, 0 in the kernel today) and sums 2^(t_ij − ref_i) (log₂
-units) over the keys of its split. A CTA (a block of 512 rows against one split of the keys) folds
+units) over the keys of its split. A CTA (a block of 512 rows — 128 for the warp-specialised wgmma kernel,
+--block-rows — against one split of the keys) folds
 again with the online maximum when one of its rows' sums leaves [2⁻⁶⁰, 3·10³⁸]: in log₂ units, when
 log₂ Σ = (lse_split,i − pred_i)·log₂e + M < −60 or > 127.8.
 
@@ -17,6 +18,7 @@ every half-step, the exact per-split log-sum-exps and reports the fraction of CT
 for each split count and margin, and the quantiles of lse_i − pred_i (log₂ units, whole rows).
 
     python3 bench/studies/predicted_reference_window.py --n 10000 --ds 3,8,16 --splits 1,4,16 --margins 0,32,64
+    python3 bench/studies/predicted_reference_window.py --block-rows 128 --ds 8,16,64 --splits 1,5 --margins 96
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "suite"))
 import protocol  # noqa: E402
 
 LOG2E = 1.0 / math.log(2.0)
-BLOCK_ROWS = 512  # narrow::block_rows<float>
 UNDERFLOW_LOG2, OVERFLOW_LOG2 = -60.0, math.log2(3.0e38)
 
 
@@ -48,7 +49,8 @@ def split_lse(scores: torch.Tensor, splits: int) -> torch.Tensor:
 
 
 def half_step(rows: torch.Tensor, keys: torch.Tensor, key_potential: torch.Tensor, log_weights: torch.Tensor,
-              previous: torch.Tensor, eps: float, split_counts: list[int], margins: list[float], chunk: int):
+              previous: torch.Tensor, eps: float, split_counts: list[int], margins: list[float], chunk: int,
+              block_rows: int):
     """The new potential of the rows, the guard's failure fraction per (splits, margin) and the whole
     rows' prediction errors (log₂ units)."""
     n = rows.shape[0]
@@ -57,8 +59,8 @@ def half_step(rows: torch.Tensor, keys: torch.Tensor, key_potential: torch.Tenso
     ctas = {s: 0 for s in split_counts}
     errors = torch.empty(n, dtype=torch.float64)
     bias = key_potential / eps + log_weights
-    for r0 in range(0, n, BLOCK_ROWS * max(1, chunk // BLOCK_ROWS)):
-        r1 = min(n, r0 + BLOCK_ROWS * max(1, chunk // BLOCK_ROWS))
+    for r0 in range(0, n, block_rows * max(1, chunk // block_rows)):
+        r1 = min(n, r0 + block_rows * max(1, chunk // block_rows))
         cost = torch.cdist(rows[r0:r1], keys).square_()
         scores = bias - cost / eps
         lse = torch.logsumexp(scores, dim=1)
@@ -67,8 +69,8 @@ def half_step(rows: torch.Tensor, keys: torch.Tensor, key_potential: torch.Tenso
         errors[r0:r1] = (lse - pred) * LOG2E
         for s in split_counts:
             relative = (split_lse(scores, s) - pred[:, None]) * LOG2E  # log₂ Σ over the split, M = 0
-            for b0 in range(0, r1 - r0, BLOCK_ROWS):
-                block = relative[b0:b0 + BLOCK_ROWS]
+            for b0 in range(0, r1 - r0, block_rows):
+                block = relative[b0:b0 + block_rows]
                 ctas[s] += block.shape[1]
                 for mgn in margins:
                     shifted = block + mgn
@@ -86,6 +88,8 @@ def main() -> int:
     ap.add_argument("--margins", default="0,32,64")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--chunk", type=int, default=2048)
+    ap.add_argument("--block-rows", type=int, default=512,
+                    help="rows a CTA: 512 the narrow kernel (narrow::block_rows<float>), 128 the wgmma ones")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     split_counts = [int(v) for v in args.splits.split(",")]
@@ -99,11 +103,13 @@ def main() -> int:
         for it in range(1, args.iters + 1):
             for side in ("f", "g"):
                 if side == "f":
-                    f, fractions, errors = half_step(x, y, g, log_b, f, protocol.EPS, split_counts, margins, args.chunk)
+                    f, fractions, errors = half_step(x, y, g, log_b, f, protocol.EPS, split_counts, margins, args.chunk,
+                                                     args.block_rows)
                 else:
-                    g, fractions, errors = half_step(y, x, f, log_a, g, protocol.EPS, split_counts, margins, args.chunk)
+                    g, fractions, errors = half_step(y, x, f, log_a, g, protocol.EPS, split_counts, margins, args.chunk,
+                                                     args.block_rows)
                 q = torch.quantile(errors, torch.tensor([0.0, 0.01, 0.5, 0.99, 1.0], dtype=torch.float64)).tolist()
-                row = {"n": args.n, "d": d, "iteration": it, "half_step": side,
+                row = {"n": args.n, "d": d, "block_rows": args.block_rows, "iteration": it, "half_step": side,
                        "lse_minus_prediction_log2_quantiles": {"min": q[0], "p01": q[1], "median": q[2], "p99": q[3],
                                                                "max": q[4]},
                        "failing_cta_fraction": fractions}

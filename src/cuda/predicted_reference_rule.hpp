@@ -52,9 +52,11 @@ constexpr bool narrow_prediction_pays(std::int64_t dim, const split_plan& plan) 
 // lose: at n = 10⁴, d = 64 (5 splits of 16 tiles) the kernel took 0.278 ms (tf32) and 0.231 (bf16)
 // with predicted references (gpu_forward_h100_2026-12-05_s37.json), against 0.128 for bf16's
 // two-CTA kernel with the online maximum in the same run and 0.155 / 0.136 for this kernel online
-// on the H200 (gpu_forward_2026-11-30_session4.json); an emulation of the guard on the same data
-// (float64, 10 iterations, M = 96) fails every CTA of every half-step from the second iteration
-// on at d = 64, none at d = 8 and 1–4 of 79 at d = 16. Hence: long splits, and split rows only up
+// on the H200 (gpu_forward_2026-11-30_session4.json). The guard computed exactly on the same data
+// (bench/studies/predicted_reference_window.py --block-rows 128 --ds 8,16,64 --splits 1,5
+// --margins 96, bench/results/predicted_reference_window_wgmma_2026-12-05_s37_vm.json): from the
+// second iteration on, at d = 64 every split CTA fails and no unsplit one (whole rows' predictions
+// are within ±7 log₂ units); at d = 8 none fails, at d = 16 up to 3%. Hence: long splits, and split rows only up
 // to the narrow kernel's width.
 constexpr bool wgmma_prediction_pays(std::int64_t dim, const split_plan& plan) {
   return plan.tiles_per_split >= kPredictedMinSplitTiles && (plan.splits == 1 || dim <= kPredictedMaxDim);

@@ -51,7 +51,7 @@ bool fp32_fma_dots_for(std::int64_t padded_dim);
 //              of a CTA where it fails
 //   auto       (unset or empty: the default) predicted where it pays (predicted_reference_rule.hpp:
 //              both kernels on key splits of at least 8 tiles; the narrow one on rows of at most 8
-//              coordinates, the wgmma one at any width where the rows are not split, else up to 8)
+//              coordinates, the wgmma one at any width where the rows are not split, else up to 16)
 // tf32 softmins on rows of at most 2 coordinates run this kernel wherever it takes predicted
 // references (softmin_launch.cu, tf32_runs_narrow), so `online` also keeps them on wgmma.
 // An unknown value throws invalid_argument.

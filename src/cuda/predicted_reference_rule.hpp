@@ -53,13 +53,17 @@ constexpr bool narrow_prediction_pays(std::int64_t dim, const split_plan& plan) 
 // with predicted references (gpu_forward_h100_2026-12-05_s37.json), against 0.128 for bf16's
 // two-CTA kernel with the online maximum in the same run and 0.155 / 0.136 for this kernel online
 // on the H200 (gpu_forward_2026-11-30_session4.json). The guard computed exactly on the same data
-// (bench/studies/predicted_reference_window.py --block-rows 128 --ds 8,16,64 --splits 1,5
-// --margins 96, bench/results/predicted_reference_window_wgmma_2026-12-05_s37_vm.json): from the
-// second iteration on, at d = 64 every split CTA fails and no unsplit one (whole rows' predictions
-// are within ±7 log₂ units); at d = 8 none fails, at d = 16 up to 3%. Hence: long splits, and split rows only up
-// to the narrow kernel's width.
+// (bench/studies/predicted_reference_window.py --block-rows 128 --splits 1,5 --margins 96,
+// bench/results/predicted_reference_window_wgmma_2026-12-05_s37_vm.json), the largest fraction of
+// CTAs failing from the second iteration on, 5 splits of 16 tiles: d = 8 0, 16 2.8%, 24 27%,
+// 32 83%, 64 100%; unsplit rows 0 at every width (whole rows' predictions stay within ±7 log₂
+// units). A failing CTA folds its split twice, and prediction saves ~17–30% a pass (above), so
+// split rows predict up to d = 16 (the same kernel instance as d = 8: both pad to 16 tf32 words;
+// at d = 16 from the study, not yet timed on split rows).
+inline constexpr std::int64_t kWgmmaSplitPredictedMaxDim = 16;
+
 constexpr bool wgmma_prediction_pays(std::int64_t dim, const split_plan& plan) {
-  return plan.tiles_per_split >= kPredictedMinSplitTiles && (plan.splits == 1 || dim <= kPredictedMaxDim);
+  return plan.tiles_per_split >= kPredictedMinSplitTiles && (plan.splits == 1 || dim <= kWgmmaSplitPredictedMaxDim);
 }
 
 }  // namespace flashsinkhorn::detail

@@ -235,7 +235,6 @@ auto narrow_predicted_kernel_for(std::int64_t dim) {
   return for_narrow_dim(dim, [](auto d) { return &kernels::softmin_narrow_kernel<decltype(d)::value, true>; });
 }
 
-
 // The process's FLASHSINKHORN_NARROW_REFERENCE applied to one kernel: forced either way, or under
 // auto where that kernel's rule says it `pays`.
 bool predicts(bool pays) {

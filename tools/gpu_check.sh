@@ -203,8 +203,9 @@ if has reference; then
   # rows against its wgmma kernel; EXP2S="mufu split" each choice again with a quarter of the predicted
   # wgmma tiles' exponentials on the FMA pipe; KERNELS="- ws" each again on the warp-specialised kernel,
   # bf16's included), into $out/narrow_reference_ab_<date>.json.
+  # REFERENCE_SIZES (else SIZES) picks its sizes, so one call can run the bench stage on its own sizes.
   BENCH="$build/bench/flashsinkhorn_gpu_bench" PRECISIONS="${REFERENCE_PRECISIONS:-fp32}" \
-    timeout "${REFERENCE_TIMEOUT:-150}" \
+    SIZES="${REFERENCE_SIZES:-${SIZES:-}}" timeout "${REFERENCE_TIMEOUT:-150}" \
     bench/narrow_reference_ab.sh "$out/narrow_reference_ab_$(date -u +%F).json" > "$logs/reference.log" 2>&1 \
     || { echo "reference A/B failed"; status=1; }
   cat "$logs/reference.log"

@@ -102,7 +102,7 @@ def run_cli(case: Case) -> dict:
     return record, (load_data(case, "float64" if case.precision == "fp64" else "float32"), f, g)
 
 
-def run_py(case: Case) -> dict:
+def run_py(case: Case, relaxation: float | str = 1.0) -> dict:
     import torch
 
     import flashsinkhorn as fs
@@ -131,8 +131,9 @@ def run_py(case: Case) -> dict:
         return record, potentials(res)
     if case.op == "converge":
         timing, res = time_torch(lambda: fs.sinkhorn(x, y, a, b, iters=case.max_iters, tol=case.tol,
-                                                     scaling=case.scaling, **common), case, memory)
-        record.update(timing, iterations=res.iterations, converged=res.converged,
+                                                     scaling=case.scaling, relaxation=relaxation, **common),
+                                 case, memory)
+        record.update(timing, iterations=res.iterations, converged=res.converged, relaxation=relaxation,
                       own_marginal_error=res.marginal_error,
                       own_criterion="L1 marginal error (SPEC §1) every 10 iterations", library_seconds=res.seconds)
         return record, potentials(res)
@@ -161,4 +162,6 @@ def run_py(case: Case) -> dict:
 
 
 def run(case: Case, variant: str) -> dict:
-    return run_cli(case) if variant == "flashsinkhorn-cli" else run_py(case)
+    if variant == "flashsinkhorn-cli":
+        return run_cli(case)
+    return run_py(case, relaxation="auto" if variant == "flashsinkhorn-py-relaxed" else 1.0)

@@ -5,7 +5,7 @@
 # Called by tools/gpu_check.sh's `suite` stage (after `build`), or alone:
 #   FS_COMMIT=$(git rev-parse --short HEAD) SUITE_NS=10000,50000 SUITE_DS=64 bench/suite/run_device.sh
 # Environment (defaults in brackets):
-#   SUITE_IMPLS       implementations for run.py [all nine of run.py's IMPLS]
+#   SUITE_IMPLS       implementations for run.py [all ten of run.py's IMPLS]
 #   SUITE_OPS         forward,forward_gradient,hvp,converge [all four]
 #   SUITE_NS          n = m values [1000,10000,50000,200000,1000000]
 #   SUITE_DS          d values [3,8,64,512,1024]
@@ -43,7 +43,7 @@ build="${BUILD_DIR:-build-gpu}"
 ns="$(python3 -c "import sys; print(','.join(str(int(float(v))) for v in sys.argv[1].split(',')))" "${SUITE_NS:-1000,10000,50000,200000,1000000}")"
 ops="${SUITE_OPS:-forward,forward_gradient,hvp,converge}"
 ds="${SUITE_DS:-3,8,64,512,1024}"
-impls="${SUITE_IMPLS:-flashsinkhorn-cli,flashsinkhorn-py,flash-sinkhorn,geomloss-tensorized,geomloss-online,ott-dense,ott-online,pot-dense-log,pot-lazy}"
+impls="${SUITE_IMPLS:-flashsinkhorn-cli,flashsinkhorn-py,flashsinkhorn-py-relaxed,flash-sinkhorn,geomloss-tensorized,geomloss-online,ott-dense,ott-online,pot-dense-log,pot-lazy}"
 export FS_COMMIT="${FS_COMMIT:-unknown}" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 # Triton keeps its autotuning results on disk (~/.triton/cache) for the run's later processes with the
 # same shapes: flash-sinkhorn's first call autotuned for 7–44 s at n = 10⁴ in every case's process, which

@@ -131,6 +131,14 @@ def test_unsupported_is_not_a_failure(tmp_path):
     assert rows[1]["reason"] == rows[2]["reason"] == "no such mode"
 
 
+def test_an_implementation_limited_to_some_operations_plans_no_other_case(tmp_path):
+    """flashsinkhorn-py-relaxed (run.py's OPS_OF) times convergence only: a forward sweep writes no row for
+    it, beside the rows of an implementation that has every operation."""
+    rows, _, _ = suite(tmp_path, "flashsinkhorn-py-relaxed,fake-ok")
+    assert {r["impl"] for r in rows} == {"fake-ok"}
+    assert len(rows) == len(NS)
+
+
 def test_deadline_passed_leaves_every_case_not_run(tmp_path):
     rows, _, _ = suite(tmp_path, "fake-ok,fake-crash", "--deadline", "0")
     assert statuses(rows) == [(n, "not_run") for n in NS] * 2

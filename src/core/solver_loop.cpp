@@ -54,9 +54,10 @@ class loop_runner {
     // the convergence read. A block is the same sequence of steps every time (only its last
     // iteration accumulates the error and, when relaxed, has a plain f-update; the safeguard and the
     // adaptive ω change ω a few times), which is what lets the backend replay it (run_block).
+    double last_omega = 1;
     for (int k = 0; k < config_.max_iterations;) {
       const int count = std::min(config_.check_every, config_.max_iterations - k);
-      const double omega = relaxation.omega();
+      const double omega = last_omega = relaxation.omega();
       compute_.run_block(count, [&](int i) { iterate(config_.eps, symmetric, i + 1 == count, omega); });
       k += count;
       done += count;
@@ -69,6 +70,7 @@ class loop_runner {
       if (k < config_.max_iterations) report(done, total, false, config_.eps, outcome_.marginal_error);
     }
     if (symmetric) extrapolate(config_.eps);
+    if (!symmetric && last_omega != 1) plain_g_update(config_.eps);
     outcome_.iterations = done;
     outcome_.seconds = elapsed();
     report(done, total, true, config_.eps, outcome_.marginal_error);
@@ -118,6 +120,11 @@ class loop_runner {
       compute_.swap_potentials(slot::f_aa, slot::f_aa_next);
       compute_.swap_potentials(slot::g_bb, slot::g_bb_next);
     }
+  }
+
+  // g ← κT_g(f) after a relaxed last block (solver_loop.hpp): the blended g replaced by the plain one.
+  void plain_g_update(double eps) {
+    compute_.softmin(half_step(side::y, side::x, slot::f, slot::g, slot::g, eps, ky(eps), 1, false));
   }
 
   void extrapolate(double eps) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -176,20 +177,25 @@ class blend_spy final : public flashsinkhorn::detail::backend {
   std::size_t reads_ = 0;
 };
 
+// The alternating loop at ε = 1 after `schedule`, checked every 3 iterations, no tolerance.
+flashsinkhorn::detail::loop_config spy_loop(std::vector<double> schedule, int iterations, double relaxation) {
+  flashsinkhorn::detail::loop_config c;
+  c.solver = fs::solver_kind::alternating;
+  c.schedule = std::move(schedule);
+  c.eps = 1;
+  c.max_iterations = iterations;
+  c.check_every = 3;
+  c.tolerance = 0;
+  c.relaxation = relaxation;
+  return c;
+}
+
 TEST(Relaxation, LoopRelaxesBothHalfStepsExceptTheCheckedFUpdateAndFallsBack) {
   blend_spy spy;
   // A rise within the readings' noise (third check) keeps ω; the fourth rises 40% above the
   // smallest error so far: ω = 1 from then on.
   spy.errors = {1.0, 0.5, 0.5 * (1 + 1e-6), 0.7, 0.1};
-  flashsinkhorn::detail::loop_config c;
-  c.solver = fs::solver_kind::alternating;
-  c.schedule = {4.0, 2.0};
-  c.eps = 1;
-  c.max_iterations = 15;
-  c.check_every = 3;
-  c.tolerance = 0;
-  c.relaxation = 1.5;
-  const flashsinkhorn::detail::loop_outcome out = run_sinkhorn_loop(spy, c);
+  const flashsinkhorn::detail::loop_outcome out = run_sinkhorn_loop(spy, spy_loop({4.0, 2.0}, 15, 1.5));
   EXPECT_TRUE(out.relaxation_fell_back);
   ASSERT_EQ(spy.steps.size(), 2u * (2 + 15));
   // The schedule's iterations are plain.
@@ -209,15 +215,7 @@ TEST(Relaxation, LoopRelaxesBothHalfStepsExceptTheCheckedFUpdateAndFallsBack) {
 TEST(Relaxation, ARelaxedLastBlockIsFollowedByOnePlainGUpdate) {
   blend_spy spy;
   spy.errors = {1.0, 0.5, 0.25};  // falling: ω stays
-  flashsinkhorn::detail::loop_config c;
-  c.solver = fs::solver_kind::alternating;
-  c.schedule = {2.0};
-  c.eps = 1;
-  c.max_iterations = 9;
-  c.check_every = 3;
-  c.tolerance = 0;
-  c.relaxation = 1.5;
-  const flashsinkhorn::detail::loop_outcome out = run_sinkhorn_loop(spy, c);
+  const flashsinkhorn::detail::loop_outcome out = run_sinkhorn_loop(spy, spy_loop({2.0}, 9, 1.5));
   EXPECT_FALSE(out.relaxation_fell_back);
   // Schedule (2 steps), 9 iterations (18), then g ← κT_g(f): plain, no error term, into g.
   ASSERT_EQ(spy.steps.size(), 2u * (1 + 9) + 1);
@@ -228,8 +226,7 @@ TEST(Relaxation, ARelaxedLastBlockIsFollowedByOnePlainGUpdate) {
   EXPECT_EQ(last.out, flashsinkhorn::detail::slot::g);
   // ω = 1 throughout: no extra step (the plain loop's sequence, OmegaOneIsThePlainLoopBitForBit).
   blend_spy plain;
-  c.relaxation = 1;
-  run_sinkhorn_loop(plain, c);
+  run_sinkhorn_loop(plain, spy_loop({2.0}, 9, 1.0));
   EXPECT_EQ(plain.steps.size(), 2u * (1 + 9));
 }
 

@@ -131,9 +131,9 @@ def forward_ms_per_iteration(results: Path, machine: str = "") -> dict:
         except (json.JSONDecodeError, AttributeError):
             continue
         card = card_of(data.get("machine", ""))
-        if wanted is not None and card is not None and card != wanted:
+        if wanted and card and card != wanted:
             continue
-        found = same if card is not None or wanted is None else unnamed
+        found = unnamed if wanted and not card else same
         for r in rows:
             if r.get("impl") == "flashsinkhorn" and "ms_per_iteration" in r:
                 key = (r["n"], r["d"], r["precision"])

@@ -2,8 +2,9 @@
 // kKeyTile keys,
 //   dots[r][j] = Σ_k p[r][k]·q_j[k]       (r < kRowBlock, j < kKeyTile)
 // computed kVecsPerStrip SIMD vectors of keys at a time with the rows' coordinates broadcast: a
-// 6 × 16-float accumulator block lives in 12 AVX2 registers (an outer-product micro-kernel, as in
-// BLIS). GCC/Clang vector extensions keep it portable: on narrower SIMD the compiler splits vectors.
+// 6 × 16-float accumulator block lives in 12 AVX2 registers, 6 × 32 floats in 24 of AVX-512's 32
+// (an outer-product micro-kernel, as in BLIS). GCC/Clang vector extensions keep it portable: on
+// narrower SIMD the compiler splits vectors.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +43,15 @@ inline T simd_dot(const T* __restrict a, const T* __restrict b, std::int64_t cou
   return total;
 }
 
-inline constexpr int kVecsPerStrip = 2;  // keys per strip = 2 vectors (16 floats / 8 doubles)
+// Keys per strip, in SIMD vectors: 6 rows × 2 vectors of accumulators + 2 key loads fill AVX2's 16
+// registers; with AVX-512's 32 (ymm16–31 through EVEX) 6 × 4 + 4 fit, which halves the strips a
+// panel takes and so the times a register block's rows are read again (from L2 once 6 rows × d
+// exceed L1: d ≥ 512 in double).
+#if defined(__AVX512F__)
+inline constexpr int kVecsPerStrip = 4;
+#else
+inline constexpr int kVecsPerStrip = 2;
+#endif
 
 // dots: (kRowBlock, kKeyTile) row-major. rows: kRowBlock consecutive rows of a packed cloud.
 // panel: (dim, kKeyTile) key-fastest.
@@ -56,19 +65,20 @@ void score_tile_dots(T* __restrict dots, const T* __restrict rows, const T* __re
     vec acc[kRowBlock][kVecsPerStrip] = {};
     const T* column = panel + strip * kStripKeys;
     for (std::int64_t k = 0; k < dim; ++k) {
-      const vec q0 = load_vec(column + k * kKeyTile);
-      const vec q1 = load_vec(column + k * kKeyTile + kLanes);
+      vec q[kVecsPerStrip];
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecsPerStrip; ++v) q[v] = load_vec(column + k * kKeyTile + v * kLanes);
 #pragma GCC unroll 6
       for (int r = 0; r < kRowBlock; ++r) {
         const T p = rows[r * dim + k];
-        acc[r][0] += p * q0;
-        acc[r][1] += p * q1;
+#pragma GCC unroll 4
+        for (int v = 0; v < kVecsPerStrip; ++v) acc[r][v] += p * q[v];
       }
     }
 #pragma GCC unroll 6
     for (int r = 0; r < kRowBlock; ++r) {
-      store_vec(dots + r * kKeyTile + strip * kStripKeys, acc[r][0]);
-      store_vec(dots + r * kKeyTile + strip * kStripKeys + kLanes, acc[r][1]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecsPerStrip; ++v) store_vec(dots + r * kKeyTile + strip * kStripKeys + v * kLanes, acc[r][v]);
     }
   }
 }

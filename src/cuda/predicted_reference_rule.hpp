@@ -57,13 +57,22 @@ constexpr bool narrow_prediction_pays(std::int64_t dim, const split_plan& plan) 
 // bench/results/predicted_reference_window_wgmma_2026-12-05_s37_vm.json), the largest fraction of
 // CTAs failing from the second iteration on, 5 splits of 16 tiles: d = 8 0, 16 2.8%, 24 27%,
 // 32 83%, 64 100%; unsplit rows 0 at every width (whole rows' predictions stay within ±7 log₂
-// units). A failing CTA folds its split twice, and prediction saves ~17–30% a pass (above), so
-// split rows predict up to d = 16 (the same kernel instance as d = 8: both pad to 16 tf32 words;
-// at d = 16 from the study, not yet timed on split rows).
+// units). A failing CTA folds its split twice, and prediction saves ~17–30% a pass (above). Timed on
+// split rows with that rule (H100, 2026-12-06, e7c0a51, tf32 / bf16, online / predicted,
+// bench/results/wgmma_reference_ab_h100_2026-12-06_s39.json): d = 8, n = 10⁴ (5 splits of 16
+// tiles) 0.137 / 0.114 — predicted wins; d = 16, n = 10⁴ 0.138 / 0.162 — it loses (the study's
+// 2.8% of failing CTAs, each folding twice, set the pace); d = 16, n = 2·10⁴ (5 splits of 32 tiles)
+// 0.455 / 0.350 — it wins again; d = 32 0.148 / 0.221 and d = 64 0.171 / 0.275 at n = 10⁴ lose.
+// So split rows predict up to d = 8 (kPredictedMaxDim) on any split of ≥ 8 tiles, and up to d = 16
+// (the same kernel instance: both pad to 16 tf32 words) on splits of ≥ 32 tiles, where a split is
+// likelier to hold some of each row's nearest keys.
 inline constexpr std::int64_t kWgmmaSplitPredictedMaxDim = 16;
+inline constexpr int kWgmmaWideSplitMinTiles = 32;
 
 constexpr bool wgmma_prediction_pays(std::int64_t dim, const split_plan& plan) {
-  return plan.tiles_per_split >= kPredictedMinSplitTiles && (plan.splits == 1 || dim <= kWgmmaSplitPredictedMaxDim);
+  if (plan.tiles_per_split < kPredictedMinSplitTiles) return false;
+  if (plan.splits == 1 || dim <= kPredictedMaxDim) return true;
+  return dim <= kWgmmaSplitPredictedMaxDim && plan.tiles_per_split >= kWgmmaWideSplitMinTiles;
 }
 
 }  // namespace flashsinkhorn::detail

@@ -28,15 +28,29 @@ TEST(predicted_reference_rule, wgmma_predicts_unsplit_rows_at_any_width) {
 
 TEST(predicted_reference_rule, wgmma_predicts_split_rows_only_when_narrow) {
   // n = 10⁴: 79 row blocks, 5 splits of 16 tiles. At d = 64 and ε = 0.1 a split without a row's
-  // nearest keys underflows the guard and every CTA folded its keys twice (0.278 ms against ~0.15).
+  // nearest keys underflows the guard and every CTA folded its keys twice (0.275 ms against 0.171
+  // online); at d = 16 ~3% of the CTAs do, enough to lose (0.162 against 0.138; H100, 2026-12-06).
   const split_plan plan = wgmma_plan_for(10000);
   ASSERT_GT(plan.splits, 1);
   ASSERT_GE(plan.tiles_per_split, kPredictedMinSplitTiles);
+  ASSERT_LT(plan.tiles_per_split, kWgmmaWideSplitMinTiles);
   EXPECT_TRUE(wgmma_prediction_pays(3, plan));
-  EXPECT_TRUE(wgmma_prediction_pays(16, plan));  // ≤ 3% of its CTAs fail in the guard study
-  EXPECT_FALSE(wgmma_prediction_pays(17, plan));
-  EXPECT_FALSE(wgmma_prediction_pays(24, plan));  // 27%
+  EXPECT_TRUE(wgmma_prediction_pays(8, plan));  // 0.114 against 0.137
+  EXPECT_FALSE(wgmma_prediction_pays(9, plan));
+  EXPECT_FALSE(wgmma_prediction_pays(16, plan));
+  EXPECT_FALSE(wgmma_prediction_pays(24, plan));  // 27% of the CTAs fail in the guard study
   EXPECT_FALSE(wgmma_prediction_pays(64, plan));  // all
+}
+
+TEST(predicted_reference_rule, wgmma_predicts_long_splits_up_to_sixteen_coordinates) {
+  // n = 2·10⁴: 157 row blocks, 5 splits of 32 tiles: d = 16 0.350 ms predicted against 0.455 online.
+  const split_plan plan = wgmma_plan_for(20000);
+  ASSERT_GT(plan.splits, 1);
+  ASSERT_GE(plan.tiles_per_split, kWgmmaWideSplitMinTiles);
+  EXPECT_TRUE(wgmma_prediction_pays(8, plan));
+  EXPECT_TRUE(wgmma_prediction_pays(16, plan));
+  EXPECT_FALSE(wgmma_prediction_pays(17, plan));
+  EXPECT_FALSE(wgmma_prediction_pays(64, plan));
 }
 
 TEST(predicted_reference_rule, short_splits_keep_the_online_maximum) {

@@ -388,3 +388,22 @@ def test_the_hvp_claim_takes_our_forward_from_the_same_card(tmp_path):
     h100 = report_hvp.forward_ms_per_iteration(tmp_path, "NVIDIA H100 80GB HBM3")
     assert h100[(10000, 64, "fp32")] == (0.5, "gpu_forward_h100_2026-12-05.json")
     assert report_hvp.card_of("vm") is None
+
+
+def test_forward_claims_fall_back_to_the_session_that_timed_the_peer(tmp_path):
+    # A newer gpu_forward session re-timed ours at both sizes, but its peer run was cut short before
+    # n = 50,000: the claim at 10,000 comes from the newer session, the one at 50,000 from the older.
+    report = load_report()
+    results, markdown, plots = tmp_path / "results", tmp_path / "BENCHMARKS.md", tmp_path / "plots"
+    write_fixture(results)
+    ours = {"impl": "flashsinkhorn", "kernel": "wgmma-ws", "m": 10000, "d": 64, "precision": "tf32", "iterations": 10,
+            "finite": True}
+    rows = [{**ours, "n": 10000, "ms_per_iteration": 0.1}, {**ours, "n": 50000, "ms_per_iteration": 2.0},
+            {"impl": "flash-sinkhorn", "n": 10000, "m": 10000, "d": 64, "precision": "tf32", "iterations": 10,
+             "ms_per_iteration": 0.45}]
+    (results / "gpu_forward_2099-02-01.json").write_text(json.dumps(
+        {"benchmark": "gpu_forward", "commit": "def5678", "date": "2099-02-01T00:00:00+00:00", "machine": "fixture",
+         "rows": rows}))
+    text = report.render(results, markdown, plots)
+    assert "| 10,000 | 64 | tf32 | wgmma-ws | 4.50× | met | `gpu_forward_2099-02-01.json` |" in text
+    assert "| 50,000 | 64 | tf32 | wgmma-tma | 1.50× | short by 1.33× | `gpu_forward_2099-01-01.json` |" in text

@@ -65,7 +65,11 @@ constexpr bool narrow_prediction_pays(std::int64_t dim, const split_plan& plan) 
 // 0.455 / 0.350 — it wins again; d = 32 0.148 / 0.221 and d = 64 0.171 / 0.275 at n = 10⁴ lose.
 // So split rows predict up to d = 8 (kPredictedMaxDim) on any split of ≥ 8 tiles, and up to d = 16
 // (the same kernel instance: both pad to 16 tf32 words) on splits of ≥ 32 tiles, where a split is
-// likelier to hold some of each row's nearest keys.
+// likelier to hold some of each row's nearest keys. Re-timed with this rule on another H100 of the
+// same kind (c992634, wgmma_reference_ab_h100_2026-12-06_s39b.json, tf32, auto / online / predicted):
+// 10⁴ × 8 0.114 / 0.138 / 0.115; 2·10⁴ × 16 0.386 / 0.452 / 0.384; 10⁴ × 16 0.139 / 0.138 / 0.132 —
+// there prediction won by 5% where the first run had it lose by 18%: the rule keeps the side whose
+// worse case is smaller.
 inline constexpr std::int64_t kWgmmaSplitPredictedMaxDim = 16;
 inline constexpr int kWgmmaWideSplitMinTiles = 32;
 

@@ -87,8 +87,10 @@ def load(results: Path) -> tuple[list[dict], list[dict], list[str]]:
 def source(name: str, meta: dict, kind: str, rows: int) -> dict:
     machine = meta.get("machine")
     if isinstance(machine, dict):
-        cpu = machine.get("cpu_family_model") and (f"{machine.get('host', '?')} ({machine.get('cpu_model', 'CPU')}, family/model "
-                                                   f"{machine['cpu_family_model']}, {machine.get('cpu_simd', '?')})")
+        cpu = None
+        if machine.get("cpu_family_model"):  # CPU rows since 2026-12-06 (protocol.machine)
+            cpu = (f"{machine.get('host', '?')} ({machine.get('cpu_model', 'CPU')}, family/model "
+                   f"{machine['cpu_family_model']}, {machine.get('cpu_simd', '?')})")
         machine = machine.get("gpu") or machine.get("model_name") or cpu or machine.get("host") or machine.get("platform")
     machine = "; ".join(line.strip() for line in str(machine or "?").splitlines() if line.strip())  # one per GPU
     return {"file": name, "kind": kind, "commit": str(meta.get("commit", "?"))[:60], "date": str(meta.get("date", "?")),

@@ -19,7 +19,8 @@
 namespace flashsinkhorn::detail {
 
 inline constexpr std::int64_t kKeyTile = 64;  // keys per panel: 16 KB at d = 64 floats, stays in L1
-inline constexpr std::int64_t kRowBlock = 6;  // rows per register block: 6×2 accumulator vectors + 2 key loads ≤ 16 AVX2 registers (score_tile.hpp)
+// rows per register block: 6 × kVecsPerStrip accumulator vectors + the key loads fit the registers (score_tile.hpp)
+inline constexpr std::int64_t kRowBlock = 6;
 
 inline std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;

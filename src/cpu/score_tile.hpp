@@ -78,7 +78,8 @@ void score_tile_dots(T* __restrict dots, const T* __restrict rows, const T* __re
 #pragma GCC unroll 6
     for (int r = 0; r < kRowBlock; ++r) {
 #pragma GCC unroll 4
-      for (int v = 0; v < kVecsPerStrip; ++v) store_vec(dots + r * kKeyTile + strip * kStripKeys + v * kLanes, acc[r][v]);
+      for (int v = 0; v < kVecsPerStrip; ++v)
+        store_vec(dots + r * kKeyTile + strip * kStripKeys + v * kLanes, acc[r][v]);
     }
   }
 }

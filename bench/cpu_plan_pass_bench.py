@@ -28,12 +28,15 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench" / "suite"))
+import protocol  # noqa: E402  (the suite's CPU identity)
 
 
 def timed(call) -> tuple[float, object]:
@@ -76,17 +79,11 @@ def measure_hvp(fs, n: int, d: int, dtype, threads: int) -> dict:
 
 
 def cpu_model() -> str:
-    """The CPU as /proc/cpuinfo names it, with its family and model: the VMs of this project have moved
-    between hosts (AMD family 23 = Zen 1 on 2026-12-02, family 25 = Zen 3 on 2026-12-05)."""
-    fields = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        return platform.processor()
-    return f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
+    """The CPU with its family and model (the suite's protocol.cpu_identity): the VMs of this project
+    have moved between hosts (AMD family 23 = Zen 1 on 2026-12-02, family 25 = Zen 3 on 2026-12-05)."""
+    cpu = protocol.cpu_identity()
+    family, _, model = cpu.get("cpu_family_model", "?/?").partition("/")
+    return f"{cpu.get('cpu_model', platform.processor())} (family {family}, model {model})"
 
 
 def git_commit() -> str:

@@ -357,23 +357,29 @@ def machine() -> dict:
             info["gpu"] = "; ".join(line.strip() for line in smi.stdout.splitlines() if line.strip())  # one per GPU
     except (OSError, subprocess.TimeoutExpired):
         pass
+    info.update(cpu_identity())
+    return info
+
+
+def cpu_identity() -> dict:
+    """The CPU as lscpu names it: model name, family/model and the widest SIMD the kernels (built with
+    -march=native) may use. The development VMs move between hosts under the same model name
+    ("AMD EPYC": Zen 1 on 2026-12-02, Zen 4 with AVX-512 on 2026-12-06), so CPU rows carry all three."""
+    info = {}
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=20).stdout
-        m = re.search(r"^Model name:\s+(.*)$", lscpu, re.M)
-        if m:
-            info["cpu_model"] = m.group(1).strip()
-        # The development VMs move between hosts under the same model name ("AMD EPYC": Zen 1 on
-        # 2026-12-02, Zen 4 with AVX-512 on 2026-12-06), so CPU rows name the family, the model and
-        # the widest SIMD the kernels (built with -march=native) may use.
-        family, model = re.search(r"^CPU family:\s+(\S+)", lscpu, re.M), re.search(r"^Model:\s+(\S+)", lscpu, re.M)
-        if family and model:
-            info["cpu_family_model"] = f"{family.group(1)}/{model.group(1)}"
-        flags = re.search(r"^Flags:\s+(.*)$", lscpu, re.M)
-        if flags:
-            present = set(flags.group(1).split())
-            info["cpu_simd"] = next((f for f in ("avx512f", "avx2", "avx", "sse4_2") if f in present), "none")
     except (OSError, subprocess.TimeoutExpired):
-        pass
+        return info
+    m = re.search(r"^Model name:\s+(.*)$", lscpu, re.M)
+    if m:
+        info["cpu_model"] = m.group(1).strip()
+    family, model = re.search(r"^CPU family:\s+(\S+)", lscpu, re.M), re.search(r"^Model:\s+(\S+)", lscpu, re.M)
+    if family and model:
+        info["cpu_family_model"] = f"{family.group(1)}/{model.group(1)}"
+    flags = re.search(r"^Flags:\s+(.*)$", lscpu, re.M)
+    if flags:
+        present = set(flags.group(1).split())
+        info["cpu_simd"] = next((f for f in ("avx512f", "avx2", "avx", "sse4_2") if f in present), "none")
     return info
 
 

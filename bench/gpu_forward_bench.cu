@@ -128,19 +128,24 @@ int main(int argc, char** argv) {
       const char* reference = to_string(narrow_reference_choice());
       const char* exp2 = exp2_name(exp2_split_choice());  // where the wgmma tiles' 2^x run
       const char* forced = std::getenv("FLASHSINKHORN_KERNEL");  // a variant forced for every precision
+      // The key splits of each half-step (n = m) and the streamed kernels' L2 budget that helped pick them.
+      const int splits = softmin_key_splits(mode, size.d, size.n, size.n, sm_count, max_shared);
+      const long long l2_mib = static_cast<long long>(streamed_l2_budget_choice() >> 20);
       std::printf(
           "{\"impl\":\"flashsinkhorn\",\"kernel\":\"%s\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,\"precision\":\"%s\","
           "\"eps\":%g,\"iterations\":%d,\"repeats\":%d,\"ms_per_iteration\":%.5f,\"ms_min_per_iteration\":%.5f,"
           "\"tflops\":%.2f,\"roofline_floor_ms\":%.5f,\"roofline_fraction\":%.3f,\"device_bytes\":%zu,"
-          "\"finite\":%s,\"narrow_reference\":\"%s\",\"narrow_margin\":%g,\"exp2\":\"%s\",\"forced_kernel\":\"%s\"}\n",
+          "\"finite\":%s,\"narrow_reference\":\"%s\",\"narrow_margin\":%g,\"exp2\":\"%s\",\"forced_kernel\":\"%s\","
+          "\"key_splits\":%d,\"streamed_l2_mib\":%lld}\n",
           kernel, device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
           static_cast<long long>(size.d), name.c_str(), eps, iterations, repeats, per_iter_ms,
           ms.front() / iterations, flop / (per_iter_ms * 1e-3) / 1e12, floor_ms, floor_ms / per_iter_ms,
           device_bytes, finite ? "true" : "false", reference, static_cast<double>(narrow_margin_choice()), exp2,
-          forced == nullptr ? "" : forced);
+          forced == nullptr ? "" : forced, splits, l2_mib);
       std::fflush(stdout);
-      std::fprintf(stderr, "n=%lld d=%lld %s [%s]: %.4f ms/iter (floor %.4f, %.0f%%)\n", static_cast<long long>(size.n),
-                   static_cast<long long>(size.d), name.c_str(), kernel, per_iter_ms, floor_ms, 100 * floor_ms / per_iter_ms);
+      std::fprintf(stderr, "n=%lld d=%lld %s [%s, %d split%s]: %.4f ms/iter (floor %.4f, %.0f%%)\n",
+                   static_cast<long long>(size.n), static_cast<long long>(size.d), name.c_str(), kernel, splits,
+                   splits == 1 ? "" : "s", per_iter_ms, floor_ms, 100 * floor_ms / per_iter_ms);
     }
   }
   FS_CUDA_CHECK(cudaStreamDestroy(stream));

@@ -27,7 +27,7 @@ logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
 rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES-build gpu demo study bench plan reference hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +overhead, +examples
+stages="${STAGES-build gpu demo study bench plan reference hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +overhead, +examples, +l2
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -123,6 +123,16 @@ if has gpu; then
       tail -3 "$logs/tests.log"
     done
   fi
+  # The streamed kernels' L2 rule at a 1-MiB budget (FLASHSINKHORN_STREAMED_L2_MIB=1, kernel_variant.hpp):
+  # the wide-row backend cases then run with their keys split wherever the split length allows, and
+  # the plan passes as always (GPU_TEST_STREAMED_L2=0 leaves the pass out).
+  if [[ "${GPU_TEST_STREAMED_L2:-1}" != 0 ]]; then
+    echo "== GPU tests, FLASHSINKHORN_STREAMED_L2_MIB=1" >> "$logs/tests.log"
+    FLASHSINKHORN_STREAMED_L2_MIB=1 timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" \
+      --gtest_filter='sizes/*:*Solver*:*plan_pass_test*:launch_plan*' --gtest_brief=1 >> "$logs/tests.log" 2>&1 ||
+      { echo "GPU tests (streamed L2 budget 1 MiB) failed"; status=1; }
+    tail -3 "$logs/tests.log"
+  fi
   # A quarter of the predicted wgmma tiles' exponentials by a cubic on the FMA pipe (FLASHSINKHORN_EXP2=split,
   # kernel_variant.hpp; the MUFU takes them all by default): the backend cases and the forced
   # fallbacks of predicted_reference_gpu_test with predicted references forced, on the
@@ -211,6 +221,20 @@ if has reference; then
     bench/narrow_reference_ab.sh "$out/narrow_reference_ab_$(date -u +%F).json" > "$logs/reference.log" 2>&1 \
     || { echo "reference A/B failed"; status=1; }
   cat "$logs/reference.log"
+fi
+if has l2; then
+  # The streamed softmin kernels' L2 rule (key_splits.hpp, streamed_query_splits) under several
+  # budgets, FLASHSINKHORN_STREAMED_L2_MIB (L2_BUDGETS, L2_SIZES, L2_PRECISIONS; not in the default
+  # list), into $out/streamed_l2_ab_<date>.json; then the plan bench on L2_PLAN_SIZES (the plan
+  # passes' CTAs of one row block side by side, plan_cta_work_of).
+  BENCH="$build/bench/flashsinkhorn_gpu_bench" BUDGETS="${L2_BUDGETS:-0 12 24 40}" SIZES="${L2_SIZES:-50000x512,50000x1024,10000x1024}" \
+    PRECISIONS="${L2_PRECISIONS:-tf32,bf16}" timeout "${L2_TIMEOUT:-200}" \
+    bench/streamed_l2_ab.sh "$out/streamed_l2_ab_$(date -u +%F).json" > "$logs/l2.log" 2>&1 || { echo "L2 A/B failed"; status=1; }
+  if [[ -n "${L2_PLAN_SIZES:-}" ]]; then
+    timeout 150 "$build/bench/flashsinkhorn_plan_bench" --sizes "$L2_PLAN_SIZES" --precisions "${L2_PRECISIONS:-tf32,bf16}" \
+      > "$out/plan_l2_$(date -u +%F).jsonl" 2>> "$logs/l2.log" || { echo "plan bench failed"; status=1; }
+  fi
+  cat "$logs/l2.log"
 fi
 if has hvp; then
   # The streaming HVP against flash-sinkhorn's (issue 5): CG iterations and time against n, the

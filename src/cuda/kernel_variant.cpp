@@ -112,6 +112,24 @@ float narrow_margin_choice() {
   return chosen;
 }
 
+constexpr std::int64_t kDefaultStreamedL2MiB = 24;
+
+std::int64_t parse_streamed_l2_budget(const char* text) {
+  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+  if (text == nullptr || *text == '\0') return kDefaultStreamedL2MiB * kMiB;
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || value < 0 || value > 1024)
+    throw invalid_argument(std::string("FLASHSINKHORN_STREAMED_L2_MIB must be a whole number of MiB in [0, 1024] (or unset), got '") +
+                           text + "'");
+  return value * kMiB;
+}
+
+std::int64_t streamed_l2_budget_choice() {
+  static const std::int64_t chosen = parse_streamed_l2_budget(std::getenv("FLASHSINKHORN_STREAMED_L2_MIB"));  // read once
+  return chosen;
+}
+
 const char* to_string(wgmma_variant variant) {
   switch (variant) {
     case wgmma_variant::mma_sync: return "mma";

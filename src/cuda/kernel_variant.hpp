@@ -88,4 +88,12 @@ inline constexpr int kExp2SplitMaxSteps = 8;
 float parse_narrow_margin(const char* text);
 float narrow_margin_choice();
 
+// The L2 budget (bytes) for the query blocks the streamed softmin kernels' resident CTAs read again
+// for every key tile (key_splits.hpp, streamed_query_splits), from FLASHSINKHORN_STREAMED_L2_MIB in
+// MiB (read once; unset or empty: 24, half the H100's and H200's 50 MiB of L2, where the keys and
+// the other splits' traffic also live; 0 turns the rule off, for A/B runs). A whole number in
+// [0, 1024]; anything else throws invalid_argument.
+std::int64_t parse_streamed_l2_budget(const char* text);
+std::int64_t streamed_l2_budget_choice();
+
 }  // namespace flashsinkhorn::detail

@@ -5,6 +5,7 @@
 // (waves of CTAs) × (key tiles per CTA + 1): 1,000 rows are 8 row blocks, so the keys are cut until
 // the SMs are busy; 50,000 rows may still gain from a split that rounds the last wave up. Used by
 // the softmin half-steps (softmin_launch.cu) and the one-column plan pass (plan_rows_launch.cu).
+// The streamed softmin kernels ask for a least count as well (streamed_query_splits).
 #pragma once
 
 #include <algorithm>
@@ -20,9 +21,9 @@ struct split_plan {
 };
 
 // `slots`: CTAs resident at once on the device (SMs × CTAs per SM); at most `max_splits` splits of
-// at least `min_tiles` key tiles each.
+// at least `min_tiles` key tiles each, and at least `min_splits` where the keys allow that many.
 inline split_plan plan_key_splits(std::int64_t row_blocks, std::int64_t key_tiles, std::int64_t slots, int max_splits,
-                                  int min_tiles) {
+                                  int min_tiles, int min_splits = 1) {
   split_plan plan;
   plan.row_blocks = static_cast<int>(std::max<std::int64_t>(1, row_blocks));
   plan.key_tiles = static_cast<int>(std::max<std::int64_t>(1, key_tiles));
@@ -33,9 +34,14 @@ inline split_plan plan_key_splits(std::int64_t row_blocks, std::int64_t key_tile
     // + 1 tile: the fixed cost of a CTA (query load, epilogue, partial write).
     return static_cast<double>(waves) * (tiles_per_split + 1);
   };
-  plan.tiles_per_split = plan.key_tiles;
-  double best = cost(plan.key_tiles, 1);
-  for (int wanted = 2; wanted <= max_splits; ++wanted) {
+  auto split_into = [&](int wanted) {
+    plan.tiles_per_split = (plan.key_tiles + wanted - 1) / wanted;
+    plan.splits = (plan.key_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
+  };
+  const int least = std::clamp(std::min(min_splits, plan.key_tiles / std::max(1, min_tiles)), 1, std::max(1, max_splits));
+  split_into(least);
+  double best = cost(plan.tiles_per_split, plan.splits);
+  for (int wanted = least + 1; wanted <= max_splits; ++wanted) {
     if (plan.key_tiles < wanted * min_tiles) break;
     const int tiles_per_split = (plan.key_tiles + wanted - 1) / wanted;
     const int splits = (plan.key_tiles + tiles_per_split - 1) / tiles_per_split;
@@ -47,6 +53,23 @@ inline split_plan plan_key_splits(std::int64_t row_blocks, std::int64_t key_tile
     }
   }
   return plan;
+}
+
+// The least key splits of a streamed softmin launch. Its CTAs read their whole query block
+// (`query_block_bytes`, too large for shared memory) again for every key tile, so the blocks that
+// the `slots` resident CTAs hold should stay in L2 (`budget_bytes` of it) or every tile re-reads
+// them from HBM: at 5·10⁴ × 1,024 in tf32, 132 blocks of 512 KiB are 66 MiB against the H100's
+// 50 MiB of L2, and the kernel ran at 45% of the TF32 floor where 512 coordinates ran at 65%
+// (suite_h100_2026-12-06_s40a_cpp.jsonl). With the split fastest in the grid (cta_work_of) the
+// resident CTAs hold ⌈slots / splits⌉ distinct blocks, each read from HBM once per key tile of
+// its first split and from L2 by the others. 1 when the blocks fit or the budget is 0 (rule off).
+inline int streamed_query_splits(std::int64_t row_blocks, std::int64_t slots, std::int64_t query_block_bytes,
+                                 std::int64_t budget_bytes) {
+  if (budget_bytes <= 0 || query_block_bytes <= 0) return 1;
+  const std::int64_t blocks_that_fit = std::max<std::int64_t>(1, budget_bytes / query_block_bytes);
+  const std::int64_t resident_blocks = std::min(std::max<std::int64_t>(1, row_blocks), std::max<std::int64_t>(1, slots));
+  if (resident_blocks <= blocks_that_fit) return 1;
+  return static_cast<int>((slots + blocks_that_fit - 1) / blocks_that_fit);
 }
 
 }  // namespace flashsinkhorn::detail

@@ -186,6 +186,20 @@ __device__ __forceinline__ void leave_plan_rows(const plan_wgmma_params& p, std:
 
 // kSteps: 32-byte k-steps of a row of points (Q·Kᵀ), ≤ plan_wgmma::kMaxSteps. Grid: (row blocks of
 // kWgmmaBlockM, value tiles of kValueCols); every value tile recomputes the scores.
+// The work of a CTA of the Hopper plan passes: a block of kWgmmaBlockM rows and one value tile. The
+// grid is (row blocks, value tiles), read in launch order with the value tile fastest: the CTAs of
+// one row block run side by side and stream the same query and key panels (the streamed kernel
+// reads them again for every key tile), so L2 serves all but the first of them.
+struct plan_cta_work {
+  std::int64_t row_block0;
+  int value_tile;
+};
+
+__device__ __forceinline__ plan_cta_work plan_cta_work_of() {
+  const std::int64_t linear = blockIdx.x + static_cast<std::int64_t>(blockIdx.y) * gridDim.x;
+  return {(linear / gridDim.y) * tile::kWgmmaBlockM, static_cast<int>(linear % gridDim.y)};
+}
+
 template <class Op, int kSteps>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     plan_wgmma_kernel(const plan_wgmma_params p, const __grid_constant__ CUtensorMap rows_map,
@@ -202,8 +216,9 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   constexpr int kPanels = (kRowWords + wgmma::kPanelWords - 1) / wgmma::kPanelWords;
   constexpr int kKeyBytes = kPanels * wgmma::kTileN * wgmma::kPanelRowBytes;
   const int stages = p.stages;
-  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
-  const int value_tile = blockIdx.y;
+  const plan_cta_work work = plan_cta_work_of();
+  const std::int64_t row_block0 = work.row_block0;
+  const int value_tile = work.value_tile;
 
   unsigned char* query = shared;
   unsigned char* ring = shared + p.query_bytes;  // stages × (keys · Vᵀ tile)

@@ -51,8 +51,9 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   unsigned char* ring = panel_aligned(shared_raw);
   constexpr int kKeyPanelBytes = wgmma::kTileN * wgmma::kPanelRowBytes;
   const int stages = p.stages;
-  const std::int64_t row_block0 = static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM;
-  const int value_tile = blockIdx.y;
+  const plan_cta_work work = plan_cta_work_of();
+  const std::int64_t row_block0 = work.row_block0;
+  const int value_tile = work.value_tile;
   auto stage_at = [&](const tma::ring_position& at) { return ring + at.stage * plan_wgmma_streamed::kStageBytes; };
 
   if (threadIdx.x == 0) tma::init_ring_barriers(full, empty, stages, tile::kWgmmaThreads);

@@ -197,7 +197,8 @@ __device__ __noinline__ double merge_split_rows(const softmin_params& p, std::in
 // share of the block's marginal-error term and `block_rows` the rows of a CTA.
 // One split: the rows are finished already; the error is summed.
 // Split key ranges: each CTA has stored its rows' partial states (leave_row). The last CTA of a row
-// block to arrive — counted in p.split_counts[blockIdx.x] — merges the splits of the block's rows
+// block to arrive — counted in p.split_counts[row_block0 / block_rows], the block's index whatever
+// the grid's order (cta_work_of) — merges the splits of the block's rows
 // (math::combine) and finishes them, so no combine kernel follows: a half-step is one launch of
 // the softmin kernel after β. That CTA sets the count back to 0 for the next launch in stream
 // order (no memset; a captured CUDA graph replays it as it is). `scratch` is the CTA's
@@ -213,9 +214,10 @@ __device__ __forceinline__ void finish_block(const softmin_params& p, double err
   __threadfence();  // release: this CTA's partial states are visible before its arrival is
   __syncthreads();
   if (threadIdx.x == 0) {
-    const unsigned arrived = atomicAdd(p.split_counts + blockIdx.x, 1u) + 1u;
+    unsigned* count = p.split_counts + row_block0 / block_rows;
+    const unsigned arrived = atomicAdd(count, 1u) + 1u;
     *last = arrived == static_cast<unsigned>(p.splits) ? 1 : 0;
-    if (*last) p.split_counts[blockIdx.x] = 0u;
+    if (*last) *count = 0u;
   }
   __syncthreads();
   const bool finishes = *last != 0;

@@ -35,6 +35,7 @@ struct kernel_shape {
   int shared_bytes = 0;  // dynamic shared memory per CTA
   int ctas_per_sm = 1;   // occupancy, for the split plan
   int steps = 0;         // wgmma: 32-byte k-steps per row (selects the kernel instance)
+  std::int64_t streamed_query_bytes = 0;  // streamed wgmma: the query block each key tile reads again
 };
 
 template <class Op>
@@ -164,6 +165,7 @@ struct wgmma_choice {
   int steps = 0;  // resident kernel: 32-byte k-steps per row (its instance)
   int stages = 0;
   int shared_bytes = 0;
+  std::int64_t row_words = 0;
 };
 
 // 32-bit words per stored row: a tf32 value or two bf16 values per word.
@@ -177,16 +179,16 @@ wgmma_choice choose_wgmma(precision mode, std::int64_t padded_dim, int max_share
   if (row_words <= tile::kWgmmaMaxRowWords) {
     const kernels::wgmma_geometry geo =
         kernels::make_wgmma_geometry(row_words, max_shared_bytes, ws_resident(mode) ? 1 : tile::kWgmmaCtasPerSm);
-    if (geo.fits && geo.steps % 2 == 0) choice = {kernel_family::wgmma, geo.steps, geo.stages, geo.total_bytes};
+    if (geo.fits && geo.steps % 2 == 0) choice = {kernel_family::wgmma, geo.steps, geo.stages, geo.total_bytes, row_words};
     return choice;
   }
   if (ws_streamed(mode)) {
     const kernels::wgmma_ws_streamed_geometry geo = kernels::make_wgmma_ws_streamed_geometry(row_words, max_shared_bytes);
-    if (geo.fits) choice = {kernel_family::wgmma_streamed, 0, geo.stages, geo.total_bytes};
+    if (geo.fits) choice = {kernel_family::wgmma_streamed, 0, geo.stages, geo.total_bytes, row_words};
     return choice;
   }
   const kernels::wgmma_streamed_geometry geo = kernels::make_wgmma_streamed_geometry(row_words, max_shared_bytes);
-  if (geo.fits) choice = {kernel_family::wgmma_streamed, 0, geo.stages, geo.total_bytes};
+  if (geo.fits) choice = {kernel_family::wgmma_streamed, 0, geo.stages, geo.total_bytes, row_words};
   return choice;
 }
 
@@ -199,6 +201,7 @@ kernel_shape wgmma_shape(const wgmma_choice& choice) {
   shape.shared_bytes = choice.shared_bytes;
   shape.steps = choice.steps;
   const bool resident = choice.family == kernel_family::wgmma;
+  if (!resident) shape.streamed_query_bytes = std::int64_t{tile::kWgmmaBlockM} * choice.row_words * 4;
   if (resident ? ws_resident(mode_of<Op>()) : ws_streamed(mode_of<Op>())) {
     shape.threads = tile::kWgmmaWsThreads;
     shape.ctas_per_sm =
@@ -285,11 +288,14 @@ kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_b
   return simt_shape();
 }
 
-// The key splits of a softmin launch (key_splits.hpp) for this kernel's shape.
+// The key splits of a softmin launch (key_splits.hpp) for this kernel's shape; a streamed kernel's
+// at least as many as keep its resident query blocks in L2 (streamed_query_splits).
 split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_t keys, int sm_count) {
-  return plan_key_splits((rows + shape.block_m - 1) / shape.block_m, (keys + shape.block_n - 1) / shape.block_n,
-                         static_cast<std::int64_t>(std::max(1, sm_count)) * shape.ctas_per_sm, tile::kMaxSplits,
-                         tile::kMinTilesPerSplit);
+  const std::int64_t row_blocks = (rows + shape.block_m - 1) / shape.block_m;
+  const std::int64_t slots = static_cast<std::int64_t>(std::max(1, sm_count)) * shape.ctas_per_sm;
+  const int least = streamed_query_splits(row_blocks, slots, shape.streamed_query_bytes, streamed_l2_budget_choice());
+  return plan_key_splits(row_blocks, (keys + shape.block_n - 1) / shape.block_n, slots, tile::kMaxSplits,
+                         tile::kMinTilesPerSplit, least);
 }
 
 // tf32 on rows of at most 2 coordinates runs the fp32 narrow kernel wherever that kernel would take
@@ -367,6 +373,13 @@ const char* softmin_kernel_name(precision mode, std::int64_t dim, std::int64_t r
     case kernel_family::fma: return "fma";
   }
   return "fma";
+}
+
+int softmin_key_splits(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
+                       int max_shared_bytes) {
+  const kernel_shape shape =
+      launch_shape(mode, softmin_padded_dim(mode, dim), dim, rows, keys, sm_count, max_shared_bytes);
+  return plan_splits(shape, rows, keys, sm_count).splits;
 }
 
 wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_shared_bytes) {

@@ -75,6 +75,9 @@ std::int64_t softmin_padded_dim(precision mode, std::int64_t dim);
 // d ≤ 2 on long key splits, tf32 on narrow rows). For benchmarks and logs.
 const char* softmin_kernel_name(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
                                 int max_shared_bytes);
+// And how many key splits it cuts each row block's keys into (for benchmarks and logs).
+int softmin_key_splits(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
+                       int max_shared_bytes);
 
 // The Hopper kernels' shared-memory plan for a mode and padded row width on a device offering
 // `max_shared_bytes` per block, whatever device is present: which one would run ("wgmma" with a

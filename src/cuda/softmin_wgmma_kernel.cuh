@@ -254,8 +254,11 @@ __device__ __forceinline__ void issue_tile_scores(float (&acc)[wgmma::kAccumulat
   wgmma::pin(acc);
 }
 
-// The work of a CTA of the wgmma kernels: its block of kWgmmaBlockM rows (blockIdx.x) and the key
-// tiles of its split (blockIdx.y); a split past the end has no tiles.
+// The work of a CTA of the wgmma kernels: its block of kWgmmaBlockM rows and the key tiles of its
+// split; a split past the end has no tiles. The grid is (row blocks, splits), read in launch order
+// with the split fastest: the CTAs resident at once hold the splits of fewer row blocks, so the
+// streamed kernel's query panels, read again for every key tile, come from L2 for all but the first
+// split of a block (key_splits.hpp, streamed_query_splits). One split: CTA x holds row block x.
 struct cta_work {
   std::int64_t row_block0;  // first row of the block
   int split;
@@ -264,9 +267,10 @@ struct cta_work {
 };
 
 __device__ __forceinline__ cta_work cta_work_of(const softmin_params& p) {
-  const int split = blockIdx.y;
+  const std::int64_t linear = blockIdx.x + static_cast<std::int64_t>(blockIdx.y) * gridDim.x;
+  const int split = static_cast<int>(linear % p.splits);
   const int tile_begin = split * p.tiles_per_split;
-  return {static_cast<std::int64_t>(blockIdx.x) * tile::kWgmmaBlockM, split, tile_begin,
+  return {(linear / p.splits) * tile::kWgmmaBlockM, split, tile_begin,
           max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin)};
 }
 

@@ -106,6 +106,24 @@ TEST(kernel_variant, the_narrow_margin_is_96_unless_a_number_of_log2_units_up_to
   }
 }
 
+TEST(kernel_variant, the_streamed_l2_budget_is_24_mib_unless_a_whole_number_up_to_1024_is_given) {
+  using flashsinkhorn::detail::parse_streamed_l2_budget;
+  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+  EXPECT_EQ(parse_streamed_l2_budget(nullptr), 24 * kMiB);
+  EXPECT_EQ(parse_streamed_l2_budget(""), 24 * kMiB);
+  EXPECT_EQ(parse_streamed_l2_budget("0"), 0);  // the rule off
+  EXPECT_EQ(parse_streamed_l2_budget("40"), 40 * kMiB);
+  EXPECT_EQ(parse_streamed_l2_budget("1024"), 1024 * kMiB);
+  for (const char* bad : {"-1", "1025", "2.5", "24M", "x"}) {
+    try {
+      (void)parse_streamed_l2_budget(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const flashsinkhorn::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("FLASHSINKHORN_STREAMED_L2_MIB"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots
 // (narrow rows only), tensor cores otherwise; FLASHSINKHORN_FP32_DOTS=3xtf32 keeps fp32 on them.
 TEST(kernel_variant, plan_passes_are_float64_in_fp64_and_with_fp32_fma_dots) {

@@ -1,0 +1,75 @@
+// The key-split plans of the softmin launches (key_splits.hpp): the occupancy rule and the least
+// count a streamed kernel asks for to keep its resident query blocks in L2. Host only (CI runs them).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "cuda/key_splits.hpp"
+#include "cuda/tile_config.hpp"
+
+namespace {
+
+using namespace flashsinkhorn::detail;
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+constexpr std::int64_t kSlots = 132;  // the H100's and H200's SMs, one streamed CTA each
+
+// A streamed kernel's query block: 128 rows of `words` 32-bit words.
+constexpr std::int64_t query_block_bytes(std::int64_t words) { return 128 * words * 4; }
+
+std::int64_t blocks_of(std::int64_t n) { return (n + 127) / 128; }
+
+TEST(key_splits, streamed_query_blocks_that_overflow_the_budget_ask_for_splits) {
+  const std::int64_t blocks = blocks_of(50000);  // 391 row blocks: every SM holds a distinct one unsplit
+  // tf32, d = 1,024: 132 × 512 KiB = 66 MiB; 48 blocks fit in 24 MiB, so 3 splits (44 blocks).
+  EXPECT_EQ(streamed_query_splits(blocks, kSlots, query_block_bytes(1024), 24 * kMiB), 3);
+  // tf32, d = 512 (or bf16, d = 1,024): 33 MiB, 96 blocks fit: 2 splits.
+  EXPECT_EQ(streamed_query_splits(blocks, kSlots, query_block_bytes(512), 24 * kMiB), 2);
+  // bf16, d = 512: 16.5 MiB fit.
+  EXPECT_EQ(streamed_query_splits(blocks, kSlots, query_block_bytes(256), 24 * kMiB), 1);
+  // Whatever the count, the resident distinct blocks then fit.
+  for (const std::int64_t words : {512, 1024, 2048, 4096}) {
+    const int splits = streamed_query_splits(blocks, kSlots, query_block_bytes(words), 24 * kMiB);
+    const std::int64_t resident = (kSlots + splits - 1) / splits;
+    EXPECT_LE(resident * query_block_bytes(words), 24 * kMiB) << words;
+  }
+}
+
+TEST(key_splits, few_row_blocks_or_no_budget_ask_for_none) {
+  // n = 2,000: 16 blocks of 512 KiB are 8 MiB, resident whatever the grid's order.
+  EXPECT_EQ(streamed_query_splits(blocks_of(2000), kSlots, query_block_bytes(1024), 24 * kMiB), 1);
+  EXPECT_EQ(streamed_query_splits(blocks_of(50000), kSlots, query_block_bytes(1024), 0), 1);  // rule off
+  EXPECT_EQ(streamed_query_splits(blocks_of(50000), kSlots, 0, 24 * kMiB), 1);  // a resident kernel
+}
+
+TEST(key_splits, a_least_count_is_kept_and_covers_every_key_tile) {
+  const std::int64_t tiles = blocks_of(50000);
+  const split_plan free = plan_key_splits(tiles, tiles, kSlots, tile::kMaxSplits, tile::kMinTilesPerSplit);
+  EXPECT_EQ(free.splits, 1);  // 391 row blocks fill the SMs
+  for (const int least : {2, 3, 5}) {
+    const split_plan plan = plan_key_splits(tiles, tiles, kSlots, tile::kMaxSplits, tile::kMinTilesPerSplit, least);
+    EXPECT_GE(plan.splits, least);
+    EXPECT_GE(static_cast<std::int64_t>(plan.splits) * plan.tiles_per_split, tiles);
+    EXPECT_LT(static_cast<std::int64_t>(plan.splits - 1) * plan.tiles_per_split, tiles);  // no empty split
+  }
+}
+
+TEST(key_splits, a_least_count_of_one_leaves_the_occupancy_rule_as_it_was) {
+  for (const std::int64_t n : {1000, 10000, 20000, 50000, 200000}) {
+    const split_plan plan = plan_key_splits(blocks_of(n), blocks_of(n), kSlots, tile::kMaxSplits, tile::kMinTilesPerSplit);
+    const split_plan same = plan_key_splits(blocks_of(n), blocks_of(n), kSlots, tile::kMaxSplits, tile::kMinTilesPerSplit, 1);
+    EXPECT_EQ(plan.splits, same.splits) << n;
+    EXPECT_EQ(plan.tiles_per_split, same.tiles_per_split) << n;
+  }
+  // n = 10⁴: 79 row blocks on 132 SMs, so the keys are split (5 splits of 16 tiles).
+  EXPECT_EQ(plan_key_splits(79, 79, kSlots, tile::kMaxSplits, tile::kMinTilesPerSplit).splits, 5);
+}
+
+TEST(key_splits, a_least_count_gives_way_to_the_minimum_split_length) {
+  // 10 key tiles of at least 4 per split allow 2 splits, however many are asked for.
+  const split_plan plan = plan_key_splits(400, 10, kSlots, tile::kMaxSplits, 4, 6);
+  EXPECT_EQ(plan.splits, 2);
+  EXPECT_EQ(plan.tiles_per_split, 5);
+}
+
+}  // namespace

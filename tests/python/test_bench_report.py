@@ -398,12 +398,13 @@ def test_forward_claims_fall_back_to_the_session_that_timed_the_peer(tmp_path):
     write_fixture(results)
     ours = {"impl": "flashsinkhorn", "kernel": "wgmma-ws", "m": 10000, "d": 64, "precision": "tf32", "iterations": 10,
             "finite": True}
-    rows = [{**ours, "n": 10000, "ms_per_iteration": 0.1}, {**ours, "n": 50000, "ms_per_iteration": 2.0},
+    rows = [{**ours, "n": 10000, "ms_per_iteration": 0.1, "roofline_floor_ms": 0.05}, {**ours, "n": 50000, "ms_per_iteration": 2.0},
             {"impl": "flash-sinkhorn", "n": 10000, "m": 10000, "d": 64, "precision": "tf32", "iterations": 10,
              "ms_per_iteration": 0.45}]
     (results / "gpu_forward_2099-02-01.json").write_text(json.dumps(
         {"benchmark": "gpu_forward", "commit": "def5678", "date": "2099-02-01T00:00:00+00:00", "machine": "fixture",
          "rows": rows}))
     text = report.render(results, markdown, plots)
-    assert "| 10,000 | 64 | tf32 | wgmma-ws | 4.50× | met | `gpu_forward_2099-02-01.json` |" in text
-    assert "| 50,000 | 64 | tf32 | wgmma-tma | 1.50× | short by 1.33× | `gpu_forward_2099-01-01.json` |" in text
+    # floor allows: the peer's ms over our floor (0.45 / 0.05; the older file's 4.5 / 1.62).
+    assert "| 10,000 | 64 | tf32 | wgmma-ws | 4.50× | 9.00× | met | `gpu_forward_2099-02-01.json` |" in text
+    assert "| 50,000 | 64 | tf32 | wgmma-tma | 1.50× | 2.78× | short by 1.33× | `gpu_forward_2099-01-01.json` |" in text

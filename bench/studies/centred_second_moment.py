@@ -6,15 +6,7 @@
 # centred: Σ_j P_ij (A_i·(q_j − p_i))(q_j − p_i) with the same rounding applied to A and (q_j − p_i).
 import numpy as np
 
-def bf16(v):
-    b = np.asarray(v, np.float32).view(np.uint32)
-    b = ((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
-    return b.view(np.float32).astype(np.float64)
-
-def tf32(v):
-    b = np.asarray(v, np.float32).view(np.uint32)
-    b = ((b + 0xFFF + ((b >> 13) & 1)) & 0xFFFFE000).astype(np.uint32)
-    return b.view(np.float32).astype(np.float64)
+from operand_rounding import bf16, tf32
 
 rng = np.random.default_rng(55)
 n, d, eps, s = 517, 7, 1.0, 1.0

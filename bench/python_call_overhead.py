@@ -157,9 +157,10 @@ def python_run(call, args: tuple, kwargs: dict, core_seconds, repeats: int,
 
 
 def report_header(args, fs, torch) -> dict:
-    # (a tree without .git, as tools/gpu_check.sh runs it from an archive: the commit it was given)
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or os.environ.get("FS_COMMIT", "")
+    # FS_COMMIT first: tools/gpu_check.sh passes the development machine's commit, and the device's
+    # copy of .git can be older than the tree it runs (session 40's file read b7cb38a for fbff233).
+    commit = os.environ.get("FS_COMMIT") or subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
+                                                           capture_output=True, text=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "python", "bench"],
                                 capture_output=True, text=True).stdout.strip())
     return {

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "math/host_device.hpp"
+
 namespace flashsinkhorn::detail {
 
 struct split_plan {
@@ -19,6 +21,20 @@ struct split_plan {
   int key_tiles = 1;
   int row_blocks = 1;
 };
+
+// The cell of a (row blocks × parts) grid that the CTA launched `linear`-th takes (linear =
+// blockIdx.x + blockIdx.y·gridDim.x), the part fastest: the `parts` CTAs of a row block run side by
+// side, so the panels they all read (a streamed kernel's query block, for the softmin's key splits
+// and the plan passes' value tiles) come from L2 for all but the first. A bijection of
+// [0, row blocks · parts) onto the cells.
+struct grid_cell {
+  std::int64_t row_block;
+  int part;
+};
+
+FS_HOST_DEVICE grid_cell part_fastest_cell(std::int64_t linear, int parts) {
+  return {linear / parts, static_cast<int>(linear % parts)};
+}
 
 // `slots`: CTAs resident at once on the device (SMs × CTAs per SM); at most `max_splits` splits of
 // at least `min_tiles` key tiles each, and at least `min_splits` where the keys allow that many.

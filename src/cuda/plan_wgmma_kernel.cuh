@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cuda/key_splits.hpp"
 #include "cuda/softmin_wgmma_ws_kernel.cuh"
 #include "cuda/tma.cuh"
 #include "cuda/wgmma.cuh"
@@ -187,17 +188,18 @@ __device__ __forceinline__ void leave_plan_rows(const plan_wgmma_params& p, std:
 // kSteps: 32-byte k-steps of a row of points (Q·Kᵀ), ≤ plan_wgmma::kMaxSteps. Grid: (row blocks of
 // kWgmmaBlockM, value tiles of kValueCols); every value tile recomputes the scores.
 // The work of a CTA of the Hopper plan passes: a block of kWgmmaBlockM rows and one value tile. The
-// grid is (row blocks, value tiles), read in launch order with the value tile fastest: the CTAs of
-// one row block run side by side and stream the same query and key panels (the streamed kernel
-// reads them again for every key tile), so L2 serves all but the first of them.
+// (row blocks, value tiles) grid is read with the value tile fastest (part_fastest_cell): the CTAs
+// of a row block run side by side and stream the same query and key panels (the streamed kernel
+// reads them again for every key tile), so L2 serves all but the first.
 struct plan_cta_work {
   std::int64_t row_block0;
   int value_tile;
 };
 
 __device__ __forceinline__ plan_cta_work plan_cta_work_of() {
-  const std::int64_t linear = blockIdx.x + static_cast<std::int64_t>(blockIdx.y) * gridDim.x;
-  return {(linear / gridDim.y) * tile::kWgmmaBlockM, static_cast<int>(linear % gridDim.y)};
+  const grid_cell cell =
+      part_fastest_cell(blockIdx.x + static_cast<std::int64_t>(blockIdx.y) * gridDim.x, static_cast<int>(gridDim.y));
+  return {cell.row_block * tile::kWgmmaBlockM, cell.part};
 }
 
 template <class Op, int kSteps>

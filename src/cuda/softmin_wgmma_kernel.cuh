@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/key_splits.hpp"
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/tile_config.hpp"
 #include "cuda/wgmma.cuh"
@@ -255,10 +256,10 @@ __device__ __forceinline__ void issue_tile_scores(float (&acc)[wgmma::kAccumulat
 }
 
 // The work of a CTA of the wgmma kernels: its block of kWgmmaBlockM rows and the key tiles of its
-// split; a split past the end has no tiles. The grid is (row blocks, splits), read in launch order
-// with the split fastest: the CTAs resident at once hold the splits of fewer row blocks, so the
-// streamed kernel's query panels, read again for every key tile, come from L2 for all but the first
-// split of a block (key_splits.hpp, streamed_query_splits). One split: CTA x holds row block x.
+// split; a split past the end has no tiles. The (row blocks, splits) grid is read with the split
+// fastest (part_fastest_cell): the resident CTAs hold the splits of fewer row blocks, so the
+// streamed kernel's query panels, read again for every key tile, come from L2 (key_splits.hpp,
+// streamed_query_splits). One split: CTA x holds row block x.
 struct cta_work {
   std::int64_t row_block0;  // first row of the block
   int split;
@@ -267,10 +268,9 @@ struct cta_work {
 };
 
 __device__ __forceinline__ cta_work cta_work_of(const softmin_params& p) {
-  const std::int64_t linear = blockIdx.x + static_cast<std::int64_t>(blockIdx.y) * gridDim.x;
-  const int split = static_cast<int>(linear % p.splits);
-  const int tile_begin = split * p.tiles_per_split;
-  return {(linear / p.splits) * tile::kWgmmaBlockM, split, tile_begin,
+  const grid_cell cell = part_fastest_cell(blockIdx.x + static_cast<std::int64_t>(blockIdx.y) * gridDim.x, p.splits);
+  const int tile_begin = cell.part * p.tiles_per_split;
+  return {cell.row_block * tile::kWgmmaBlockM, cell.part, tile_begin,
           max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin)};
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "cuda/key_splits.hpp"
 #include "cuda/tile_config.hpp"
@@ -70,6 +71,25 @@ TEST(key_splits, a_least_count_gives_way_to_the_minimum_split_length) {
   const split_plan plan = plan_key_splits(400, 10, kSlots, tile::kMaxSplits, 4, 6);
   EXPECT_EQ(plan.splits, 2);
   EXPECT_EQ(plan.tiles_per_split, 5);
+}
+
+TEST(key_splits, the_part_fastest_order_is_a_bijection_that_keeps_a_row_blocks_parts_together) {
+  for (const int parts : {1, 2, 3, 5, 8}) {
+    const std::int64_t row_blocks = 13;
+    std::vector<int> seen(static_cast<std::size_t>(row_blocks * parts), 0);
+    for (std::int64_t linear = 0; linear < row_blocks * parts; ++linear) {
+      const grid_cell cell = part_fastest_cell(linear, parts);
+      ASSERT_GE(cell.row_block, 0);
+      ASSERT_LT(cell.row_block, row_blocks);
+      ASSERT_GE(cell.part, 0);
+      ASSERT_LT(cell.part, parts);
+      ++seen[static_cast<std::size_t>(cell.row_block * parts + cell.part)];
+      EXPECT_EQ(cell.row_block, linear / parts);  // consecutive CTAs: one row block's parts
+    }
+    for (const int count : seen) EXPECT_EQ(count, 1) << parts;
+  }
+  // One part: CTA x holds row block x, the grid's order before session 40.
+  for (std::int64_t linear : {0, 1, 390}) EXPECT_EQ(part_fastest_cell(linear, 1).row_block, linear);
 }
 
 }  // namespace

@@ -328,13 +328,18 @@ kernel_shape launch_shape(precision mode, std::int64_t padded_dim, std::int64_t 
   return shape_for(mode, padded_dim, max_shared_bytes, dim);
 }
 
+// The key splits of the kernel a softmin of `rows` rows (padded to `padded_dim`) over `keys` keys launches.
+int key_splits_of(precision mode, std::int64_t padded_dim, std::int64_t dim, std::int64_t rows, std::int64_t keys,
+                  int sm_count, int max_shared_bytes) {
+  const kernel_shape shape = launch_shape(mode, padded_dim, dim, rows, keys, sm_count, max_shared_bytes);
+  return plan_splits(shape, rows, keys, sm_count).splits;
+}
+
 }  // namespace
 
 int softmin_split_count(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
                         int sm_count, int max_shared_bytes) {
-  const kernel_shape shape =
-      launch_shape(mode, rows.padded_dim, rows.dim, rows.count, keys.count, sm_count, max_shared_bytes);
-  return plan_splits(shape, rows.count, keys.count, sm_count).splits;
+  return key_splits_of(mode, rows.padded_dim, rows.dim, rows.count, keys.count, sm_count, max_shared_bytes);
 }
 
 std::int64_t softmin_padded_dim(precision mode, std::int64_t dim) {
@@ -377,9 +382,7 @@ const char* softmin_kernel_name(precision mode, std::int64_t dim, std::int64_t r
 
 int softmin_key_splits(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
                        int max_shared_bytes) {
-  const kernel_shape shape =
-      launch_shape(mode, softmin_padded_dim(mode, dim), dim, rows, keys, sm_count, max_shared_bytes);
-  return plan_splits(shape, rows, keys, sm_count).splits;
+  return key_splits_of(mode, softmin_padded_dim(mode, dim), dim, rows, keys, sm_count, max_shared_bytes);
 }
 
 wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_shared_bytes) {

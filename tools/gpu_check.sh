@@ -230,9 +230,11 @@ if has l2; then
   BENCH="$build/bench/flashsinkhorn_gpu_bench" BUDGETS="${L2_BUDGETS:-0 12 24 40}" SIZES="${L2_SIZES:-50000x512,50000x1024,10000x1024}" \
     PRECISIONS="${L2_PRECISIONS:-tf32,bf16}" timeout "${L2_TIMEOUT:-200}" \
     bench/streamed_l2_ab.sh "$out/streamed_l2_ab_$(date -u +%F).json" > "$logs/l2.log" 2>&1 || { echo "L2 A/B failed"; status=1; }
-  if [[ -n "${L2_PLAN_SIZES:-}" ]]; then
+  if [[ -n "${L2_PLAN_SIZES:-}" ]]; then  # merged as the plan stage's files are (no peer rows)
     timeout 150 "$build/bench/flashsinkhorn_plan_bench" --sizes "$L2_PLAN_SIZES" --precisions "${L2_PRECISIONS:-tf32,bf16}" \
-      > "$out/plan_l2_$(date -u +%F).jsonl" 2>> "$logs/l2.log" || { echo "plan bench failed"; status=1; }
+      > "$logs/plan_l2.jsonl" 2>> "$logs/l2.log" || { echo "plan bench failed"; status=1; }
+    FS_COMMIT="${FS_COMMIT:-unknown}" python3 bench/merge_gradient_results.py "$out/plan_pass_l2_$(date -u +%F).json" \
+      "$logs/plan_l2.jsonl" >> "$logs/l2.log" 2>&1 || { echo "plan merge failed"; status=1; }
   fi
   cat "$logs/l2.log"
 fi

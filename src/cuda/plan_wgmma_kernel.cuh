@@ -185,8 +185,6 @@ __device__ __forceinline__ void leave_plan_rows(const plan_wgmma_params& p, std:
 
 #endif  // FLASHSINKHORN_WGMMA_ENABLED
 
-// kSteps: 32-byte k-steps of a row of points (Q·Kᵀ), ≤ plan_wgmma::kMaxSteps. Grid: (row blocks of
-// kWgmmaBlockM, value tiles of kValueCols); every value tile recomputes the scores.
 // The work of a CTA of the Hopper plan passes: a block of kWgmmaBlockM rows and one value tile. The
 // (row blocks, value tiles) grid is read with the value tile fastest (part_fastest_cell): the CTAs
 // of a row block run side by side and stream the same query and key panels (the streamed kernel
@@ -202,6 +200,8 @@ __device__ __forceinline__ plan_cta_work plan_cta_work_of() {
   return {cell.row_block * tile::kWgmmaBlockM, cell.part};
 }
 
+// kSteps: 32-byte k-steps of a row of points (Q·Kᵀ), ≤ plan_wgmma::kMaxSteps. Grid: (row blocks of
+// kWgmmaBlockM, value tiles of kValueCols); every value tile recomputes the scores.
 template <class Op, int kSteps>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     plan_wgmma_kernel(const plan_wgmma_params p, const __grid_constant__ CUtensorMap rows_map,

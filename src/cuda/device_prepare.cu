@@ -1,18 +1,21 @@
 // prepare() on the device (device_prepare.hpp). Elementwise and per-row kernels by hand (they read
 // the caller's strided float/double views), each launched once for both clouds; the weights' sums
-// one CTA per cloud (block_sum.cuh), column statistics by CUB block reductions. Few launches and no
-// host-side queries: at n ≲ 10⁴ the GPU waits on the host's launches here (docs/cuda_backend.md).
+// one CTA per cloud (block_sum.cuh), the column statistics from the caller's views
+// (column_statistics.cuh). Only the cosine cost makes a working copy of the points (its rows are
+// normalised first). Few launches and no host-side queries: at n ≲ 10⁴ the GPU waits on the host's launches here (docs/cuda_backend.md).
 #include <math_constants.h>
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <cmath>
 #include <cstdint>
-#include <cub/block/block_reduce.cuh>
 #include <string>
 
 #include "core/transfer_count.hpp"
 #include "cuda/block_sum.cuh"
+#include "cuda/caller_views.cuh"
+#include "cuda/column_statistics.cuh"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_prepare.hpp"
 #include "cuda/tile_config.hpp"
@@ -24,17 +27,9 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr unsigned long long kNone = ~0ull;  // "no offending index" in the first-index flags
-constexpr int kColumnChunks = 64;            // most row chunks per column of the column statistics
 
 unsigned blocks_for(std::int64_t count) {
   return static_cast<unsigned>(std::max<std::int64_t>(1, (count + kThreads - 1) / kThreads));
-}
-
-// Row chunks of the column statistics of `rows` points: at least 4 rows per thread of a chunk's
-// block, so that 1,000 points take one block per column rather than 64 nearly idle ones.
-int column_chunks(std::int64_t rows) {
-  const std::int64_t wanted = (rows + 4 * kThreads - 1) / (4 * kThreads);
-  return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, kColumnChunks));
 }
 
 // Lanes that share one row in store_rows_kernel: the power of two ≥ dim, at most a warp.
@@ -43,27 +38,6 @@ int lanes_per_row(std::int64_t dim) {
   while (lanes < 32 && lanes < dim) lanes *= 2;
   return lanes;
 }
-
-// A caller's matrix or vector view, read as doubles.
-struct matrix_source {
-  const void* data;
-  std::int64_t rows, cols, row_stride;
-  bool is_double;
-  __device__ double at(std::int64_t r, std::int64_t c) const {
-    const std::int64_t k = r * row_stride + c;
-    return is_double ? static_cast<const double*>(data)[k] : static_cast<double>(static_cast<const float*>(data)[k]);
-  }
-};
-
-struct vector_source {
-  const void* data;
-  std::int64_t size, stride;
-  bool is_double;
-  __device__ double at(std::int64_t i) const {
-    const std::int64_t k = i * stride;
-    return is_double ? static_cast<const double*>(data)[k] : static_cast<double>(static_cast<const float*>(data)[k]);
-  }
-};
 
 // What the validation kernels leave for the host: first offending indices (kNone when none) and
 // the weight sums. One download.
@@ -74,13 +48,6 @@ struct validation_flags {
   unsigned long long first_zero_row[2];             // cosine cost
   unsigned long long first_nonfinite_potential[2];  // initial_f, initial_g
   double weight_sum[2];                             // Σw as given (uniform: 1)
-};
-
-// One value per cloud, [0] the X side and [1] the Y side: the kernels below take both clouds in
-// one launch, a grid dimension naming the side.
-template <class T>
-struct per_cloud {
-  T side[2];
 };
 
 // Grid (blocks, 2): out[s] (rows, cols) contiguous ← cloud s's view; its first non-finite flat index.
@@ -125,22 +92,17 @@ __global__ void read_potential_kernel(vector_source source, double* out, unsigne
   if (!isfinite(v)) atomicMin(first_nonfinite, static_cast<unsigned long long>(i));
 }
 
-// CTA s of 2: cloud s's w ← w/Σw when normalising (Σw = totals[s], device scalars); log w (−∞
-// where 0); Σw̃ into masses[s] (1 up to rounding when normalising).
-__global__ void __launch_bounds__(kBlockSumThreads)
-    normalise_weights_kernel(per_cloud<double*> weights, per_cloud<double*> log_weights, per_cloud<std::int64_t> counts,
-                             const double* totals, bool normalise, double* masses) {
-  const int s = static_cast<int>(blockIdx.x);
+// Grid (blocks, 2): cloud s's w ← w/Σw when normalising (Σw = totals[s], device scalars); log w
+// (−∞ where 0).
+__global__ void normalise_weights_kernel(per_cloud<double*> weights, per_cloud<double*> log_weights,
+                                         per_cloud<std::int64_t> counts, const double* totals, bool normalise) {
+  const int s = static_cast<int>(blockIdx.y);
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= counts.side[s]) return;
   double* w = weights.side[s];
-  double sum = 0;
-  for (std::int64_t i = threadIdx.x; i < counts.side[s]; i += kBlockSumThreads) {
-    const double v = normalise ? w[i] / totals[s] : w[i];
-    w[i] = v;
-    log_weights.side[s][i] = v > 0 ? log(v) : -CUDART_INF;
-    sum += v;
-  }
-  const double total = block_sum(sum);
-  if (threadIdx.x == 0) masses[s] = total;
+  const double v = normalise ? w[i] / totals[s] : w[i];
+  w[i] = v;
+  log_weights.side[s][i] = v > 0 ? log(v) : -CUDART_INF;
 }
 
 // Row i ← row i/‖row i‖ (the cosine cost); the first zero row.
@@ -159,85 +121,6 @@ __global__ void normalise_rows_kernel(double* points, std::int64_t rows, std::in
   for (std::int64_t k = 0; k < dim; ++k) row[k] /= norm;
 }
 
-struct least_of {
-  __device__ double operator()(double a, double b) const { return fmin(a, b); }
-};
-struct most_of {
-  __device__ double operator()(double a, double b) const { return fmax(a, b); }
-};
-
-// Per (column, row chunk, cloud): Σ w_i p_ic, min_i p_ic, max_i p_ic over the chunk's rows, into
-// partials[s][(column·chunks[s] + chunk)·3 + {0, 1, 2}]. Grid (most chunks, dim, 2).
-struct column_sources {
-  per_cloud<const double*> points, weights;
-  per_cloud<std::int64_t> rows;
-  per_cloud<int> chunks;
-  per_cloud<double*> partials;
-};
-
-__global__ void column_partials_kernel(const column_sources c, std::int64_t dim) {
-  using block_reduce = cub::BlockReduce<double, kThreads>;
-  __shared__ typename block_reduce::TempStorage storage;
-  const int s = static_cast<int>(blockIdx.z);
-  const int chunks = c.chunks.side[s];
-  if (static_cast<int>(blockIdx.x) >= chunks) return;  // (the whole CTA: the other cloud has more chunks)
-  const double* points = c.points.side[s];
-  const double* weights = c.weights.side[s];
-  const std::int64_t rows = c.rows.side[s];
-  const std::int64_t column = blockIdx.y;
-  const std::int64_t chunk = (rows + chunks - 1) / chunks;
-  const std::int64_t begin = blockIdx.x * chunk;
-  const std::int64_t end = min(rows, begin + chunk);
-  double weighted = 0, lo = CUDART_INF, hi = -CUDART_INF;
-  for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const double v = points[i * dim + column];
-    weighted += weights[i] * v;
-    lo = fmin(lo, v);
-    hi = fmax(hi, v);
-  }
-  double* out = c.partials.side[s] + (column * chunks + blockIdx.x) * 3;
-  const double sum = block_reduce(storage).Sum(weighted);
-  __syncthreads();
-  const double least = block_reduce(storage).Reduce(lo, least_of{});
-  __syncthreads();
-  const double most = block_reduce(storage).Reduce(hi, most_of{});
-  if (threadIdx.x == 0) {
-    out[0] = sum;
-    out[1] = least;
-    out[2] = most;
-  }
-}
-
-// From both clouds' partials (chunks_x and chunks_y row chunks per column): μ_c = ½(Σ_x w p/Σw_x
-// + Σ_y w p/Σw_y) into mean (dim,), and diameter = √Σ_c (max_c − min_c)² over both clouds into
-// *diameter. One block.
-__global__ void finish_columns_kernel(const double* partials_x, int chunks_x, const double* partials_y, int chunks_y,
-                                      const double* mass_x, const double* mass_y, std::int64_t dim, double* mean,
-                                      double* diameter) {
-  using block_reduce = cub::BlockReduce<double, kThreads>;
-  __shared__ typename block_reduce::TempStorage storage;
-  double range_sq = 0;
-  for (std::int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
-    double sum_x = 0, sum_y = 0, lo = CUDART_INF, hi = -CUDART_INF;
-    for (int k = 0; k < chunks_x; ++k) {
-      const double* px = partials_x + (c * chunks_x + k) * 3;
-      sum_x += px[0];
-      lo = fmin(lo, px[1]);
-      hi = fmax(hi, px[2]);
-    }
-    for (int k = 0; k < chunks_y; ++k) {
-      const double* py = partials_y + (c * chunks_y + k) * 3;
-      sum_y += py[0];
-      lo = fmin(lo, py[1]);
-      hi = fmax(hi, py[2]);
-    }
-    mean[c] = 0.5 * (sum_x / *mass_x + sum_y / *mass_y);
-    range_sq += (hi - lo) * (hi - lo);
-  }
-  const double total = block_reduce(storage).Sum(range_sq);
-  if (threadIdx.x == 0) *diameter = sqrt(total);
-}
-
 // The bits of a bf16 that holds `rounded` exactly (already rounded to bf16).
 __device__ std::uint16_t bf16_bits(float rounded) { return static_cast<std::uint16_t>(__float_as_uint(rounded) >> 16); }
 
@@ -246,15 +129,16 @@ __device__ std::uint16_t bf16_bits(float rounded) { return static_cast<std::uint
 // shared by `lanes` adjacent threads (a power of two ≤ 32, lanes_per_row), each taking every
 // lanes-th coordinate, so that a warp reads whole rows (coalesced at d = 64) and the row's norm is
 // a shuffle sum within the group.
-__global__ void store_rows_kernel(const double* points, const double* mean, std::int64_t rows, std::int64_t dim,
-                                  std::int64_t padded_dim, int lanes, precision mode, double cost_scale, void* stored,
-                                  float* exact, double* scaled_sq_norm) {
+__global__ void store_rows_kernel(const matrix_source points, const double* mean, std::int64_t padded_dim, int lanes,
+                                  precision mode, double cost_scale, void* stored, float* exact,
+                                  double* scaled_sq_norm) {
+  const std::int64_t rows = points.rows, dim = points.cols;
   const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t i = thread / lanes;
   const int lane = static_cast<int>(thread % lanes);
   double sq = 0;
   for (std::int64_t c = lane; i < rows && c < dim; c += lanes) {
-    const double centred = points[i * dim + c] - mean[c];
+    const double centred = points.at(i, c) - mean[c];
     const auto single = static_cast<float>(centred);
     const std::int64_t at = i * padded_dim + c;
     double value = centred;
@@ -339,10 +223,12 @@ void require_on_device(const View& view, int device, const char* name) {
   if (view.data == nullptr) throw invalid_argument(std::string(name) + " has no data");
 }
 
-// The per-cloud working state of the preparation: its points as doubles (count, dim), weights.
+// The per-cloud working state of the preparation: where its points are read (the caller's view,
+// or for the cosine cost `normalised`, the rows over their norms), its weights.
 struct working_cloud {
   std::int64_t count = 0;
-  device_buffer<double> points;
+  matrix_source points{};
+  device_buffer<double> normalised;  // (count, dim), cosine cost only
   device_buffer<double> weights;
   device_buffer<double> log_weights;
 };
@@ -392,8 +278,8 @@ device_cloud store_cloud(working_cloud&& work, const double* mean, std::int64_t 
   if (rounded_copy) out.exact_points = device_buffer<float>(static_cast<std::size_t>(n * dim), stream);
   out.scaled_sq_norm = device_buffer<double>(static_cast<std::size_t>(n), stream);
   const int lanes = lanes_per_row(dim);
-  store_rows_kernel<<<blocks_for(n * lanes), kThreads, 0, stream>>>(work.points.data(), mean, n, dim, padded_d, lanes,
-                                                                    mode, cost_scale, out.points.data(),
+  store_rows_kernel<<<blocks_for(n * lanes), kThreads, 0, stream>>>(work.points, mean, padded_d, lanes, mode,
+                                                                    cost_scale, out.points.data(),
                                                                     out.exact_points.data(), out.scaled_sq_norm.data());
   FS_CUDA_CHECK_LAUNCH();
   out.exact = rounded_copy ? exact_points_view{out.exact_points.data(), dim, false}
@@ -402,6 +288,60 @@ device_cloud store_cloud(working_cloud&& work, const double* mean, std::int64_t 
   out.log_weights = std::move(work.log_weights);
   out.make_views(n, padded_n, dim, padded_d);  // (no key_points: no label cost on this path)
   return out;
+}
+
+// The column statistics' partials of both clouds (column_statistics.cuh), chunks[s] row chunks each.
+struct column_partials {
+  std::int64_t dim = 0;
+  int chunks[2] = {1, 1};
+  device_buffer<double> partials;  // (dim, chunks[0], 3) of X, then (dim, chunks[1], 3) of Y
+  double* side(int s) { return partials.data() + (s == 0 ? 0 : dim * chunks[0] * 3); }
+};
+
+// Launches the partials pass over both clouds' points (where work[s].points reads them); it flags
+// their first non-finite value in flags->first_nonfinite_point. Reads work[s].weights as they are.
+column_partials launch_column_partials(const working_cloud (&work)[2], validation_flags* flags, cudaStream_t stream) {
+  namespace stats = column_statistics;
+  const std::int64_t dim = work[0].points.cols;
+  const int columns = stats::columns_per_cta(dim);
+  const std::int64_t column_groups = (dim + columns - 1) / columns;
+  if (column_groups > 65535) throw unsupported("prepare_on_device: more than 16,776,960 coordinates per point");
+  column_partials out;
+  out.dim = dim;
+  for (int s = 0; s < 2; ++s) out.chunks[s] = stats::chunks_for(work[s].count, dim);
+  out.partials = device_buffer<double>(static_cast<std::size_t>(dim * (out.chunks[0] + out.chunks[1]) * 3), stream);
+  stats::sources in{};
+  for (int s = 0; s < 2; ++s) {
+    in.points.side[s] = work[s].points;
+    in.weights.side[s] = work[s].weights.data();
+    in.chunks.side[s] = out.chunks[s];
+    in.partials.side[s] = out.side(s);
+    in.first_nonfinite.side[s] = &flags->first_nonfinite_point[s];
+  }
+  const auto most_chunks = static_cast<unsigned>(std::max(out.chunks[0], out.chunks[1]));
+  stats::partials_kernel<<<dim3(most_chunks, static_cast<unsigned>(column_groups), 2), stats::kThreads, 0, stream>>>(
+      in, columns);
+  FS_CUDA_CHECK_LAUNCH();
+  return out;
+}
+
+// The cosine cost's working copy: work[s].normalised ← the caller's points as doubles (their first
+// non-finite value flagged), which work[s].points then reads.
+void copy_points(working_cloud (&work)[2], validation_flags* flags, cudaStream_t stream) {
+  per_cloud<matrix_source> sources{};
+  per_cloud<double*> copies{};
+  std::int64_t most_entries = 0;
+  for (int s = 0; s < 2; ++s) {
+    working_cloud& w = work[s];
+    const std::int64_t dim = w.points.cols;
+    w.normalised = device_buffer<double>(static_cast<std::size_t>(w.count * dim), stream);
+    sources.side[s] = w.points;
+    copies.side[s] = w.normalised.data();
+    w.points = {w.normalised.data(), w.count, dim, dim, true};
+    most_entries = std::max(most_entries, w.count * dim);
+  }
+  read_points_kernel<<<dim3(blocks_for(most_entries), 2), kThreads, 0, stream>>>(sources, copies, flags);
+  FS_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -434,35 +374,38 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
   const matrix_view* views[2] = {&p.x, &p.y};
   const vector_view* weights[2] = {&p.a, &p.b};
 
-  // Read and validate: points and weights into working buffers, the flags in one struct.
+  // Read and validate: the weights into working buffers (with their sums), the flags in one
+  // struct. The points are read where they lie, and checked by the column statistics' pass, which
+  // reads every value; the cosine cost copies and checks them first (their rows are normalised
+  // before the statistics).
   device_buffer<validation_flags> flags_on_device(1, stream);
   FS_CUDA_CHECK(cudaMemsetAsync(flags_on_device.data(), 0xFF, sizeof(validation_flags), stream));  // kNone
   validation_flags* flags = flags_on_device.data();
+  const bool cosine = o.cost == cost_kind::cosine;
   working_cloud work[2];
-  per_cloud<matrix_source> point_sources{};
   per_cloud<vector_source> weight_sources{};
   per_cloud<std::int64_t> counts{};
-  per_cloud<double*> points{}, weight_buffers{};
-  std::int64_t most_entries = 0;
+  per_cloud<double*> weight_buffers{};
   for (int s = 0; s < 2; ++s) {
     const matrix_view& view = *views[s];
     working_cloud& w = work[s];
     w.count = view.rows;
-    w.points = device_buffer<double>(static_cast<std::size_t>(view.rows * dim), stream);
+    w.points = {view.data, view.rows, view.cols, view.row_stride, view.type == dtype::float64};
     w.weights = device_buffer<double>(static_cast<std::size_t>(view.rows), stream);
     w.log_weights = device_buffer<double>(static_cast<std::size_t>(view.rows), stream);
-    point_sources.side[s] = {view.data, view.rows, view.cols, view.row_stride, view.type == dtype::float64};
     const vector_view& wv = *weights[s];
     weight_sources.side[s] = {wv.data, wv.size, wv.stride, wv.type == dtype::float64};
     counts.side[s] = view.rows;
-    points.side[s] = w.points.data();
     weight_buffers.side[s] = w.weights.data();
-    most_entries = std::max(most_entries, view.rows * dim);
   }
-  read_points_kernel<<<dim3(blocks_for(most_entries), 2), kThreads, 0, stream>>>(point_sources, points, flags);
-  FS_CUDA_CHECK_LAUNCH();
   read_weights_kernel<<<2, kBlockSumThreads, 0, stream>>>(weight_sources, counts, weight_buffers, flags);
   FS_CUDA_CHECK_LAUNCH();
+  // (before the weights are normalised in place: the statistics divide by the sums as read)
+  std::optional<column_partials> columns;
+  if (cosine)
+    copy_points(work, flags, stream);
+  else
+    columns = launch_column_partials(work, flags, stream);
   device_prepared_problem out;
   const vector_view* potentials[2] = {&p.initial_f, &p.initial_g};
   device_buffer<double>* potential_buffers[2] = {&out.initial_f, &out.initial_g};
@@ -498,10 +441,10 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
   }
 
   out.cost_scale = p.cost_scale;
-  if (o.cost == cost_kind::cosine) {
+  if (cosine) {
     for (int s = 0; s < 2; ++s) {
-      normalise_rows_kernel<<<blocks_for(work[s].count), kThreads, 0, stream>>>(work[s].points.data(), work[s].count,
-                                                                                dim, &flags->first_zero_row[s]);
+      normalise_rows_kernel<<<blocks_for(work[s].count), kThreads, 0, stream>>>(
+          work[s].normalised.data(), work[s].count, dim, &flags->first_zero_row[s]);
       FS_CUDA_CHECK_LAUNCH();
     }
     unsigned long long zero_rows[2];
@@ -514,48 +457,32 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
                                " is zero; the cosine cost is undefined for it");
     }
     out.cost_scale = 0.5;  // 1 − cos(x, y) = ½‖x̂ − ŷ‖²
+    columns = launch_column_partials(work, flags, stream);
   }
 
-  // Weights normalised (and their masses), then the column statistics: weighted means (centring)
-  // and the bounding box.
-  device_buffer<double> masses(2, stream);  // Σw̃ per cloud (1 up to rounding when normalising)
+  // The weights normalised; the column statistics finished: the weighted means (centring) and the
+  // bounding box.
   per_cloud<double*> log_weights{};
   for (int s = 0; s < 2; ++s) log_weights.side[s] = work[s].log_weights.data();
-  normalise_weights_kernel<<<2, kBlockSumThreads, 0, stream>>>(weight_buffers, log_weights, counts, flags->weight_sum,
-                                                               o.normalize_weights, masses.data());
-  FS_CUDA_CHECK_LAUNCH();
-  if (dim > 65535) throw unsupported("prepare_on_device: more than 65535 coordinates per point");
-  const int chunks[2] = {column_chunks(work[0].count), column_chunks(work[1].count)};
-  device_buffer<double> partials(static_cast<std::size_t>(dim * (chunks[0] + chunks[1]) * 3), stream);
-  double* cloud_partials[2] = {partials.data(), partials.data() + dim * chunks[0] * 3};
-  column_sources columns{};
-  for (int s = 0; s < 2; ++s) {
-    columns.points.side[s] = work[s].points.data();
-    columns.weights.side[s] = work[s].weights.data();
-    columns.rows.side[s] = work[s].count;
-    columns.chunks.side[s] = chunks[s];
-    columns.partials.side[s] = cloud_partials[s];
-  }
-  column_partials_kernel<<<dim3(static_cast<unsigned>(std::max(chunks[0], chunks[1])), static_cast<unsigned>(dim), 2),
-                           kThreads, 0, stream>>>(columns, dim);
+  normalise_weights_kernel<<<dim3(blocks_for(std::max(counts.side[0], counts.side[1])), 2), kThreads, 0, stream>>>(
+      weight_buffers, log_weights, counts, flags->weight_sum, o.normalize_weights);
   FS_CUDA_CHECK_LAUNCH();
   device_buffer<double> mean(static_cast<std::size_t>(dim), stream);
   device_buffer<double> box_diagonal(1, stream);
-  finish_columns_kernel<<<1, kThreads, 0, stream>>>(cloud_partials[0], chunks[0], cloud_partials[1], chunks[1],
-                                                    masses.data(), masses.data() + 1, dim, mean.data(),
-                                                    box_diagonal.data());
+  column_statistics::finish_kernel<<<1, column_statistics::kThreads, 0, stream>>>(
+      columns->side(0), columns->chunks[0], columns->side(1), columns->chunks[1], &flags->weight_sum[0],
+      &flags->weight_sum[1], dim, mean.data(), box_diagonal.data());
   FS_CUDA_CHECK_LAUNCH();
+  for (int s = 0; s < 2; ++s)
+    out.clouds[s] = store_cloud(std::move(work[s]), mean.data(), dim, o.precision, out.cost_scale, stream);
   if (o.diameter) {
     out.diameter = *o.diameter;
-  } else {
+  } else {  // (a pageable copy: the host waits for the preparation here, with nothing left to launch)
     FS_CUDA_CHECK(cudaMemcpyAsync(&out.diameter, box_diagonal.data(), sizeof(double), cudaMemcpyDeviceToHost, stream));
     count_device_to_host(transfers, sizeof(double));
   }
-
-  for (int s = 0; s < 2; ++s)
-    out.clouds[s] = store_cloud(std::move(work[s]), mean.data(), dim, o.precision, out.cost_scale, stream);
-  // The working buffers and `mean` are freed on return in the order of `stream` (device_buffer.hpp),
-  // after the kernels above: no wait.
+  // The working buffers, the flags and `mean` are freed on return in the order of `stream`
+  // (device_buffer.hpp), after the kernels above: no wait.
   return out;
 }
 

@@ -467,6 +467,58 @@ std::string bad_value_name(const ::testing::TestParamInfo<int>& info) { return k
 
 INSTANTIATE_TEST_SUITE_P(BadValues, DeviceInputErrors, ::testing::Range(0, 7), bad_value_name);
 
+// Strided views of wide rows: d = 300 spans two CTAs of the column statistics (the second partly
+// empty), and the padding between rows holds NaN, which a read past a row's end would turn into an
+// error or a NaN result. The same solve as from host arrays; a NaN among the last coordinates is
+// named at its row and column.
+TEST(DeviceInputsStrided, WideRowsAreReadThroughTheirStride) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  constexpr std::int64_t kDim = 300, kStride = 307;
+  reference::cloud x = reference::random_cloud(700, kDim, 51);
+  reference::cloud y = reference::random_cloud(515, kDim, 52, 1.0, 0.3);
+  x.points = as_stored(x.points, fs::dtype::float32);
+  y.points = as_stored(y.points, fs::dtype::float32);
+  const auto strided = [&](const reference::cloud& c) {
+    std::vector<double> rows(static_cast<std::size_t>(c.count * kStride), std::nan(""));
+    for (std::int64_t r = 0; r < c.count; ++r)
+      std::copy_n(c.points.begin() + r * kDim, kDim, rows.begin() + r * kStride);
+    return rows;
+  };
+  const device_array dx(strided(x), fs::dtype::float32), dy(strided(y), fs::dtype::float32);
+  const auto view = [&](const device_array& a, const reference::cloud& c) {
+    return fs::matrix_view{a.data(), c.count, kDim, kStride, fs::dtype::float32, fs::memory_space::cuda, 0};
+  };
+  const double eps = 30;
+  for (fs::precision mode : {fs::precision::fp64, fs::precision::tf32}) {
+    fs::options o = gpu_options(mode);
+    o.max_iterations = 30;
+    fs::solver on_host(testing_support::make_problem(x, y, eps, 1.0), o);
+    const fs::result want = on_host.solve();
+    fs::problem p;
+    p.x = view(dx, x);
+    p.y = view(dy, y);
+    p.eps = eps;
+    fs::solver on_device(p, o);
+    device_array f(x.count), g(y.count);
+    const fs::result got = on_device.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}, {}});
+    const double rel = mode == fs::precision::fp64 ? 1e-11 : 2e-6;
+    const double scale = std::max(1.0, max_abs(want.f));
+    SCOPED_TRACE(std::string(fs::to_string(mode)));
+    EXPECT_NEAR(got.cost, want.cost, rel * scale);
+    EXPECT_LT(max_abs_diff(f.to_host(), want.f), rel * scale);
+    EXPECT_LT(max_abs_diff(g.to_host(), want.g), rel * scale);
+  }
+  std::vector<double> spoiled = strided(y);
+  spoiled[static_cast<std::size_t>(4 * kStride + 297)] = std::nan("");
+  const device_array bad_y(spoiled, fs::dtype::float32);
+  fs::problem p;
+  p.x = view(dx, x);
+  p.y = view(bad_y, y);
+  p.eps = eps;
+  EXPECT_EQ(invalid_argument_message([&] { fs::solver(p, gpu_options(fs::precision::tf32)); }),
+            "Y contains NaN at row 4, column 297");
+}
+
 TEST(DeviceInputErrors, MixedMemoryAndAWrongDeviceAreNamed) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
   const reference::cloud x = reference::random_cloud(50, 4, 43);

@@ -1,7 +1,8 @@
 // The column statistics of the device preparation (device_prepare.cu): per cloud and coordinate c,
 // the weighted sum Σ_i w_i p_ic and the range [min_i p_ic, max_i p_ic], read straight from the
 // caller's view; then the joint mean μ_c = ½(Σ_x w p/Σw_x + Σ_y w p/Σw_y) (the centring) and the
-// bounding box's diagonal √Σ_c (max_c − min_c)² over both clouds.
+// bounding box's diagonal √Σ_c (max_c − min_c)² over both clouds. Three launches: partials, finish
+// (a warp per coordinate), diameter (one CTA).
 //
 // Layout: a CTA takes a chunk of rows and `columns` adjacent coordinates (the power of two ≥ d, at
 // most the CTA), its threads split into `columns` column lanes × (threads/columns) row lanes, so a
@@ -31,10 +32,10 @@ inline int columns_per_cta(std::int64_t dim) {
   return columns;
 }
 
-// Row chunks of `rows` points: at least 4 rows per row lane, at most kMostChunks.
+// Row chunks of `rows` points: at least 8 rows per row lane, at most kMostChunks.
 inline int chunks_for(std::int64_t rows, std::int64_t dim) {
   const std::int64_t row_lanes = kThreads / columns_per_cta(dim);
-  const std::int64_t wanted = (rows + 4 * row_lanes - 1) / (4 * row_lanes);
+  const std::int64_t wanted = (rows + 8 * row_lanes - 1) / (8 * row_lanes);
   return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, kMostChunks));
 }
 
@@ -90,33 +91,48 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const sources in, in
 }
 
 // From both clouds' partials (chunks_x and chunks_y row chunks per coordinate) and their weight
-// sums Σw (device scalars): μ_c = ½(Σ_x w p/Σw_x + Σ_y w p/Σw_y) into mean (dim,), and
-// √Σ_c (max_c − min_c)² over both clouds into *diameter. One CTA.
+// sums Σw (device scalars): μ_c = ½(Σ_x w p/Σw_x + Σ_y w p/Σw_y) into mean[c] and (max_c − min_c)²
+// over both clouds into range_sq[c]. A warp per coordinate, its lanes striding the chunks, then a
+// shuffle tree (a fixed order). Grid ⌈d/kWarps⌉, kThreads.
+constexpr int kWarps = kThreads / 32;
 __global__ void __launch_bounds__(kThreads)
     finish_kernel(const double* partials_x, int chunks_x, const double* partials_y, int chunks_y,
                   const double* weight_sum_x, const double* weight_sum_y, std::int64_t dim, double* mean,
-                  double* diameter) {
+                  double* range_sq) {
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (c >= dim) return;  // (a whole warp)
+  double sum_x = 0, sum_y = 0, lo = CUDART_INF, hi = -CUDART_INF;
+  for (int k = lane; k < chunks_x; k += 32) {
+    const double* px = partials_x + (c * chunks_x + k) * 3;
+    sum_x += px[0];
+    lo = fmin(lo, px[1]);
+    hi = fmax(hi, px[2]);
+  }
+  for (int k = lane; k < chunks_y; k += 32) {
+    const double* py = partials_y + (c * chunks_y + k) * 3;
+    sum_y += py[0];
+    lo = fmin(lo, py[1]);
+    hi = fmax(hi, py[2]);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    sum_x += __shfl_xor_sync(0xffffffffu, sum_x, offset);
+    sum_y += __shfl_xor_sync(0xffffffffu, sum_y, offset);
+    lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, offset));
+    hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, offset));
+  }
+  if (lane != 0) return;
+  mean[c] = 0.5 * (sum_x / *weight_sum_x + sum_y / *weight_sum_y);
+  range_sq[c] = (hi - lo) * (hi - lo);
+}
+
+// *diameter ← √Σ_c range_sq[c], the joint bounding box's diagonal. One CTA of kThreads.
+__global__ void __launch_bounds__(kThreads) diameter_kernel(const double* range_sq, std::int64_t dim, double* diameter) {
   using block_reduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename block_reduce::TempStorage storage;
-  double range_sq = 0;
-  for (std::int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
-    double sum_x = 0, sum_y = 0, lo = CUDART_INF, hi = -CUDART_INF;
-    for (int k = 0; k < chunks_x; ++k) {
-      const double* px = partials_x + (c * chunks_x + k) * 3;
-      sum_x += px[0];
-      lo = fmin(lo, px[1]);
-      hi = fmax(hi, px[2]);
-    }
-    for (int k = 0; k < chunks_y; ++k) {
-      const double* py = partials_y + (c * chunks_y + k) * 3;
-      sum_y += py[0];
-      lo = fmin(lo, py[1]);
-      hi = fmax(hi, py[2]);
-    }
-    mean[c] = 0.5 * (sum_x / *weight_sum_x + sum_y / *weight_sum_y);
-    range_sq += (hi - lo) * (hi - lo);
-  }
-  const double total = block_reduce(storage).Sum(range_sq);
+  double sum = 0;
+  for (std::int64_t c = threadIdx.x; c < dim; c += kThreads) sum += range_sq[c];
+  const double total = block_reduce(storage).Sum(sum);
   if (threadIdx.x == 0) *diameter = sqrt(total);
 }
 

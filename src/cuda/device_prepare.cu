@@ -467,21 +467,27 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
   normalise_weights_kernel<<<dim3(blocks_for(std::max(counts.side[0], counts.side[1])), 2), kThreads, 0, stream>>>(
       weight_buffers, log_weights, counts, flags->weight_sum, o.normalize_weights);
   FS_CUDA_CHECK_LAUNCH();
-  device_buffer<double> mean(static_cast<std::size_t>(dim), stream);
-  device_buffer<double> box_diagonal(1, stream);
-  column_statistics::finish_kernel<<<1, column_statistics::kThreads, 0, stream>>>(
-      columns->side(0), columns->chunks[0], columns->side(1), columns->chunks[1], &flags->weight_sum[0],
-      &flags->weight_sum[1], dim, mean.data(), box_diagonal.data());
+  // (one allocation: mean (d,), range_sq (d,), diameter)
+  device_buffer<double> column_results(static_cast<std::size_t>(2 * dim + 1), stream);
+  double* mean = column_results.data();
+  double* range_sq = mean + dim;
+  double* box_diagonal = range_sq + dim;
+  namespace stats = column_statistics;
+  stats::finish_kernel<<<static_cast<unsigned>((dim + stats::kWarps - 1) / stats::kWarps), stats::kThreads, 0,
+                         stream>>>(columns->side(0), columns->chunks[0], columns->side(1), columns->chunks[1],
+                                   &flags->weight_sum[0], &flags->weight_sum[1], dim, mean, range_sq);
+  FS_CUDA_CHECK_LAUNCH();
+  stats::diameter_kernel<<<1, stats::kThreads, 0, stream>>>(range_sq, dim, box_diagonal);
   FS_CUDA_CHECK_LAUNCH();
   for (int s = 0; s < 2; ++s)
-    out.clouds[s] = store_cloud(std::move(work[s]), mean.data(), dim, o.precision, out.cost_scale, stream);
+    out.clouds[s] = store_cloud(std::move(work[s]), mean, dim, o.precision, out.cost_scale, stream);
   if (o.diameter) {
     out.diameter = *o.diameter;
   } else {  // (a pageable copy: the host waits for the preparation here, with nothing left to launch)
-    FS_CUDA_CHECK(cudaMemcpyAsync(&out.diameter, box_diagonal.data(), sizeof(double), cudaMemcpyDeviceToHost, stream));
+    FS_CUDA_CHECK(cudaMemcpyAsync(&out.diameter, box_diagonal, sizeof(double), cudaMemcpyDeviceToHost, stream));
     count_device_to_host(transfers, sizeof(double));
   }
-  // The working buffers, the flags and `mean` are freed on return in the order of `stream`
+  // The working buffers, the flags and the column results are freed on return in the order of `stream`
   // (device_buffer.hpp), after the kernels above: no wait.
   return out;
 }

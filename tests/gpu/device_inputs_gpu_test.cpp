@@ -485,8 +485,9 @@ TEST(DeviceInputsStrided, WideRowsAreReadThroughTheirStride) {
     return rows;
   };
   const device_array dx(strided(x), fs::dtype::float32), dy(strided(y), fs::dtype::float32);
-  const auto view = [&](const device_array& a, const reference::cloud& c) {
-    return fs::matrix_view{a.data(), c.count, kDim, kStride, fs::dtype::float32, fs::memory_space::cuda, 0};
+  const device_array a(x.weights, fs::dtype::float64), b(y.weights, fs::dtype::float64);
+  const auto view = [&](const device_array& points, const reference::cloud& c) {
+    return fs::matrix_view{points.data(), c.count, kDim, kStride, fs::dtype::float32, fs::memory_space::cuda, 0};
   };
   const double eps = 30;
   for (fs::precision mode : {fs::precision::fp64, fs::precision::tf32}) {
@@ -497,6 +498,8 @@ TEST(DeviceInputsStrided, WideRowsAreReadThroughTheirStride) {
     fs::problem p;
     p.x = view(dx, x);
     p.y = view(dy, y);
+    p.a = a.vector();
+    p.b = b.vector();
     p.eps = eps;
     fs::solver on_device(p, o);
     device_array f(x.count), g(y.count);
@@ -514,6 +517,8 @@ TEST(DeviceInputsStrided, WideRowsAreReadThroughTheirStride) {
   fs::problem p;
   p.x = view(dx, x);
   p.y = view(bad_y, y);
+  p.a = a.vector();
+  p.b = b.vector();
   p.eps = eps;
   EXPECT_EQ(invalid_argument_message([&] { fs::solver(p, gpu_options(fs::precision::tf32)); }),
             "Y contains NaN at row 4, column 297");

@@ -39,8 +39,9 @@ int lanes_per_row(std::int64_t dim) {
   return lanes;
 }
 
-// What the validation kernels leave for the host: first offending indices (kNone when none) and
-// the weight sums. One download.
+// What the preparation's kernels leave for the host: first offending indices (kNone when none),
+// the weight sums and the diameter. One download, at the end: the checks are made once every
+// kernel has run (on bad values they compute garbage, in bounds, which the error then discards).
 struct validation_flags {
   unsigned long long first_nonfinite_point[2];  // flat index r·d + c, per cloud
   unsigned long long first_nonfinite_weight[2];
@@ -48,6 +49,7 @@ struct validation_flags {
   unsigned long long first_zero_row[2];             // cosine cost
   unsigned long long first_nonfinite_potential[2];  // initial_f, initial_g
   double weight_sum[2];                             // Σw as given (uniform: 1)
+  double diameter;                                  // the joint bounding box's diagonal
 };
 
 // Grid (blocks, 2): out[s] (rows, cols) contiguous ← cloud s's view; its first non-finite flat index.
@@ -418,6 +420,38 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
                                                                           &flags->first_nonfinite_potential[s]);
     FS_CUDA_CHECK_LAUNCH();
   }
+  out.cost_scale = p.cost_scale;
+  if (cosine) {
+    for (int s = 0; s < 2; ++s) {
+      normalise_rows_kernel<<<blocks_for(work[s].count), kThreads, 0, stream>>>(
+          work[s].normalised.data(), work[s].count, dim, &flags->first_zero_row[s]);
+      FS_CUDA_CHECK_LAUNCH();
+    }
+    out.cost_scale = 0.5;  // 1 − cos(x, y) = ½‖x̂ − ŷ‖²
+    columns = launch_column_partials(work, flags, stream);
+  }
+
+  // The weights normalised; the column statistics finished: the weighted means (centring) and the
+  // bounding box; the clouds stored.
+  per_cloud<double*> log_weights{};
+  for (int s = 0; s < 2; ++s) log_weights.side[s] = work[s].log_weights.data();
+  normalise_weights_kernel<<<dim3(blocks_for(std::max(counts.side[0], counts.side[1])), 2), kThreads, 0, stream>>>(
+      weight_buffers, log_weights, counts, flags->weight_sum, o.normalize_weights);
+  FS_CUDA_CHECK_LAUNCH();
+  device_buffer<double> column_results(static_cast<std::size_t>(2 * dim), stream);  // mean (d,), range_sq (d,)
+  double* mean = column_results.data();
+  double* range_sq = mean + dim;
+  namespace stats = column_statistics;
+  stats::finish_kernel<<<static_cast<unsigned>((dim + stats::kWarps - 1) / stats::kWarps), stats::kThreads, 0,
+                         stream>>>(columns->side(0), columns->chunks[0], columns->side(1), columns->chunks[1],
+                                   &flags->weight_sum[0], &flags->weight_sum[1], dim, mean, range_sq);
+  FS_CUDA_CHECK_LAUNCH();
+  stats::diameter_kernel<<<1, stats::kThreads, 0, stream>>>(range_sq, dim, &flags->diameter);
+  FS_CUDA_CHECK_LAUNCH();
+  for (int s = 0; s < 2; ++s)
+    out.clouds[s] = store_cloud(std::move(work[s]), mean, dim, o.precision, out.cost_scale, stream);
+
+  // The one wait: the flags, sums and diameter, then the checks in prepare()'s order.
   validation_flags host_flags{};
   FS_CUDA_CHECK(cudaMemcpyAsync(&host_flags, flags, sizeof host_flags, cudaMemcpyDeviceToHost, stream));
   FS_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -439,56 +473,14 @@ device_prepared_problem prepare_on_device(const problem& p, const options& o, cu
       throw invalid_argument(std::string(s == 0 ? "initial_f" : "initial_g") + " is not finite at index " +
                              std::to_string(host_flags.first_nonfinite_potential[s]));
   }
-
-  out.cost_scale = p.cost_scale;
-  if (cosine) {
-    for (int s = 0; s < 2; ++s) {
-      normalise_rows_kernel<<<blocks_for(work[s].count), kThreads, 0, stream>>>(
-          work[s].normalised.data(), work[s].count, dim, &flags->first_zero_row[s]);
-      FS_CUDA_CHECK_LAUNCH();
-    }
-    unsigned long long zero_rows[2];
-    FS_CUDA_CHECK(cudaMemcpyAsync(zero_rows, flags->first_zero_row, sizeof zero_rows, cudaMemcpyDeviceToHost, stream));
-    FS_CUDA_CHECK(cudaStreamSynchronize(stream));
-    count_device_to_host(transfers, sizeof zero_rows);
-    for (int s = 0; s < 2; ++s) {
-      if (zero_rows[s] != kNone)
-        throw invalid_argument(std::string(s == 0 ? "X" : "Y") + " row " + std::to_string(zero_rows[s]) +
-                               " is zero; the cosine cost is undefined for it");
-    }
-    out.cost_scale = 0.5;  // 1 − cos(x, y) = ½‖x̂ − ŷ‖²
-    columns = launch_column_partials(work, flags, stream);
+  for (int s = 0; s < 2; ++s) {
+    if (cosine && host_flags.first_zero_row[s] != kNone)
+      throw invalid_argument(std::string(s == 0 ? "X" : "Y") + " row " + std::to_string(host_flags.first_zero_row[s]) +
+                             " is zero; the cosine cost is undefined for it");
   }
-
-  // The weights normalised; the column statistics finished: the weighted means (centring) and the
-  // bounding box.
-  per_cloud<double*> log_weights{};
-  for (int s = 0; s < 2; ++s) log_weights.side[s] = work[s].log_weights.data();
-  normalise_weights_kernel<<<dim3(blocks_for(std::max(counts.side[0], counts.side[1])), 2), kThreads, 0, stream>>>(
-      weight_buffers, log_weights, counts, flags->weight_sum, o.normalize_weights);
-  FS_CUDA_CHECK_LAUNCH();
-  // (one allocation: mean (d,), range_sq (d,), diameter)
-  device_buffer<double> column_results(static_cast<std::size_t>(2 * dim + 1), stream);
-  double* mean = column_results.data();
-  double* range_sq = mean + dim;
-  double* box_diagonal = range_sq + dim;
-  namespace stats = column_statistics;
-  stats::finish_kernel<<<static_cast<unsigned>((dim + stats::kWarps - 1) / stats::kWarps), stats::kThreads, 0,
-                         stream>>>(columns->side(0), columns->chunks[0], columns->side(1), columns->chunks[1],
-                                   &flags->weight_sum[0], &flags->weight_sum[1], dim, mean, range_sq);
-  FS_CUDA_CHECK_LAUNCH();
-  stats::diameter_kernel<<<1, stats::kThreads, 0, stream>>>(range_sq, dim, box_diagonal);
-  FS_CUDA_CHECK_LAUNCH();
-  for (int s = 0; s < 2; ++s)
-    out.clouds[s] = store_cloud(std::move(work[s]), mean, dim, o.precision, out.cost_scale, stream);
-  if (o.diameter) {
-    out.diameter = *o.diameter;
-  } else {  // (a pageable copy: the host waits for the preparation here, with nothing left to launch)
-    FS_CUDA_CHECK(cudaMemcpyAsync(&out.diameter, box_diagonal, sizeof(double), cudaMemcpyDeviceToHost, stream));
-    count_device_to_host(transfers, sizeof(double));
-  }
-  // The working buffers, the flags and the column results are freed on return in the order of `stream`
-  // (device_buffer.hpp), after the kernels above: no wait.
+  out.diameter = o.diameter ? *o.diameter : host_flags.diameter;
+  // The working buffers, the flags and the column results are freed on return in the order of
+  // `stream` (device_buffer.hpp), after the kernels above: no wait.
   return out;
 }
 

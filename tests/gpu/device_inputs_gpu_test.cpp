@@ -231,7 +231,7 @@ INSTANTIATE_TEST_SUITE_P(Configurations, DeviceInputs,
 
 // A problem large enough that any copy of a vector or matrix stands out from the scalars.
 constexpr std::int64_t kN = 3001, kM = 2503, kD = 5;
-constexpr std::int64_t kScalarBytes = 128;  // the largest scalar read: the validation flags (80 bytes)
+constexpr std::int64_t kScalarBytes = 128;  // the largest scalar read: the validation flags with the diameter (104 bytes)
 
 TEST(DeviceInputsTransfers, SolveAndPointGradientsMoveOnlyScalars) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";

@@ -490,18 +490,21 @@ TEST(DeviceInputsStrided, WideRowsAreReadThroughTheirStride) {
     return fs::matrix_view{points.data(), c.count, kDim, kStride, fs::dtype::float32, fs::memory_space::cuda, 0};
   };
   const double eps = 30;
+  const auto problem_with = [&](const device_array& y_points) {
+    fs::problem p;
+    p.x = view(dx, x);
+    p.y = view(y_points, y);
+    p.a = a.vector();
+    p.b = b.vector();
+    p.eps = eps;
+    return p;
+  };
   for (fs::precision mode : {fs::precision::fp64, fs::precision::tf32}) {
     fs::options o = gpu_options(mode);
     o.max_iterations = 30;
     fs::solver on_host(testing_support::make_problem(x, y, eps, 1.0), o);
     const fs::result want = on_host.solve();
-    fs::problem p;
-    p.x = view(dx, x);
-    p.y = view(dy, y);
-    p.a = a.vector();
-    p.b = b.vector();
-    p.eps = eps;
-    fs::solver on_device(p, o);
+    fs::solver on_device(problem_with(dy), o);
     device_array f(x.count), g(y.count);
     const fs::result got = on_device.solve_into({f.mutable_vector(), g.mutable_vector(), {}, {}, {}});
     const double rel = mode == fs::precision::fp64 ? 1e-11 : 2e-6;
@@ -514,13 +517,7 @@ TEST(DeviceInputsStrided, WideRowsAreReadThroughTheirStride) {
   std::vector<double> spoiled = strided(y);
   spoiled[static_cast<std::size_t>(4 * kStride + 297)] = std::nan("");
   const device_array bad_y(spoiled, fs::dtype::float32);
-  fs::problem p;
-  p.x = view(dx, x);
-  p.y = view(bad_y, y);
-  p.a = a.vector();
-  p.b = b.vector();
-  p.eps = eps;
-  EXPECT_EQ(invalid_argument_message([&] { fs::solver(p, gpu_options(fs::precision::tf32)); }),
+  EXPECT_EQ(invalid_argument_message([&] { fs::solver(problem_with(bad_y), gpu_options(fs::precision::tf32)); }),
             "Y contains NaN at row 4, column 297");
 }
 

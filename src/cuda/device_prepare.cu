@@ -2,14 +2,15 @@
 // the caller's strided float/double views), each launched once for both clouds; the weights' sums
 // one CTA per cloud (block_sum.cuh), the column statistics from the caller's views
 // (column_statistics.cuh). Only the cosine cost makes a working copy of the points (its rows are
-// normalised first). Few launches and no host-side queries: at n ≲ 10⁴ the GPU waits on the host's launches here (docs/cuda_backend.md).
+// normalised first). Few launches, no host-side queries and one wait, at the end: at n ≲ 10⁴ the
+// GPU waits on the host's launches here (docs/cuda_backend.md).
 #include <math_constants.h>
 
 #include <algorithm>
 #include <charconv>
-#include <optional>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/transfer_count.hpp"

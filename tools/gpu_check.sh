@@ -309,22 +309,26 @@ if has overhead; then
 fi
 if has profile; then
   # Nsight Compute on one softmin launch per precision at n = m = 50,000, d = 64 (PROFILE_SIZE; the
-  # warm-up call's first half-step unless PROFILE_SKIP, with PROFILE_ITERS iterations in it);
+  # warm-up call's first half-step unless PROFILE_SKIP, with PROFILE_ITERS iterations in it: by
+  # default as few as leave a launch past the skip);
   # PROFILE_KERNEL=ws (any FLASHSINKHORN_KERNEL value) profiles a variant instead of the default;
   # PROFILE_SKIP=k skips the first k softmin launches (from the second half-step on, the wgmma and
   # narrow kernels predict their row references: PROFILE_SKIP=4 profiles such a launch).
   profile_precisions="${PROFILE_PRECISIONS:-tf32 bf16}"
+  # An iteration is two softmin launches: enough of them that PROFILE_SKIP leaves one to profile even
+  # in a single call (session 41's skip of 4 at 1 iteration profiled nothing).
+  profile_iters="${PROFILE_ITERS:-$(( ${PROFILE_SKIP:-0} / 2 + 1 ))}"
   for precision in $profile_precisions; do
     FLASHSINKHORN_KERNEL="${PROFILE_KERNEL-}" timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma|narrow)" -s "${PROFILE_SKIP:-0}" -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
       "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions "$precision" \
-      --iters "${PROFILE_ITERS:-1}" --repeats 1 >> "$logs/profile.log" 2>&1 || echo "ncu $precision failed"
+      --iters "$profile_iters" --repeats 1 >> "$logs/profile.log" 2>&1 || echo "ncu $precision failed"
   done
   # Where the warps wait: the stall reasons of the first precision's launch, as raw per-warp cycle counters.
   FLASHSINKHORN_KERNEL="${PROFILE_KERNEL-}" timeout 120 ncu --clock-control none -k regex:"softmin_(wgmma|mma|narrow)" -s "${PROFILE_SKIP:-0}" -c 1 \
     --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
-    "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions "${profile_precisions%% *}" --iters "${PROFILE_ITERS:-1}" --repeats 1 \
+    "$build/bench/flashsinkhorn_gpu_bench" --sizes "${PROFILE_SIZE:-50000x64}" --precisions "${profile_precisions%% *}" --iters "$profile_iters" --repeats 1 \
     2>&1 | grep -E "stalled" | sort -k3 -n -r | head -12 | tee -a "$logs/profile.log" || echo "ncu stall metrics failed"
   grep -E "Duration|Throughput|Pipe|Registers|Achieved Occupancy|Theoretical Occupancy|Warp Cycles|Issue|Stall" "$logs/profile.log" | head -60
 fi

@@ -133,6 +133,17 @@ if has gpu; then
       { echo "GPU tests (streamed L2 budget 1 MiB) failed"; status=1; }
     tail -3 "$logs/tests.log"
   fi
+  # The streamed kernel in key pairs (FLASHSINKHORN_STREAMED_KEY_PAIRS=on, kernel_variant.hpp: clusters
+  # of two CTAs sharing each key panel by multicast, a ghost CTA where the row blocks are odd): the
+  # wide-row backend cases, the solvers and the CUDA-input cases, with the variants' shorter limit (a
+  # pipeline bug there traps in the producer after ~10 s) (GPU_TEST_KEY_PAIRS=0 leaves the pass out).
+  if [[ "${GPU_TEST_KEY_PAIRS:-1}" != 0 ]]; then
+    echo "== GPU tests, FLASHSINKHORN_STREAMED_KEY_PAIRS=on" >> "$logs/tests.log"
+    FLASHSINKHORN_STREAMED_KEY_PAIRS=on timeout "${GPU_VARIANT_TEST_TIMEOUT:-100}" "$gpu_tests" \
+      --gtest_filter='sizes/*:*Solver*:*DeviceInput*' --gtest_brief=1 >> "$logs/tests.log" 2>&1 ||
+      { echo "GPU tests (streamed key pairs) failed"; status=1; }
+    tail -3 "$logs/tests.log"
+  fi
   # A quarter of the predicted wgmma tiles' exponentials by a cubic on the FMA pipe (FLASHSINKHORN_EXP2=split,
   # kernel_variant.hpp; the MUFU takes them all by default): the backend cases and the forced
   # fallbacks of predicted_reference_gpu_test with predicted references forced, on the
@@ -225,9 +236,11 @@ fi
 if has l2; then
   # The streamed softmin kernels' L2 rule (key_splits.hpp, streamed_query_splits) under several
   # budgets, FLASHSINKHORN_STREAMED_L2_MIB (L2_BUDGETS, L2_SIZES, L2_PRECISIONS; not in the default
-  # list), into $out/streamed_l2_ab_<date>.json; then the plan bench on L2_PLAN_SIZES (the plan
-  # passes' CTAs of one row block side by side, plan_cta_work_of).
+  # list), with and without the key pairs when L2_PAIRS="off on" (FLASHSINKHORN_STREAMED_KEY_PAIRS),
+  # into $out/streamed_l2_ab_<date>.json; then the plan bench on L2_PLAN_SIZES (the plan passes'
+  # CTAs of one row block side by side, plan_cta_work_of).
   BENCH="$build/bench/flashsinkhorn_gpu_bench" BUDGETS="${L2_BUDGETS:-0 12 24 40}" SIZES="${L2_SIZES:-50000x512,50000x1024,10000x1024}" \
+    PAIRS="${L2_PAIRS:-off}" \
     PRECISIONS="${L2_PRECISIONS:-tf32,bf16}" timeout "${L2_TIMEOUT:-200}" \
     bench/streamed_l2_ab.sh "$out/streamed_l2_ab_$(date -u +%F).json" > "$logs/l2.log" 2>&1 || { echo "L2 A/B failed"; status=1; }
   if [[ -n "${L2_PLAN_SIZES:-}" ]]; then  # merged as the plan stage's files are (no peer rows)

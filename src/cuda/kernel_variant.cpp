@@ -130,6 +130,18 @@ std::int64_t streamed_l2_budget_choice() {
   return chosen;
 }
 
+bool parse_streamed_key_pairs(const char* text) {
+  if (text == nullptr || *text == '\0' || std::string_view(text) == "off") return false;
+  if (std::string_view(text) == "on") return true;
+  throw invalid_argument(std::string("FLASHSINKHORN_STREAMED_KEY_PAIRS must be on or off (or unset), got '") + text +
+                         "'");
+}
+
+bool streamed_key_pairs_choice() {
+  static const bool chosen = parse_streamed_key_pairs(std::getenv("FLASHSINKHORN_STREAMED_KEY_PAIRS"));  // read once
+  return chosen;
+}
+
 const char* to_string(wgmma_variant variant) {
   switch (variant) {
     case wgmma_variant::mma_sync: return "mma";

@@ -96,4 +96,11 @@ float narrow_margin_choice();
 std::int64_t parse_streamed_l2_budget(const char* text);
 std::int64_t streamed_l2_budget_choice();
 
+// Whether the warp-specialised streamed softmin kernel runs in key pairs (clusters of two CTAs
+// sharing each key panel by multicast: softmin_wgmma_ws_streamed_kernel.cuh), from
+// FLASHSINKHORN_STREAMED_KEY_PAIRS (read once): off (unset or empty: the default, until measured) or
+// on. Anything else throws invalid_argument.
+bool parse_streamed_key_pairs(const char* text);
+bool streamed_key_pairs_choice();
+
 }  // namespace flashsinkhorn::detail

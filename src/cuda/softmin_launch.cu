@@ -129,6 +129,27 @@ constexpr precision mode_of() {
   return std::is_same_v<Op, kernels::wgmma_bf16_operands> ? precision::bf16 : precision::tf32;
 }
 
+// The streamed kernel in key pairs (softmin_wgmma_ws_streamed_kernel.cuh, pair_cta_work_of): a 1-D
+// grid of ⌈row blocks / 2⌉ · splits clusters of two CTAs.
+template <class Kernel>
+cudaError_t launch_key_pairs(Kernel kernel, const kernels::softmin_params& p, int shared_bytes, cudaStream_t stream,
+                             const CUtensorMap& rows_map, const CUtensorMap& keys_map) {
+  const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(2 * ((row_blocks + 1) / 2) * p.splits));
+  config.blockDim = dim3(tile::kWgmmaWsThreads);
+  config.dynamicSmemBytes = static_cast<std::size_t>(shared_bytes);
+  config.stream = stream;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 2;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, p, rows_map, keys_map);
+}
+
 // Launches a copy-engine kernel of `family` (resident: tma or ws; streamed: the warp-specialised
 // one) on rows of `row_words` words; false when the tensor maps cannot be made (the caller then
 // launches the cp.async kernel).
@@ -139,21 +160,27 @@ template <class Op>
 bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, const kernels::softmin_params& p,
                       const dim3& grid, std::int64_t row_words, int shared_bytes, bool predicted_reference,
                       cudaStream_t stream, cudaError_t& status) {
+  const bool streamed = family == kernel_family::wgmma_streamed;
+  const bool key_pairs = streamed && streamed_key_pairs_choice();  // each CTA loads half of every key panel
   CUtensorMap rows_map, keys_map;
   if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count, tile::kWgmmaBlockM) ||
-      !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count, wgmma::kTileN))
+      !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count,
+                             key_pairs ? wgmma::kTileN / 2 : wgmma::kTileN))
     return false;
-  const bool streamed = family == kernel_family::wgmma_streamed;
   const bool ws = streamed || ws_resident(mode_of<Op>());
   const int steps = static_cast<int>(row_words * 4 / wgmma::kStepBytes);
-  const auto kernel = streamed ? &kernels::softmin_wgmma_ws_streamed_kernel<Op>
-                      : ws     ? wgmma_ws_kernel_for<Op>(steps, predicted_reference, exp2_split_choice())
-                               : wgmma_tma_kernel_for<Op>(steps);
+  const auto kernel = key_pairs ? &kernels::softmin_wgmma_ws_streamed_kernel<Op, true>
+                      : streamed ? &kernels::softmin_wgmma_ws_streamed_kernel<Op>
+                      : ws       ? wgmma_ws_kernel_for<Op>(steps, predicted_reference, exp2_split_choice())
+                                 : wgmma_tma_kernel_for<Op>(steps);
   status = allow_shared(kernel, shared_bytes);
-  if (status == cudaSuccess) {
-    kernel<<<grid, ws ? tile::kWgmmaWsThreads : tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);
-    status = cudaGetLastError();
+  if (status != cudaSuccess) return true;
+  if (key_pairs) {
+    status = launch_key_pairs(kernel, p, shared_bytes, stream, rows_map, keys_map);
+    return true;
   }
+  kernel<<<grid, ws ? tile::kWgmmaWsThreads : tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);
+  status = cudaGetLastError();
   return true;
 }
 

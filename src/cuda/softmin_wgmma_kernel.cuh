@@ -274,6 +274,29 @@ __device__ __forceinline__ cta_work cta_work_of(const softmin_params& p) {
           max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin)};
 }
 
+// The work of a CTA of the streamed kernel's key pairs (clusters of two CTAs,
+// FLASHSINKHORN_STREAMED_KEY_PAIRS; softmin_wgmma_ws_streamed_kernel.cuh): the CTAs of rank 0 and 1
+// of pair q take row blocks 2q' and 2q' + 1 of one split (the pairs read with the split fastest,
+// q = (q', split)), so that each key panel, loaded half by each CTA into both, serves both. With
+// an odd number of row blocks the last pair's rank-1 CTA is a ghost: it repeats its partner's rows
+// (the multicast needs both CTAs to load and consume every stage) and writes nothing. A 1-D grid.
+struct pair_cta_work {
+  cta_work work;
+  bool ghost;
+};
+
+__device__ __forceinline__ pair_cta_work pair_cta_work_of(const softmin_params& p, unsigned rank) {
+  const grid_cell pair = part_fastest_cell(blockIdx.x / 2, p.splits);
+  const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
+  std::int64_t row_block = 2 * pair.row_block + rank;
+  const bool ghost = row_block >= row_blocks;
+  if (ghost) row_block = row_blocks - 1;
+  const int tile_begin = pair.part * p.tiles_per_split;
+  return {{row_block * tile::kWgmmaBlockM, pair.part, tile_begin,
+           max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin)},
+          ghost};
+}
+
 // Row i's state (max, Σ) of this thread (rows g and g + 8 of its warp's 16 in its warpgroup's 64)
 // is reduced over the quad, then the row is finished (one split) or its partial state is written.
 // Returns this thread's share of the block's marginal-error term.

@@ -53,7 +53,13 @@ __host__ __device__ inline wgmma_ws_streamed_geometry make_wgmma_ws_streamed_geo
   return g;
 }
 
-template <class Op>
+// kKeyPairs (FLASHSINKHORN_STREAMED_KEY_PAIRS; launched in clusters of two CTAs, pair_cta_work_of):
+// the two CTAs of a cluster hold two row blocks of one split, and each producer loads half of every
+// key panel (the keys map's box is kTileN/2 rows) into both CTAs' stages by multicast, halving the
+// key stream through L2 (docs/cuda_backend.md, "What binds the streamed softmin now"). A stage is
+// then written by both producers, so it is released to both: one arrival per consumer warp on its
+// own CTA's empty barrier and one on the partner's.
+template <class Op, bool kKeyPairs = false>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     softmin_wgmma_ws_streamed_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
                                      const __grid_constant__ CUtensorMap keys_map) {
@@ -68,15 +74,21 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   const wgmma_ws_streamed_geometry geo = make_wgmma_ws_streamed_geometry(row_words, p.max_shared_bytes);
   const int panels = geo.panels;
   const int stages = geo.stages;
-  const cta_work work = cta_work_of(p);  // (not a structured binding: the lambdas below capture these)
+  const unsigned rank = kKeyPairs ? tma::cluster_rank() : 0u;  // which half of each key panel this CTA loads
+  const pair_cta_work pair = kKeyPairs ? pair_cta_work_of(p, rank) : pair_cta_work{cta_work_of(p), false};
+  const cta_work work = pair.work;  // (not a structured binding: the lambdas below capture these)
   const std::int64_t row_block0 = work.row_block0;
   const int split = work.split, tile_begin = work.tile_begin, tiles = work.tiles;
   const float* key_bias = static_cast<const float*>(p.key_bias);
   constexpr int kKeyPanelBytes = wgmma::kTileN * wgmma::kPanelRowBytes;
   auto stage_at = [&](const tma::ring_position& at) { return ring + at.stage * geo.stage_bytes; };
 
-  if (threadIdx.x == 0) tma::init_ring_barriers(full, empty, stages, tile::kWgmmaThreads);
+  // Releases a stage's use needs: every consumer thread's, or with key pairs one per consumer warp
+  // of each CTA of the pair.
+  constexpr int kReleases = kKeyPairs ? 2 * tile::kWgmmaThreads / 32 : tile::kWgmmaThreads;
+  if (threadIdx.x == 0) tma::init_ring_barriers(full, empty, stages, kReleases);
   __syncthreads();
+  if constexpr (kKeyPairs) tma::cluster_sync();  // the partner's barriers exist before a copy or arrival reaches them
 
   double error = 0;
   if (threadIdx.x >= tile::kWgmmaThreads) {
@@ -90,7 +102,13 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
         std::uint64_t* barrier = &full[at.stage];
         tma::arrive_expect_bytes(barrier, kStageBytes);
         unsigned char* stage = stage_at(at);
-        tma::load_2d(stage, &keys_map, c * wgmma::kPanelWords, (tile_begin + t) * wgmma::kTileN, barrier);
+        if constexpr (kKeyPairs) {
+          constexpr int kHalfRows = wgmma::kTileN / 2;
+          tma::load_2d_multicast(stage + rank * kHalfRows * wgmma::kPanelRowBytes, &keys_map, c * wgmma::kPanelWords,
+                                 (tile_begin + t) * wgmma::kTileN + static_cast<int>(rank) * kHalfRows, barrier, 0b11);
+        } else {
+          tma::load_2d(stage, &keys_map, c * wgmma::kPanelWords, (tile_begin + t) * wgmma::kTileN, barrier);
+        }
         tma::load_2d(stage + kKeyPanelBytes, &rows_map, c * wgmma::kPanelWords, static_cast<int>(row_block0),
                      barrier);
         if (++c == panels) c = 0, ++t;
@@ -126,7 +144,15 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     // After wgmma::wait_group<kPending>: every older group completed, so their stages are free.
     auto retire = [&](int pending) {
       for (; unreleased > pending; --unreleased) {
-        tma::arrive(&empty[behind.stage]);
+        if constexpr (kKeyPairs) {
+          __syncwarp();
+          if (threadIdx.x % 32 == 0) {
+            tma::arrive(&empty[behind.stage]);
+            tma::arrive_in_cta(&empty[behind.stage], rank ^ 1u);
+          }
+        } else {
+          tma::arrive(&empty[behind.stage]);
+        }
         behind.advance(stages);
       }
     };
@@ -176,9 +202,10 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
         tile_step(acc0, acc1, j, false);
       }
     }
-    error = leave_warpgroup_rows(p, row_block0, split, row_max, row_sum);
+    if (!pair.ghost) error = leave_warpgroup_rows(p, row_block0, split, row_max, row_sum);
   }
-  finish_block<float>(p, error, error_scratch, row_block0, tile::kWgmmaBlockM);
+  if constexpr (kKeyPairs) tma::cluster_sync();  // nothing of the partner's is still on its way here
+  if (!pair.ghost) finish_block<float>(p, error, error_scratch, row_block0, tile::kWgmmaBlockM);
 #elif defined(__CUDA_ARCH__)
   __trap();  // the launcher selects this kernel only on sm_90a builds running on sm_90
 #endif

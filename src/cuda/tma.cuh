@@ -122,6 +122,39 @@ __device__ __forceinline__ void load_1d(void* dst, const void* src, std::uint32_
                : "memory");
 }
 
+// Clusters (the streamed softmin's key pairs, softmin_wgmma_ws_streamed_kernel.cuh): a CTA's rank
+// in its cluster, a barrier over every thread of the cluster (release / acquire: the writes and
+// barrier initialisations before it are visible to the other CTAs after it), an arrival on the
+// barrier at the same offset in CTA `rank`'s shared memory, and a copy that lands at `dst`'s offset
+// and completes its bytes on `barrier`'s offset in every CTA of `cta_mask` (bit r: rank r).
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void arrive_in_cta(std::uint64_t* barrier, unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_address(barrier)),
+      "r"(rank)
+      : "memory");
+}
+
+__device__ __forceinline__ void load_2d_multicast(void* dst, const CUtensorMap* map, int col, int row,
+                                                  std::uint64_t* barrier, std::uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
+      "%3}], [%4], %5;\n" ::"r"(smem_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(row), "r"(smem_address(barrier)), "h"(cta_mask)
+      : "memory");
+}
+
 #endif  // __CUDA_ARCH__ >= 900
 
 }  // namespace flashsinkhorn::detail::tma

@@ -124,6 +124,22 @@ TEST(kernel_variant, the_streamed_l2_budget_is_24_mib_unless_a_whole_number_up_t
   }
 }
 
+TEST(kernel_variant, the_streamed_key_pairs_are_off_unless_on_is_given) {
+  using flashsinkhorn::detail::parse_streamed_key_pairs;
+  EXPECT_FALSE(parse_streamed_key_pairs(nullptr));
+  EXPECT_FALSE(parse_streamed_key_pairs(""));
+  EXPECT_FALSE(parse_streamed_key_pairs("off"));
+  EXPECT_TRUE(parse_streamed_key_pairs("on"));
+  for (const char* bad : {"1", "ON", "yes", "pairs"}) {
+    try {
+      (void)parse_streamed_key_pairs(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const flashsinkhorn::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("FLASHSINKHORN_STREAMED_KEY_PAIRS"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots
 // (narrow rows only), tensor cores otherwise; FLASHSINKHORN_FP32_DOTS=3xtf32 keeps fp32 on them.
 TEST(kernel_variant, plan_passes_are_float64_in_fp64_and_with_fp32_fma_dots) {

@@ -267,11 +267,16 @@ struct cta_work {
   int tiles;       // key tiles of the split
 };
 
+// Row block `row_block` against the key tiles of split `split`.
+__device__ __forceinline__ cta_work cta_work_at(const softmin_params& p, std::int64_t row_block, int split) {
+  const int tile_begin = split * p.tiles_per_split;
+  return {row_block * tile::kWgmmaBlockM, split, tile_begin,
+          max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin)};
+}
+
 __device__ __forceinline__ cta_work cta_work_of(const softmin_params& p) {
   const grid_cell cell = part_fastest_cell(blockIdx.x + static_cast<std::int64_t>(blockIdx.y) * gridDim.x, p.splits);
-  const int tile_begin = cell.part * p.tiles_per_split;
-  return {cell.row_block * tile::kWgmmaBlockM, cell.part, tile_begin,
-          max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin)};
+  return cta_work_at(p, cell.row_block, cell.part);
 }
 
 // The work of a CTA of the streamed kernel's key pairs (clusters of two CTAs,
@@ -291,10 +296,7 @@ __device__ __forceinline__ pair_cta_work pair_cta_work_of(const softmin_params& 
   std::int64_t row_block = 2 * pair.row_block + rank;
   const bool ghost = row_block >= row_blocks;
   if (ghost) row_block = row_blocks - 1;
-  const int tile_begin = pair.part * p.tiles_per_split;
-  return {{row_block * tile::kWgmmaBlockM, pair.part, tile_begin,
-           max(0, min(p.key_tiles, tile_begin + p.tiles_per_split) - tile_begin)},
-          ghost};
+  return {cta_work_at(p, row_block, pair.part), ghost};
 }
 
 // Row i's state (max, Σ) of this thread (rows g and g + 8 of its warp's 16 in its warpgroup's 64)

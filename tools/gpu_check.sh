@@ -74,6 +74,17 @@ if has build; then
 fi
 
 gpu_tests="$build/tests/gpu/flashsinkhorn_gpu_tests"
+# One pass of the GPU tests under a kernel choice: test_pass FILTER LIMIT VAR=value ...; the pass's
+# brief result is logged and shown, a failure marks the run failed.
+test_pass() {
+  local filter="$1" limit="$2"
+  shift 2
+  local label="$*"
+  echo "== GPU tests, $label" >> "$logs/tests.log"
+  env "$@" timeout "$limit" "$gpu_tests" --gtest_filter="$filter" --gtest_brief=1 >> "$logs/tests.log" 2>&1 ||
+    { echo "GPU tests ($label) failed"; status=1; }
+  tail -3 "$logs/tests.log"
+}
 if has gpu; then
   echo "== GPU tests" >> "$logs/tests.log"
   timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_brief=0 --gtest_filter="${GPU_TEST_FILTER:-*}" >> "$logs/tests.log" 2>&1 || { echo "GPU tests failed"; status=1; }
@@ -84,19 +95,14 @@ if has gpu; then
   if listed suite; then default_mma=0 default_variants=""; fi
   # The same backend cases on the mma.sync kernel family (sm_90a builds pick wgmma for tf32/bf16).
   if [[ "${GPU_TEST_MMA:-$default_mma}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_KERNEL=mma" >> "$logs/tests.log"
-    FLASHSINKHORN_KERNEL=mma timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
-      >> "$logs/tests.log" 2>&1 || { echo "GPU tests (mma.sync) failed"; status=1; }
-    tail -3 "$logs/tests.log"
+    test_pass 'sizes/*' "${GPU_TEST_TIMEOUT:-240}" FLASHSINKHORN_KERNEL=mma
   fi
   # The fp32 mode's 3×TF32 dots on narrow rows too (FLASHSINKHORN_FP32_DOTS=3xtf32, kernel_variant.hpp;
   # FMA dots are the default there): the same backend cases, held against the CPU with the 3×TF32
   # allowance (GPU_TEST_FP32_DOTS=0 leaves the pass out).
   if [[ "${GPU_TEST_FP32_DOTS:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_FP32_DOTS=3xtf32" >> "$logs/tests.log"
-    FLASHSINKHORN_FP32_DOTS=3xtf32 timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*:*fp32*:*Fp32*' \
-      --gtest_brief=1 >> "$logs/tests.log" 2>&1 || { echo "GPU tests (fp32 3xTF32 dots) failed"; status=1; }
-    tail -3 "$logs/tests.log"
+    test_pass 'sizes/*:*fp32*:*Fp32*' "${GPU_TEST_TIMEOUT:-240}" \
+      FLASHSINKHORN_FP32_DOTS=3xtf32
   fi
   # The fp32 point gradients on narrow rows by the tensor-core pass (FLASHSINKHORN_POINT_GRADIENT=tensor,
   # plan_points_narrow_launch.hpp; the fp32 narrow pass is the default): the gradient cases again
@@ -116,33 +122,24 @@ if has gpu; then
   # (GPU_TEST_NARROW_REFERENCE=0 leaves the passes out; GPU_TEST_NARROW_REFERENCES picks them).
   if [[ "${GPU_TEST_NARROW_REFERENCE:-1}" != 0 ]]; then
     for reference in ${GPU_TEST_NARROW_REFERENCES:-online predicted}; do
-      echo "== GPU tests, FLASHSINKHORN_NARROW_REFERENCE=$reference" >> "$logs/tests.log"
-      FLASHSINKHORN_NARROW_REFERENCE=$reference timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" \
-        --gtest_filter='sizes/*:*fp32*:*Fp32*:*Narrow*:*narrow*:launch_plan*' --gtest_brief=1 >> "$logs/tests.log" 2>&1 ||
-        { echo "GPU tests (narrow $reference reference) failed"; status=1; }
-      tail -3 "$logs/tests.log"
+      test_pass 'sizes/*:*fp32*:*Fp32*:*Narrow*:*narrow*:launch_plan*' \
+        "${GPU_TEST_TIMEOUT:-240}" FLASHSINKHORN_NARROW_REFERENCE="$reference"
     done
   fi
   # The streamed kernels' L2 rule at a 1-MiB budget (FLASHSINKHORN_STREAMED_L2_MIB=1, kernel_variant.hpp):
   # the wide-row backend cases then run with their keys split wherever the split length allows, and
   # the plan passes as always (GPU_TEST_STREAMED_L2=0 leaves the pass out).
   if [[ "${GPU_TEST_STREAMED_L2:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_STREAMED_L2_MIB=1" >> "$logs/tests.log"
-    FLASHSINKHORN_STREAMED_L2_MIB=1 timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" \
-      --gtest_filter='sizes/*:*Solver*:*plan_pass_test*:launch_plan*' --gtest_brief=1 >> "$logs/tests.log" 2>&1 ||
-      { echo "GPU tests (streamed L2 budget 1 MiB) failed"; status=1; }
-    tail -3 "$logs/tests.log"
+    test_pass 'sizes/*:*Solver*:*plan_pass_test*:launch_plan*' "${GPU_TEST_TIMEOUT:-240}" \
+      FLASHSINKHORN_STREAMED_L2_MIB=1
   fi
   # The streamed kernel in key pairs (FLASHSINKHORN_STREAMED_KEY_PAIRS=on, kernel_variant.hpp: clusters
   # of two CTAs sharing each key panel by multicast, a ghost CTA where the row blocks are odd): the
   # wide-row backend cases, the solvers and the CUDA-input cases, with the variants' shorter limit (a
   # pipeline bug there traps in the producer after ~10 s) (GPU_TEST_KEY_PAIRS=0 leaves the pass out).
   if [[ "${GPU_TEST_KEY_PAIRS:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_STREAMED_KEY_PAIRS=on" >> "$logs/tests.log"
-    FLASHSINKHORN_STREAMED_KEY_PAIRS=on timeout "${GPU_VARIANT_TEST_TIMEOUT:-100}" "$gpu_tests" \
-      --gtest_filter='sizes/*:*Solver*:*DeviceInput*' --gtest_brief=1 >> "$logs/tests.log" 2>&1 ||
-      { echo "GPU tests (streamed key pairs) failed"; status=1; }
-    tail -3 "$logs/tests.log"
+    test_pass 'sizes/*:*Solver*:*DeviceInput*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
+      FLASHSINKHORN_STREAMED_KEY_PAIRS=on
   fi
   # A quarter of the predicted wgmma tiles' exponentials by a cubic on the FMA pipe (FLASHSINKHORN_EXP2=split,
   # kernel_variant.hpp; the MUFU takes them all by default): the backend cases and the forced
@@ -151,20 +148,14 @@ if has gpu; then
   # and equal iteration counts are what making it a default would meet) (GPU_TEST_EXP2_SPLIT=0 leaves
   # the pass out).
   if [[ "${GPU_TEST_EXP2_SPLIT:-1}" != 0 ]]; then
-    echo "== GPU tests, FLASHSINKHORN_EXP2=split" >> "$logs/tests.log"
-    FLASHSINKHORN_EXP2=split FLASHSINKHORN_NARROW_REFERENCE=predicted FLASHSINKHORN_KERNEL=ws \
-      timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" --gtest_filter='sizes/*:Options/SolverOnGpu.*' --gtest_brief=1 \
-      >> "$logs/tests.log" 2>&1 || { echo "GPU tests (exp2 split) failed"; status=1; }
-    tail -3 "$logs/tests.log"
+    test_pass 'sizes/*:Options/SolverOnGpu.*' "${GPU_TEST_TIMEOUT:-240}" \
+      FLASHSINKHORN_EXP2=split FLASHSINKHORN_NARROW_REFERENCE=predicted FLASHSINKHORN_KERNEL=ws
   fi
   # And on the other variants of the resident wgmma kernel (the copy-engine one is the default).
   for variant in ${GPU_TEST_VARIANTS-$default_variants}; do
-    echo "== GPU tests, FLASHSINKHORN_KERNEL=$variant" >> "$logs/tests.log"
     # (a shorter limit: a variant under test may deadlock; its producer traps after ~10 s, the
     # consumers of a variant without one would hang)
-    FLASHSINKHORN_KERNEL="$variant" timeout "${GPU_VARIANT_TEST_TIMEOUT:-100}" "$gpu_tests" --gtest_filter='sizes/*' --gtest_brief=1 \
-      >> "$logs/tests.log" 2>&1 || { echo "GPU tests ($variant) failed"; status=1; }
-    tail -3 "$logs/tests.log"
+    test_pass 'sizes/*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" FLASHSINKHORN_KERNEL="$variant"
   done
 fi
 if has demo; then

@@ -61,6 +61,19 @@ void expect_switch(Parse parse, std::initializer_list<std::pair<const char*, Val
   }
 }
 
+// Each of `bad` is refused with invalid_argument naming the variable `variable`.
+template <class Parse>
+void expect_rejected(Parse parse, std::initializer_list<const char*> bad, const char* variable) {
+  for (const char* text : bad) {
+    try {
+      (void)parse(text);
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const flashsinkhorn::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(variable), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(kernel_variant, fp32_dots_are_fma_unless_3xtf32_is_asked_for) {
   expect_switch(flashsinkhorn::detail::parse_fp32_fma_dots,
                 {{nullptr, true}, {"", true}, {"fma", true}, {"3xtf32", false}}, "FMA",
@@ -96,14 +109,7 @@ TEST(kernel_variant, the_narrow_margin_is_96_unless_a_number_of_log2_units_up_to
   EXPECT_EQ(parse_narrow_margin("64"), 64.f);
   EXPECT_EQ(parse_narrow_margin("0.5"), 0.5f);
   EXPECT_EQ(parse_narrow_margin("100"), 100.f);
-  for (const char* bad : {"-1", "101", "nan", "inf", "64x", "x"}) {
-    try {
-      (void)parse_narrow_margin(bad);
-      ADD_FAILURE() << bad << " was accepted";
-    } catch (const flashsinkhorn::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("FLASHSINKHORN_NARROW_MARGIN"), std::string::npos) << e.what();
-    }
-  }
+  expect_rejected(parse_narrow_margin, {"-1", "101", "nan", "inf", "64x", "x"}, "FLASHSINKHORN_NARROW_MARGIN");
 }
 
 TEST(kernel_variant, the_streamed_l2_budget_is_24_mib_unless_a_whole_number_up_to_1024_is_given) {
@@ -114,30 +120,14 @@ TEST(kernel_variant, the_streamed_l2_budget_is_24_mib_unless_a_whole_number_up_t
   EXPECT_EQ(parse_streamed_l2_budget("0"), 0);  // the rule off
   EXPECT_EQ(parse_streamed_l2_budget("40"), 40 * kMiB);
   EXPECT_EQ(parse_streamed_l2_budget("1024"), 1024 * kMiB);
-  for (const char* bad : {"-1", "1025", "2.5", "24M", "x"}) {
-    try {
-      (void)parse_streamed_l2_budget(bad);
-      ADD_FAILURE() << bad << " was accepted";
-    } catch (const flashsinkhorn::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("FLASHSINKHORN_STREAMED_L2_MIB"), std::string::npos) << e.what();
-    }
-  }
+  expect_rejected(parse_streamed_l2_budget, {"-1", "1025", "2.5", "24M", "x"}, "FLASHSINKHORN_STREAMED_L2_MIB");
 }
 
 TEST(kernel_variant, the_streamed_key_pairs_are_off_unless_on_is_given) {
   using flashsinkhorn::detail::parse_streamed_key_pairs;
-  EXPECT_FALSE(parse_streamed_key_pairs(nullptr));
-  EXPECT_FALSE(parse_streamed_key_pairs(""));
-  EXPECT_FALSE(parse_streamed_key_pairs("off"));
-  EXPECT_TRUE(parse_streamed_key_pairs("on"));
-  for (const char* bad : {"1", "ON", "yes", "pairs"}) {
-    try {
-      (void)parse_streamed_key_pairs(bad);
-      ADD_FAILURE() << bad << " was accepted";
-    } catch (const flashsinkhorn::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("FLASHSINKHORN_STREAMED_KEY_PAIRS"), std::string::npos) << e.what();
-    }
-  }
+  expect_switch(parse_streamed_key_pairs, {{nullptr, false}, {"", false}, {"off", false}, {"on", true}}, "1",
+                "FLASHSINKHORN_STREAMED_KEY_PAIRS");
+  expect_rejected(parse_streamed_key_pairs, {"ON", "yes", "pairs"}, "FLASHSINKHORN_STREAMED_KEY_PAIRS");
 }
 
 // The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots

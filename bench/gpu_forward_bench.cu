@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
       // The key splits of each half-step (n = m) and the streamed kernels' L2 budget that helped pick them.
       const int splits = softmin_key_splits(mode, size.d, size.n, size.n, sm_count, max_shared);
       const long long l2_mib = static_cast<long long>(streamed_l2_budget_choice() >> 20);
-      const bool key_pairs = streamed_key_pairs_choice();  // the streamed kernel in clusters of two
+      const bool key_pairs = softmin_key_pairs(mode, size.d, size.n, size.n, sm_count, max_shared);  // clusters of two
       std::printf(
           "{\"impl\":\"flashsinkhorn\",\"kernel\":\"%s\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,\"precision\":\"%s\","
           "\"eps\":%g,\"iterations\":%d,\"repeats\":%d,\"ms_per_iteration\":%.5f,\"ms_min_per_iteration\":%.5f,"

@@ -130,15 +130,16 @@ std::int64_t streamed_l2_budget_choice() {
   return chosen;
 }
 
-bool parse_streamed_key_pairs(const char* text) {
-  if (text == nullptr || *text == '\0' || std::string_view(text) == "off") return false;
-  if (std::string_view(text) == "on") return true;
-  throw invalid_argument(std::string("FLASHSINKHORN_STREAMED_KEY_PAIRS must be on or off (or unset), got '") + text +
-                         "'");
+key_pairs_mode parse_streamed_key_pairs(const char* text) {
+  if (text == nullptr || *text == '\0' || std::string_view(text) == "auto") return key_pairs_mode::automatic;
+  if (std::string_view(text) == "on") return key_pairs_mode::on;
+  if (std::string_view(text) == "off") return key_pairs_mode::off;
+  throw invalid_argument(std::string("FLASHSINKHORN_STREAMED_KEY_PAIRS must be auto, on or off (or unset), got '") +
+                         text + "'");
 }
 
-bool streamed_key_pairs_choice() {
-  static const bool chosen = parse_streamed_key_pairs(std::getenv("FLASHSINKHORN_STREAMED_KEY_PAIRS"));  // read once
+key_pairs_mode streamed_key_pairs_choice() {
+  static const key_pairs_mode chosen = parse_streamed_key_pairs(std::getenv("FLASHSINKHORN_STREAMED_KEY_PAIRS"));  // read once
   return chosen;
 }
 

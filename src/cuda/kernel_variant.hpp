@@ -98,9 +98,10 @@ std::int64_t streamed_l2_budget_choice();
 
 // Whether the warp-specialised streamed softmin kernel runs in key pairs (clusters of two CTAs
 // sharing each key panel by multicast: softmin_wgmma_ws_streamed_kernel.cuh), from
-// FLASHSINKHORN_STREAMED_KEY_PAIRS (read once): off (unset or empty: the default, until measured) or
-// on. Anything else throws invalid_argument.
-bool parse_streamed_key_pairs(const char* text);
-bool streamed_key_pairs_choice();
+// FLASHSINKHORN_STREAMED_KEY_PAIRS (read once): auto (unset or empty: the default; pairs where
+// key_splits.hpp's streamed_key_pairs_pay says so), on or off. Anything else throws invalid_argument.
+enum class key_pairs_mode { automatic, on, off };
+key_pairs_mode parse_streamed_key_pairs(const char* text);
+key_pairs_mode streamed_key_pairs_choice();
 
 }  // namespace flashsinkhorn::detail

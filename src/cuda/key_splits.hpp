@@ -88,4 +88,15 @@ inline int streamed_query_splits(std::int64_t row_blocks, std::int64_t slots, st
   return static_cast<int>((slots + blocks_that_fit - 1) / blocks_that_fit);
 }
 
+// Whether the warp-specialised streamed softmin runs in key pairs (clusters of two CTAs holding two
+// row blocks of one split; each loads half of every key panel into both by multicast, so the keys'
+// L2 traffic halves). The pair's pipelines wait for each other and an odd row-block count adds a
+// CTA, so the pairs pay where the key stream binds over many waves of row blocks and lose where a
+// few row blocks are cut into key splits to fill the device. `slots`: CTAs resident at once.
+// Measured on the H100 (2026-12-06, bench/results/streamed_l2_ab_h100_2026-12-06_s42.json, ms an
+// iteration without / with pairs): 5·10⁴ rows (391 row blocks, 1–3 splits) × 512 tf32 19.85 /
+// 16.69, bf16 9.83 / 9.34; × 1,024 tf32 46.3 / 34.6, bf16 19.9 / 17.6; 10⁴ rows (79 row blocks, 5
+// splits) × 512 tf32 0.816 / 0.891, bf16 0.445 / 0.526; × 1,024 tf32 1.56 / 1.63, bf16 0.825 / 0.918.
+inline bool streamed_key_pairs_pay(std::int64_t row_blocks, std::int64_t slots) { return row_blocks >= slots; }
+
 }  // namespace flashsinkhorn::detail

@@ -151,7 +151,8 @@ cudaError_t launch_key_pairs(Kernel kernel, const kernels::softmin_params& p, in
 }
 
 // Launches a copy-engine kernel of `family` (resident: tma or ws; streamed: the warp-specialised
-// one) on rows of `row_words` words; false when the tensor maps cannot be made (the caller then
+// one, in key pairs where `key_pairs`, each CTA loading half of every key panel) on rows of
+// `row_words` words; false when the tensor maps cannot be made (the caller then
 // launches the cp.async kernel).
 // `predicted_reference`: the resident warp-specialised kernel's rows take references predicted from
 // their previous potentials (wgmma_predicted_reference_for); the other copy-engine kernels keep the
@@ -159,9 +160,8 @@ cudaError_t launch_key_pairs(Kernel kernel, const kernels::softmin_params& p, in
 template <class Op>
 bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, const kernels::softmin_params& p,
                       const dim3& grid, std::int64_t row_words, int shared_bytes, bool predicted_reference,
-                      cudaStream_t stream, cudaError_t& status) {
+                      bool key_pairs, cudaStream_t stream, cudaError_t& status) {
   const bool streamed = family == kernel_family::wgmma_streamed;
-  const bool key_pairs = streamed && streamed_key_pairs_choice();  // each CTA loads half of every key panel
   CUtensorMap rows_map, keys_map;
   if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count, tile::kWgmmaBlockM) ||
       !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count,
@@ -356,6 +356,18 @@ kernel_shape launch_shape(precision mode, std::int64_t padded_dim, std::int64_t 
 }
 
 // The key splits of the kernel a softmin of `rows` rows (padded to `padded_dim`) over `keys` keys launches.
+// Whether a launch of this shape and split plan runs the streamed kernel in key pairs: the switch
+// FLASHSINKHORN_STREAMED_KEY_PAIRS (kernel_variant.hpp), by default key_splits.hpp's rule.
+bool key_pairs_for(precision mode, const kernel_shape& shape, const split_plan& plan, int sm_count) {
+  if (shape.family != kernel_family::wgmma_streamed || !ws_streamed(mode)) return false;
+  switch (streamed_key_pairs_choice()) {
+    case key_pairs_mode::on: return true;
+    case key_pairs_mode::off: return false;
+    case key_pairs_mode::automatic: break;
+  }
+  return streamed_key_pairs_pay(plan.row_blocks, static_cast<std::int64_t>(std::max(1, sm_count)) * shape.ctas_per_sm);
+}
+
 int key_splits_of(precision mode, std::int64_t padded_dim, std::int64_t dim, std::int64_t rows, std::int64_t keys,
                   int sm_count, int max_shared_bytes) {
   const kernel_shape shape = launch_shape(mode, padded_dim, dim, rows, keys, sm_count, max_shared_bytes);
@@ -410,6 +422,13 @@ const char* softmin_kernel_name(precision mode, std::int64_t dim, std::int64_t r
 int softmin_key_splits(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
                        int max_shared_bytes) {
   return key_splits_of(mode, softmin_padded_dim(mode, dim), dim, rows, keys, sm_count, max_shared_bytes);
+}
+
+bool softmin_key_pairs(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
+                       int max_shared_bytes) {
+  const std::int64_t padded_dim = softmin_padded_dim(mode, dim);
+  const kernel_shape shape = launch_shape(mode, padded_dim, dim, rows, keys, sm_count, max_shared_bytes);
+  return key_pairs_for(mode, shape, plan_splits(shape, rows, keys, sm_count), sm_count);
 }
 
 wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
@@ -504,12 +523,15 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
       const wgmma_variant variant = selected_wgmma_variant(mode);
       const bool copy_engine = resident ? variant == wgmma_variant::tma || variant == wgmma_variant::ws : ws_streamed(mode);
       const bool predicted = p.previous != nullptr && wgmma_predicted_reference_for(rows.dim, plan);
+      const bool key_pairs = key_pairs_for(mode, shape, plan, args.sm_count);
       const bool launched =
           copy_engine &&
           (bf16 ? launch_copy_engine<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,
-                                                                   shape.shared_bytes, predicted, stream, status)
+                                                                   shape.shared_bytes, predicted, key_pairs, stream,
+                                                                   status)
                 : launch_copy_engine<kernels::wgmma_tf32_operands>(shape.family, args, p, grid, row_words,
-                                                                   shape.shared_bytes, predicted, stream, status));
+                                                                   shape.shared_bytes, predicted, key_pairs, stream,
+                                                                   status));
       if (launched) break;
       // The cp.async kernels (also where the tensor maps could not be made): kWgmmaThreads threads
       // whatever the chosen variant's shape; each sizes its own ring from p.max_shared_bytes.

@@ -78,6 +78,9 @@ const char* softmin_kernel_name(precision mode, std::int64_t dim, std::int64_t r
 // And how many key splits it cuts each row block's keys into (for benchmarks and logs).
 int softmin_key_splits(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
                        int max_shared_bytes);
+// And whether it runs the streamed kernel in key pairs (clusters of two CTAs sharing each key panel).
+bool softmin_key_pairs(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count,
+                       int max_shared_bytes);
 
 // The Hopper kernels' shared-memory plan for a mode and padded row width on a device offering
 // `max_shared_bytes` per block, whatever device is present: which one would run ("wgmma" with a

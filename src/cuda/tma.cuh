@@ -141,7 +141,7 @@ __device__ __forceinline__ void arrive_in_cta(std::uint64_t* barrier, unsigned r
   asm volatile(
       "{\n.reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_address(barrier)),
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_address(barrier)),
       "r"(rank)
       : "memory");
 }

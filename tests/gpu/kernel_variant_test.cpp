@@ -123,11 +123,17 @@ TEST(kernel_variant, the_streamed_l2_budget_is_24_mib_unless_a_whole_number_up_t
   expect_rejected(parse_streamed_l2_budget, {"-1", "1025", "2.5", "24M", "x"}, "FLASHSINKHORN_STREAMED_L2_MIB");
 }
 
-TEST(kernel_variant, the_streamed_key_pairs_are_off_unless_on_is_given) {
+TEST(kernel_variant, the_streamed_key_pairs_are_automatic_unless_on_or_off_is_given) {
+  using flashsinkhorn::detail::key_pairs_mode;
   using flashsinkhorn::detail::parse_streamed_key_pairs;
-  expect_switch(parse_streamed_key_pairs, {{nullptr, false}, {"", false}, {"off", false}, {"on", true}}, "1",
-                "FLASHSINKHORN_STREAMED_KEY_PAIRS");
-  expect_rejected(parse_streamed_key_pairs, {"ON", "yes", "pairs"}, "FLASHSINKHORN_STREAMED_KEY_PAIRS");
+  expect_switch<key_pairs_mode>(parse_streamed_key_pairs,
+                {{nullptr, key_pairs_mode::automatic},
+                 {"", key_pairs_mode::automatic},
+                 {"auto", key_pairs_mode::automatic},
+                 {"off", key_pairs_mode::off},
+                 {"on", key_pairs_mode::on}},
+                "1", "FLASHSINKHORN_STREAMED_KEY_PAIRS");
+  expect_rejected(parse_streamed_key_pairs, {"ON", "yes", "pairs", "automatic"}, "FLASHSINKHORN_STREAMED_KEY_PAIRS");
 }
 
 // The plan passes follow the softmin's dots: float64 SIMT passes in fp64 and in fp32 with FMA dots

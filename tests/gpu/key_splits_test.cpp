@@ -1,5 +1,6 @@
-// The key-split plans of the softmin launches (key_splits.hpp): the occupancy rule and the least
-// count a streamed kernel asks for to keep its resident query blocks in L2. Host only (CI runs them).
+// The key-split plans of the softmin launches (key_splits.hpp): the occupancy rule, the least
+// count a streamed kernel asks for to keep its resident query blocks in L2, and where the streamed
+// kernel runs in key pairs. Host only (CI runs them).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -90,6 +91,13 @@ TEST(key_splits, the_part_fastest_order_is_a_bijection_that_keeps_a_row_blocks_p
   }
   // One part: CTA x holds row block x, the grid's order before session 40.
   for (std::int64_t linear : {0, 1, 390}) EXPECT_EQ(part_fastest_cell(linear, 1).row_block, linear);
+}
+
+TEST(key_splits, the_streamed_key_pairs_start_at_one_wave_of_row_blocks) {
+  EXPECT_FALSE(streamed_key_pairs_pay(blocks_of(10000), kSlots));  // 79 row blocks: split keys fill the device
+  EXPECT_FALSE(streamed_key_pairs_pay(kSlots - 1, kSlots));
+  EXPECT_TRUE(streamed_key_pairs_pay(kSlots, kSlots));
+  EXPECT_TRUE(streamed_key_pairs_pay(blocks_of(50000), kSlots));  // 391 row blocks
 }
 
 }  // namespace

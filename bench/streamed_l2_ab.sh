@@ -6,14 +6,15 @@
 # and the `key_splits` each budget gave. 0 is the rule off (one split where the SMs are already full).
 #   BENCH=build-gpu/bench/flashsinkhorn_gpu_bench FS_COMMIT=... bench/streamed_l2_ab.sh OUT.json
 # Environment: SIZES (n x d list), BUDGETS (MiB, default "0 12 24 40"), PRECISIONS (default tf32,bf16),
-# REPEATS (default 7), PAIRS (default "off"; "off on" for the A/B).
+# REPEATS (default 7), PAIRS (FLASHSINKHORN_STREAMED_KEY_PAIRS values, default "auto", the launches'
+# own rule; "off on" for the A/B; a row's `key_pairs` is what its launch ran).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 target="${1:?usage: bench/streamed_l2_ab.sh OUT.json}"
 bench="${BENCH:-$here/../build/bench/flashsinkhorn_gpu_bench}"
 lines="$(mktemp)"
 trap 'rm -f "$lines"' EXIT
-for pairs in ${PAIRS:-off}; do
+for pairs in ${PAIRS:-auto}; do
   for budget in ${BUDGETS:-0 12 24 40}; do
     FLASHSINKHORN_STREAMED_KEY_PAIRS="$pairs" FLASHSINKHORN_STREAMED_L2_MIB="$budget" "$bench" \
       --sizes "${SIZES:-50000x512,50000x1024,10000x1024}" --precisions "${PRECISIONS:-tf32,bf16}" \

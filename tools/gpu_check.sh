@@ -231,7 +231,7 @@ if has l2; then
   # into $out/streamed_l2_ab_<date>.json; then the plan bench on L2_PLAN_SIZES (the plan passes'
   # CTAs of one row block side by side, plan_cta_work_of).
   BENCH="$build/bench/flashsinkhorn_gpu_bench" BUDGETS="${L2_BUDGETS:-0 12 24 40}" SIZES="${L2_SIZES:-50000x512,50000x1024,10000x1024}" \
-    PAIRS="${L2_PAIRS:-off}" \
+    PAIRS="${L2_PAIRS:-auto}" \
     PRECISIONS="${L2_PRECISIONS:-tf32,bf16}" timeout "${L2_TIMEOUT:-200}" \
     bench/streamed_l2_ab.sh "$out/streamed_l2_ab_$(date -u +%F).json" > "$logs/l2.log" 2>&1 || { echo "L2 A/B failed"; status=1; }
   if [[ -n "${L2_PLAN_SIZES:-}" ]]; then  # merged as the plan stage's files are (no peer rows)

@@ -315,14 +315,32 @@ kernel_shape shape_for(precision mode, std::int64_t padded_dim, int max_shared_b
   return simt_shape();
 }
 
-// The key splits of a softmin launch (key_splits.hpp) for this kernel's shape; a streamed kernel's
-// at least as many as keep its resident query blocks in L2 (streamed_query_splits).
-split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_t keys, int sm_count) {
+// Whether a softmin of `rows` rows launched with this shape runs the streamed kernel in key pairs:
+// the switch FLASHSINKHORN_STREAMED_KEY_PAIRS (kernel_variant.hpp), by default key_splits.hpp's rule.
+bool key_pairs_for(precision mode, const kernel_shape& shape, std::int64_t rows, int sm_count) {
+  if (shape.family != kernel_family::wgmma_streamed || !ws_streamed(mode)) return false;
+  switch (streamed_key_pairs_choice()) {
+    case key_pairs_mode::on: return true;
+    case key_pairs_mode::off: return false;
+    case key_pairs_mode::automatic: break;
+  }
   const std::int64_t row_blocks = (rows + shape.block_m - 1) / shape.block_m;
+  return streamed_key_pairs_pay(row_blocks, static_cast<std::int64_t>(std::max(1, sm_count)) * shape.ctas_per_sm);
+}
+
+// The key splits of a softmin launch (key_splits.hpp) for this kernel's shape; a streamed kernel's
+// at least as many as keep its resident query blocks in L2 (streamed_query_splits). In key pairs the
+// waves are counted over the CTAs launched: an odd row-block count adds a ghost (pair_cta_work_of),
+// and 79 row blocks at 5 splits are then 400 CTAs, 4 more than three waves of 132.
+split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_t keys, int sm_count, bool key_pairs) {
+  const std::int64_t row_blocks = (rows + shape.block_m - 1) / shape.block_m;
+  const std::int64_t launched_row_blocks = key_pairs ? row_blocks + row_blocks % 2 : row_blocks;
   const std::int64_t slots = static_cast<std::int64_t>(std::max(1, sm_count)) * shape.ctas_per_sm;
   const int least = streamed_query_splits(row_blocks, slots, shape.streamed_query_bytes, streamed_l2_budget_choice());
-  return plan_key_splits(row_blocks, (keys + shape.block_n - 1) / shape.block_n, slots, tile::kMaxSplits,
-                         tile::kMinTilesPerSplit, least);
+  split_plan plan = plan_key_splits(launched_row_blocks, (keys + shape.block_n - 1) / shape.block_n, slots,
+                                    tile::kMaxSplits, tile::kMinTilesPerSplit, least);
+  plan.row_blocks = static_cast<int>(std::max<std::int64_t>(1, row_blocks));
+  return plan;
 }
 
 // tf32 on rows of at most 2 coordinates runs the fp32 narrow kernel wherever that kernel would take
@@ -345,7 +363,7 @@ constexpr std::int64_t kTf32NarrowMaxDim = 2;
 
 bool tf32_runs_narrow(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count) {
   if (mode != precision::tf32 || dim > kTf32NarrowMaxDim) return false;
-  return predicted_reference_for(dim, plan_splits(narrow_shape(dim), rows, keys, sm_count));
+  return predicted_reference_for(dim, plan_splits(narrow_shape(dim), rows, keys, sm_count, false));
 }
 
 // The kernel a softmin of `rows` rows over `keys` keys launches (`dim`: the rows' coordinates).
@@ -356,22 +374,10 @@ kernel_shape launch_shape(precision mode, std::int64_t padded_dim, std::int64_t 
 }
 
 // The key splits of the kernel a softmin of `rows` rows (padded to `padded_dim`) over `keys` keys launches.
-// Whether a launch of this shape and split plan runs the streamed kernel in key pairs: the switch
-// FLASHSINKHORN_STREAMED_KEY_PAIRS (kernel_variant.hpp), by default key_splits.hpp's rule.
-bool key_pairs_for(precision mode, const kernel_shape& shape, const split_plan& plan, int sm_count) {
-  if (shape.family != kernel_family::wgmma_streamed || !ws_streamed(mode)) return false;
-  switch (streamed_key_pairs_choice()) {
-    case key_pairs_mode::on: return true;
-    case key_pairs_mode::off: return false;
-    case key_pairs_mode::automatic: break;
-  }
-  return streamed_key_pairs_pay(plan.row_blocks, static_cast<std::int64_t>(std::max(1, sm_count)) * shape.ctas_per_sm);
-}
-
 int key_splits_of(precision mode, std::int64_t padded_dim, std::int64_t dim, std::int64_t rows, std::int64_t keys,
                   int sm_count, int max_shared_bytes) {
   const kernel_shape shape = launch_shape(mode, padded_dim, dim, rows, keys, sm_count, max_shared_bytes);
-  return plan_splits(shape, rows, keys, sm_count).splits;
+  return plan_splits(shape, rows, keys, sm_count, key_pairs_for(mode, shape, rows, sm_count)).splits;
 }
 
 }  // namespace
@@ -428,7 +434,7 @@ bool softmin_key_pairs(precision mode, std::int64_t dim, std::int64_t rows, std:
                        int max_shared_bytes) {
   const std::int64_t padded_dim = softmin_padded_dim(mode, dim);
   const kernel_shape shape = launch_shape(mode, padded_dim, dim, rows, keys, sm_count, max_shared_bytes);
-  return key_pairs_for(mode, shape, plan_splits(shape, rows, keys, sm_count), sm_count);
+  return key_pairs_for(mode, shape, rows, sm_count);
 }
 
 wgmma_plan softmin_wgmma_plan(precision mode, std::int64_t padded_dim, int max_shared_bytes) {
@@ -458,7 +464,8 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   const kernel_shape shape =
       launch_shape(mode, rows.padded_dim, rows.dim, rows.count, keys.count, args.sm_count, args.max_shared_bytes);
   if (shape.shared_bytes > args.max_shared_bytes) return cudaErrorInvalidConfiguration;
-  const split_plan plan = plan_splits(shape, rows.count, keys.count, args.sm_count);
+  const bool key_pairs = key_pairs_for(mode, shape, rows.count, args.sm_count);
+  const split_plan plan = plan_splits(shape, rows.count, keys.count, args.sm_count, key_pairs);
   if (softmin_partial_bytes(mode, rows.padded_count, plan.splits) > args.partial_scratch_capacity)
     return cudaErrorInvalidValue;
   if (plan.splits > 1 && (args.split_counts == nullptr || plan.row_blocks > args.split_count_capacity))
@@ -523,7 +530,6 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
       const wgmma_variant variant = selected_wgmma_variant(mode);
       const bool copy_engine = resident ? variant == wgmma_variant::tma || variant == wgmma_variant::ws : ws_streamed(mode);
       const bool predicted = p.previous != nullptr && wgmma_predicted_reference_for(rows.dim, plan);
-      const bool key_pairs = key_pairs_for(mode, shape, plan, args.sm_count);
       const bool launched =
           copy_engine &&
           (bf16 ? launch_copy_engine<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,

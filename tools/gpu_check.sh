@@ -133,13 +133,16 @@ if has gpu; then
     test_pass 'sizes/*:*Solver*:*plan_pass_test*:launch_plan*' "${GPU_TEST_TIMEOUT:-240}" \
       FLASHSINKHORN_STREAMED_L2_MIB=1
   fi
-  # The streamed kernel in key pairs (FLASHSINKHORN_STREAMED_KEY_PAIRS=on, kernel_variant.hpp: clusters
-  # of two CTAs sharing each key panel by multicast, a ghost CTA where the row blocks are odd): the
-  # wide-row backend cases, the solvers and the CUDA-input cases, with the variants' shorter limit (a
-  # pipeline bug there traps in the producer after ~10 s) (GPU_TEST_KEY_PAIRS=0 leaves the pass out).
+  # The cluster pairs forced on (kernel_variant.hpp; clusters of two CTAs sharing panels by
+  # multicast): the streamed softmin's key pairs (FLASHSINKHORN_STREAMED_KEY_PAIRS=on, a ghost CTA
+  # where the row blocks are odd; by default only from one wave of row blocks) and the streamed plan
+  # pass's value-tile pairs (FLASHSINKHORN_PLAN_CLUSTER_PAIRS=on; off by default until measured):
+  # the wide-row backend cases, the solvers, the CUDA-input cases, the plan passes and the gradients,
+  # with the variants' shorter limit (a pipeline bug there traps in the producer after ~10 s)
+  # (GPU_TEST_KEY_PAIRS=0 leaves the pass out).
   if [[ "${GPU_TEST_KEY_PAIRS:-1}" != 0 ]]; then
-    test_pass 'sizes/*:*Solver*:*DeviceInput*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
-      FLASHSINKHORN_STREAMED_KEY_PAIRS=on
+    test_pass 'sizes/*:*Solver*:*DeviceInput*:*plan_pass_test*:*Gradient*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
+      FLASHSINKHORN_STREAMED_KEY_PAIRS=on FLASHSINKHORN_PLAN_CLUSTER_PAIRS=on
   fi
   # A quarter of the predicted wgmma tiles' exponentials by a cubic on the FMA pipe (FLASHSINKHORN_EXP2=split,
   # kernel_variant.hpp; the MUFU takes them all by default): the backend cases and the forced
@@ -229,14 +232,18 @@ if has l2; then
   # budgets, FLASHSINKHORN_STREAMED_L2_MIB (L2_BUDGETS, L2_SIZES, L2_PRECISIONS; not in the default
   # list), with and without the key pairs when L2_PAIRS="off on" (FLASHSINKHORN_STREAMED_KEY_PAIRS),
   # into $out/streamed_l2_ab_<date>.json; then the plan bench on L2_PLAN_SIZES (the plan passes'
-  # CTAs of one row block side by side, plan_cta_work_of).
+  # CTAs of one row block side by side, plan_cta_work_of), once per L2_PLAN_PAIRS value.
   BENCH="$build/bench/flashsinkhorn_gpu_bench" BUDGETS="${L2_BUDGETS:-0 12 24 40}" SIZES="${L2_SIZES:-50000x512,50000x1024,10000x1024}" \
     PAIRS="${L2_PAIRS:-auto}" \
     PRECISIONS="${L2_PRECISIONS:-tf32,bf16}" timeout "${L2_TIMEOUT:-200}" \
     bench/streamed_l2_ab.sh "$out/streamed_l2_ab_$(date -u +%F).json" > "$logs/l2.log" 2>&1 || { echo "L2 A/B failed"; status=1; }
   if [[ -n "${L2_PLAN_SIZES:-}" ]]; then  # merged as the plan stage's files are (no peer rows)
-    timeout 150 "$build/bench/flashsinkhorn_plan_bench" --sizes "$L2_PLAN_SIZES" --precisions "${L2_PRECISIONS:-tf32,bf16}" \
-      > "$logs/plan_l2.jsonl" 2>> "$logs/l2.log" || { echo "plan bench failed"; status=1; }
+    # L2_PLAN_PAIRS="off on": with and without the plan pass's cluster pairs (FLASHSINKHORN_PLAN_CLUSTER_PAIRS).
+    for plan_pairs in ${L2_PLAN_PAIRS:-off}; do
+      FLASHSINKHORN_PLAN_CLUSTER_PAIRS="$plan_pairs" timeout 150 "$build/bench/flashsinkhorn_plan_bench" \
+        --sizes "$L2_PLAN_SIZES" --precisions "${L2_PRECISIONS:-tf32,bf16}" \
+        >> "$logs/plan_l2.jsonl" 2>> "$logs/l2.log" || { echo "plan bench failed"; status=1; }
+    done
     FS_COMMIT="${FS_COMMIT:-unknown}" python3 bench/merge_gradient_results.py "$out/plan_pass_l2_$(date -u +%F).json" \
       "$logs/plan_l2.jsonl" >> "$logs/l2.log" 2>&1 || { echo "plan merge failed"; status=1; }
   fi

@@ -104,4 +104,11 @@ enum class key_pairs_mode { automatic, on, off };
 key_pairs_mode parse_streamed_key_pairs(const char* text);
 key_pairs_mode streamed_key_pairs_choice();
 
+// Whether the streamed Hopper plan pass runs its value tiles in cluster pairs (two value tiles of one
+// row block sharing every key and query panel by multicast: plan_wgmma_streamed_kernel.cuh), from
+// FLASHSINKHORN_PLAN_CLUSTER_PAIRS (read once): off (unset or empty: the default, until measured) or
+// on. Anything else throws invalid_argument.
+bool parse_plan_cluster_pairs(const char* text);
+bool plan_cluster_pairs_choice();
+
 }  // namespace flashsinkhorn::detail

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "cuda/cluster_launch.hpp"
 #include "cuda/kernel_occupancy.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "cuda/key_splits.hpp"
@@ -178,18 +179,22 @@ cudaError_t launch_plan_mma(const plan_rows_launch_args& args, bool vector, cuda
 
 // What both Hopper plan kernels take: the panel tensor maps of the rows, the keys (rows of `words`
 // words) and the staged Vᵀ (64-row boxes), and the parameters; false when a map cannot be made.
+// `half_panels`: the rows' and keys' boxes are half a block (64 rows), for the streamed kernel's
+// cluster pairs, whose CTAs each load half of every panel.
 struct hopper_plan {
   CUtensorMap rows_map, keys_map, values_map;
   kernels::plan_wgmma_params p{};
   std::int64_t columns = 0;  // staged value columns
 };
 
-bool make_hopper_plan(const plan_rows_launch_args& args, std::int64_t words, int stages, hopper_plan& out) {
+bool make_hopper_plan(const plan_rows_launch_args& args, std::int64_t words, int stages, hopper_plan& out,
+                      bool half_panels = false) {
   const device_cloud_view& rows = args.rows;
   const device_cloud_view& keys = args.keys;
+  const int shares = half_panels ? 2 : 1;
   out.columns = value_columns_padded(args.k);
-  if (!make_panel_tensor_map(&out.rows_map, rows.points, words, rows.padded_count, tile::kWgmmaBlockM) ||
-      !make_panel_tensor_map(&out.keys_map, keys.points, words, keys.padded_count, wgmma::kTileN) ||
+  if (!make_panel_tensor_map(&out.rows_map, rows.points, words, rows.padded_count, tile::kWgmmaBlockM / shares) ||
+      !make_panel_tensor_map(&out.keys_map, keys.points, words, keys.padded_count, wgmma::kTileN / shares) ||
       !make_panel_tensor_map(&out.values_map, args.values_scratch, keys.padded_count, out.columns,
                              kernels::plan_wgmma::kValueCols))
     return false;
@@ -229,19 +234,32 @@ cudaError_t launch_plan_wgmma_steps(const plan_rows_launch_args& args, const ker
 }
 
 // Wide rows: the streamed kernel, 128 value columns per CTA when the staged columns come in
-// pairs of 64-column tiles.
+// pairs of 64-column tiles; in cluster pairs (FLASHSINKHORN_PLAN_CLUSTER_PAIRS) where a row block
+// has an even number of value tiles.
 template <class Op, int kHalves>
 cudaError_t launch_plan_wgmma_streamed(const plan_rows_launch_args& args, std::int64_t words, cudaStream_t stream) {
+  const std::int64_t value_tiles = (value_columns_padded(args.k) + kHalves * kernels::plan_wgmma::kValueCols - 1) /
+                                   (kHalves * kernels::plan_wgmma::kValueCols);
+  const bool cluster_pairs = plan_cluster_pairs_choice() && value_tiles % 2 == 0;
   hopper_plan plan;
   const int stages = kernels::plan_wgmma_streamed_stages(args.max_shared_bytes);
-  if (!make_hopper_plan(args, words, stages, plan)) return cudaErrorNotSupported;
+  if (!make_hopper_plan(args, words, stages, plan, cluster_pairs)) return cudaErrorNotSupported;
+  plan.p.value_tiles = static_cast<int>(value_tiles);
   const int shared_bytes = wgmma::kPanelAlignment + stages * kernels::plan_wgmma_streamed::kStageBytes;
+  const int panels = static_cast<int>(words / wgmma::kPanelWords);
+  const dim3 grid = hopper_plan_grid(plan, kHalves * kernels::plan_wgmma::kValueCols);
+  if (cluster_pairs) {
+    const auto kernel = &kernels::plan_wgmma_streamed_kernel<Op, kHalves, true>;
+    cudaError_t status = allow_shared(kernel, shared_bytes);
+    if (status != cudaSuccess) return status;
+    return launch_cluster_pairs(kernel, std::int64_t{grid.x} * grid.y, tile::kWgmmaWsThreads, shared_bytes, stream,
+                                plan.p, panels, plan.rows_map, plan.keys_map, plan.values_map);
+  }
   const auto kernel = &kernels::plan_wgmma_streamed_kernel<Op, kHalves>;
   cudaError_t status = allow_shared(kernel, shared_bytes);
   if (status != cudaSuccess) return status;
-  kernel<<<hopper_plan_grid(plan, kHalves * kernels::plan_wgmma::kValueCols), tile::kWgmmaWsThreads, shared_bytes,
-           stream>>>(plan.p, static_cast<int>(words / wgmma::kPanelWords), plan.rows_map, plan.keys_map,
-                     plan.values_map);
+  kernel<<<grid, tile::kWgmmaWsThreads, shared_bytes, stream>>>(plan.p, panels, plan.rows_map, plan.keys_map,
+                                                                plan.values_map);
   return cudaGetLastError();
 }
 

@@ -82,6 +82,7 @@ struct plan_wgmma_params {
   std::int64_t rows;
   std::int64_t k;
   int key_tiles;                     // keys_padded / kTileN
+  int value_tiles;                   // value tiles of a row block (the 1-D grid of the streamed kernel's pairs)
   int stages;                        // make_plan_wgmma_geometry(...).stages
   int stage_bytes;
   int query_bytes;
@@ -197,6 +198,14 @@ struct plan_cta_work {
 __device__ __forceinline__ plan_cta_work plan_cta_work_of() {
   const grid_cell cell =
       part_fastest_cell(blockIdx.x + static_cast<std::int64_t>(blockIdx.y) * gridDim.x, static_cast<int>(gridDim.y));
+  return {cell.row_block * tile::kWgmmaBlockM, cell.part};
+}
+
+// The streamed kernel's cluster pairs (plan_wgmma_streamed_kernel.cuh): a 1-D grid of row blocks ×
+// an even number of value tiles, the value tile fastest, so CTAs 2q and 2q + 1 — a cluster — hold
+// value tiles 2q', 2q' + 1 of one row block.
+__device__ __forceinline__ plan_cta_work plan_pair_cta_work_of(const plan_wgmma_params& p) {
+  const grid_cell cell = part_fastest_cell(blockIdx.x, p.value_tiles);
   return {cell.row_block * tile::kWgmmaBlockM, cell.part};
 }
 

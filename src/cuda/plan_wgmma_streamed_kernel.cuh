@@ -11,6 +11,15 @@
 //                            one group in flight (a stage is released when the next group issued)
 //   online softmax           as in plan_wgmma_kernel.cuh, β from global memory (L2)
 //   O_h += P·V_h             per half h, A = P from registers
+//
+// kClusterPairs (FLASHSINKHORN_PLAN_CLUSTER_PAIRS; launched in clusters of two CTAs along a 1-D
+// grid, plan_pair_cta_work_of): the two CTAs hold value tiles 2q, 2q + 1 of one row block, so they
+// compute the same scores S from the same panels. Each producer loads half of every key panel and
+// half of every query panel (the maps' boxes are 64 rows) into both CTAs' stages by multicast, which
+// halves the panel stream through L2 (at k = 512 tf32 a key tile streams 16 score stages and 2
+// value stages a CTA: 576 KiB through L2, 320 KiB in pairs); the value stages stay each CTA's own.
+// Every stage, a score stage or not, is released to both producers (one arrival per consumer warp on
+// each CTA's empty barrier), so the two rings advance together.
 #pragma once
 
 #include <cuda.h>
@@ -39,7 +48,7 @@ __host__ __device__ inline int plan_wgmma_streamed_stages(int max_shared_bytes) 
   return 0;
 }
 
-template <class Op, int kHalves>
+template <class Op, int kHalves, bool kClusterPairs = false>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     plan_wgmma_streamed_kernel(const plan_wgmma_params p, int panels, const __grid_constant__ CUtensorMap rows_map,
                                const __grid_constant__ CUtensorMap keys_map,
@@ -51,13 +60,17 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   unsigned char* ring = panel_aligned(shared_raw);
   constexpr int kKeyPanelBytes = wgmma::kTileN * wgmma::kPanelRowBytes;
   const int stages = p.stages;
-  const plan_cta_work work = plan_cta_work_of();
+  const unsigned rank = kClusterPairs ? tma::cluster_rank() : 0u;  // which half of each panel this CTA loads
+  const plan_cta_work work = kClusterPairs ? plan_pair_cta_work_of(p) : plan_cta_work_of();
   const std::int64_t row_block0 = work.row_block0;
   const int value_tile = work.value_tile;
   auto stage_at = [&](const tma::ring_position& at) { return ring + at.stage * plan_wgmma_streamed::kStageBytes; };
 
-  if (threadIdx.x == 0) tma::init_ring_barriers(full, empty, stages, tile::kWgmmaThreads);
+  // Releases a stage's use needs: every consumer thread's, or in pairs one per consumer warp of each CTA.
+  constexpr int kReleases = kClusterPairs ? 2 * tile::kWgmmaThreads / 32 : tile::kWgmmaThreads;
+  if (threadIdx.x == 0) tma::init_ring_barriers(full, empty, stages, kReleases);
   __syncthreads();
+  if constexpr (kClusterPairs) tma::cluster_sync();  // the partner's barriers exist before a copy or arrival reaches them
 
   if (threadIdx.x >= tile::kWgmmaThreads) {
     wgmma::release_registers<tile::kWgmmaWsProducerRegisters>();
@@ -77,9 +90,19 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
         const int key0 = t * wgmma::kTileN;
         for (int c = 0; c < panels; ++c, advance()) {
           unsigned char* stage = next_stage();
-          tma::load_2d(stage, &keys_map, c * wgmma::kPanelWords, key0, &full[at.stage]);
-          tma::load_2d(stage + kKeyPanelBytes, &rows_map, c * wgmma::kPanelWords, static_cast<int>(row_block0),
-                       &full[at.stage]);
+          if constexpr (kClusterPairs) {
+            constexpr int kHalfRows = wgmma::kTileN / 2;  // = kWgmmaBlockM / 2: key and query panels alike
+            const int offset = static_cast<int>(rank) * kHalfRows;
+            tma::load_2d_multicast(stage + offset * wgmma::kPanelRowBytes, &keys_map, c * wgmma::kPanelWords,
+                                   key0 + offset, &full[at.stage], 0b11);
+            tma::load_2d_multicast(stage + kKeyPanelBytes + offset * wgmma::kPanelRowBytes, &rows_map,
+                                   c * wgmma::kPanelWords, static_cast<int>(row_block0) + offset, &full[at.stage],
+                                   0b11);
+          } else {
+            tma::load_2d(stage, &keys_map, c * wgmma::kPanelWords, key0, &full[at.stage]);
+            tma::load_2d(stage + kKeyPanelBytes, &rows_map, c * wgmma::kPanelWords, static_cast<int>(row_block0),
+                         &full[at.stage]);
+          }
         }
         for (int half = 0; half < kHalves; ++half, advance()) {
           unsigned char* stage = next_stage();
@@ -92,6 +115,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
       }
     }
     __syncwarp();
+    if constexpr (kClusterPairs) tma::cluster_sync();  // (the consumers' is below, before they leave)
     return;
   }
 
@@ -111,7 +135,15 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   int unreleased = 0;
   auto retire = [&](int pending) {  // after wgmma::wait_group<pending>
     for (; unreleased > pending; --unreleased) {
-      tma::arrive(&empty[behind.stage]);
+      if constexpr (kClusterPairs) {
+        __syncwarp();
+        if (threadIdx.x % 32 == 0) {
+          tma::arrive(&empty[behind.stage]);
+          tma::arrive_in_cta(&empty[behind.stage], rank ^ 1u);
+        }
+      } else {
+        tma::arrive(&empty[behind.stage]);
+      }
       behind.advance(stages);
     }
   };
@@ -153,6 +185,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     for (int half = 0; half < kHalves; ++half) wgmma::pin(o[half]);
     retire(0);
   }
+  if constexpr (kClusterPairs) tma::cluster_sync();  // nothing of the partner's is still on its way here
   leave_plan_rows<kHalves>(p, row_block0, value_tile, row_max, row_sum, lse_sum, o);
 #elif defined(__CUDA_ARCH__)
   __trap();  // the launcher selects this kernel only on sm_90a builds running on sm_90

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "cuda/cluster_launch.hpp"
 #include "cuda/kernel_occupancy.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "cuda/key_splits.hpp"
@@ -129,27 +130,6 @@ constexpr precision mode_of() {
   return std::is_same_v<Op, kernels::wgmma_bf16_operands> ? precision::bf16 : precision::tf32;
 }
 
-// The streamed kernel in key pairs (softmin_wgmma_ws_streamed_kernel.cuh, pair_cta_work_of): a 1-D
-// grid of ⌈row blocks / 2⌉ · splits clusters of two CTAs.
-template <class Kernel>
-cudaError_t launch_key_pairs(Kernel kernel, const kernels::softmin_params& p, int shared_bytes, cudaStream_t stream,
-                             const CUtensorMap& rows_map, const CUtensorMap& keys_map) {
-  const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(2 * ((row_blocks + 1) / 2) * p.splits));
-  config.blockDim = dim3(tile::kWgmmaWsThreads);
-  config.dynamicSmemBytes = static_cast<std::size_t>(shared_bytes);
-  config.stream = stream;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 2;
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, kernel, p, rows_map, keys_map);
-}
-
 // Launches a copy-engine kernel of `family` (resident: tma or ws; streamed: the warp-specialised
 // one, in key pairs where `key_pairs`, each CTA loading half of every key panel) on rows of
 // `row_words` words; false when the tensor maps cannot be made (the caller then
@@ -175,8 +155,10 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
                                  : wgmma_tma_kernel_for<Op>(steps);
   status = allow_shared(kernel, shared_bytes);
   if (status != cudaSuccess) return true;
-  if (key_pairs) {
-    status = launch_key_pairs(kernel, p, shared_bytes, stream, rows_map, keys_map);
+  if (key_pairs) {  // clusters of two row blocks of one split (pair_cta_work_of; a ghost CTA for an odd count)
+    const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
+    status = launch_cluster_pairs(kernel, (row_blocks + row_blocks % 2) * p.splits, tile::kWgmmaWsThreads,
+                                  shared_bytes, stream, p, rows_map, keys_map);
     return true;
   }
   kernel<<<grid, ws ? tile::kWgmmaWsThreads : tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);

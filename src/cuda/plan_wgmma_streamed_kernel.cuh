@@ -66,9 +66,8 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   const int value_tile = work.value_tile;
   auto stage_at = [&](const tma::ring_position& at) { return ring + at.stage * plan_wgmma_streamed::kStageBytes; };
 
-  // Releases a stage's use needs: every consumer thread's, or in pairs one per consumer warp of each CTA.
-  constexpr int kReleases = kClusterPairs ? 2 * tile::kWgmmaThreads / 32 : tile::kWgmmaThreads;
-  if (threadIdx.x == 0) tma::init_ring_barriers(full, empty, stages, kReleases);
+  if (threadIdx.x == 0)
+    tma::init_ring_barriers(full, empty, stages, tma::stage_releases<kClusterPairs>(tile::kWgmmaThreads));
   __syncthreads();
   if constexpr (kClusterPairs) tma::cluster_sync();  // the partner's barriers exist before a copy or arrival reaches them
 
@@ -135,15 +134,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   int unreleased = 0;
   auto retire = [&](int pending) {  // after wgmma::wait_group<pending>
     for (; unreleased > pending; --unreleased) {
-      if constexpr (kClusterPairs) {
-        __syncwarp();
-        if (threadIdx.x % 32 == 0) {
-          tma::arrive(&empty[behind.stage]);
-          tma::arrive_in_cta(&empty[behind.stage], rank ^ 1u);
-        }
-      } else {
-        tma::arrive(&empty[behind.stage]);
-      }
+      tma::release_stage<kClusterPairs>(&empty[behind.stage], rank);
       behind.advance(stages);
     }
   };

@@ -83,10 +83,8 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   constexpr int kKeyPanelBytes = wgmma::kTileN * wgmma::kPanelRowBytes;
   auto stage_at = [&](const tma::ring_position& at) { return ring + at.stage * geo.stage_bytes; };
 
-  // Releases a stage's use needs: every consumer thread's, or with key pairs one per consumer warp
-  // of each CTA of the pair.
-  constexpr int kReleases = kKeyPairs ? 2 * tile::kWgmmaThreads / 32 : tile::kWgmmaThreads;
-  if (threadIdx.x == 0) tma::init_ring_barriers(full, empty, stages, kReleases);
+  if (threadIdx.x == 0)
+    tma::init_ring_barriers(full, empty, stages, tma::stage_releases<kKeyPairs>(tile::kWgmmaThreads));
   __syncthreads();
   if constexpr (kKeyPairs) tma::cluster_sync();  // the partner's barriers exist before a copy or arrival reaches them
 
@@ -144,15 +142,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     // After wgmma::wait_group<kPending>: every older group completed, so their stages are free.
     auto retire = [&](int pending) {
       for (; unreleased > pending; --unreleased) {
-        if constexpr (kKeyPairs) {
-          __syncwarp();
-          if (threadIdx.x % 32 == 0) {
-            tma::arrive(&empty[behind.stage]);
-            tma::arrive_in_cta(&empty[behind.stage], rank ^ 1u);
-          }
-        } else {
-          tma::arrive(&empty[behind.stage]);
-        }
+        tma::release_stage<kKeyPairs>(&empty[behind.stage], rank);
         behind.advance(stages);
       }
     };

@@ -122,7 +122,8 @@ __device__ __forceinline__ void load_1d(void* dst, const void* src, std::uint32_
                : "memory");
 }
 
-// Clusters (the streamed softmin's key pairs, softmin_wgmma_ws_streamed_kernel.cuh): a CTA's rank
+// Clusters (the streamed softmin's key pairs, softmin_wgmma_ws_streamed_kernel.cuh, and the streamed
+// plan pass's value-tile pairs, plan_wgmma_streamed_kernel.cuh): a CTA's rank
 // in its cluster, a barrier over every thread of the cluster (release / acquire: the writes and
 // barrier initialisations before it are visible to the other CTAs after it), an arrival on the
 // barrier at the same offset in CTA `rank`'s shared memory, and a copy that lands at `dst`'s offset
@@ -153,6 +154,29 @@ __device__ __forceinline__ void load_2d_multicast(void* dst, const CUtensorMap* 
       "%3}], [%4], %5;\n" ::"r"(smem_address(dst)),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(row), "r"(smem_address(barrier)), "h"(cta_mask)
       : "memory");
+}
+
+// A ring's releases in a cluster pair: a stage that both CTAs' producers fill (half each, by
+// multicast) is released to both, one arrival per consumer warp on this CTA's empty barrier and one
+// on the partner's (the plain .release.cta arrive: a .release.cluster one fences every warp, which
+// made session 42's first key pairs 2.6× slower); without pairs every consumer thread arrives on its
+// own. stage_releases: the arrivals an empty barrier then counts, for `consumer_threads` consumers.
+template <bool kClusterPairs>
+constexpr int stage_releases(int consumer_threads) {
+  return kClusterPairs ? 2 * consumer_threads / 32 : consumer_threads;
+}
+
+template <bool kClusterPairs>
+__device__ __forceinline__ void release_stage(std::uint64_t* empty, unsigned rank) {
+  if constexpr (kClusterPairs) {
+    __syncwarp();  // every lane's reads of the stage are done (their wgmma groups waited on)
+    if (threadIdx.x % 32 == 0) {
+      arrive(empty);
+      arrive_in_cta(empty, rank ^ 1u);
+    }
+  } else {
+    arrive(empty);
+  }
 }
 
 #endif  // __CUDA_ARCH__ >= 900

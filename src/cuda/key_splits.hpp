@@ -88,6 +88,36 @@ inline int streamed_query_splits(std::int64_t row_blocks, std::int64_t slots, st
   return static_cast<int>((slots + blocks_that_fit - 1) / blocks_that_fit);
 }
 
+// The clusters of a key-pairs launch (softmin_wgmma_ws_streamed_kernel.cuh, pair_cta_work_of).
+// Two row blocks of one split share its key panels: ⌊row blocks / 2⌋ · splits such clusters. With
+// an odd row-block count the last row block is left over once per split, and its cells share the
+// query panel instead: splits 2r, 2r + 1 in a cluster where their key ranges have as many tiles (the
+// two rings must run the same loads), the rest alone with a ghost partner that loads and consumes
+// but writes nothing. 79 row blocks × 5 splits (10,000 rows; 16 tiles a split, the last 15) are 195
+// key pairs, 2 query pairs and one single: 396 CTAs, three waves of 132 — with every leftover cell
+// alone (session 41's layout) they were 400. Each cluster is two CTAs of the 1-D grid.
+struct key_pair_layout {
+  std::int64_t key_pairs = 0;  // clusters of two row blocks (of one split), the split fastest
+  int query_pairs = 0;         // clusters of two splits of the last row block
+  int singles = 0;             // clusters of one split of the last row block and a ghost
+  FS_HOST_DEVICE std::int64_t clusters() const { return key_pairs + query_pairs + singles; }
+};
+
+// Whether the last of `splits` key ranges of `tiles_per_split` tiles has fewer than the others.
+FS_HOST_DEVICE bool last_split_short(int key_tiles, int splits, int tiles_per_split) {
+  return key_tiles - (splits - 1) * tiles_per_split < tiles_per_split;
+}
+
+// `last_split_short`: the last split has fewer key tiles than the others.
+FS_HOST_DEVICE key_pair_layout make_key_pair_layout(std::int64_t row_blocks, int splits, bool last_split_short) {
+  key_pair_layout layout;
+  layout.key_pairs = row_blocks / 2 * splits;
+  if (row_blocks % 2 == 0) return layout;
+  layout.singles = splits % 2 == 1 ? 1 : (last_split_short ? 2 : 0);
+  layout.query_pairs = (splits - layout.singles) / 2;
+  return layout;
+}
+
 // Whether the warp-specialised streamed softmin runs in key pairs (clusters of two CTAs holding two
 // row blocks of one split; each loads half of every key panel into both by multicast, so the keys'
 // L2 traffic halves). The pair's pipelines wait for each other and an odd row-block count adds a

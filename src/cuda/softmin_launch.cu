@@ -143,9 +143,10 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
                       bool key_pairs, cudaStream_t stream, cudaError_t& status) {
   const bool streamed = family == kernel_family::wgmma_streamed;
   CUtensorMap rows_map, keys_map;
-  if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count, tile::kWgmmaBlockM) ||
-      !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count,
-                             key_pairs ? wgmma::kTileN / 2 : wgmma::kTileN))
+  const int shares = key_pairs ? 2 : 1;  // in pairs every panel is loaded in halves (64-row boxes)
+  if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count,
+                             tile::kWgmmaBlockM / shares) ||
+      !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count, wgmma::kTileN / shares))
     return false;
   const bool ws = streamed || ws_resident(mode_of<Op>());
   const int steps = static_cast<int>(row_words * 4 / wgmma::kStepBytes);
@@ -155,10 +156,11 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
                                  : wgmma_tma_kernel_for<Op>(steps);
   status = allow_shared(kernel, shared_bytes);
   if (status != cudaSuccess) return true;
-  if (key_pairs) {  // clusters of two row blocks of one split (pair_cta_work_of; a ghost CTA for an odd count)
+  if (key_pairs) {  // clusters of two CTAs sharing panels (key_pair_layout, pair_cta_work_of)
     const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
-    status = launch_cluster_pairs(kernel, (row_blocks + row_blocks % 2) * p.splits, tile::kWgmmaWsThreads,
-                                  shared_bytes, stream, p, rows_map, keys_map);
+    const key_pair_layout layout = make_key_pair_layout(row_blocks, p.splits, last_split_short(p.key_tiles, p.splits, p.tiles_per_split));
+    status = launch_cluster_pairs(kernel, 2 * layout.clusters(), tile::kWgmmaWsThreads, shared_bytes, stream, p,
+                                  rows_map, keys_map);
     return true;
   }
   kernel<<<grid, ws ? tile::kWgmmaWsThreads : tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);
@@ -311,18 +313,14 @@ bool key_pairs_for(precision mode, const kernel_shape& shape, std::int64_t rows,
 }
 
 // The key splits of a softmin launch (key_splits.hpp) for this kernel's shape; a streamed kernel's
-// at least as many as keep its resident query blocks in L2 (streamed_query_splits). In key pairs the
-// waves are counted over the CTAs launched: an odd row-block count adds a ghost (pair_cta_work_of),
-// and 79 row blocks at 5 splits are then 400 CTAs, 4 more than three waves of 132.
-split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_t keys, int sm_count, bool key_pairs) {
+// at least as many as keep its resident query blocks in L2 (streamed_query_splits). (Key pairs
+// launch the same cells, with at most two ghost CTAs: key_pair_layout.)
+split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_t keys, int sm_count) {
   const std::int64_t row_blocks = (rows + shape.block_m - 1) / shape.block_m;
-  const std::int64_t launched_row_blocks = key_pairs ? row_blocks + row_blocks % 2 : row_blocks;
   const std::int64_t slots = static_cast<std::int64_t>(std::max(1, sm_count)) * shape.ctas_per_sm;
   const int least = streamed_query_splits(row_blocks, slots, shape.streamed_query_bytes, streamed_l2_budget_choice());
-  split_plan plan = plan_key_splits(launched_row_blocks, (keys + shape.block_n - 1) / shape.block_n, slots,
-                                    tile::kMaxSplits, tile::kMinTilesPerSplit, least);
-  plan.row_blocks = static_cast<int>(std::max<std::int64_t>(1, row_blocks));
-  return plan;
+  return plan_key_splits(row_blocks, (keys + shape.block_n - 1) / shape.block_n, slots, tile::kMaxSplits,
+                         tile::kMinTilesPerSplit, least);
 }
 
 // tf32 on rows of at most 2 coordinates runs the fp32 narrow kernel wherever that kernel would take
@@ -345,7 +343,7 @@ constexpr std::int64_t kTf32NarrowMaxDim = 2;
 
 bool tf32_runs_narrow(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count) {
   if (mode != precision::tf32 || dim > kTf32NarrowMaxDim) return false;
-  return predicted_reference_for(dim, plan_splits(narrow_shape(dim), rows, keys, sm_count, false));
+  return predicted_reference_for(dim, plan_splits(narrow_shape(dim), rows, keys, sm_count));
 }
 
 // The kernel a softmin of `rows` rows over `keys` keys launches (`dim`: the rows' coordinates).
@@ -359,7 +357,7 @@ kernel_shape launch_shape(precision mode, std::int64_t padded_dim, std::int64_t 
 int key_splits_of(precision mode, std::int64_t padded_dim, std::int64_t dim, std::int64_t rows, std::int64_t keys,
                   int sm_count, int max_shared_bytes) {
   const kernel_shape shape = launch_shape(mode, padded_dim, dim, rows, keys, sm_count, max_shared_bytes);
-  return plan_splits(shape, rows, keys, sm_count, key_pairs_for(mode, shape, rows, sm_count)).splits;
+  return plan_splits(shape, rows, keys, sm_count).splits;
 }
 
 }  // namespace
@@ -446,8 +444,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   const kernel_shape shape =
       launch_shape(mode, rows.padded_dim, rows.dim, rows.count, keys.count, args.sm_count, args.max_shared_bytes);
   if (shape.shared_bytes > args.max_shared_bytes) return cudaErrorInvalidConfiguration;
-  const bool key_pairs = key_pairs_for(mode, shape, rows.count, args.sm_count);
-  const split_plan plan = plan_splits(shape, rows.count, keys.count, args.sm_count, key_pairs);
+  const split_plan plan = plan_splits(shape, rows.count, keys.count, args.sm_count);
   if (softmin_partial_bytes(mode, rows.padded_count, plan.splits) > args.partial_scratch_capacity)
     return cudaErrorInvalidValue;
   if (plan.splits > 1 && (args.split_counts == nullptr || plan.row_blocks > args.split_count_capacity))
@@ -512,6 +509,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
       const wgmma_variant variant = selected_wgmma_variant(mode);
       const bool copy_engine = resident ? variant == wgmma_variant::tma || variant == wgmma_variant::ws : ws_streamed(mode);
       const bool predicted = p.previous != nullptr && wgmma_predicted_reference_for(rows.dim, plan);
+      const bool key_pairs = key_pairs_for(mode, shape, rows.count, args.sm_count);
       const bool launched =
           copy_engine &&
           (bf16 ? launch_copy_engine<kernels::wgmma_bf16_operands>(shape.family, args, p, grid, row_words,

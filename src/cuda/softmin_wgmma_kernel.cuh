@@ -280,23 +280,32 @@ __device__ __forceinline__ cta_work cta_work_of(const softmin_params& p) {
 }
 
 // The work of a CTA of the streamed kernel's key pairs (clusters of two CTAs,
-// FLASHSINKHORN_STREAMED_KEY_PAIRS; softmin_wgmma_ws_streamed_kernel.cuh): the CTAs of rank 0 and 1
-// of pair q take row blocks 2q' and 2q' + 1 of one split (the pairs read with the split fastest,
-// q = (q', split)), so that each key panel, loaded half by each CTA into both, serves both. With
-// an odd number of row blocks the last pair's rank-1 CTA is a ghost: it repeats its partner's rows
-// (the multicast needs both CTAs to load and consume every stage) and writes nothing. A 1-D grid.
+// FLASHSINKHORN_STREAMED_KEY_PAIRS; softmin_wgmma_ws_streamed_kernel.cuh): cluster q = blockIdx.x / 2
+// in key_pair_layout's order (key_splits.hpp). First the key pairs: rank r takes row block 2q' + r of
+// split s, q = (q', s) read with the split fastest, so that each key panel, loaded half by each CTA
+// into both, serves both. Then, with an odd row-block count, the last row block's query pairs (rank r
+// takes its split 2q'' + r; each query panel is loaded half by each CTA into both) and its singles (a
+// split alone: rank 1 is a ghost that repeats its partner's work — the multicast needs both CTAs to
+// load and consume every stage — and writes nothing). A 1-D grid of 2 · layout.clusters() CTAs.
 struct pair_cta_work {
   cta_work work;
+  bool shares_queries;  // a query pair: the cluster shares the query panels, each CTA its own keys
   bool ghost;
 };
 
 __device__ __forceinline__ pair_cta_work pair_cta_work_of(const softmin_params& p, unsigned rank) {
-  const grid_cell pair = part_fastest_cell(blockIdx.x / 2, p.splits);
   const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
-  std::int64_t row_block = 2 * pair.row_block + rank;
-  const bool ghost = row_block >= row_blocks;
-  if (ghost) row_block = row_blocks - 1;
-  return {cta_work_at(p, row_block, pair.part), ghost};
+  const key_pair_layout layout = make_key_pair_layout(row_blocks, p.splits, last_split_short(p.key_tiles, p.splits, p.tiles_per_split));
+  const std::int64_t cluster = blockIdx.x / 2;
+  if (cluster < layout.key_pairs) {
+    const grid_cell pair = part_fastest_cell(cluster, p.splits);
+    return {cta_work_at(p, 2 * pair.row_block + rank, pair.part), false, false};
+  }
+  const int leftover = static_cast<int>(cluster - layout.key_pairs);
+  if (leftover < layout.query_pairs)
+    return {cta_work_at(p, row_blocks - 1, 2 * leftover + static_cast<int>(rank)), true, false};
+  const int split = 2 * layout.query_pairs + (leftover - layout.query_pairs);
+  return {cta_work_at(p, row_blocks - 1, split), false, rank == 1};
 }
 
 // Row i's state (max, Σ) of this thread (rows g and g + 8 of its warp's 16 in its warpgroup's 64)

@@ -55,10 +55,11 @@ __host__ __device__ inline wgmma_ws_streamed_geometry make_wgmma_ws_streamed_geo
 
 // kKeyPairs (FLASHSINKHORN_STREAMED_KEY_PAIRS; launched in clusters of two CTAs, pair_cta_work_of):
 // the two CTAs of a cluster hold two row blocks of one split, and each producer loads half of every
-// key panel (the keys map's box is kTileN/2 rows) into both CTAs' stages by multicast, halving the
-// key stream through L2 (docs/cuda_backend.md, "What binds the streamed softmin now"). A stage is
-// then written by both producers, so it is released to both: one arrival per consumer warp on its
-// own CTA's empty barrier and one on the partner's.
+// key panel (the maps' boxes are kTileN/2 rows) into both CTAs' stages by multicast, halving the
+// key stream through L2 (docs/cuda_backend.md, "What binds the streamed softmin now"); its query
+// panel it loads alone, in two halves. A query pair (two splits of an odd count's last row block)
+// does the converse: the query panel shared, the keys its own. A stage is then written by both
+// producers, so it is released to both (tma::release_stage).
 template <class Op, bool kKeyPairs = false>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     softmin_wgmma_ws_streamed_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
@@ -75,7 +76,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   const int panels = geo.panels;
   const int stages = geo.stages;
   const unsigned rank = kKeyPairs ? tma::cluster_rank() : 0u;  // which half of each key panel this CTA loads
-  const pair_cta_work pair = kKeyPairs ? pair_cta_work_of(p, rank) : pair_cta_work{cta_work_of(p), false};
+  const pair_cta_work pair = kKeyPairs ? pair_cta_work_of(p, rank) : pair_cta_work{cta_work_of(p), false, false};
   const cta_work work = pair.work;  // (not a structured binding: the lambdas below capture these)
   const std::int64_t row_block0 = work.row_block0;
   const int split = work.split, tile_begin = work.tile_begin, tiles = work.tiles;
@@ -100,15 +101,27 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
         std::uint64_t* barrier = &full[at.stage];
         tma::arrive_expect_bytes(barrier, kStageBytes);
         unsigned char* stage = stage_at(at);
+        const int column = c * wgmma::kPanelWords;
+        const int key_row = (tile_begin + t) * wgmma::kTileN, query_row = static_cast<int>(row_block0);
         if constexpr (kKeyPairs) {
+          // The shared panel: this CTA's half into both CTAs; the other panel: both halves, here only.
+          static_assert(wgmma::kTileN == tile::kWgmmaBlockM, "key and query panels split into the same halves");
           constexpr int kHalfRows = wgmma::kTileN / 2;
-          tma::load_2d_multicast(stage + rank * kHalfRows * wgmma::kPanelRowBytes, &keys_map, c * wgmma::kPanelWords,
-                                 (tile_begin + t) * wgmma::kTileN + static_cast<int>(rank) * kHalfRows, barrier, 0b11);
+          constexpr int kHalfBytes = kHalfRows * wgmma::kPanelRowBytes;
+          unsigned char* shared_panel = pair.shares_queries ? stage + kKeyPanelBytes : stage;
+          unsigned char* own_panel = pair.shares_queries ? stage : stage + kKeyPanelBytes;
+          const CUtensorMap* shared_map = pair.shares_queries ? &rows_map : &keys_map;
+          const CUtensorMap* own_map = pair.shares_queries ? &keys_map : &rows_map;
+          const int shared_row = pair.shares_queries ? query_row : key_row;
+          const int own_row = pair.shares_queries ? key_row : query_row;
+          const int half = static_cast<int>(rank) * kHalfRows;
+          tma::load_2d_multicast(shared_panel + rank * kHalfBytes, shared_map, column, shared_row + half, barrier, 0b11);
+          tma::load_2d(own_panel, own_map, column, own_row, barrier);
+          tma::load_2d(own_panel + kHalfBytes, own_map, column, own_row + kHalfRows, barrier);
         } else {
-          tma::load_2d(stage, &keys_map, c * wgmma::kPanelWords, (tile_begin + t) * wgmma::kTileN, barrier);
+          tma::load_2d(stage, &keys_map, column, key_row, barrier);
+          tma::load_2d(stage + kKeyPanelBytes, &rows_map, column, query_row, barrier);
         }
-        tma::load_2d(stage + kKeyPanelBytes, &rows_map, c * wgmma::kPanelWords, static_cast<int>(row_block0),
-                     barrier);
         if (++c == panels) c = 0, ++t;
       }
     }

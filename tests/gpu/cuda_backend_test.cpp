@@ -326,6 +326,11 @@ INSTANTIATE_TEST_SUITE_P(
                       case_params{{16000, 2500, 64, 1}, true, 1.0},
                       case_params{{2500, 3000, 96, 2}, true, 1.0},
                       case_params{{2500, 3000, 192, 1}, false, 1.0},
+                      // An odd row-block count over several key splits: with the key pairs forced
+                      // on (gpu_check), the last row block's splits run as query pairs — 3 row
+                      // blocks × 5 splits of 5 tiles, the last 1: two query pairs and a single
+                      // with its ghost (key_pair_layout).
+                      case_params{{300, 2600, 96, 2}, true, 1.0},
                       // The widest rows the issue names (d up to 4,096): 128 panels per key tile.
                       case_params{{129, 65, 4096, 1}, true, 1.0}),
     [](const ::testing::TestParamInfo<case_params>& param_info) {

@@ -132,17 +132,19 @@ int main(int argc, char** argv) {
       const int splits = softmin_key_splits(mode, size.d, size.n, size.n, sm_count, max_shared);
       const long long l2_mib = static_cast<long long>(streamed_l2_budget_choice() >> 20);
       const bool key_pairs = softmin_key_pairs(mode, size.d, size.n, size.n, sm_count, max_shared);  // clusters of two
+      const bool query_pairs = key_pairs && streamed_query_pairs_choice();  // the leftover row block's splits
       std::printf(
           "{\"impl\":\"flashsinkhorn\",\"kernel\":\"%s\",\"device\":\"%s\",\"n\":%lld,\"m\":%lld,\"d\":%lld,\"precision\":\"%s\","
           "\"eps\":%g,\"iterations\":%d,\"repeats\":%d,\"ms_per_iteration\":%.5f,\"ms_min_per_iteration\":%.5f,"
           "\"tflops\":%.2f,\"roofline_floor_ms\":%.5f,\"roofline_fraction\":%.3f,\"device_bytes\":%zu,"
           "\"finite\":%s,\"narrow_reference\":\"%s\",\"narrow_margin\":%g,\"exp2\":\"%s\",\"forced_kernel\":\"%s\","
-          "\"key_splits\":%d,\"streamed_l2_mib\":%lld,\"key_pairs\":%s}\n",
+          "\"key_splits\":%d,\"streamed_l2_mib\":%lld,\"key_pairs\":%s,\"query_pairs\":%s}\n",
           kernel, device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
           static_cast<long long>(size.d), name.c_str(), eps, iterations, repeats, per_iter_ms,
           ms.front() / iterations, flop / (per_iter_ms * 1e-3) / 1e12, floor_ms, floor_ms / per_iter_ms,
           device_bytes, finite ? "true" : "false", reference, static_cast<double>(narrow_margin_choice()), exp2,
-          forced == nullptr ? "" : forced, splits, l2_mib, key_pairs ? "true" : "false");
+          forced == nullptr ? "" : forced, splits, l2_mib, key_pairs ? "true" : "false",
+          query_pairs ? "true" : "false");
       std::fflush(stdout);
       std::fprintf(stderr, "n=%lld d=%lld %s [%s, %d split%s]: %.4f ms/iter (floor %.4f, %.0f%%)\n",
                    static_cast<long long>(size.n), static_cast<long long>(size.d), name.c_str(), kernel, splits,

@@ -7,7 +7,8 @@
 #   BENCH=build-gpu/bench/flashsinkhorn_gpu_bench FS_COMMIT=... bench/streamed_l2_ab.sh OUT.json
 # Environment: SIZES (n x d list), BUDGETS (MiB, default "0 12 24 40"), PRECISIONS (default tf32,bf16),
 # REPEATS (default 7), PAIRS (FLASHSINKHORN_STREAMED_KEY_PAIRS values, default "auto", the launches'
-# own rule; "off on" for the A/B; a row's `key_pairs` is what its launch ran).
+# own rule; "off on" for the A/B; "on+query" adds FLASHSINKHORN_STREAMED_QUERY_PAIRS=on, the last row
+# block's query pairs; a row's `key_pairs` and `query_pairs` are what its launch ran).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 target="${1:?usage: bench/streamed_l2_ab.sh OUT.json}"
@@ -15,8 +16,11 @@ bench="${BENCH:-$here/../build/bench/flashsinkhorn_gpu_bench}"
 lines="$(mktemp)"
 trap 'rm -f "$lines"' EXIT
 for pairs in ${PAIRS:-auto}; do
+  query=off
+  [[ "$pairs" == *+query ]] && query=on
   for budget in ${BUDGETS:-0 12 24 40}; do
-    FLASHSINKHORN_STREAMED_KEY_PAIRS="$pairs" FLASHSINKHORN_STREAMED_L2_MIB="$budget" "$bench" \
+    FLASHSINKHORN_STREAMED_KEY_PAIRS="${pairs%+query}" FLASHSINKHORN_STREAMED_QUERY_PAIRS="$query" \
+      FLASHSINKHORN_STREAMED_L2_MIB="$budget" "$bench" \
       --sizes "${SIZES:-50000x512,50000x1024,10000x1024}" --precisions "${PRECISIONS:-tf32,bf16}" \
       --repeats "${REPEATS:-7}" >> "$lines"
   done
@@ -26,11 +30,13 @@ FS_BENCHMARK=streamed_l2_ab python3 "$here/merge_gpu_results.py" "$target" "$lin
 python3 - "$target" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
-def column(r):  # (key pairs, budget); rows from before the pairs read False
-    return (bool(r.get("key_pairs", False)), r["streamed_l2_mib"])
+def column(r):  # (key pairs, query pairs, budget); rows from before the pairs read False
+    return (bool(r.get("key_pairs", False)), bool(r.get("query_pairs", False)), r["streamed_l2_mib"])
 columns = sorted({column(r) for r in rows})
 by = {(r["n"], r["d"], r["precision"], column(r)): r for r in rows}
-print(f"{'n':>7} {'d':>5} {'mode':>5} " + " ".join(f"{('pairs ' if c[0] else '') + str(c[1]) + ' MiB':>22}" for c in columns)
+def label(c):
+    return ("pairs " if c[0] else "") + ("+q " if c[1] else "") + str(c[2]) + " MiB"
+print(f"{'n':>7} {'d':>5} {'mode':>5} " + " ".join(f"{label(c):>22}" for c in columns)
       + "   ms an iteration [splits, % of floor]")
 for n, d, p in sorted({(r["n"], r["d"], r["precision"]) for r in rows}, key=lambda k: (k[2], k[1], k[0])):
     cells = [by.get((n, d, p, c)) for c in columns]

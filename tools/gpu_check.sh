@@ -140,9 +140,13 @@ if has gpu; then
   # the wide-row backend cases, the solvers, the CUDA-input cases, the plan passes and the gradients,
   # with the variants' shorter limit (a pipeline bug there traps in the producer after ~10 s)
   # (GPU_TEST_KEY_PAIRS=0 leaves the pass out).
+  # Then the backend cases again with the last row block's query pairs (FLASHSINKHORN_STREAMED_QUERY_PAIRS=on;
+  # off by default until measured; cuda_backend_test's 300 × 2,600 case runs them).
   if [[ "${GPU_TEST_KEY_PAIRS:-1}" != 0 ]]; then
     test_pass 'sizes/*:*Solver*:*DeviceInput*:*plan_pass_test*:*Gradient*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
       FLASHSINKHORN_STREAMED_KEY_PAIRS=on FLASHSINKHORN_PLAN_CLUSTER_PAIRS=on
+    test_pass 'sizes/cuda_backend_test*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
+      FLASHSINKHORN_STREAMED_KEY_PAIRS=on FLASHSINKHORN_STREAMED_QUERY_PAIRS=on
   fi
   # A quarter of the predicted wgmma tiles' exponentials by a cubic on the FMA pipe (FLASHSINKHORN_EXP2=split,
   # kernel_variant.hpp; the MUFU takes them all by default): the backend cases and the forced

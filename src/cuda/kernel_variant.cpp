@@ -143,6 +143,18 @@ key_pairs_mode streamed_key_pairs_choice() {
   return chosen;
 }
 
+bool parse_streamed_query_pairs(const char* text) {
+  if (text == nullptr || *text == '\0' || std::string_view(text) == "off") return false;
+  if (std::string_view(text) == "on") return true;
+  throw invalid_argument(std::string("FLASHSINKHORN_STREAMED_QUERY_PAIRS must be on or off (or unset), got '") + text +
+                         "'");
+}
+
+bool streamed_query_pairs_choice() {
+  static const bool chosen = parse_streamed_query_pairs(std::getenv("FLASHSINKHORN_STREAMED_QUERY_PAIRS"));  // read once
+  return chosen;
+}
+
 bool parse_plan_cluster_pairs(const char* text) {
   if (text == nullptr || *text == '\0' || std::string_view(text) == "off") return false;
   if (std::string_view(text) == "on") return true;

@@ -104,6 +104,13 @@ enum class key_pairs_mode { automatic, on, off };
 key_pairs_mode parse_streamed_key_pairs(const char* text);
 key_pairs_mode streamed_key_pairs_choice();
 
+// Whether, in key pairs, the last row block of an odd count runs its key splits in query pairs (the
+// query panel shared: key_splits.hpp, key_pair_layout) rather than each with a ghost partner, from
+// FLASHSINKHORN_STREAMED_QUERY_PAIRS (read once): off (unset or empty: the default, until measured)
+// or on. Anything else throws invalid_argument.
+bool parse_streamed_query_pairs(const char* text);
+bool streamed_query_pairs_choice();
+
 // Whether the streamed Hopper plan pass runs its value tiles in cluster pairs (two value tiles of one
 // row block sharing every key and query panel by multicast: plan_wgmma_streamed_kernel.cuh), from
 // FLASHSINKHORN_PLAN_CLUSTER_PAIRS (read once): off (unset or empty: the default, until measured) or

@@ -95,7 +95,8 @@ inline int streamed_query_splits(std::int64_t row_blocks, std::int64_t slots, st
 // two rings must run the same loads), the rest alone with a ghost partner that loads and consumes
 // but writes nothing. 79 row blocks × 5 splits (10,000 rows; 16 tiles a split, the last 15) are 195
 // key pairs, 2 query pairs and one single: 396 CTAs, three waves of 132 — with every leftover cell
-// alone (session 41's layout) they were 400. Each cluster is two CTAs of the 1-D grid.
+// alone (session 41's layout, still the default) they were 400. Each cluster is two CTAs of the 1-D
+// grid.
 struct key_pair_layout {
   std::int64_t key_pairs = 0;  // clusters of two row blocks (of one split), the split fastest
   int query_pairs = 0;         // clusters of two splits of the last row block
@@ -108,12 +109,15 @@ FS_HOST_DEVICE bool last_split_short(int key_tiles, int splits, int tiles_per_sp
   return key_tiles - (splits - 1) * tiles_per_split < tiles_per_split;
 }
 
-// `last_split_short`: the last split has fewer key tiles than the others.
-FS_HOST_DEVICE key_pair_layout make_key_pair_layout(std::int64_t row_blocks, int splits, bool last_split_short) {
+// `last_split_short`: the last split has fewer key tiles than the others. Without `query_pairs`
+// (FLASHSINKHORN_STREAMED_QUERY_PAIRS off, the default until measured) every leftover cell is a
+// single: session 41's layout.
+FS_HOST_DEVICE key_pair_layout make_key_pair_layout(std::int64_t row_blocks, int splits, bool last_split_short,
+                                                    bool query_pairs) {
   key_pair_layout layout;
   layout.key_pairs = row_blocks / 2 * splits;
   if (row_blocks % 2 == 0) return layout;
-  layout.singles = splits % 2 == 1 ? 1 : (last_split_short ? 2 : 0);
+  layout.singles = !query_pairs ? splits : splits % 2 == 1 ? 1 : (last_split_short ? 2 : 0);
   layout.query_pairs = (splits - layout.singles) / 2;
   return layout;
 }

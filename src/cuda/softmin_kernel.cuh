@@ -51,6 +51,7 @@ struct softmin_params {
   int accumulate_error;
   int max_shared_bytes;            // the device's opt-in shared memory per block
   float reference_margin_log2;     // predicted references: M below the predicted LSE (narrow_margin_choice)
+  int query_pairs;                 // key pairs: the leftover row block's splits in query pairs (key_pair_layout)
 };
 
 // ---- small device helpers -----------------------------------------------------------------------

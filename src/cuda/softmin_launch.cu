@@ -158,7 +158,8 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
   if (status != cudaSuccess) return true;
   if (key_pairs) {  // clusters of two CTAs sharing panels (key_pair_layout, pair_cta_work_of)
     const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
-    const key_pair_layout layout = make_key_pair_layout(row_blocks, p.splits, last_split_short(p.key_tiles, p.splits, p.tiles_per_split));
+    const bool short_last = last_split_short(p.key_tiles, p.splits, p.tiles_per_split);
+    const key_pair_layout layout = make_key_pair_layout(row_blocks, p.splits, short_last, p.query_pairs != 0);
     status = launch_cluster_pairs(kernel, 2 * layout.clusters(), tile::kWgmmaWsThreads, shared_bytes, stream, p,
                                   rows_map, keys_map);
     return true;
@@ -313,14 +314,26 @@ bool key_pairs_for(precision mode, const kernel_shape& shape, std::int64_t rows,
 }
 
 // The key splits of a softmin launch (key_splits.hpp) for this kernel's shape; a streamed kernel's
-// at least as many as keep its resident query blocks in L2 (streamed_query_splits). (Key pairs
-// launch the same cells, with at most two ghost CTAs: key_pair_layout.)
-split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_t keys, int sm_count) {
+// at least as many as keep its resident query blocks in L2 (streamed_query_splits). In key pairs
+// without query pairs (key_pair_layout) an odd row-block count adds a ghost CTA a split, so the
+// waves are counted over one more row block: 79 row blocks at 5 splits are 400 CTAs then, 4 more
+// than three waves of 132. (With query pairs a ghost adds at most one CTA, two where an even split
+// count ends with a short split.)
+split_plan plan_splits(const kernel_shape& shape, std::int64_t rows, std::int64_t keys, int sm_count,
+                       bool ghost_row_block) {
   const std::int64_t row_blocks = (rows + shape.block_m - 1) / shape.block_m;
+  const std::int64_t launched_row_blocks = ghost_row_block ? row_blocks + row_blocks % 2 : row_blocks;
   const std::int64_t slots = static_cast<std::int64_t>(std::max(1, sm_count)) * shape.ctas_per_sm;
   const int least = streamed_query_splits(row_blocks, slots, shape.streamed_query_bytes, streamed_l2_budget_choice());
-  return plan_key_splits(row_blocks, (keys + shape.block_n - 1) / shape.block_n, slots, tile::kMaxSplits,
-                         tile::kMinTilesPerSplit, least);
+  split_plan plan = plan_key_splits(launched_row_blocks, (keys + shape.block_n - 1) / shape.block_n, slots,
+                                    tile::kMaxSplits, tile::kMinTilesPerSplit, least);
+  plan.row_blocks = static_cast<int>(std::max<std::int64_t>(1, row_blocks));
+  return plan;
+}
+
+// Whether a key-pairs launch of this shape plans a ghost CTA per split for an odd row-block count.
+bool ghost_row_block_for(precision mode, const kernel_shape& shape, std::int64_t rows, int sm_count) {
+  return !streamed_query_pairs_choice() && key_pairs_for(mode, shape, rows, sm_count);
 }
 
 // tf32 on rows of at most 2 coordinates runs the fp32 narrow kernel wherever that kernel would take
@@ -343,7 +356,7 @@ constexpr std::int64_t kTf32NarrowMaxDim = 2;
 
 bool tf32_runs_narrow(precision mode, std::int64_t dim, std::int64_t rows, std::int64_t keys, int sm_count) {
   if (mode != precision::tf32 || dim > kTf32NarrowMaxDim) return false;
-  return predicted_reference_for(dim, plan_splits(narrow_shape(dim), rows, keys, sm_count));
+  return predicted_reference_for(dim, plan_splits(narrow_shape(dim), rows, keys, sm_count, false));
 }
 
 // The kernel a softmin of `rows` rows over `keys` keys launches (`dim`: the rows' coordinates).
@@ -357,7 +370,7 @@ kernel_shape launch_shape(precision mode, std::int64_t padded_dim, std::int64_t 
 int key_splits_of(precision mode, std::int64_t padded_dim, std::int64_t dim, std::int64_t rows, std::int64_t keys,
                   int sm_count, int max_shared_bytes) {
   const kernel_shape shape = launch_shape(mode, padded_dim, dim, rows, keys, sm_count, max_shared_bytes);
-  return plan_splits(shape, rows, keys, sm_count).splits;
+  return plan_splits(shape, rows, keys, sm_count, ghost_row_block_for(mode, shape, rows, sm_count)).splits;
 }
 
 }  // namespace
@@ -444,7 +457,8 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   const kernel_shape shape =
       launch_shape(mode, rows.padded_dim, rows.dim, rows.count, keys.count, args.sm_count, args.max_shared_bytes);
   if (shape.shared_bytes > args.max_shared_bytes) return cudaErrorInvalidConfiguration;
-  const split_plan plan = plan_splits(shape, rows.count, keys.count, args.sm_count);
+  const split_plan plan =
+      plan_splits(shape, rows.count, keys.count, args.sm_count, ghost_row_block_for(mode, shape, rows.count, args.sm_count));
   if (softmin_partial_bytes(mode, rows.padded_count, plan.splits) > args.partial_scratch_capacity)
     return cudaErrorInvalidValue;
   if (plan.splits > 1 && (args.split_counts == nullptr || plan.row_blocks > args.split_count_capacity))
@@ -476,6 +490,7 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   p.blend = args.blend;
   p.accumulate_error = args.accumulate_error ? 1 : 0;
   p.max_shared_bytes = args.max_shared_bytes;
+  p.query_pairs = streamed_query_pairs_choice() ? 1 : 0;
 
   // 1. β_j
   constexpr int kBiasThreads = 256;

@@ -295,7 +295,8 @@ struct pair_cta_work {
 
 __device__ __forceinline__ pair_cta_work pair_cta_work_of(const softmin_params& p, unsigned rank) {
   const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
-  const key_pair_layout layout = make_key_pair_layout(row_blocks, p.splits, last_split_short(p.key_tiles, p.splits, p.tiles_per_split));
+  const bool short_last = last_split_short(p.key_tiles, p.splits, p.tiles_per_split);
+  const key_pair_layout layout = make_key_pair_layout(row_blocks, p.splits, short_last, p.query_pairs != 0);
   const std::int64_t cluster = blockIdx.x / 2;
   if (cluster < layout.key_pairs) {
     const grid_cell pair = part_fastest_cell(cluster, p.splits);

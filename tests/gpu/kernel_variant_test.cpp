@@ -123,6 +123,13 @@ TEST(kernel_variant, the_streamed_l2_budget_is_24_mib_unless_a_whole_number_up_t
   expect_rejected(parse_streamed_l2_budget, {"-1", "1025", "2.5", "24M", "x"}, "FLASHSINKHORN_STREAMED_L2_MIB");
 }
 
+TEST(kernel_variant, the_streamed_query_pairs_are_off_unless_on_is_given) {
+  using flashsinkhorn::detail::parse_streamed_query_pairs;
+  expect_switch(parse_streamed_query_pairs, {{nullptr, false}, {"", false}, {"off", false}, {"on", true}}, "1",
+                "FLASHSINKHORN_STREAMED_QUERY_PAIRS");
+  expect_rejected(parse_streamed_query_pairs, {"ON", "yes", "auto"}, "FLASHSINKHORN_STREAMED_QUERY_PAIRS");
+}
+
 TEST(kernel_variant, the_plan_cluster_pairs_are_off_unless_on_is_given) {
   using flashsinkhorn::detail::parse_plan_cluster_pairs;
   expect_switch(parse_plan_cluster_pairs, {{nullptr, false}, {"", false}, {"off", false}, {"on", true}}, "1",

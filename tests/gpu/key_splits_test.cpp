@@ -105,30 +105,36 @@ TEST(key_splits, the_key_pair_layout_shares_the_last_row_block_by_query_pairs) {
   EXPECT_TRUE(last_split_short(79, 5, 16));
   EXPECT_FALSE(last_split_short(80, 5, 16));
   EXPECT_FALSE(last_split_short(391, 1, 391));
-  const key_pair_layout odd = make_key_pair_layout(79, 5, true);
+  const key_pair_layout odd = make_key_pair_layout(79, 5, true, true);
   EXPECT_EQ(odd.key_pairs, 195);
   EXPECT_EQ(odd.query_pairs, 2);
   EXPECT_EQ(odd.singles, 1);
   EXPECT_EQ(2 * odd.clusters(), 396);  // three waves of 132, not 400
   // An even split count pairs every leftover cell, unless the last split is short.
-  EXPECT_EQ(make_key_pair_layout(79, 4, false).query_pairs, 2);
-  EXPECT_EQ(make_key_pair_layout(79, 4, false).singles, 0);
-  EXPECT_EQ(make_key_pair_layout(79, 4, true).query_pairs, 1);
-  EXPECT_EQ(make_key_pair_layout(79, 4, true).singles, 2);
+  EXPECT_EQ(make_key_pair_layout(79, 4, false, true).query_pairs, 2);
+  EXPECT_EQ(make_key_pair_layout(79, 4, false, true).singles, 0);
+  EXPECT_EQ(make_key_pair_layout(79, 4, true, true).query_pairs, 1);
+  EXPECT_EQ(make_key_pair_layout(79, 4, true, true).singles, 2);
   // One split: the last row block alone with a ghost; an even row-block count: key pairs only.
-  EXPECT_EQ(make_key_pair_layout(391, 1, false).clusters(), 196);
-  EXPECT_EQ(make_key_pair_layout(391, 1, false).singles, 1);
-  const key_pair_layout even = make_key_pair_layout(80, 5, true);
+  EXPECT_EQ(make_key_pair_layout(391, 1, false, true).clusters(), 196);
+  EXPECT_EQ(make_key_pair_layout(391, 1, false, true).singles, 1);
+  const key_pair_layout even = make_key_pair_layout(80, 5, true, true);
   EXPECT_EQ(even.key_pairs, 200);
   EXPECT_EQ(even.query_pairs + even.singles, 0);
+  // Without query pairs every leftover cell is a single (session 41's layout): 400 CTAs at 10,000 rows.
+  const key_pair_layout ghosts = make_key_pair_layout(79, 5, true, false);
+  EXPECT_EQ(ghosts.query_pairs, 0);
+  EXPECT_EQ(ghosts.singles, 5);
+  EXPECT_EQ(2 * ghosts.clusters(), 400);
   // Every cell of the row blocks × splits grid is in one cluster: 2 per pair, 1 per single.
   for (std::int64_t row_blocks : {1, 2, 3, 79, 157, 391})
     for (int splits : {1, 2, 3, 4, 5, 6})
-      for (bool short_last : {false, true}) {
-        const key_pair_layout l = make_key_pair_layout(row_blocks, splits, short_last);
-        EXPECT_EQ(2 * (l.key_pairs + l.query_pairs) + l.singles, row_blocks * splits)
-            << row_blocks << " " << splits << " " << short_last;
-      }
+      for (bool short_last : {false, true})
+        for (bool query_pairs : {false, true}) {
+          const key_pair_layout l = make_key_pair_layout(row_blocks, splits, short_last, query_pairs);
+          EXPECT_EQ(2 * (l.key_pairs + l.query_pairs) + l.singles, row_blocks * splits)
+              << row_blocks << " " << splits << " " << short_last << " " << query_pairs;
+        }
 }
 
 }  // namespace

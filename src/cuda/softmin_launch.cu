@@ -131,7 +131,7 @@ constexpr precision mode_of() {
 }
 
 // Launches a copy-engine kernel of `family` (resident: tma or ws; streamed: the warp-specialised
-// one, in key pairs where `key_pairs`, each CTA loading half of every key panel) on rows of
+// one, in clusters of two sharing panels where `key_pairs`: pair_cta_work_of) on rows of
 // `row_words` words; false when the tensor maps cannot be made (the caller then
 // launches the cp.async kernel).
 // `predicted_reference`: the resident warp-specialised kernel's rows take references predicted from
@@ -457,8 +457,8 @@ cudaError_t launch_softmin(precision mode, const softmin_launch_args& args, cuda
   const kernel_shape shape =
       launch_shape(mode, rows.padded_dim, rows.dim, rows.count, keys.count, args.sm_count, args.max_shared_bytes);
   if (shape.shared_bytes > args.max_shared_bytes) return cudaErrorInvalidConfiguration;
-  const split_plan plan =
-      plan_splits(shape, rows.count, keys.count, args.sm_count, ghost_row_block_for(mode, shape, rows.count, args.sm_count));
+  const bool ghost_row_block = ghost_row_block_for(mode, shape, rows.count, args.sm_count);
+  const split_plan plan = plan_splits(shape, rows.count, keys.count, args.sm_count, ghost_row_block);
   if (softmin_partial_bytes(mode, rows.padded_count, plan.splits) > args.partial_scratch_capacity)
     return cudaErrorInvalidValue;
   if (plan.splits > 1 && (args.split_counts == nullptr || plan.row_blocks > args.split_count_capacity))

@@ -143,10 +143,13 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
                       bool key_pairs, cudaStream_t stream, cudaError_t& status) {
   const bool streamed = family == kernel_family::wgmma_streamed;
   CUtensorMap rows_map, keys_map;
-  const int shares = key_pairs ? 2 : 1;  // in pairs every panel is loaded in halves (64-row boxes)
+  // In pairs each key panel is loaded in halves (64-row boxes), and with query pairs each query panel
+  // too (softmin_wgmma_ws_streamed_kernel.cuh).
+  const int key_shares = key_pairs ? 2 : 1, query_shares = key_pairs && p.query_pairs ? 2 : 1;
   if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count,
-                             tile::kWgmmaBlockM / shares) ||
-      !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count, wgmma::kTileN / shares))
+                             tile::kWgmmaBlockM / query_shares) ||
+      !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count,
+                             wgmma::kTileN / key_shares))
     return false;
   const bool ws = streamed || ws_resident(mode_of<Op>());
   const int steps = static_cast<int>(row_words * 4 / wgmma::kStepBytes);

@@ -104,20 +104,23 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
         const int column = c * wgmma::kPanelWords;
         const int key_row = (tile_begin + t) * wgmma::kTileN, query_row = static_cast<int>(row_block0);
         if constexpr (kKeyPairs) {
-          // The shared panel: this CTA's half into both CTAs; the other panel: both halves, here only.
+          // The shared panel: this CTA's half into both CTAs; the other panel here only — the query
+          // panel in one copy, or in two halves where query pairs make the rows map's box 64 rows,
+          // and a query pair's own keys in two halves (the keys map's box is always 64 rows in pairs).
           static_assert(wgmma::kTileN == tile::kWgmmaBlockM, "key and query panels split into the same halves");
           constexpr int kHalfRows = wgmma::kTileN / 2;
           constexpr int kHalfBytes = kHalfRows * wgmma::kPanelRowBytes;
-          unsigned char* shared_panel = pair.shares_queries ? stage + kKeyPanelBytes : stage;
-          unsigned char* own_panel = pair.shares_queries ? stage : stage + kKeyPanelBytes;
-          const CUtensorMap* shared_map = pair.shares_queries ? &rows_map : &keys_map;
-          const CUtensorMap* own_map = pair.shares_queries ? &keys_map : &rows_map;
-          const int shared_row = pair.shares_queries ? query_row : key_row;
-          const int own_row = pair.shares_queries ? key_row : query_row;
           const int half = static_cast<int>(rank) * kHalfRows;
-          tma::load_2d_multicast(shared_panel + rank * kHalfBytes, shared_map, column, shared_row + half, barrier, 0b11);
-          tma::load_2d(own_panel, own_map, column, own_row, barrier);
-          tma::load_2d(own_panel + kHalfBytes, own_map, column, own_row + kHalfRows, barrier);
+          unsigned char* query_panel = stage + kKeyPanelBytes;
+          if (pair.shares_queries) {
+            tma::load_2d_multicast(query_panel + rank * kHalfBytes, &rows_map, column, query_row + half, barrier, 0b11);
+            tma::load_2d(stage, &keys_map, column, key_row, barrier);
+            tma::load_2d(stage + kHalfBytes, &keys_map, column, key_row + kHalfRows, barrier);
+          } else {
+            tma::load_2d_multicast(stage + rank * kHalfBytes, &keys_map, column, key_row + half, barrier, 0b11);
+            tma::load_2d(query_panel, &rows_map, column, query_row, barrier);
+            if (p.query_pairs) tma::load_2d(query_panel + kHalfBytes, &rows_map, column, query_row + kHalfRows, barrier);
+          }
         } else {
           tma::load_2d(stage, &keys_map, column, key_row, barrier);
           tma::load_2d(stage + kKeyPanelBytes, &rows_map, column, query_row, barrier);

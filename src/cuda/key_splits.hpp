@@ -122,6 +122,28 @@ FS_HOST_DEVICE key_pair_layout make_key_pair_layout(std::int64_t row_blocks, int
   return layout;
 }
 
+// The cell (row block, split) that rank `rank` of cluster `cluster` takes in `layout`'s order: the key
+// pairs (rank r: row block 2q' + r of split s, q = (q', s) with the split fastest), then the last row
+// block's query pairs (rank r: its split 2q'' + r), then its singles (the split alone; rank 1 a
+// ghost that repeats rank 0's cell and writes nothing).
+struct key_pair_cell {
+  std::int64_t row_block = 0;
+  int split = 0;
+  bool shares_queries = false;  // a query pair: the two CTAs share the query panels, not the key panels
+  bool ghost = false;
+};
+
+FS_HOST_DEVICE key_pair_cell key_pair_cell_of(const key_pair_layout& layout, std::int64_t row_blocks, int splits,
+                                             std::int64_t cluster, unsigned rank) {
+  if (cluster < layout.key_pairs) {
+    const grid_cell pair = part_fastest_cell(cluster, splits);
+    return {2 * pair.row_block + rank, pair.part, false, false};
+  }
+  const int leftover = static_cast<int>(cluster - layout.key_pairs);
+  if (leftover < layout.query_pairs) return {row_blocks - 1, 2 * leftover + static_cast<int>(rank), true, false};
+  return {row_blocks - 1, 2 * layout.query_pairs + (leftover - layout.query_pairs), false, rank == 1};
+}
+
 // Whether the warp-specialised streamed softmin runs in key pairs (clusters of two CTAs holding two
 // row blocks of one split; each loads half of every key panel into both by multicast, so the keys'
 // L2 traffic halves). The pair's pipelines wait for each other and an odd row-block count adds a

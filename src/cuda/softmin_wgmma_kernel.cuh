@@ -280,13 +280,11 @@ __device__ __forceinline__ cta_work cta_work_of(const softmin_params& p) {
 }
 
 // The work of a CTA of the streamed kernel's key pairs (clusters of two CTAs,
-// FLASHSINKHORN_STREAMED_KEY_PAIRS; softmin_wgmma_ws_streamed_kernel.cuh): cluster q = blockIdx.x / 2
-// in key_pair_layout's order (key_splits.hpp). First the key pairs: rank r takes row block 2q' + r of
-// split s, q = (q', s) read with the split fastest, so that each key panel, loaded half by each CTA
-// into both, serves both. Then, with an odd row-block count, the last row block's query pairs (rank r
-// takes its split 2q'' + r; each query panel is loaded half by each CTA into both) and its singles (a
-// split alone: rank 1 is a ghost that repeats its partner's work — the multicast needs both CTAs to
-// load and consume every stage — and writes nothing). A 1-D grid of 2 · layout.clusters() CTAs.
+// FLASHSINKHORN_STREAMED_KEY_PAIRS; softmin_wgmma_ws_streamed_kernel.cuh): cluster blockIdx.x / 2's
+// cell of rank `rank` in key_pair_layout's order (key_splits.hpp, key_pair_cell_of). A key pair's
+// CTAs hold two row blocks of one split and share its key panels, a query pair's two splits of the
+// last row block and share its query panels; a ghost repeats its partner's work (the multicast needs
+// both CTAs to load and consume every stage) and writes nothing. A 1-D grid of 2 · clusters() CTAs.
 struct pair_cta_work {
   cta_work work;
   bool shares_queries;  // a query pair: the cluster shares the query panels, each CTA its own keys
@@ -297,16 +295,8 @@ __device__ __forceinline__ pair_cta_work pair_cta_work_of(const softmin_params& 
   const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
   const bool short_last = last_split_short(p.key_tiles, p.splits, p.tiles_per_split);
   const key_pair_layout layout = make_key_pair_layout(row_blocks, p.splits, short_last, p.query_pairs != 0);
-  const std::int64_t cluster = blockIdx.x / 2;
-  if (cluster < layout.key_pairs) {
-    const grid_cell pair = part_fastest_cell(cluster, p.splits);
-    return {cta_work_at(p, 2 * pair.row_block + rank, pair.part), false, false};
-  }
-  const int leftover = static_cast<int>(cluster - layout.key_pairs);
-  if (leftover < layout.query_pairs)
-    return {cta_work_at(p, row_blocks - 1, 2 * leftover + static_cast<int>(rank)), true, false};
-  const int split = 2 * layout.query_pairs + (leftover - layout.query_pairs);
-  return {cta_work_at(p, row_blocks - 1, split), false, rank == 1};
+  const key_pair_cell cell = key_pair_cell_of(layout, row_blocks, p.splits, blockIdx.x / 2, rank);
+  return {cta_work_at(p, cell.row_block, cell.split), cell.shares_queries, cell.ghost};
 }
 
 // Row i's state (max, Σ) of this thread (rows g and g + 8 of its warp's 16 in its warpgroup's 64)

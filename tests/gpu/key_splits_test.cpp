@@ -3,6 +3,7 @@
 // kernel runs in key pairs. Host only (CI runs them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -135,6 +136,51 @@ TEST(key_splits, the_key_pair_layout_shares_the_last_row_block_by_query_pairs) {
           EXPECT_EQ(2 * (l.key_pairs + l.query_pairs) + l.singles, row_blocks * splits)
               << row_blocks << " " << splits << " " << short_last << " " << query_pairs;
         }
+}
+
+// The cells the clusters of a key-pairs launch take (key_pair_cell_of, what the kernel's
+// pair_cta_work_of reads): every (row block, split) written by exactly one CTA, and the two CTAs of
+// a cluster run the same key-tile count (their rings move together) and share what they multicast —
+// a key pair one split, a query pair one row block, a single's ghost its partner's cell.
+TEST(key_splits, the_key_pair_cells_cover_the_grid_once_with_matching_partners) {
+  for (const int key_tiles : {1, 9, 21, 24, 79, 391})
+    for (const std::int64_t row_blocks : {1, 2, 3, 21, 79, 80})
+      for (const int splits : {1, 2, 3, 4, 5, 6}) {
+        if (splits > key_tiles) continue;
+        const int per_split = (key_tiles + splits - 1) / splits;
+        if ((key_tiles + per_split - 1) / per_split != splits) continue;  // not a count plan_key_splits makes
+        auto tiles_of = [&](int split) {
+          return std::max(0, std::min(key_tiles, (split + 1) * per_split) - split * per_split);
+        };
+        for (const bool query_pairs : {false, true}) {
+          const key_pair_layout layout =
+              make_key_pair_layout(row_blocks, splits, last_split_short(key_tiles, splits, per_split), query_pairs);
+          std::vector<int> written(static_cast<std::size_t>(row_blocks * splits), 0);
+          for (std::int64_t cluster = 0; cluster < layout.clusters(); ++cluster) {
+            const key_pair_cell a = key_pair_cell_of(layout, row_blocks, splits, cluster, 0);
+            const key_pair_cell b = key_pair_cell_of(layout, row_blocks, splits, cluster, 1);
+            SCOPED_TRACE(testing::Message() << key_tiles << " tiles, " << row_blocks << " row blocks, " << splits
+                                            << " splits, query pairs " << query_pairs << ", cluster " << cluster);
+            ASSERT_FALSE(a.ghost);
+            ASSERT_LT(a.row_block, row_blocks);
+            ASSERT_LT(b.row_block, row_blocks);
+            EXPECT_EQ(tiles_of(a.split), tiles_of(b.split));
+            EXPECT_EQ(a.shares_queries, b.shares_queries);
+            if (b.ghost) {
+              EXPECT_EQ(b.row_block, a.row_block);
+              EXPECT_EQ(b.split, a.split);
+            } else if (a.shares_queries) {
+              EXPECT_EQ(a.row_block, b.row_block);
+              EXPECT_TRUE(query_pairs);
+            } else {
+              EXPECT_EQ(a.split, b.split);
+            }
+            ++written[static_cast<std::size_t>(a.row_block * splits + a.split)];
+            if (!b.ghost) ++written[static_cast<std::size_t>(b.row_block * splits + b.split)];
+          }
+          for (std::size_t cell = 0; cell < written.size(); ++cell) EXPECT_EQ(written[cell], 1) << "cell " << cell;
+        }
+      }
 }
 
 }  // namespace

@@ -24,6 +24,13 @@ constexpr wgmma_variant kVariants[] = {wgmma_variant::mma_sync, wgmma_variant::c
 // n = 200,000, d = 64: 55.8 → 48.2.
 constexpr wgmma_variant default_variant(precision /*mode*/) { return wgmma_variant::ws; }
 
+// A switch that is off unless `variable` reads "on" (unset, empty or "off": off).
+bool parse_off_on(const char* text, const char* variable) {
+  if (text == nullptr || *text == '\0' || std::string_view(text) == "off") return false;
+  if (std::string_view(text) == "on") return true;
+  throw invalid_argument(std::string(variable) + " must be on or off (or unset), got '" + text + "'");
+}
+
 }  // namespace
 
 wgmma_variant parse_wgmma_variant(const char* name, precision mode) {
@@ -144,10 +151,7 @@ key_pairs_mode streamed_key_pairs_choice() {
 }
 
 bool parse_streamed_query_pairs(const char* text) {
-  if (text == nullptr || *text == '\0' || std::string_view(text) == "off") return false;
-  if (std::string_view(text) == "on") return true;
-  throw invalid_argument(std::string("FLASHSINKHORN_STREAMED_QUERY_PAIRS must be on or off (or unset), got '") + text +
-                         "'");
+  return parse_off_on(text, "FLASHSINKHORN_STREAMED_QUERY_PAIRS");
 }
 
 bool streamed_query_pairs_choice() {
@@ -155,12 +159,7 @@ bool streamed_query_pairs_choice() {
   return chosen;
 }
 
-bool parse_plan_cluster_pairs(const char* text) {
-  if (text == nullptr || *text == '\0' || std::string_view(text) == "off") return false;
-  if (std::string_view(text) == "on") return true;
-  throw invalid_argument(std::string("FLASHSINKHORN_PLAN_CLUSTER_PAIRS must be on or off (or unset), got '") + text +
-                         "'");
-}
+bool parse_plan_cluster_pairs(const char* text) { return parse_off_on(text, "FLASHSINKHORN_PLAN_CLUSTER_PAIRS"); }
 
 bool plan_cluster_pairs_choice() {
   static const bool chosen = parse_plan_cluster_pairs(std::getenv("FLASHSINKHORN_PLAN_CLUSTER_PAIRS"));  // read once

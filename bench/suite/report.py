@@ -55,6 +55,11 @@ def load(results: Path) -> tuple[list[dict], list[dict], list[str]]:
                 if is_hvp_file(path) or name.startswith("hvp_agreement") or name.endswith("_keops.jsonl"):
                     continue  # report_hvp.py's section, report_suite.keops_section
                 data = read_json_lines(path)
+                machine = data[0].get("machine") if data else None
+                options = machine.get("flashsinkhorn_env") if isinstance(machine, dict) else None
+                if options:  # run.py records FLASHSINKHORN_* choices (protocol.machine): not the defaults
+                    skipped.append(f"{name} (run with kernel options {options}: an A/B run, not the defaults)")
+                    continue
                 if data and "suite" in data[0]:
                     converted = [suite_row(r, name) for r in data]
                     sources.append(source(name, data[0], kind="suite", rows=len(converted)))

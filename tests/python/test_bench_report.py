@@ -169,6 +169,26 @@ def test_suite_rows_merge_across_files_newest_run_first(tmp_path):
     assert "| `suite_h200_2026-11-30_s10a_lane0.jsonl` | flashsinkhorn-cli | forward | f73d02b: every solve" in text
 
 
+def test_a_suite_run_under_kernel_options_stays_out_of_the_tables(tmp_path):
+    # run.py records the FLASHSINKHORN_* choices of its environment (protocol.machine): such a run is
+    # an A/B of an option, so its rows must not stand for the defaults in the tables and claims.
+    report = load_report()
+    results = tmp_path / "results"
+    write_fixture(results)
+    header = {"suite": "flashsinkhorn-bench-suite", "schema": 1,
+              "machine": {"gpu": "fixture GPU", "flashsinkhorn_env": {"FLASHSINKHORN_PLAN_CLUSTER_PAIRS": "on"}},
+              "commit": "def5678", "date": "2099-01-02T00:00:00+00:00", "command": "run.py (option fixture)",
+              "device": "cuda", "precision": "tf32", "d": 64, "op": "forward", "n": 10000}
+    rows = [{**header, "impl": "flash-sinkhorn", "status": "ok", "ms": 6.4},
+            {**header, "impl": "flashsinkhorn-py", "status": "ok", "ms": 0.9}]
+    (results / "suite_2099-01-02_options.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _, sources, skipped = report.load(results)
+    assert all(s["file"] != "suite_2099-01-02_options.jsonl" for s in sources)
+    assert any(name.startswith("suite_2099-01-02_options.jsonl (run with kernel options") for name in skipped)
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    assert "0.9 |" not in text[text.index("### forward (gpu)"):]
+
+
 def test_a_timeout_cell_names_its_phase():
     load_report()  # puts bench/suite on sys.path
     from report_tables import cell

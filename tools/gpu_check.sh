@@ -234,7 +234,8 @@ fi
 if has l2; then
   # The streamed softmin kernels' L2 rule (key_splits.hpp, streamed_query_splits) under several
   # budgets, FLASHSINKHORN_STREAMED_L2_MIB (L2_BUDGETS, L2_SIZES, L2_PRECISIONS; not in the default
-  # list), with and without the key pairs when L2_PAIRS="off on" (FLASHSINKHORN_STREAMED_KEY_PAIRS),
+  # list), with and without the key pairs when L2_PAIRS="off on" (FLASHSINKHORN_STREAMED_KEY_PAIRS;
+  # "on+query" adds the last row block's query pairs, FLASHSINKHORN_STREAMED_QUERY_PAIRS),
   # into $out/streamed_l2_ab_<date>.json; then the plan bench on L2_PLAN_SIZES (the plan passes'
   # CTAs of one row block side by side, plan_cta_work_of), once per L2_PLAN_PAIRS value.
   BENCH="$build/bench/flashsinkhorn_gpu_bench" BUDGETS="${L2_BUDGETS:-0 12 24 40}" SIZES="${L2_SIZES:-50000x512,50000x1024,10000x1024}" \

@@ -212,10 +212,15 @@ bool make_hopper_plan(const plan_rows_launch_args& args, std::int64_t words, int
   return true;
 }
 
+// Value tiles of `tile_columns` columns a row block, for k value columns.
+std::int64_t value_tiles_of(std::int64_t k, std::int64_t tile_columns) {
+  return (value_columns_padded(k) + tile_columns - 1) / tile_columns;
+}
+
 // A grid of row blocks × value tiles of `tile_columns` columns.
 dim3 hopper_plan_grid(const hopper_plan& plan, std::int64_t tile_columns) {
   return dim3(static_cast<unsigned>((plan.p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM),
-              static_cast<unsigned>((plan.columns + tile_columns - 1) / tile_columns));
+              static_cast<unsigned>(value_tiles_of(plan.p.k, tile_columns)));
 }
 
 template <class Op, int kSteps>
@@ -238,8 +243,7 @@ cudaError_t launch_plan_wgmma_steps(const plan_rows_launch_args& args, const ker
 // has an even number of value tiles.
 template <class Op, int kHalves>
 cudaError_t launch_plan_wgmma_streamed(const plan_rows_launch_args& args, std::int64_t words, cudaStream_t stream) {
-  const std::int64_t value_tiles = (value_columns_padded(args.k) + kHalves * kernels::plan_wgmma::kValueCols - 1) /
-                                   (kHalves * kernels::plan_wgmma::kValueCols);
+  const std::int64_t value_tiles = value_tiles_of(args.k, kHalves * kernels::plan_wgmma::kValueCols);
   const bool cluster_pairs = plan_cluster_pairs_choice() && value_tiles % 2 == 0;
   hopper_plan plan;
   const int stages = kernels::plan_wgmma_streamed_stages(args.max_shared_bytes);

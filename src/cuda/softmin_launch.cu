@@ -160,11 +160,8 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
   status = allow_shared(kernel, shared_bytes);
   if (status != cudaSuccess) return true;
   if (key_pairs) {  // clusters of two CTAs sharing panels (key_pair_layout, pair_cta_work_of)
-    const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
-    const bool short_last = last_split_short(p.key_tiles, p.splits, p.tiles_per_split);
-    const key_pair_layout layout = make_key_pair_layout(row_blocks, p.splits, short_last, p.query_pairs != 0);
-    status = launch_cluster_pairs(kernel, 2 * layout.clusters(), tile::kWgmmaWsThreads, shared_bytes, stream, p,
-                                  rows_map, keys_map);
+    status = launch_cluster_pairs(kernel, 2 * kernels::key_pair_layout_of(p).clusters(), tile::kWgmmaWsThreads,
+                                  shared_bytes, stream, p, rows_map, keys_map);
     return true;
   }
   kernel<<<grid, ws ? tile::kWgmmaWsThreads : tile::kWgmmaThreads, shared_bytes, stream>>>(p, rows_map, keys_map);

@@ -64,6 +64,14 @@ __host__ __device__ inline wgmma_geometry make_wgmma_geometry(std::int64_t row_w
   return g;
 }
 
+// The clusters of a key-pairs launch of the streamed kernel (key_splits.hpp, key_pair_layout): what
+// the launcher sizes its grid by and each CTA reads its cell from (pair_cta_work_of).
+__host__ __device__ inline key_pair_layout key_pair_layout_of(const softmin_params& p) {
+  const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
+  return make_key_pair_layout(row_blocks, p.splits, last_split_short(p.key_tiles, p.splits, p.tiles_per_split),
+                              p.query_pairs != 0);
+}
+
 // Operand policies: storage type (tf32 values as float, or bf16) and the m64n128 MMA of one 32-byte
 // k-step, A from shared memory (a descriptor) or from registers.
 template <class Storage>
@@ -293,9 +301,7 @@ struct pair_cta_work {
 
 __device__ __forceinline__ pair_cta_work pair_cta_work_of(const softmin_params& p, unsigned rank) {
   const std::int64_t row_blocks = (p.rows + tile::kWgmmaBlockM - 1) / tile::kWgmmaBlockM;
-  const bool short_last = last_split_short(p.key_tiles, p.splits, p.tiles_per_split);
-  const key_pair_layout layout = make_key_pair_layout(row_blocks, p.splits, short_last, p.query_pairs != 0);
-  const key_pair_cell cell = key_pair_cell_of(layout, row_blocks, p.splits, blockIdx.x / 2, rank);
+  const key_pair_cell cell = key_pair_cell_of(key_pair_layout_of(p), row_blocks, p.splits, blockIdx.x / 2, rank);
   return {cta_work_at(p, cell.row_block, cell.split), cell.shares_queries, cell.ghost};
 }
 

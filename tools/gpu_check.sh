@@ -134,19 +134,19 @@ if has gpu; then
       FLASHSINKHORN_STREAMED_L2_MIB=1
   fi
   # The cluster pairs forced on (kernel_variant.hpp; clusters of two CTAs sharing panels by
-  # multicast): the streamed softmin's key pairs (FLASHSINKHORN_STREAMED_KEY_PAIRS=on, a ghost CTA
-  # where the row blocks are odd; by default only from one wave of row blocks) and the streamed plan
-  # pass's value-tile pairs (FLASHSINKHORN_PLAN_CLUSTER_PAIRS=on; off by default until measured):
+  # multicast): the streamed softmin's key pairs (FLASHSINKHORN_STREAMED_KEY_PAIRS=on; by default only
+  # from half a wave of row blocks, so never at the tests' sizes) with the last row block of an odd
+  # count in query pairs (the default) and the streamed plan pass's value-tile pairs (on by default):
   # the wide-row backend cases, the solvers, the CUDA-input cases, the plan passes and the gradients,
-  # with the variants' shorter limit (a pipeline bug there traps in the producer after ~10 s)
-  # (GPU_TEST_KEY_PAIRS=0 leaves the pass out).
-  # Then the backend cases again with the last row block's query pairs (FLASHSINKHORN_STREAMED_QUERY_PAIRS=on;
-  # off by default until measured; cuda_backend_test's 300 × 2,600 case runs them).
+  # with the variants' shorter limit (a pipeline bug there traps in the producer after ~10 s). Then
+  # the backend cases again with session 41's ghost layout instead of the query pairs
+  # (FLASHSINKHORN_STREAMED_QUERY_PAIRS=off) and the plan pass without its pairs
+  # (FLASHSINKHORN_PLAN_CLUSTER_PAIRS=off) (GPU_TEST_KEY_PAIRS=0 leaves the passes out).
   if [[ "${GPU_TEST_KEY_PAIRS:-1}" != 0 ]]; then
     test_pass 'sizes/*:*Solver*:*DeviceInput*:*plan_pass_test*:*Gradient*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
-      FLASHSINKHORN_STREAMED_KEY_PAIRS=on FLASHSINKHORN_PLAN_CLUSTER_PAIRS=on
-    test_pass 'sizes/cuda_backend_test*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
-      FLASHSINKHORN_STREAMED_KEY_PAIRS=on FLASHSINKHORN_STREAMED_QUERY_PAIRS=on
+      FLASHSINKHORN_STREAMED_KEY_PAIRS=on
+    test_pass 'sizes/cuda_backend_test*:*plan_pass_test*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
+      FLASHSINKHORN_STREAMED_KEY_PAIRS=on FLASHSINKHORN_STREAMED_QUERY_PAIRS=off FLASHSINKHORN_PLAN_CLUSTER_PAIRS=off
   fi
   # A quarter of the predicted wgmma tiles' exponentials by a cubic on the FMA pipe (FLASHSINKHORN_EXP2=split,
   # kernel_variant.hpp; the MUFU takes them all by default): the backend cases and the forced
@@ -243,8 +243,9 @@ if has l2; then
     PRECISIONS="${L2_PRECISIONS:-tf32,bf16}" timeout "${L2_TIMEOUT:-200}" \
     bench/streamed_l2_ab.sh "$out/streamed_l2_ab_$(date -u +%F).json" > "$logs/l2.log" 2>&1 || { echo "L2 A/B failed"; status=1; }
   if [[ -n "${L2_PLAN_SIZES:-}" ]]; then  # merged as the plan stage's files are (no peer rows)
-    # L2_PLAN_PAIRS="off on": with and without the plan pass's cluster pairs (FLASHSINKHORN_PLAN_CLUSTER_PAIRS).
-    for plan_pairs in ${L2_PLAN_PAIRS:-off}; do
+    # L2_PLAN_PAIRS="off on": with and without the plan pass's cluster pairs (FLASHSINKHORN_PLAN_CLUSTER_PAIRS,
+    # on by default).
+    for plan_pairs in ${L2_PLAN_PAIRS:-on}; do
       FLASHSINKHORN_PLAN_CLUSTER_PAIRS="$plan_pairs" timeout 150 "$build/bench/flashsinkhorn_plan_bench" \
         --sizes "$L2_PLAN_SIZES" --precisions "${L2_PRECISIONS:-tf32,bf16}" \
         >> "$logs/plan_l2.jsonl" 2>> "$logs/l2.log" || { echo "plan bench failed"; status=1; }

@@ -25,8 +25,10 @@ constexpr wgmma_variant kVariants[] = {wgmma_variant::mma_sync, wgmma_variant::c
 constexpr wgmma_variant default_variant(precision /*mode*/) { return wgmma_variant::ws; }
 
 // A switch that is off unless `variable` reads "on" (unset, empty or "off": off).
-bool parse_off_on(const char* text, const char* variable) {
-  if (text == nullptr || *text == '\0' || std::string_view(text) == "off") return false;
+// `unset`: the value of an unset or empty variable (the measured default).
+bool parse_off_on(const char* text, const char* variable, bool unset) {
+  if (text == nullptr || *text == '\0') return unset;
+  if (std::string_view(text) == "off") return false;
   if (std::string_view(text) == "on") return true;
   throw invalid_argument(std::string(variable) + " must be on or off (or unset), got '" + text + "'");
 }
@@ -151,7 +153,7 @@ key_pairs_mode streamed_key_pairs_choice() {
 }
 
 bool parse_streamed_query_pairs(const char* text) {
-  return parse_off_on(text, "FLASHSINKHORN_STREAMED_QUERY_PAIRS");
+  return parse_off_on(text, "FLASHSINKHORN_STREAMED_QUERY_PAIRS", true);
 }
 
 bool streamed_query_pairs_choice() {
@@ -159,7 +161,7 @@ bool streamed_query_pairs_choice() {
   return chosen;
 }
 
-bool parse_plan_cluster_pairs(const char* text) { return parse_off_on(text, "FLASHSINKHORN_PLAN_CLUSTER_PAIRS"); }
+bool parse_plan_cluster_pairs(const char* text) { return parse_off_on(text, "FLASHSINKHORN_PLAN_CLUSTER_PAIRS", true); }
 
 bool plan_cluster_pairs_choice() {
   static const bool chosen = parse_plan_cluster_pairs(std::getenv("FLASHSINKHORN_PLAN_CLUSTER_PAIRS"));  // read once

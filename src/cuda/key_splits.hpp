@@ -110,8 +110,8 @@ FS_HOST_DEVICE bool last_split_short(int key_tiles, int splits, int tiles_per_sp
 }
 
 // `last_split_short`: the last split has fewer key tiles than the others. Without `query_pairs`
-// (FLASHSINKHORN_STREAMED_QUERY_PAIRS off, the default until measured) every leftover cell is a
-// single: session 41's layout.
+// (FLASHSINKHORN_STREAMED_QUERY_PAIRS=off; on by default) every leftover cell is a single: session
+// 41's ghost layout.
 FS_HOST_DEVICE key_pair_layout make_key_pair_layout(std::int64_t row_blocks, int splits, bool last_split_short,
                                                     bool query_pairs) {
   key_pair_layout layout;
@@ -146,13 +146,14 @@ FS_HOST_DEVICE key_pair_cell key_pair_cell_of(const key_pair_layout& layout, std
 
 // Whether the warp-specialised streamed softmin runs in key pairs (clusters of two CTAs holding two
 // row blocks of one split; each loads half of every key panel into both by multicast, so the keys'
-// L2 traffic halves). The pair's pipelines wait for each other and an odd row-block count adds a
-// CTA, so the pairs pay where the key stream binds over many waves of row blocks and lose where a
-// few row blocks are cut into key splits to fill the device. `slots`: CTAs resident at once.
-// Measured on the H100 (2026-12-06, bench/results/streamed_l2_ab_h100_2026-12-06_s42.json, ms an
-// iteration without / with pairs): 5·10⁴ rows (391 row blocks, 1–3 splits) × 512 tf32 19.85 /
-// 16.69, bf16 9.83 / 9.34; × 1,024 tf32 46.3 / 34.6, bf16 19.9 / 17.6; 10⁴ rows (79 row blocks, 5
-// splits) × 512 tf32 0.816 / 0.891, bf16 0.445 / 0.526; × 1,024 tf32 1.56 / 1.63, bf16 0.825 / 0.918.
-inline bool streamed_key_pairs_pay(std::int64_t row_blocks, std::int64_t slots) { return row_blocks >= slots; }
+// L2 traffic halves). The pair's pipelines wait for each other, so the pairs pay where the key
+// stream binds and lose where a few row blocks are cut into many short key splits to fill the
+// device. `slots`: CTAs resident at once. Measured on the H100 (2026-12-06, ms an iteration without
+// / with pairs): 5·10⁴ rows (391 row blocks, 1–3 splits) × 512 tf32 19.85 / 16.69, bf16 9.83 / 9.34;
+// × 1,024 tf32 46.3 / 34.6, bf16 19.9 / 17.6 (streamed_l2_ab_h100_2026-12-06_s42.json); 10⁴ rows (79
+// row blocks, 5 splits, the last row block's splits in query pairs) × 512 tf32 0.819 / 0.737, bf16
+// 0.451 / 0.421; × 1,024 tf32 1.564 / 1.458, bf16 0.824 / 0.777 (…_s43.json; with session 41's ghost
+// CTAs instead of the query pairs they lost there: 0.816 / 0.891 at × 512 tf32).
+inline bool streamed_key_pairs_pay(std::int64_t row_blocks, std::int64_t slots) { return 2 * row_blocks >= slots; }
 
 }  // namespace flashsinkhorn::detail

@@ -123,7 +123,7 @@ TEST(kernel_variant, the_streamed_l2_budget_is_24_mib_unless_a_whole_number_up_t
   expect_rejected(parse_streamed_l2_budget, {"-1", "1025", "2.5", "24M", "x"}, "FLASHSINKHORN_STREAMED_L2_MIB");
 }
 
-TEST(kernel_variant, the_query_pairs_and_plan_cluster_pairs_are_off_unless_on_is_given) {
+TEST(kernel_variant, the_query_pairs_and_plan_cluster_pairs_are_on_unless_off_is_given) {
   struct on_off_switch {
     bool (*parse)(const char*);
     const char* variable;
@@ -132,7 +132,7 @@ TEST(kernel_variant, the_query_pairs_and_plan_cluster_pairs_are_off_unless_on_is
                                                     "FLASHSINKHORN_STREAMED_QUERY_PAIRS"},
                                       on_off_switch{flashsinkhorn::detail::parse_plan_cluster_pairs,
                                                     "FLASHSINKHORN_PLAN_CLUSTER_PAIRS"}}) {
-    expect_switch(option.parse, {{nullptr, false}, {"", false}, {"off", false}, {"on", true}}, "1", option.variable);
+    expect_switch(option.parse, {{nullptr, true}, {"", true}, {"off", false}, {"on", true}}, "1", option.variable);
     expect_rejected(option.parse, {"ON", "yes", "auto"}, option.variable);
   }
 }

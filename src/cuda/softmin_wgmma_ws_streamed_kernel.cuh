@@ -57,10 +57,18 @@ __host__ __device__ inline wgmma_ws_streamed_geometry make_wgmma_ws_streamed_geo
 // the two CTAs of a cluster hold two row blocks of one split, and each producer loads half of every
 // key panel (the maps' boxes are kTileN/2 rows) into both CTAs' stages by multicast, halving the
 // key stream through L2 (docs/cuda_backend.md, "What binds the streamed softmin now"); its query
-// panel it loads alone, in two halves. A query pair (two splits of an odd count's last row block)
+// panel it loads alone. A query pair (two splits of an odd count's last row block)
 // does the converse: the query panel shared, the keys its own. A stage is then written by both
 // producers, so it is released to both (tma::release_stage).
-template <class Op, bool kKeyPairs = false>
+//
+// kQueryPairs (with kKeyPairs; FLASHSINKHORN_STREAMED_QUERY_PAIRS, p.query_pairs set): the layout
+// has query pairs, so the rows map's box is 64 rows and the producer picks per CTA which panel it
+// shares. Its own instance, so that the key pairs without it run session 42's producer loop again:
+// two copies a stage and no test in it. (The key pairs ran 13% slower at 5·10⁴ × 1,024 tf32 on the
+// H100 once the query pairs' producer code was in the one instance — 39.1 against 34.2 ms an
+// iteration, with or without query pairs, bisected to 429ddc6..bdc16db in session 43 — with the
+// floating-point code unchanged; this split is the candidate fix, not yet measured.)
+template <class Op, bool kKeyPairs = false, bool kQueryPairs = false>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     softmin_wgmma_ws_streamed_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
                                      const __grid_constant__ CUtensorMap keys_map) {
@@ -103,10 +111,10 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
         unsigned char* stage = stage_at(at);
         const int column = c * wgmma::kPanelWords;
         const int key_row = (tile_begin + t) * wgmma::kTileN, query_row = static_cast<int>(row_block0);
-        if constexpr (kKeyPairs) {
-          // The shared panel: this CTA's half into both CTAs; the other panel here only — the query
-          // panel in one copy, or in two halves where query pairs make the rows map's box 64 rows,
-          // and a query pair's own keys in two halves (the keys map's box is always 64 rows in pairs).
+        if constexpr (kQueryPairs) {
+          // The shared panel: this CTA's half into both CTAs; the other panel here only, in two
+          // halves (both maps' boxes are 64 rows with query pairs).
+          static_assert(kKeyPairs, "query pairs come with key pairs");
           static_assert(wgmma::kTileN == tile::kWgmmaBlockM, "key and query panels split into the same halves");
           constexpr int kHalfRows = wgmma::kTileN / 2;
           constexpr int kHalfBytes = kHalfRows * wgmma::kPanelRowBytes;
@@ -119,8 +127,13 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
           } else {
             tma::load_2d_multicast(stage + rank * kHalfBytes, &keys_map, column, key_row + half, barrier, 0b11);
             tma::load_2d(query_panel, &rows_map, column, query_row, barrier);
-            if (p.query_pairs) tma::load_2d(query_panel + kHalfBytes, &rows_map, column, query_row + kHalfRows, barrier);
+            tma::load_2d(query_panel + kHalfBytes, &rows_map, column, query_row + kHalfRows, barrier);
           }
+        } else if constexpr (kKeyPairs) {  // this CTA's half of the key panel into both; the query panel here
+          constexpr int kHalfRows = wgmma::kTileN / 2;
+          tma::load_2d_multicast(stage + rank * kHalfRows * wgmma::kPanelRowBytes, &keys_map, column,
+                                 key_row + static_cast<int>(rank) * kHalfRows, barrier, 0b11);
+          tma::load_2d(stage + kKeyPanelBytes, &rows_map, column, query_row, barrier);
         } else {
           tma::load_2d(stage, &keys_map, column, key_row, barrier);
           tma::load_2d(stage + kKeyPanelBytes, &rows_map, column, query_row, barrier);

@@ -153,7 +153,10 @@ FS_HOST_DEVICE key_pair_cell key_pair_cell_of(const key_pair_layout& layout, std
 // × 1,024 tf32 46.3 / 34.6, bf16 19.9 / 17.6 (streamed_l2_ab_h100_2026-12-06_s42.json); 10⁴ rows (79
 // row blocks, 5 splits, the last row block's splits in query pairs) × 512 tf32 0.819 / 0.737, bf16
 // 0.451 / 0.421; × 1,024 tf32 1.564 / 1.458, bf16 0.824 / 0.777 (…_s43.json; with session 41's ghost
-// CTAs instead of the query pairs they lost there: 0.816 / 0.891 at × 512 tf32).
+// CTAs instead of the query pairs they lost there: 0.816 / 0.891 at × 512 tf32); below, slower at
+// every size measured: 8,000 rows (63 row blocks) × 512 tf32 0.451 / 0.473, bf16 0.260 / 0.265,
+// × 1,024 bf16 0.448 / 0.478 (tf32 0.973 / 0.932 the one exception), 2,000–6,000 rows 3–14% slower
+// (…_s43b.json). Hence from half a wave of row blocks (66 on 132 SMs, between the measured 63 and 79).
 inline bool streamed_key_pairs_pay(std::int64_t row_blocks, std::int64_t slots) { return 2 * row_blocks >= slots; }
 
 }  // namespace flashsinkhorn::detail

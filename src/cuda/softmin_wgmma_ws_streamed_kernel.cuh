@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/softmin_wgmma_kernel.cuh"
@@ -64,10 +65,12 @@ __host__ __device__ inline wgmma_ws_streamed_geometry make_wgmma_ws_streamed_geo
 // kQueryPairs (with kKeyPairs; FLASHSINKHORN_STREAMED_QUERY_PAIRS, p.query_pairs set): the layout
 // has query pairs, so the rows map's box is 64 rows and the producer picks per CTA which panel it
 // shares. Its own instance, so that the key pairs without it run session 42's producer loop again:
-// two copies a stage and no test in it. (The key pairs ran 13% slower at 5·10⁴ × 1,024 tf32 on the
-// H100 once the query pairs' producer code was in the one instance — 39.1 against 34.2 ms an
-// iteration, with or without query pairs, bisected to 429ddc6..bdc16db in session 43 — with the
-// floating-point code unchanged; this split is the candidate fix, not yet measured.)
+// two copies a stage and no test in it; and the producer decides its kind of CTA once, outside the
+// loop. (The key pairs ran 13% slower at 5·10⁴ × 1,024 tf32 on the H100 once the query pairs'
+// producer code, a per-stage test of the CTA's kind and of p.query_pairs, was in the one instance —
+// 39.1 against 34.2 ms an iteration, with or without query pairs, bisected to 429ddc6..bdc16db in
+// session 43 — with the floating-point code unchanged. The two changes are the candidate fix, built
+// in session 43 without a GPU: not yet measured.)
 template <class Op, bool kKeyPairs = false, bool kQueryPairs = false>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     softmin_wgmma_ws_streamed_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
@@ -101,44 +104,46 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
   if (threadIdx.x >= tile::kWgmmaThreads) {
     wgmma::release_registers<tile::kWgmmaWsProducerRegisters>();
     if (threadIdx.x == tile::kWgmmaThreads) {
-      constexpr std::uint32_t kStageBytes = (wgmma::kTileN + tile::kWgmmaBlockM) * wgmma::kPanelRowBytes;
-      tma::ring_position at;
-      const int loads = tiles * panels;
-      for (int l = 0, t = 0, c = 0; l < loads; ++l, at.advance(stages)) {
-        if (l >= stages) tma::wait_or_trap(&empty[at.stage], at.parity ^ 1);  // its previous use released
-        std::uint64_t* barrier = &full[at.stage];
-        tma::arrive_expect_bytes(barrier, kStageBytes);
-        unsigned char* stage = stage_at(at);
-        const int column = c * wgmma::kPanelWords;
-        const int key_row = (tile_begin + t) * wgmma::kTileN, query_row = static_cast<int>(row_block0);
-        if constexpr (kQueryPairs) {
-          // The shared panel: this CTA's half into both CTAs; the other panel here only, in two
-          // halves (both maps' boxes are 64 rows with query pairs).
-          static_assert(kKeyPairs, "query pairs come with key pairs");
-          static_assert(wgmma::kTileN == tile::kWgmmaBlockM, "key and query panels split into the same halves");
-          constexpr int kHalfRows = wgmma::kTileN / 2;
-          constexpr int kHalfBytes = kHalfRows * wgmma::kPanelRowBytes;
-          const int half = static_cast<int>(rank) * kHalfRows;
+      // One loop per kind of CTA, the kind decided once: with a test of it in the per-stage code
+      // the key pairs ran 13% slower (key_pairs_bisect_h100_2026-12-06_s43.json).
+      auto produce = [&](auto shares_queries) {
+        constexpr std::uint32_t kStageBytes = (wgmma::kTileN + tile::kWgmmaBlockM) * wgmma::kPanelRowBytes;
+        constexpr int kHalfRows = wgmma::kTileN / 2;
+        constexpr int kHalfBytes = kHalfRows * wgmma::kPanelRowBytes;
+        static_assert(wgmma::kTileN == tile::kWgmmaBlockM, "key and query panels split into the same halves");
+        static_assert(kKeyPairs || !kQueryPairs, "query pairs come with key pairs");
+        const int half = static_cast<int>(rank) * kHalfRows;  // the rows of the shared panel this CTA loads
+        tma::ring_position at;
+        const int loads = tiles * panels;
+        for (int l = 0, t = 0, c = 0; l < loads; ++l, at.advance(stages)) {
+          if (l >= stages) tma::wait_or_trap(&empty[at.stage], at.parity ^ 1);  // its previous use released
+          std::uint64_t* barrier = &full[at.stage];
+          tma::arrive_expect_bytes(barrier, kStageBytes);
+          unsigned char* stage = stage_at(at);
           unsigned char* query_panel = stage + kKeyPanelBytes;
-          if (pair.shares_queries) {
+          const int column = c * wgmma::kPanelWords;
+          const int key_row = (tile_begin + t) * wgmma::kTileN, query_row = static_cast<int>(row_block0);
+          if constexpr (decltype(shares_queries)::value) {  // a query pair: its half of the query panel into both
             tma::load_2d_multicast(query_panel + rank * kHalfBytes, &rows_map, column, query_row + half, barrier, 0b11);
-            tma::load_2d(stage, &keys_map, column, key_row, barrier);
+            tma::load_2d(stage, &keys_map, column, key_row, barrier);  // its own keys, in two 64-row boxes
             tma::load_2d(stage + kHalfBytes, &keys_map, column, key_row + kHalfRows, barrier);
-          } else {
+          } else if constexpr (kKeyPairs) {  // a key pair: its half of the key panel into both
             tma::load_2d_multicast(stage + rank * kHalfBytes, &keys_map, column, key_row + half, barrier, 0b11);
+            tma::load_2d(query_panel, &rows_map, column, query_row, barrier);  // its own query panel
+            if constexpr (kQueryPairs)  // the rows map's box is 64 rows then
+              tma::load_2d(query_panel + kHalfBytes, &rows_map, column, query_row + kHalfRows, barrier);
+          } else {
+            tma::load_2d(stage, &keys_map, column, key_row, barrier);
             tma::load_2d(query_panel, &rows_map, column, query_row, barrier);
-            tma::load_2d(query_panel + kHalfBytes, &rows_map, column, query_row + kHalfRows, barrier);
           }
-        } else if constexpr (kKeyPairs) {  // this CTA's half of the key panel into both; the query panel here
-          constexpr int kHalfRows = wgmma::kTileN / 2;
-          tma::load_2d_multicast(stage + rank * kHalfRows * wgmma::kPanelRowBytes, &keys_map, column,
-                                 key_row + static_cast<int>(rank) * kHalfRows, barrier, 0b11);
-          tma::load_2d(stage + kKeyPanelBytes, &rows_map, column, query_row, barrier);
-        } else {
-          tma::load_2d(stage, &keys_map, column, key_row, barrier);
-          tma::load_2d(stage + kKeyPanelBytes, &rows_map, column, query_row, barrier);
+          if (++c == panels) c = 0, ++t;
         }
-        if (++c == panels) c = 0, ++t;
+      };
+      if constexpr (kQueryPairs) {
+        if (pair.shares_queries) produce(std::true_type{});
+        else produce(std::false_type{});
+      } else {
+        produce(std::false_type{});
       }
     }
     __syncwarp();

@@ -27,7 +27,7 @@ logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
 rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES-build gpu demo study bench plan reference hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +overhead, +examples, +l2
+stages="${STAGES-build gpu demo study bench plan reference hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +overhead, +examples, +l2, +baseline
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -71,6 +71,15 @@ if has build; then
     cmake --build "$build" -j "$jobs" >> "$logs/build.log" 2>&1 || { echo "full build failed" | tee -a "$logs/build.log"; status=1; }
   fi
   tail -5 "$logs/build.log"
+fi
+# Stage `baseline`'s tree (BASELINE_TREE, staged by tools/stage_baseline_tree.sh) builds in the
+# background from here, while the GPU tests run.
+baseline_build=""
+if [[ -n "${BASELINE_TREE:-}" ]] && listed baseline; then
+  (cmake -G Ninja -S "$BASELINE_TREE" -B "$BASELINE_TREE/build-gpu" -DCMAKE_BUILD_TYPE=Release -DFLASHSINKHORN_CUDA=ON \
+    -DFLASHSINKHORN_CUDA_ARCHITECTURES="$arch" -DFLASHSINKHORN_TESTS=OFF &&
+    cmake --build "$BASELINE_TREE/build-gpu" -j "$jobs" --target flashsinkhorn_gpu_bench) > "$logs/baseline_build.log" 2>&1 &
+  baseline_build=$!
 fi
 
 gpu_tests="$build/tests/gpu/flashsinkhorn_gpu_tests"
@@ -254,6 +263,23 @@ if has l2; then
       "$logs/plan_l2.jsonl" >> "$logs/l2.log" 2>&1 || { echo "plan merge failed"; status=1; }
   fi
   cat "$logs/l2.log"
+fi
+if has baseline; then
+  # This tree's forward benchmark beside BASELINE_TREE's (an earlier commit, tools/stage_baseline_tree.sh),
+  # interleaved on this machine (bench/baseline_ab.sh: BASELINE_SIZES, BASELINE_PRECISIONS, BASELINE_ROUNDS,
+  # BASELINE_ENV / CURRENT_ENV / BOTH_ENV), into $out/baseline_ab_<date>.json. Not in the default list.
+  if [[ -z "${BASELINE_TREE:-}" ]]; then
+    echo "stage baseline: set BASELINE_TREE (tools/stage_baseline_tree.sh COMMIT)"; status=1
+  elif [[ -n "$baseline_build" ]] && ! wait "$baseline_build"; then
+    echo "the baseline tree failed to build"; tail -5 "$logs/baseline_build.log"; status=1
+  else
+    BASELINE_BENCH="$BASELINE_TREE/build-gpu/bench/flashsinkhorn_gpu_bench" BENCH="$build/bench/flashsinkhorn_gpu_bench" \
+      BASELINE_COMMIT="$(cat "$BASELINE_TREE/BASELINE_COMMIT")" SIZES="${BASELINE_SIZES:-50000x1024,10000x512}" \
+      PRECISIONS="${BASELINE_PRECISIONS:-tf32,bf16}" ROUNDS="${BASELINE_ROUNDS:-2}" timeout "${BASELINE_TIMEOUT:-200}" \
+      bench/baseline_ab.sh "$out/baseline_ab_$(date -u +%F).json" > "$logs/baseline.log" 2>&1 \
+      || { echo "baseline A/B failed"; status=1; }
+    cat "$logs/baseline.log"
+  fi
 fi
 if has hvp; then
   # The streaming HVP against flash-sinkhorn's (issue 5): CG iterations and time against n, the

@@ -10,7 +10,8 @@
 // (backend::plan_quadratic_rows) computes a second dot tile u·panelᵀ with the same micro-kernel
 // and weights each term by it — two GEMMs per tile, nothing of size d² anywhere. With
 // key_directions z the second tile is u·z_panelᵀ against z packed like the key panels.
-// Memory: the packed clouds, the potentials and O(kGroupRows·kKeyTile) scratch per thread.
+// Memory: the packed clouds, the potentials and O(kGroupRows·kKeyTile) scratch per thread; and, for
+// small clouds, the tiles' dot products kept between passes within a budget (dot_cache.hpp).
 #include "cpu/cpu_backend.hpp"
 
 #include <omp.h>
@@ -21,6 +22,7 @@
 #include <string>
 
 #include "core/view_io.hpp"
+#include "cpu/dot_cache.hpp"
 #include "cpu/online_lse.hpp"
 #include "cpu/packed_cloud.hpp"
 #include "cpu/plan_accumulator.hpp"
@@ -38,8 +40,9 @@ constexpr double kLn2 = 0.69314718055994531;
 template <class T>
 class cpu_backend final : public backend {
  public:
-  cpu_backend(const prepared_problem& problem, precision mode, int threads)
-      : cost_scale_(problem.cost_scale), threads_(threads > 0 ? threads : omp_get_max_threads()) {
+  cpu_backend(const prepared_problem& problem, precision mode, int threads, std::int64_t dot_cache_bytes)
+      : cost_scale_(problem.cost_scale), threads_(threads > 0 ? threads : omp_get_max_threads()),
+        dot_cache_(dot_cache_bytes) {
     clouds_[0] = pack_cloud<T>(problem.x, mode);
     clouds_[1] = pack_cloud<T>(problem.y, mode);
     exact_points_[0] = problem.x.points;
@@ -58,11 +61,12 @@ class cpu_backend final : public backend {
     const T* previous = step.previous ? slots_[index(*step.previous)].data() : nullptr;
     T* out = slots_[index(step.out)].data();
     const double eps = step.eps;
+    const dot_pass dots = begin_dots(step.rows, step.keys);
     double error = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for(rows, keys)) reduction(+ : error)
     for (std::int64_t group = 0; group < groups(rows); ++group) {
       math::lse_state<double> lse[kGroupRows];
-      stream_group(rows, keys, bias, score_scale(eps), group, lse, nullptr, nullptr);
+      stream_group(rows, keys, bias, score_scale(eps), group, lse, nullptr, nullptr, dots);
       const std::int64_t first = group * kGroupRows;
       const std::int64_t last = std::min(first + kGroupRows, rows.count);
       for (std::int64_t i = first; i < last; ++i) {
@@ -73,6 +77,7 @@ class cpu_backend final : public backend {
         out[i] = static_cast<T>((1 - step.blend) * old + step.blend * updated);
       }
     }
+    dot_cache_.end(dots.rows, dots.keys, dots.tiles);
     if (step.accumulate_error) error_ += error;
   }
 
@@ -104,7 +109,7 @@ class cpu_backend final : public backend {
     const packed_cloud<T>& rows = cloud(request.rows);
     const packed_cloud<T>& keys = cloud(request.keys);
     plan_accumulator<T> plan(rows.count, keys, request.values, request.k, request.want_cost, cost_scale_);
-    return run_plan_pass(rows, keys, request.key_potential, request.eps, plan, nullptr);
+    return run_plan_pass(request.rows, request.keys, request.key_potential, request.eps, plan, nullptr);
   }
 
   [[nodiscard]] plan_rows_result plan_quadratic_rows(const plan_quadratic_request& request) const override {
@@ -118,7 +123,7 @@ class cpu_backend final : public backend {
     quadratic.directions.assign(static_cast<std::size_t>(rows.padded_rows * rows.dim), T(0));
     for (std::int64_t i = 0; i < rows.count * rows.dim; ++i) quadratic.directions[i] = static_cast<T>(request.directions[i]);
     if (request.key_directions != nullptr) quadratic.key_directions = key_panels(keys, request.key_directions, keys.dim);
-    return run_plan_pass(rows, keys, request.key_potential, request.eps, plan, &quadratic);
+    return run_plan_pass(request.rows, request.keys, request.key_potential, request.eps, plan, &quadratic);
   }
 
   [[nodiscard]] bool supports_key_directions() const override { return true; }
@@ -156,15 +161,18 @@ class cpu_backend final : public backend {
     std::vector<T> key_directions;  // (tiles, dim, kKeyTile) z; empty: the key panels
   };
 
-  plan_rows_result run_plan_pass(const packed_cloud<T>& rows, const packed_cloud<T>& keys, slot key_potential,
-                                 double eps, plan_accumulator<T>& plan, const quadratic_inputs* quadratic) const {
+  plan_rows_result run_plan_pass(side row_side, side key_side, slot key_potential, double eps,
+                                 plan_accumulator<T>& plan, const quadratic_inputs* quadratic) const {
+    const packed_cloud<T>& rows = cloud(row_side);
+    const packed_cloud<T>& keys = cloud(key_side);
     const std::vector<T> bias = key_bias(keys, key_potential, eps);
+    const dot_pass dots = begin_dots(row_side, key_side);
     plan_rows_result result;
     result.lse.resize(static_cast<std::size_t>(rows.count));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for(rows, keys))
     for (std::int64_t group = 0; group < groups(rows); ++group) {
       math::lse_state<double> lse[kGroupRows];
-      stream_group(rows, keys, bias, score_scale(eps), group, lse, &plan, quadratic);
+      stream_group(rows, keys, bias, score_scale(eps), group, lse, &plan, quadratic, dots);
       const std::int64_t first = group * kGroupRows;
       const std::int64_t last = std::min(first + kGroupRows, rows.count);
       for (std::int64_t i = first; i < last; ++i) {
@@ -174,9 +182,21 @@ class cpu_backend final : public backend {
         plan.finish_row(i, state.sum);
       }
     }
+    dot_cache_.end(dots.rows, dots.keys, dots.tiles);
     result.weighted = plan.take_weighted();
     result.cost = plan.take_cost();
     return result;
+  }
+
+  // A pass's use of the dot cache (dot_cache.hpp) for its pair of clouds.
+  struct dot_pass {
+    int rows = 0, keys = 0;
+    dot_tiles tiles = dot_tiles::compute;
+  };
+  dot_pass begin_dots(side row_side, side key_side) const {
+    dot_pass pass{static_cast<int>(row_side), static_cast<int>(key_side), dot_tiles::compute};
+    pass.tiles = dot_cache_.begin(pass.rows, pass.keys, cloud(row_side), cloud(key_side));
+    return pass;
   }
 
   static int index(slot s) { return static_cast<int>(s); }
@@ -207,14 +227,15 @@ class cpu_backend final : public backend {
   }
 
   // Streams every key panel past the rows of `group`, folding scores into `lse` (and, in a plan pass,
-  // into `plan`, with u·z from `quadratic` in a quadratic one).
+  // into `plan`, with u·z from `quadratic` in a quadratic one); the dots computed, or filled into or
+  // read from the dot cache as `dots` says.
   void stream_group(const packed_cloud<T>& rows, const packed_cloud<T>& keys, const std::vector<T>& bias,
                     T scale, std::int64_t group, math::lse_state<double>* lse, plan_accumulator<T>* plan,
-                    const quadratic_inputs* quadratic) const {
+                    const quadratic_inputs* quadratic, const dot_pass& dots) const {
     const std::int64_t first = group * kGroupRows;
     const std::int64_t blocks = std::min(kGroupRows, rows.padded_rows - first) / kRowBlock;
     for (std::int64_t r = 0; r < kGroupRows; ++r) lse[r] = math::lse_state<double>::identity();
-    alignas(64) T dots[kRowBlock * kKeyTile];    // (kRowBlock, kKeyTile) p·q
+    alignas(64) T own_dots[kRowBlock * kKeyTile];  // (kRowBlock, kKeyTile) p·q, when not cached
     alignas(64) T u_dots[kRowBlock * kKeyTile];  // (kRowBlock, kKeyTile) u·z, quadratic passes only
     alignas(64) T scores[kKeyTile];
     alignas(64) T terms[kKeyTile];  // 2^{s_j − shift}, plan passes only
@@ -226,11 +247,12 @@ class cpu_backend final : public backend {
       const T* tile_bias = bias.data() + tile * kKeyTile;
       for (std::int64_t block = 0; block < blocks; ++block) {
         const std::int64_t row0 = first + block * kRowBlock;
-        score_tile_dots<T>(dots, rows.points.data() + row0 * rows.dim, panel, rows.dim);
+        T* tile_dots = dots.tiles == dot_tiles::compute ? own_dots : dot_cache_.tile(dots.rows, dots.keys, tile, row0);
+        if (dots.tiles != dot_tiles::read) score_tile_dots<T>(tile_dots, rows.points.data() + row0 * rows.dim, panel, rows.dim);
         if (quadratic != nullptr)
           score_tile_dots<T>(u_dots, quadratic->directions.data() + row0 * rows.dim, second_panel, rows.dim);
         for (std::int64_t r = 0; r < kRowBlock && row0 + r < rows.count; ++r) {
-          const T* row_dots = dots + r * kKeyTile;
+          const T* row_dots = tile_dots + r * kKeyTile;
           const T maximum = score_and_max(scores, row_dots, tile_bias, scale, kKeyTile);
           T shift = 0;
           double rescale = 1;
@@ -251,14 +273,20 @@ class cpu_backend final : public backend {
   std::vector<T> slots_[kSlotCount];
   double cost_scale_;
   int threads_;
+  mutable dot_cache<T> dot_cache_;  // filled by the first pass of a pair, const passes included
   double error_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<backend> make_cpu_backend(const prepared_problem& problem, precision mode, int threads) {
-  if (mode == precision::fp64) return std::make_unique<cpu_backend<double>>(problem, mode, threads);
-  return std::make_unique<cpu_backend<float>>(problem, mode, threads);
+  return make_cpu_backend(problem, mode, threads, dot_cache_budget());
+}
+
+std::unique_ptr<backend> make_cpu_backend(const prepared_problem& problem, precision mode, int threads,
+                                          std::int64_t dot_cache_bytes) {
+  if (mode == precision::fp64) return std::make_unique<cpu_backend<double>>(problem, mode, threads, dot_cache_bytes);
+  return std::make_unique<cpu_backend<float>>(problem, mode, threads, dot_cache_bytes);
 }
 
 }  // namespace flashsinkhorn::detail

@@ -1,6 +1,7 @@
 // The CPU backend: the row-stationary streaming algorithm of the GPU, on OpenMP threads and SIMD.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "core/backend.hpp"
@@ -11,7 +12,10 @@ namespace flashsinkhorn::detail {
 
 // fp64 computes in double; fp32 in float; tf32/bf16 round the points to that format (round to
 // nearest even) and compute in float — the GPU's numerics, so the CPU is an oracle for each mode.
-// threads = 0: OpenMP's default.
+// threads = 0: OpenMP's default. `dot_cache_bytes`: the budget of the dots kept between passes
+// (dot_cache.hpp; 0 keeps none); without it, FLASHSINKHORN_CPU_DOT_CACHE_MIB's (default 256 MiB).
 std::unique_ptr<backend> make_cpu_backend(const prepared_problem& problem, precision mode, int threads);
+std::unique_ptr<backend> make_cpu_backend(const prepared_problem& problem, precision mode, int threads,
+                                          std::int64_t dot_cache_bytes);
 
 }  // namespace flashsinkhorn::detail

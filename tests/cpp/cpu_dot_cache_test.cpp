@@ -1,0 +1,119 @@
+// The CPU backend's dot cache (cpu/dot_cache.hpp): its budget's parse, when a pair is kept, and that
+// a backend which keeps the dots gives bitwise the results of one that recomputes them — over
+// alternating half-steps with blending and the error term, the debiasing pairs and plan passes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "cpu/cpu_backend.hpp"
+#include "cpu/dot_cache.hpp"
+#include "flashsinkhorn/error.hpp"
+
+namespace fd = flashsinkhorn::detail;
+namespace fs = flashsinkhorn;
+
+namespace {
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+
+fd::prepared_cloud cloud_of(std::int64_t count, std::int64_t dim, double offset) {
+  fd::prepared_cloud c;
+  c.count = count;
+  c.dim = dim;
+  for (std::int64_t i = 0; i < count * dim; ++i)
+    c.points.push_back(offset + 0.3 * std::sin(0.7 * static_cast<double>(i)) + 0.01 * static_cast<double>(i % dim));
+  for (std::int64_t i = 0; i < count; ++i) c.weights.push_back((1.0 + static_cast<double>(i % 3)) / (2.0 * static_cast<double>(count)));
+  for (double w : c.weights) c.log_weights.push_back(std::log(w));
+  return c;
+}
+
+TEST(CpuDotCache, TheBudgetIs256MiBUnlessAWholeNumberUpTo65536IsGiven) {
+  EXPECT_EQ(fd::parse_dot_cache_budget(nullptr), 256 * kMiB);
+  EXPECT_EQ(fd::parse_dot_cache_budget(""), 256 * kMiB);
+  EXPECT_EQ(fd::parse_dot_cache_budget("0"), 0);
+  EXPECT_EQ(fd::parse_dot_cache_budget("64"), 64 * kMiB);
+  for (const char* bad : {"-1", "65537", "2.5", "64M", "x"}) {
+    try {
+      (void)fd::parse_dot_cache_budget(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const fs::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("FLASHSINKHORN_CPU_DOT_CACHE_MIB"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(CpuDotCache, KeepsAPairWithinTheBudgetAndFromTheMinimumDimension) {
+  fd::prepared_problem problem;
+  problem.x = cloud_of(50, 32, 0.0);
+  problem.y = cloud_of(70, 32, 0.2);
+  const fd::packed_cloud<double> x = fd::pack_cloud<double>(problem.x, fs::precision::fp64);
+  const fd::packed_cloud<double> y = fd::pack_cloud<double>(problem.y, fs::precision::fp64);
+  const std::int64_t pair_bytes = x.padded_rows * y.tiles * fd::kKeyTile * 8;  // 54 rows × 128 keys
+  fd::dot_cache<double> cache(pair_bytes + 1);
+  EXPECT_EQ(cache.begin(0, 1, x, y), fd::dot_tiles::fill);
+  EXPECT_EQ(cache.bytes(), pair_bytes);
+  EXPECT_EQ(cache.begin(0, 1, x, y), fd::dot_tiles::compute);  // being filled: not read, not filled twice
+  cache.end(0, 1, fd::dot_tiles::fill);
+  EXPECT_EQ(cache.begin(0, 1, x, y), fd::dot_tiles::read);
+  EXPECT_EQ(cache.begin(1, 0, y, x), fd::dot_tiles::compute);  // over what is left of the budget
+  EXPECT_EQ(cache.tile(0, 1, 1, 12) - cache.tile(0, 1, 0, 0), (x.padded_rows / fd::kRowBlock + 2) * fd::kRowBlock * fd::kKeyTile);
+
+  fd::prepared_problem narrow;
+  narrow.x = cloud_of(50, fd::kMinDotCacheDim - 1, 0.0);
+  const fd::packed_cloud<double> n = fd::pack_cloud<double>(narrow.x, fs::precision::fp64);
+  fd::dot_cache<double> roomy(1024 * kMiB);
+  EXPECT_EQ(roomy.begin(0, 0, n, n), fd::dot_tiles::compute);  // recomputing is as cheap there
+  EXPECT_EQ(fd::dot_cache<double>(0).begin(0, 1, x, y), fd::dot_tiles::compute);
+}
+
+// Runs the same passes on `compute`: the potentials and plan results, in order.
+std::vector<double> passes_of(fd::backend& compute) {
+  using fd::side;
+  using fd::slot;
+  std::vector<double> out;
+  auto append = [&](const std::vector<double>& v) { out.insert(out.end(), v.begin(), v.end()); };
+  const double eps = 0.05;
+  for (int iteration = 0; iteration < 3; ++iteration) {  // alternating, the later ones blended with an error term
+    const bool later = iteration > 0;
+    compute.softmin({side::x, side::y, slot::g, later ? std::optional(slot::f) : std::nullopt, slot::f, eps, 1.0,
+                     later ? 0.7 : 1.0, later});
+    compute.softmin({side::y, side::x, slot::f, later ? std::optional(slot::g) : std::nullopt, slot::g, eps, 1.0,
+                     later ? 0.7 : 1.0, later});
+  }
+  out.push_back(compute.take_error());
+  compute.softmin({side::x, side::x, std::nullopt, std::nullopt, slot::f_aa, eps});  // the debiasing pairs
+  compute.softmin({side::y, side::y, std::nullopt, std::nullopt, slot::g_bb, eps});
+  for (slot s : {slot::f, slot::g, slot::f_aa, slot::g_bb}) append(compute.read_potential(s));
+  std::vector<double> values(70 * 2);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = std::cos(static_cast<double>(i));
+  const fd::plan_rows_result plan = compute.plan_rows({side::x, side::y, slot::g, eps, values.data(), 2, true});
+  append(plan.lse);
+  append(plan.weighted);
+  append(plan.cost);
+  return out;
+}
+
+TEST(CpuDotCache, KeptDotsGiveBitwiseTheResultsOfRecomputedOnes) {
+  for (const fs::precision mode : {fs::precision::fp64, fs::precision::fp32, fs::precision::tf32}) {
+    for (const std::int64_t dim : {std::int64_t{32}, std::int64_t{40}, fd::kMinDotCacheDim - 1}) {
+      fd::prepared_problem problem;
+      problem.x = cloud_of(50, dim, 0.0);
+      problem.y = cloud_of(70, dim, 0.2);
+      const std::unique_ptr<fd::backend> recomputing = fd::make_cpu_backend(problem, mode, 2, 0);
+      const std::unique_ptr<fd::backend> keeping = fd::make_cpu_backend(problem, mode, 2, 1024 * kMiB);
+      const std::vector<double> expected = passes_of(*recomputing);
+      const std::vector<double> got = passes_of(*keeping);
+      ASSERT_EQ(got.size(), expected.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(expected[i])) << i;
+        ASSERT_EQ(got[i], expected[i]) << "mode " << static_cast<int>(mode) << ", d = " << dim << ", entry " << i;
+      }
+    }
+  }
+}
+
+}  // namespace

@@ -247,12 +247,21 @@ class cpu_backend final : public backend {
       const T* tile_bias = bias.data() + tile * kKeyTile;
       for (std::int64_t block = 0; block < blocks; ++block) {
         const std::int64_t row0 = first + block * kRowBlock;
-        T* tile_dots = dots.tiles == dot_tiles::compute ? own_dots : dot_cache_.tile(dots.rows, dots.keys, tile, row0);
-        if (dots.tiles != dot_tiles::read) score_tile_dots<T>(tile_dots, rows.points.data() + row0 * rows.dim, panel, rows.dim);
+        const T* tile_dots = own_dots;  // kRowBlock rows of kKeyTile dots, `tile_stride` apart
+        std::int64_t tile_stride = kKeyTile;
+        if (dots.tiles == dot_tiles::read) {
+          tile_dots = dot_cache_.tile(dots.rows, dots.keys, tile, row0);
+          tile_stride = dot_cache_.stride(dots.rows, dots.keys);
+        } else if (dots.tiles == dot_tiles::read_transposed) {
+          dot_cache_.gather_transposed(tile, row0, own_dots);
+        } else {
+          score_tile_dots<T>(own_dots, rows.points.data() + row0 * rows.dim, panel, rows.dim);
+          if (dots.tiles == dot_tiles::fill) dot_cache_.store(dots.rows, dots.keys, tile, row0, own_dots);
+        }
         if (quadratic != nullptr)
           score_tile_dots<T>(u_dots, quadratic->directions.data() + row0 * rows.dim, second_panel, rows.dim);
         for (std::int64_t r = 0; r < kRowBlock && row0 + r < rows.count; ++r) {
-          const T* row_dots = tile_dots + r * kKeyTile;
+          const T* row_dots = tile_dots + r * tile_stride;
           const T maximum = score_and_max(scores, row_dots, tile_bias, scale, kKeyTile);
           T shift = 0;
           double rescale = 1;

@@ -7,12 +7,15 @@
 // default 256 MiB, 0 turns the cache off; anything else than a whole number in [0, 65536] is an
 // error) and d ≥ kMinDotCacheDim (below, recomputing costs about what reading back does). The
 // first pass of a pair fills it with the values score_tile_dots computes; later passes read them, so
-// the results are bitwise the same with or without the cache. Memory: padded rows × padded keys of
-// T for each pair kept — quadratic, hence the budget; the clouds themselves stay linear. Passes on
+// the results are bitwise the same with or without the cache. The half-steps of y's rows against x's
+// keys read the (x rows, y keys) store transposed, so a pair of clouds is kept once. Memory: padded
+// rows × padded keys of T for each pair kept — quadratic, hence the budget; the clouds themselves
+// stay linear. Passes on
 // one backend from several threads at once stay correct: a pair being filled is read by no one (the
 // others compute their dots), and one whose filling did not finish is never read.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -44,9 +47,10 @@ inline std::int64_t dot_cache_budget() {
   return chosen;
 }
 
-// What a pass does with a pair's tiles: compute them (the pair is not kept), compute them into the
-// store (its first pass), or read them from it.
-enum class dot_tiles { compute, fill, read };
+// What a pass does with a tile's dots: compute them (the pair is not kept), compute them and store
+// them (the pair's first pass with x's rows against y's keys), or read them back — in place, or
+// transposed for y's rows against x's keys (the same dots: p_x·(η⊙q_y) = p_y·(η⊙q_x)).
+enum class dot_tiles { compute, fill, read, read_transposed };
 
 template <class T>
 class dot_cache {
@@ -56,13 +60,15 @@ class dot_cache {
   // Before a pass of the rows of cloud `rows_side` against the keys of `keys_side` (0: x, 1: y).
   dot_tiles begin(int rows_side, int keys_side, const packed_cloud<T>& rows, const packed_cloud<T>& keys) {
     const std::lock_guard<std::mutex> lock(mutex_);
-    entry& e = entries_[rows_side][keys_side];
-    if (e.state == fill_state::filled) return dot_tiles::read;
-    if (e.state == fill_state::filling || rows.dim < kMinDotCacheDim) return dot_tiles::compute;
+    const bool transposed = rows_side > keys_side;
+    entry& e = entries_[rows_side + keys_side];
+    if (e.state == fill_state::filled) return transposed ? dot_tiles::read_transposed : dot_tiles::read;
+    if (e.state == fill_state::filling || transposed || rows.dim < kMinDotCacheDim) return dot_tiles::compute;
     const std::int64_t entries = rows.padded_rows * keys.tiles * kKeyTile;
     if (static_cast<std::int64_t>(sizeof(T)) * entries > budget_ - bytes()) return dot_tiles::compute;
     e.dots.assign(static_cast<std::size_t>(entries), T(0));
-    e.row_blocks = rows.padded_rows / kRowBlock;
+    e.rows = rows.padded_rows;
+    e.stride = keys.tiles * kKeyTile;
     e.state = fill_state::filling;
     return dot_tiles::fill;
   }
@@ -71,30 +77,51 @@ class dot_cache {
   void end(int rows_side, int keys_side, dot_tiles used) {
     if (used != dot_tiles::fill) return;
     const std::lock_guard<std::mutex> lock(mutex_);
-    entries_[rows_side][keys_side].state = fill_state::filled;
+    entries_[rows_side + keys_side].state = fill_state::filled;
   }
 
-  // The (kRowBlock, kKeyTile) tile of key panel `tile` and the register block from row `row0`.
-  T* tile(int rows_side, int keys_side, std::int64_t tile, std::int64_t row0) {
-    entry& e = entries_[rows_side][keys_side];
-    return e.dots.data() + (tile * e.row_blocks + row0 / kRowBlock) * (kRowBlock * kKeyTile);
+  // The stored dots of key panel `tile` against the register block from row `row0`: kRowBlock rows
+  // `stride()` apart, kKeyTile keys each (a pass in the stored orientation).
+  [[nodiscard]] const T* tile(int rows_side, int keys_side, std::int64_t tile, std::int64_t row0) const {
+    const entry& e = entries_[rows_side + keys_side];
+    return e.dots.data() + row0 * e.stride + tile * kKeyTile;
+  }
+  [[nodiscard]] std::int64_t stride(int rows_side, int keys_side) const { return entries_[rows_side + keys_side].stride; }
+
+  // A first pass's (kRowBlock, kKeyTile) tile `dots`, into the store.
+  void store(int rows_side, int keys_side, std::int64_t tile, std::int64_t row0, const T* dots) {
+    entry& e = entries_[rows_side + keys_side];
+    for (std::int64_t r = 0; r < kRowBlock; ++r)
+      std::copy(dots + r * kKeyTile, dots + (r + 1) * kKeyTile, e.dots.data() + (row0 + r) * e.stride + tile * kKeyTile);
+  }
+
+  // The (kRowBlock, kKeyTile) tile of y's rows from `row0` against x's key panel `tile`, read off the
+  // stored (x rows, y keys) dots into `out`: per key i one run of kRowBlock stored entries. Keys past
+  // x's padded rows, rows past y's padded keys read 0 (padding: their scores are never used).
+  void gather_transposed(std::int64_t tile, std::int64_t row0, T* out) const {
+    const entry& e = entries_[1];
+    for (std::int64_t c = 0; c < kKeyTile; ++c) {
+      const std::int64_t i = tile * kKeyTile + c;
+      const T* run = e.dots.data() + i * e.stride + row0;
+      for (std::int64_t r = 0; r < kRowBlock; ++r) out[r * kKeyTile + c] = i < e.rows && row0 + r < e.stride ? run[r] : T(0);
+    }
   }
 
   [[nodiscard]] std::int64_t bytes() const {  // (under mutex_ inside begin)
     std::int64_t total = 0;
-    for (const auto& row : entries_)
-      for (const entry& e : row) total += static_cast<std::int64_t>(e.dots.size() * sizeof(T));
+    for (const entry& e : entries_) total += static_cast<std::int64_t>(e.dots.size() * sizeof(T));
     return total;
   }
 
  private:
   enum class fill_state { empty, filling, filled };
   struct entry {
-    std::vector<T> dots;  // (key panels, row blocks, kRowBlock, kKeyTile)
-    std::int64_t row_blocks = 0;
+    std::vector<T> dots;  // (rows, stride) row-major: the first cloud's padded rows, the second's padded keys
+    std::int64_t rows = 0;
+    std::int64_t stride = 0;
     fill_state state = fill_state::empty;
   };
-  entry entries_[2][2];
+  entry entries_[3];  // by rows side + keys side: (x, x), (x, y) — read transposed for (y, x) — and (y, y)
   std::int64_t budget_;
   std::mutex mutex_;
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -46,7 +47,7 @@ TEST(CpuDotCache, TheBudgetIs256MiBUnlessAWholeNumberUpTo65536IsGiven) {
   }
 }
 
-TEST(CpuDotCache, KeepsAPairWithinTheBudgetAndFromTheMinimumDimension) {
+TEST(CpuDotCache, KeepsAPairOnceWithinTheBudgetAndFromTheMinimumDimension) {
   fd::prepared_problem problem;
   problem.x = cloud_of(50, 32, 0.0);
   problem.y = cloud_of(70, 32, 0.2);
@@ -54,13 +55,17 @@ TEST(CpuDotCache, KeepsAPairWithinTheBudgetAndFromTheMinimumDimension) {
   const fd::packed_cloud<double> y = fd::pack_cloud<double>(problem.y, fs::precision::fp64);
   const std::int64_t pair_bytes = x.padded_rows * y.tiles * fd::kKeyTile * 8;  // 54 rows × 128 keys
   fd::dot_cache<double> cache(pair_bytes + 1);
+  EXPECT_EQ(cache.begin(1, 0, y, x), fd::dot_tiles::compute);  // y's rows first: not stored that way
   EXPECT_EQ(cache.begin(0, 1, x, y), fd::dot_tiles::fill);
   EXPECT_EQ(cache.bytes(), pair_bytes);
   EXPECT_EQ(cache.begin(0, 1, x, y), fd::dot_tiles::compute);  // being filled: not read, not filled twice
+  EXPECT_EQ(cache.begin(1, 0, y, x), fd::dot_tiles::compute);
   cache.end(0, 1, fd::dot_tiles::fill);
   EXPECT_EQ(cache.begin(0, 1, x, y), fd::dot_tiles::read);
-  EXPECT_EQ(cache.begin(1, 0, y, x), fd::dot_tiles::compute);  // over what is left of the budget
-  EXPECT_EQ(cache.tile(0, 1, 1, 12) - cache.tile(0, 1, 0, 0), (x.padded_rows / fd::kRowBlock + 2) * fd::kRowBlock * fd::kKeyTile);
+  EXPECT_EQ(cache.begin(1, 0, y, x), fd::dot_tiles::read_transposed);  // the same store
+  EXPECT_EQ(cache.begin(0, 0, x, x), fd::dot_tiles::compute);  // over what is left of the budget
+  EXPECT_EQ(cache.stride(0, 1), 128);
+  EXPECT_EQ(cache.tile(0, 1, 1, 12) - cache.tile(0, 1, 0, 0), 12 * 128 + 64);
 
   fd::prepared_problem narrow;
   narrow.x = cloud_of(50, fd::kMinDotCacheDim - 1, 0.0);
@@ -71,7 +76,7 @@ TEST(CpuDotCache, KeepsAPairWithinTheBudgetAndFromTheMinimumDimension) {
 }
 
 // Runs the same passes on `compute`: the potentials and plan results, in order.
-std::vector<double> passes_of(fd::backend& compute) {
+std::vector<double> passes_of(fd::backend& compute, std::int64_t y_count) {
   using fd::side;
   using fd::slot;
   std::vector<double> out;
@@ -88,25 +93,31 @@ std::vector<double> passes_of(fd::backend& compute) {
   compute.softmin({side::x, side::x, std::nullopt, std::nullopt, slot::f_aa, eps});  // the debiasing pairs
   compute.softmin({side::y, side::y, std::nullopt, std::nullopt, slot::g_bb, eps});
   for (slot s : {slot::f, slot::g, slot::f_aa, slot::g_bb}) append(compute.read_potential(s));
-  std::vector<double> values(70 * 2);
+  std::vector<double> values(static_cast<std::size_t>(2 * y_count));  // (y's points, k = 2)
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = std::cos(static_cast<double>(i));
   const fd::plan_rows_result plan = compute.plan_rows({side::x, side::y, slot::g, eps, values.data(), 2, true});
-  append(plan.lse);
-  append(plan.weighted);
-  append(plan.cost);
+  const fd::plan_rows_result transposed = compute.plan_rows({side::y, side::x, slot::f, eps, nullptr, 0, true});
+  for (const fd::plan_rows_result* r : {&plan, &transposed}) {
+    append(r->lse);
+    append(r->weighted);
+    append(r->cost);
+  }
   return out;
 }
 
 TEST(CpuDotCache, KeptDotsGiveBitwiseTheResultsOfRecomputedOnes) {
   for (const fs::precision mode : {fs::precision::fp64, fs::precision::fp32, fs::precision::tf32}) {
-    for (const std::int64_t dim : {std::int64_t{32}, std::int64_t{40}, fd::kMinDotCacheDim - 1}) {
+    // 50 and 70 points (padded keys past x's padded rows), 64 and 50 (y's padded rows past its padded
+    // keys): the transposed reads' edges both ways.
+    for (const auto& [dim, x_count, y_count] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{32, 50, 70},
+                                               {40, 64, 50}, {fd::kMinDotCacheDim - 1, 50, 70}}) {
       fd::prepared_problem problem;
-      problem.x = cloud_of(50, dim, 0.0);
-      problem.y = cloud_of(70, dim, 0.2);
+      problem.x = cloud_of(x_count, dim, 0.0);
+      problem.y = cloud_of(y_count, dim, 0.2);
       const std::unique_ptr<fd::backend> recomputing = fd::make_cpu_backend(problem, mode, 2, 0);
       const std::unique_ptr<fd::backend> keeping = fd::make_cpu_backend(problem, mode, 2, 1024 * kMiB);
-      const std::vector<double> expected = passes_of(*recomputing);
-      const std::vector<double> got = passes_of(*keeping);
+      const std::vector<double> expected = passes_of(*recomputing, y_count);
+      const std::vector<double> got = passes_of(*keeping, y_count);
       ASSERT_EQ(got.size(), expected.size());
       for (std::size_t i = 0; i < got.size(); ++i) {
         ASSERT_TRUE(std::isfinite(expected[i])) << i;

@@ -19,11 +19,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
-#include <string>
 #include <vector>
 
+#include "core/mib_setting.hpp"
 #include "cpu/packed_cloud.hpp"
-#include "flashsinkhorn/error.hpp"
 
 namespace flashsinkhorn::detail {
 
@@ -32,14 +31,7 @@ inline constexpr std::int64_t kDefaultDotCacheMiB = 256;
 
 // FLASHSINKHORN_CPU_DOT_CACHE_MIB's value in bytes: unset or empty is the default.
 inline std::int64_t parse_dot_cache_budget(const char* text) {
-  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
-  if (text == nullptr || *text == '\0') return kDefaultDotCacheMiB * kMiB;
-  char* end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || value < 0 || value > 65536)
-    throw invalid_argument(std::string("FLASHSINKHORN_CPU_DOT_CACHE_MIB must be a whole number of MiB in [0, 65536] "
-                                       "(or unset), got '") + text + "'");
-  return value * kMiB;
+  return parse_mib_setting(text, "FLASHSINKHORN_CPU_DOT_CACHE_MIB", kDefaultDotCacheMiB, 65536);
 }
 
 inline std::int64_t dot_cache_budget() {

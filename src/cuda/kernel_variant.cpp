@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/mib_setting.hpp"
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
 
@@ -124,14 +125,7 @@ float narrow_margin_choice() {
 constexpr std::int64_t kDefaultStreamedL2MiB = 24;
 
 std::int64_t parse_streamed_l2_budget(const char* text) {
-  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
-  if (text == nullptr || *text == '\0') return kDefaultStreamedL2MiB * kMiB;
-  char* end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || value < 0 || value > 1024)
-    throw invalid_argument(std::string("FLASHSINKHORN_STREAMED_L2_MIB must be a whole number of MiB in [0, 1024] (or unset), got '") +
-                           text + "'");
-  return value * kMiB;
+  return parse_mib_setting(text, "FLASHSINKHORN_STREAMED_L2_MIB", kDefaultStreamedL2MiB, 1024);
 }
 
 std::int64_t streamed_l2_budget_choice() {

@@ -143,11 +143,10 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
                       bool key_pairs, cudaStream_t stream, cudaError_t& status) {
   const bool streamed = family == kernel_family::wgmma_streamed;
   CUtensorMap rows_map, keys_map;
-  // In pairs each key panel is loaded in halves (64-row boxes), and with query pairs each query panel
-  // too (softmin_wgmma_ws_streamed_kernel.cuh).
-  const int key_shares = key_pairs ? 2 : 1, query_shares = key_pairs && p.query_pairs ? 2 : 1;
-  if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count,
-                             tile::kWgmmaBlockM / query_shares) ||
+  // In pairs each key panel is loaded in halves (64-row boxes); a query panel is always one box
+  // (softmin_wgmma_ws_streamed_kernel.cuh).
+  const int key_shares = key_pairs ? 2 : 1;
+  if (!make_panel_tensor_map(&rows_map, args.rows.points, row_words, args.rows.padded_count, tile::kWgmmaBlockM) ||
       !make_panel_tensor_map(&keys_map, args.keys.points, row_words, args.keys.padded_count,
                              wgmma::kTileN / key_shares))
     return false;

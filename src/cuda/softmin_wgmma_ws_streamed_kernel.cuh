@@ -58,19 +58,18 @@ __host__ __device__ inline wgmma_ws_streamed_geometry make_wgmma_ws_streamed_geo
 // the two CTAs of a cluster hold two row blocks of one split, and each producer loads half of every
 // key panel (the maps' boxes are kTileN/2 rows) into both CTAs' stages by multicast, halving the
 // key stream through L2 (docs/cuda_backend.md, "What binds the streamed softmin now"); its query
-// panel it loads alone. A query pair (two splits of an odd count's last row block)
-// does the converse: the query panel shared, the keys its own. A stage is then written by both
-// producers, so it is released to both (tma::release_stage).
+// panel it loads alone. A query pair (two splits of an odd count's last row block) does the
+// converse: rank 0 loads the query panel (one 128-row box) into both CTAs, each loads its own keys.
+// A stage is then written by both producers, so it is released to both (tma::release_stage).
 //
 // kQueryPairs (with kKeyPairs; FLASHSINKHORN_STREAMED_QUERY_PAIRS, p.query_pairs set): the layout
-// has query pairs, so the rows map's box is 64 rows and the producer picks per CTA which panel it
-// shares. Its own instance, so that the key pairs without it run session 42's producer loop again:
-// two copies a stage and no test in it; and the producer decides its kind of CTA once, outside the
-// loop. (The key pairs ran 13% slower at 5·10⁴ × 1,024 tf32 on the H100 once the query pairs'
-// producer code, a per-stage test of the CTA's kind and of p.query_pairs, was in the one instance —
-// 39.1 against 34.2 ms an iteration, with or without query pairs, bisected to 429ddc6..bdc16db in
-// session 43 — with the floating-point code unchanged. The two changes are the candidate fix, built
-// in session 43 without a GPU: not yet measured.)
+// has query pairs, and the producer decides once, outside its loop, which kind of CTA it serves; a
+// key pair's loop is then the keys-only instance's, two copies a stage. History (H100, 5·10⁴ ×
+// 1,024 tf32, ms an iteration): with a per-stage test of the CTA's kind in the one instance the key
+// pairs ran 39.1 against 34.2 (bisected to 429ddc6..bdc16db, key_pairs_bisect_h100_2026-12-06_s43.json);
+// with the test hoisted into this instance but the rows map's box halved for the query pairs (a key
+// pair then loaded its query panel in two copies a stage) 37.6 against the keys-only instance's
+// 34.6 (streamed_l2_ab_h100_2026-12-06_s44.json); one box for the query panel removes that copy.
 template <class Op, bool kKeyPairs = false, bool kQueryPairs = false>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     softmin_wgmma_ws_streamed_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
@@ -112,7 +111,6 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
         constexpr int kHalfBytes = kHalfRows * wgmma::kPanelRowBytes;
         static_assert(wgmma::kTileN == tile::kWgmmaBlockM, "key and query panels split into the same halves");
         static_assert(kKeyPairs || !kQueryPairs, "query pairs come with key pairs");
-        const int half = static_cast<int>(rank) * kHalfRows;  // the rows of the shared panel this CTA loads
         tma::ring_position at;
         const int loads = tiles * panels;
         for (int l = 0, t = 0, c = 0; l < loads; ++l, at.advance(stages)) {
@@ -123,15 +121,14 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
           unsigned char* query_panel = stage + kKeyPanelBytes;
           const int column = c * wgmma::kPanelWords;
           const int key_row = (tile_begin + t) * wgmma::kTileN, query_row = static_cast<int>(row_block0);
-          if constexpr (decltype(shares_queries)::value) {  // a query pair: its half of the query panel into both
-            tma::load_2d_multicast(query_panel + rank * kHalfBytes, &rows_map, column, query_row + half, barrier, 0b11);
+          if constexpr (decltype(shares_queries)::value) {  // a query pair: rank 0's query panel into both
+            if (rank == 0) tma::load_2d_multicast(query_panel, &rows_map, column, query_row, barrier, 0b11);
             tma::load_2d(stage, &keys_map, column, key_row, barrier);  // its own keys, in two 64-row boxes
             tma::load_2d(stage + kHalfBytes, &keys_map, column, key_row + kHalfRows, barrier);
           } else if constexpr (kKeyPairs) {  // a key pair: its half of the key panel into both
-            tma::load_2d_multicast(stage + rank * kHalfBytes, &keys_map, column, key_row + half, barrier, 0b11);
+            tma::load_2d_multicast(stage + rank * kHalfBytes, &keys_map, column, key_row + static_cast<int>(rank) * kHalfRows,
+                                   barrier, 0b11);
             tma::load_2d(query_panel, &rows_map, column, query_row, barrier);  // its own query panel
-            if constexpr (kQueryPairs)  // the rows map's box is 64 rows then
-              tma::load_2d(query_panel + kHalfBytes, &rows_map, column, query_row + kHalfRows, barrier);
           } else {
             tma::load_2d(stage, &keys_map, column, key_row, barrier);
             tma::load_2d(query_panel, &rows_map, column, query_row, barrier);

@@ -132,11 +132,11 @@ int main(int argc, char** argv) {
           "\"k\":%lld,\"precision\":\"%s\",\"eps\":%g,\"repeats\":%d,\"half_step_ms\":%.5f,\"plan_ms\":%.5f,"
           "\"plan_over_iteration\":%.3f,\"plan_over_half_step\":%.3f,\"gradient_ms\":%.5f,"
           "\"gradient_over_iteration\":%.3f,\"gradient_over_half_step\":%.3f,\"iterations\":%d,"
-          "\"forward_gradient_ms\":%.5f,\"gradient_norm\":%.6g,\"plan_cluster_pairs\":%s}\n",
+          "\"forward_gradient_ms\":%.5f,\"gradient_norm\":%.6g,\"plan_cluster_pairs\":\"%s\"}\n",
           device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
           static_cast<long long>(size.d), static_cast<long long>(size.d), name.c_str(), eps, args.repeats, half, plan,
           plan / (2 * half), plan / half, grad_pass, grad_pass / (2 * half), grad_pass / half, args.iterations,
-          forward_grad, std::sqrt(grad_norm), plan_cluster_pairs_choice() ? "true" : "false");
+          forward_grad, std::sqrt(grad_norm), to_string(plan_cluster_pairs_choice()));
       std::fflush(stdout);
       std::fprintf(stderr,
                    "plan n=%lld d=k=%lld %s: host-values plan_rows %.3f ms, gradient pass %.3f ms = %.2f iterations "

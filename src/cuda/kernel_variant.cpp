@@ -155,10 +155,27 @@ bool streamed_query_pairs_choice() {
   return chosen;
 }
 
-bool parse_plan_cluster_pairs(const char* text) { return parse_off_on(text, "FLASHSINKHORN_PLAN_CLUSTER_PAIRS", true); }
+plan_pairing parse_plan_cluster_pairs(const char* text) {
+  if (text == nullptr || *text == '\0') return plan_pairing::multicast;
+  const std::string_view name(text);
+  if (name == "on" || name == "multicast") return plan_pairing::multicast;
+  if (name == "split") return plan_pairing::split_scores;
+  if (name == "off") return plan_pairing::none;
+  throw invalid_argument(std::string("FLASHSINKHORN_PLAN_CLUSTER_PAIRS must be on, multicast, split or off (or unset), got '") +
+                         text + "'");
+}
 
-bool plan_cluster_pairs_choice() {
-  static const bool chosen = parse_plan_cluster_pairs(std::getenv("FLASHSINKHORN_PLAN_CLUSTER_PAIRS"));  // read once
+const char* to_string(plan_pairing pairing) {
+  switch (pairing) {
+    case plan_pairing::none: return "off";
+    case plan_pairing::multicast: return "multicast";
+    case plan_pairing::split_scores: return "split";
+  }
+  return "?";
+}
+
+plan_pairing plan_cluster_pairs_choice() {
+  static const plan_pairing chosen = parse_plan_cluster_pairs(std::getenv("FLASHSINKHORN_PLAN_CLUSTER_PAIRS"));  // read once
   return chosen;
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "cuda/plan_pairing.hpp"
 #include "flashsinkhorn/options.hpp"
 
 namespace flashsinkhorn::detail {
@@ -112,12 +113,15 @@ key_pairs_mode streamed_key_pairs_choice();
 bool parse_streamed_query_pairs(const char* text);
 bool streamed_query_pairs_choice();
 
-// Whether the streamed Hopper plan pass runs its value tiles in cluster pairs (two value tiles of one
-// row block sharing every key and query panel by multicast: plan_wgmma_streamed_kernel.cuh), from
-// FLASHSINKHORN_PLAN_CLUSTER_PAIRS (read once): on (unset or empty: the default; measured on the
-// H100, 2026-12-06, plan_pass_l2_h100_2026-12-06_s43.json: the gradient pass 5–21% faster at 10⁴ and
-// 5·10⁴ × 512 and 10⁴ × 1,024) or off. Anything else throws invalid_argument.
-bool parse_plan_cluster_pairs(const char* text);
-bool plan_cluster_pairs_choice();
+// How the streamed Hopper plan pass pairs its value tiles (plan_pairing.hpp,
+// plan_wgmma_streamed_kernel.cuh), from FLASHSINKHORN_PLAN_CLUSTER_PAIRS (read once): multicast
+// (unset, empty or on: the default; two value tiles of one row block sharing every key and query
+// panel by multicast; measured on the H100, 2026-12-06, plan_pass_l2_h100_2026-12-06_s43.json: the
+// gradient pass 5–21% faster at 10⁴ and 5·10⁴ × 512 and 10⁴ × 1,024), split (each CTA of the pair
+// multiplies half of the panels and the two add their partial scores) or off. Anything else throws
+// invalid_argument.
+plan_pairing parse_plan_cluster_pairs(const char* text);
+plan_pairing plan_cluster_pairs_choice();
+const char* to_string(plan_pairing pairing);  // off, multicast or split: what the variable takes
 
 }  // namespace flashsinkhorn::detail

@@ -240,31 +240,48 @@ cudaError_t launch_plan_wgmma_steps(const plan_rows_launch_args& args, const ker
 
 // Wide rows: the streamed kernel, 128 value columns per CTA when the staged columns come in
 // pairs of 64-column tiles; in cluster pairs (FLASHSINKHORN_PLAN_CLUSTER_PAIRS) where a row block
-// has an even number of value tiles.
+// has an even number of value tiles (and, to split the scores, at least two panels).
+template <class Op, int kHalves, plan_pairing kPairing>
+cudaError_t launch_plan_wgmma_streamed_as(const plan_rows_launch_args& args, std::int64_t words, std::int64_t value_tiles,
+                                          cudaStream_t stream) {
+  constexpr int kExtraBytes = kernels::plan_pairing_extra_bytes(kPairing);
+  hopper_plan plan;
+  const int stages = kernels::plan_wgmma_streamed_stages(args.max_shared_bytes - kExtraBytes);
+  if (stages == 0 || !make_hopper_plan(args, words, stages, plan, kPairing == plan_pairing::multicast))
+    return cudaErrorNotSupported;
+  plan.p.value_tiles = static_cast<int>(value_tiles);
+  const int shared_bytes = wgmma::kPanelAlignment + stages * kernels::plan_wgmma_streamed::kStageBytes + kExtraBytes;
+  const int panels = static_cast<int>(words / wgmma::kPanelWords);
+  const dim3 grid = hopper_plan_grid(plan, kHalves * kernels::plan_wgmma::kValueCols);
+  const auto kernel = &kernels::plan_wgmma_streamed_kernel<Op, kHalves, kPairing>;
+  cudaError_t status = allow_shared(kernel, shared_bytes);
+  if (status != cudaSuccess) return status;
+  if constexpr (kPairing != plan_pairing::none) {
+    return launch_cluster_pairs(kernel, std::int64_t{grid.x} * grid.y, tile::kWgmmaWsThreads, shared_bytes, stream,
+                                plan.p, panels, plan.rows_map, plan.keys_map, plan.values_map);
+  } else {
+    kernel<<<grid, tile::kWgmmaWsThreads, shared_bytes, stream>>>(plan.p, panels, plan.rows_map, plan.keys_map,
+                                                                  plan.values_map);
+    return cudaGetLastError();
+  }
+}
+
 template <class Op, int kHalves>
 cudaError_t launch_plan_wgmma_streamed(const plan_rows_launch_args& args, std::int64_t words, cudaStream_t stream) {
   const std::int64_t value_tiles = value_tiles_of(args.k, kHalves * kernels::plan_wgmma::kValueCols);
-  const bool cluster_pairs = plan_cluster_pairs_choice() && value_tiles % 2 == 0;
-  hopper_plan plan;
-  const int stages = kernels::plan_wgmma_streamed_stages(args.max_shared_bytes);
-  if (!make_hopper_plan(args, words, stages, plan, cluster_pairs)) return cudaErrorNotSupported;
-  plan.p.value_tiles = static_cast<int>(value_tiles);
-  const int shared_bytes = wgmma::kPanelAlignment + stages * kernels::plan_wgmma_streamed::kStageBytes;
   const int panels = static_cast<int>(words / wgmma::kPanelWords);
-  const dim3 grid = hopper_plan_grid(plan, kHalves * kernels::plan_wgmma::kValueCols);
-  if (cluster_pairs) {
-    const auto kernel = &kernels::plan_wgmma_streamed_kernel<Op, kHalves, true>;
-    cudaError_t status = allow_shared(kernel, shared_bytes);
-    if (status != cudaSuccess) return status;
-    return launch_cluster_pairs(kernel, std::int64_t{grid.x} * grid.y, tile::kWgmmaWsThreads, shared_bytes, stream,
-                                plan.p, panels, plan.rows_map, plan.keys_map, plan.values_map);
+  plan_pairing pairing = value_tiles % 2 == 0 ? plan_cluster_pairs_choice() : plan_pairing::none;
+  const bool inbox_fits =
+      kernels::plan_wgmma_streamed_stages(args.max_shared_bytes - kernels::plan_pairing_extra_bytes(plan_pairing::split_scores)) > 0;
+  if (pairing == plan_pairing::split_scores && (panels < 2 || !inbox_fits)) pairing = plan_pairing::multicast;
+  switch (pairing) {
+    case plan_pairing::multicast:
+      return launch_plan_wgmma_streamed_as<Op, kHalves, plan_pairing::multicast>(args, words, value_tiles, stream);
+    case plan_pairing::split_scores:
+      return launch_plan_wgmma_streamed_as<Op, kHalves, plan_pairing::split_scores>(args, words, value_tiles, stream);
+    case plan_pairing::none: break;
   }
-  const auto kernel = &kernels::plan_wgmma_streamed_kernel<Op, kHalves>;
-  cudaError_t status = allow_shared(kernel, shared_bytes);
-  if (status != cudaSuccess) return status;
-  kernel<<<grid, tile::kWgmmaWsThreads, shared_bytes, stream>>>(plan.p, panels, plan.rows_map, plan.keys_map,
-                                                                plan.values_map);
-  return cudaGetLastError();
+  return launch_plan_wgmma_streamed_as<Op, kHalves, plan_pairing::none>(args, words, value_tiles, stream);
 }
 
 template <class Op>

@@ -147,6 +147,23 @@ __device__ __forceinline__ void arrive_in_cta(std::uint64_t* barrier, unsigned r
       : "memory");
 }
 
+// `address` (a shared::cta address of this CTA) as the shared::cluster address of the same offset
+// in CTA `rank`'s shared memory.
+__device__ __forceinline__ std::uint32_t address_in_cta(std::uint32_t address, unsigned rank) {
+  std::uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(address), "r"(rank));
+  return remote;
+}
+
+// Stores 16 bytes at `remote` (a shared::cluster address, address_in_cta) and completes them on the
+// barrier at `remote_barrier` (in the same CTA as `remote`; its expect_tx counts them).
+__device__ __forceinline__ void store_async(std::uint32_t remote, float4 value, std::uint32_t remote_barrier) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(
+                   remote),
+               "f"(value.x), "f"(value.y), "f"(value.z), "f"(value.w), "r"(remote_barrier)
+               : "memory");
+}
+
 __device__ __forceinline__ void load_2d_multicast(void* dst, const CUtensorMap* map, int col, int row,
                                                   std::uint64_t* barrier, std::uint16_t cta_mask) {
   asm volatile(

@@ -123,18 +123,27 @@ TEST(kernel_variant, the_streamed_l2_budget_is_24_mib_unless_a_whole_number_up_t
   expect_rejected(parse_streamed_l2_budget, {"-1", "1025", "2.5", "24M", "x"}, "FLASHSINKHORN_STREAMED_L2_MIB");
 }
 
-TEST(kernel_variant, the_query_pairs_and_plan_cluster_pairs_are_on_unless_off_is_given) {
-  struct on_off_switch {
-    bool (*parse)(const char*);
-    const char* variable;
-  };
-  for (const on_off_switch& option : {on_off_switch{flashsinkhorn::detail::parse_streamed_query_pairs,
-                                                    "FLASHSINKHORN_STREAMED_QUERY_PAIRS"},
-                                      on_off_switch{flashsinkhorn::detail::parse_plan_cluster_pairs,
-                                                    "FLASHSINKHORN_PLAN_CLUSTER_PAIRS"}}) {
-    expect_switch(option.parse, {{nullptr, true}, {"", true}, {"off", false}, {"on", true}}, "1", option.variable);
-    expect_rejected(option.parse, {"ON", "yes", "auto"}, option.variable);
-  }
+TEST(kernel_variant, the_query_pairs_are_on_unless_off_is_given) {
+  using flashsinkhorn::detail::parse_streamed_query_pairs;
+  expect_switch(parse_streamed_query_pairs, {{nullptr, true}, {"", true}, {"off", false}, {"on", true}}, "1",
+                "FLASHSINKHORN_STREAMED_QUERY_PAIRS");
+  expect_rejected(parse_streamed_query_pairs, {"ON", "yes", "auto"}, "FLASHSINKHORN_STREAMED_QUERY_PAIRS");
+}
+
+TEST(kernel_variant, the_plan_cluster_pairs_multicast_unless_split_or_off_is_given) {
+  using flashsinkhorn::detail::parse_plan_cluster_pairs;
+  using flashsinkhorn::detail::plan_pairing;
+  expect_switch<plan_pairing>(parse_plan_cluster_pairs,
+                              {{nullptr, plan_pairing::multicast},
+                               {"", plan_pairing::multicast},
+                               {"on", plan_pairing::multicast},
+                               {"multicast", plan_pairing::multicast},
+                               {"split", plan_pairing::split_scores},
+                               {"off", plan_pairing::none}},
+                              "1", "FLASHSINKHORN_PLAN_CLUSTER_PAIRS");
+  expect_rejected(parse_plan_cluster_pairs, {"ON", "yes", "auto", "split_scores"}, "FLASHSINKHORN_PLAN_CLUSTER_PAIRS");
+  for (const plan_pairing pairing : {plan_pairing::none, plan_pairing::multicast, plan_pairing::split_scores})
+    EXPECT_EQ(parse_plan_cluster_pairs(flashsinkhorn::detail::to_string(pairing)), pairing);
 }
 
 TEST(kernel_variant, the_streamed_key_pairs_are_automatic_unless_on_or_off_is_given) {

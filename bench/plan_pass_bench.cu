@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
           device.c_str(), static_cast<long long>(size.n), static_cast<long long>(size.n),
           static_cast<long long>(size.d), static_cast<long long>(size.d), name.c_str(), eps, args.repeats, half, plan,
           plan / (2 * half), plan / half, grad_pass, grad_pass / (2 * half), grad_pass / half, args.iterations,
-          forward_grad, std::sqrt(grad_norm), to_string(plan_cluster_pairs_choice()));
+          forward_grad, std::sqrt(grad_norm), to_string(plan_cluster_pairs_choice(mode)));
       std::fflush(stdout);
       std::fprintf(stderr,
                    "plan n=%lld d=k=%lld %s: host-values plan_rows %.3f ms, gradient pass %.3f ms = %.2f iterations "

@@ -157,13 +157,14 @@ if has gpu; then
     test_pass 'sizes/cuda_backend_test*:*plan_pass_test*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
       FLASHSINKHORN_STREAMED_KEY_PAIRS=on FLASHSINKHORN_STREAMED_QUERY_PAIRS=off FLASHSINKHORN_PLAN_CLUSTER_PAIRS=off
   fi
-  # The plan pass's split-scores pairs (FLASHSINKHORN_PLAN_CLUSTER_PAIRS=split: each CTA multiplies
-  # half of the panels and the two add their partial scores, score_exchange.cuh): the plan, gradient
-  # and solver cases (GPU_TEST_PLAN_SPLIT=0 leaves the pass out).
-  if [[ "${GPU_TEST_PLAN_SPLIT:-1}" != 0 ]]; then
+  # The plan pass's pairings forced (FLASHSINKHORN_PLAN_CLUSTER_PAIRS; by default split in tf32 —
+  # each CTA multiplies half of the panels and the two add their partial scores, score_exchange.cuh —
+  # and multicast in bf16): the plan, gradient and solver cases with each pairing in both modes
+  # (GPU_TEST_PLAN_PAIRINGS="" leaves the passes out).
+  for pairing in ${GPU_TEST_PLAN_PAIRINGS-split multicast}; do
     test_pass '*plan_pass_test*:*Gradient*:*Solver*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
-      FLASHSINKHORN_PLAN_CLUSTER_PAIRS=split
-  fi
+      FLASHSINKHORN_PLAN_CLUSTER_PAIRS="$pairing"
+  done
   # A quarter of the predicted wgmma tiles' exponentials by a cubic on the FMA pipe (FLASHSINKHORN_EXP2=split,
   # kernel_variant.hpp; the MUFU takes them all by default): the backend cases and the forced
   # fallbacks of predicted_reference_gpu_test with predicted references forced, on the
@@ -260,7 +261,7 @@ if has l2; then
     bench/streamed_l2_ab.sh "$out/streamed_l2_ab_$(date -u +%F).json" > "$logs/l2.log" 2>&1 || { echo "L2 A/B failed"; status=1; }
   if [[ -n "${L2_PLAN_SIZES:-}" ]]; then  # merged as the plan stage's files are (no peer rows)
     # L2_PLAN_PAIRS="off multicast split": the plan pass's cluster pairs (FLASHSINKHORN_PLAN_CLUSTER_PAIRS,
-    # multicast by default) off, sharing panels, splitting the scores.
+    # auto by default: split in tf32, multicast in bf16) off, sharing panels, splitting the scores.
     for plan_pairs in ${L2_PLAN_PAIRS:-on}; do
       FLASHSINKHORN_PLAN_CLUSTER_PAIRS="$plan_pairs" timeout 150 "$build/bench/flashsinkhorn_plan_bench" \
         --sizes "$L2_PLAN_SIZES" --precisions "${L2_PRECISIONS:-tf32,bf16}" \

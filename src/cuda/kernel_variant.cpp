@@ -155,14 +155,15 @@ bool streamed_query_pairs_choice() {
   return chosen;
 }
 
-plan_pairing parse_plan_cluster_pairs(const char* text) {
-  if (text == nullptr || *text == '\0') return plan_pairing::multicast;
-  const std::string_view name(text);
-  if (name == "on" || name == "multicast") return plan_pairing::multicast;
+plan_pairing parse_plan_cluster_pairs(const char* text, precision mode) {
+  const std::string_view name(text == nullptr ? "" : text);
+  if (name.empty() || name == "auto" || name == "on") return default_plan_pairing(mode);
+  if (name == "multicast") return plan_pairing::multicast;
   if (name == "split") return plan_pairing::split_scores;
   if (name == "off") return plan_pairing::none;
-  throw invalid_argument(std::string("FLASHSINKHORN_PLAN_CLUSTER_PAIRS must be on, multicast, split or off (or unset), got '") +
-                         text + "'");
+  throw invalid_argument(
+      std::string("FLASHSINKHORN_PLAN_CLUSTER_PAIRS must be auto, on, multicast, split or off (or unset), got '") + text +
+      "'");
 }
 
 const char* to_string(plan_pairing pairing) {
@@ -174,9 +175,15 @@ const char* to_string(plan_pairing pairing) {
   return "?";
 }
 
-plan_pairing plan_cluster_pairs_choice() {
-  static const plan_pairing chosen = parse_plan_cluster_pairs(std::getenv("FLASHSINKHORN_PLAN_CLUSTER_PAIRS"));  // read once
-  return chosen;
+plan_pairing default_plan_pairing(precision mode) {
+  return mode == precision::tf32 ? plan_pairing::split_scores : plan_pairing::multicast;
+}
+
+plan_pairing plan_cluster_pairs_choice(precision mode) {
+  static const char* const text = std::getenv("FLASHSINKHORN_PLAN_CLUSTER_PAIRS");  // read once
+  static const plan_pairing tf32 = parse_plan_cluster_pairs(text, precision::tf32);
+  static const plan_pairing others = parse_plan_cluster_pairs(text, precision::bf16);
+  return mode == precision::tf32 ? tf32 : others;
 }
 
 const char* to_string(wgmma_variant variant) {

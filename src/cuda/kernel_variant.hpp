@@ -114,14 +114,18 @@ bool parse_streamed_query_pairs(const char* text);
 bool streamed_query_pairs_choice();
 
 // How the streamed Hopper plan pass pairs its value tiles (plan_pairing.hpp,
-// plan_wgmma_streamed_kernel.cuh), from FLASHSINKHORN_PLAN_CLUSTER_PAIRS (read once): multicast
-// (unset, empty or on: the default; two value tiles of one row block sharing every key and query
-// panel by multicast; measured on the H100, 2026-12-06, plan_pass_l2_h100_2026-12-06_s43.json: the
-// gradient pass 5–21% faster at 10⁴ and 5·10⁴ × 512 and 10⁴ × 1,024), split (each CTA of the pair
-// multiplies half of the panels and the two add their partial scores) or off. Anything else throws
-// invalid_argument.
-plan_pairing parse_plan_cluster_pairs(const char* text);
-plan_pairing plan_cluster_pairs_choice();
+// plan_wgmma_streamed_kernel.cuh), from FLASHSINKHORN_PLAN_CLUSTER_PAIRS (read once): auto (unset,
+// empty or on: default_plan_pairing), multicast (two value tiles of one row block sharing every key
+// and query panel by multicast), split (each CTA of the pair multiplies half of the panels and the
+// two add their partial scores) or off. Anything else throws invalid_argument.
+// The default, measured on the H100 (2026-12-06, gradient pass ms, multicast / split,
+// plan_pass_l2_h100_2026-12-06_s44.json): tf32 10⁴ × 512 1.78 / 1.72, 10⁴ × 1,024 5.07 / 4.13,
+// 2·10⁴ × 512 5.62 / 5.53, 5·10⁴ × 512 33.3 / 32.2 — split; bf16 1.21 / 1.42, 2.98 / 2.91, 3.83 /
+// 4.51, 22.2 / 25.8 — multicast (its scores cost half of tf32's, so the exchange and the shorter
+// ring outweigh the saved products). Multicast against none: plan_pass_l2_h100_2026-12-06_s43.json.
+plan_pairing default_plan_pairing(precision mode);
+plan_pairing parse_plan_cluster_pairs(const char* text, precision mode);
+plan_pairing plan_cluster_pairs_choice(precision mode);
 const char* to_string(plan_pairing pairing);  // off, multicast or split: what the variable takes
 
 }  // namespace flashsinkhorn::detail

@@ -267,10 +267,11 @@ cudaError_t launch_plan_wgmma_streamed_as(const plan_rows_launch_args& args, std
 }
 
 template <class Op, int kHalves>
-cudaError_t launch_plan_wgmma_streamed(const plan_rows_launch_args& args, std::int64_t words, cudaStream_t stream) {
+cudaError_t launch_plan_wgmma_streamed(precision mode, const plan_rows_launch_args& args, std::int64_t words,
+                                       cudaStream_t stream) {
   const std::int64_t value_tiles = value_tiles_of(args.k, kHalves * kernels::plan_wgmma::kValueCols);
   const int panels = static_cast<int>(words / wgmma::kPanelWords);
-  plan_pairing pairing = value_tiles % 2 == 0 ? plan_cluster_pairs_choice() : plan_pairing::none;
+  plan_pairing pairing = value_tiles % 2 == 0 ? plan_cluster_pairs_choice(mode) : plan_pairing::none;
   const bool inbox_fits =
       kernels::plan_wgmma_streamed_stages(args.max_shared_bytes - kernels::plan_pairing_extra_bytes(plan_pairing::split_scores)) > 0;
   if (pairing == plan_pairing::split_scores && (panels < 2 || !inbox_fits)) pairing = plan_pairing::multicast;
@@ -289,8 +290,8 @@ cudaError_t launch_plan_wgmma(precision mode, const plan_rows_launch_args& args,
   const int words = static_cast<int>(row_words(mode, args.rows.padded_dim));
   if (words / 8 > kernels::plan_wgmma::kMaxSteps) {
     const bool pairs = value_columns_padded(args.k) % (2 * kernels::plan_wgmma::kValueCols) == 0;
-    return pairs ? launch_plan_wgmma_streamed<Op, 2>(args, words, stream)
-                 : launch_plan_wgmma_streamed<Op, 1>(args, words, stream);
+    return pairs ? launch_plan_wgmma_streamed<Op, 2>(mode, args, words, stream)
+                 : launch_plan_wgmma_streamed<Op, 1>(mode, args, words, stream);
   }
   const kernels::plan_wgmma_geometry geo = kernels::make_plan_wgmma_geometry(words, args.max_shared_bytes);
   switch (words / 8) {

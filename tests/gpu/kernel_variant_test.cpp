@@ -130,20 +130,27 @@ TEST(kernel_variant, the_query_pairs_are_on_unless_off_is_given) {
   expect_rejected(parse_streamed_query_pairs, {"ON", "yes", "auto"}, "FLASHSINKHORN_STREAMED_QUERY_PAIRS");
 }
 
-TEST(kernel_variant, the_plan_cluster_pairs_multicast_unless_split_or_off_is_given) {
+TEST(kernel_variant, the_plan_cluster_pairs_split_the_scores_in_tf32_and_multicast_in_bf16_unless_told) {
+  using flashsinkhorn::precision;
   using flashsinkhorn::detail::parse_plan_cluster_pairs;
   using flashsinkhorn::detail::plan_pairing;
-  expect_switch<plan_pairing>(parse_plan_cluster_pairs,
-                              {{nullptr, plan_pairing::multicast},
-                               {"", plan_pairing::multicast},
-                               {"on", plan_pairing::multicast},
-                               {"multicast", plan_pairing::multicast},
-                               {"split", plan_pairing::split_scores},
-                               {"off", plan_pairing::none}},
-                              "1", "FLASHSINKHORN_PLAN_CLUSTER_PAIRS");
-  expect_rejected(parse_plan_cluster_pairs, {"ON", "yes", "auto", "split_scores"}, "FLASHSINKHORN_PLAN_CLUSTER_PAIRS");
-  for (const plan_pairing pairing : {plan_pairing::none, plan_pairing::multicast, plan_pairing::split_scores})
-    EXPECT_EQ(parse_plan_cluster_pairs(flashsinkhorn::detail::to_string(pairing)), pairing);
+  for (const precision mode : {precision::tf32, precision::bf16}) {
+    const plan_pairing automatic = mode == precision::tf32 ? plan_pairing::split_scores : plan_pairing::multicast;
+    EXPECT_EQ(flashsinkhorn::detail::default_plan_pairing(mode), automatic);
+    const auto parse = [mode](const char* text) { return parse_plan_cluster_pairs(text, mode); };
+    expect_switch<plan_pairing>(parse,
+                                {{nullptr, automatic},
+                                 {"", automatic},
+                                 {"auto", automatic},
+                                 {"on", automatic},
+                                 {"multicast", plan_pairing::multicast},
+                                 {"split", plan_pairing::split_scores},
+                                 {"off", plan_pairing::none}},
+                                "1", "FLASHSINKHORN_PLAN_CLUSTER_PAIRS");
+    expect_rejected(parse, {"ON", "yes", "split_scores"}, "FLASHSINKHORN_PLAN_CLUSTER_PAIRS");
+    for (const plan_pairing pairing : {plan_pairing::none, plan_pairing::multicast, plan_pairing::split_scores})
+      EXPECT_EQ(parse(flashsinkhorn::detail::to_string(pairing)), pairing);
+  }
 }
 
 TEST(kernel_variant, the_streamed_key_pairs_are_automatic_unless_on_or_off_is_given) {

@@ -203,8 +203,22 @@ def plan_row(r: dict, meta: dict, file: str) -> dict:
     out.update(impl=r["impl"], variant="C++ plan bench" if r["impl"] == OURS else r["impl"], n=r["n"], d=r["d"],
                precision=r["precision"], device="gpu", status="error" if r.get("error") else "ok",
                half_step_ms=r.get("half_step_ms"), plan_ms=r.get("plan_ms"), gradient_ms=r.get("gradient_ms"),
-               k=r.get("k"), card=gpu_card({"machine": r.get("device")}) or gpu_card(meta))
+               k=r.get("k"), card=gpu_card({"machine": r.get("device")}) or gpu_card(meta),
+               pairing=plan_pairing_of(r.get("plan_cluster_pairs")))
     return out
+
+
+# The plan pass's pairing by precision when FLASHSINKHORN_PLAN_CLUSTER_PAIRS is unset
+# (src/cuda/kernel_variant.hpp, default_plan_pairing; since session 44).
+DEFAULT_PLAN_PAIRING = {"tf32": "split", "bf16": "multicast"}
+
+
+def plan_pairing_of(value) -> str | None:
+    """The plan bench's plan_cluster_pairs field as a pairing name: before session 44 a bool (on meant
+    multicast), since then the name; None where the bench did not say."""
+    if isinstance(value, bool):
+        return "multicast" if value else "off"
+    return value if isinstance(value, str) else None
 
 
 def cpu_forward_row(r: dict, meta: dict, file: str) -> dict:
@@ -281,19 +295,26 @@ def plan_section(rows, sources) -> list[str]:
     out = ["## Plan pass and gradient (C++ benchmark)", ""]
     if not files:
         return out + ["No plan-pass results.", ""]
+    def is_default(r):
+        return r.get("pairing") in (None, DEFAULT_PLAN_PAIRING.get(r["precision"]))
+
     newest: dict[tuple, dict] = {}
     for source in files:  # oldest first: a later file's row replaces an earlier one's
         for r in rows:
             if r["file"] == source["file"] and r["impl"] == OURS:
-                newest[(r["n"], r["d"], r["precision"], r.get("card") or "?")] = r
+                key = (r["n"], r["d"], r["precision"], r.get("card") or "?")
+                if key not in newest or is_default(r) or not is_default(newest[key]):
+                    newest[key] = r  # (a row of a forced pairing never replaces one of the default's)
     out += ["One softmin half-step against the plan pass (P·V with V = Y, k = d; host upload and download "
             "included) and, where measured, the gradient pass (results on the device); the newest row per size, "
-            "precision and card over the plan-pass files, each from the file in the last column.", ""]
-    body = [[f"{n:,}", d, precision, card, fmt_ms(r.get("half_step_ms")), fmt_ms(r.get("plan_ms")),
-             fmt_ms(r.get("gradient_ms")), fmt_ms(r.get("ms") if r.get("op") == "forward_gradient" else None),
-             f"`{r['file']}`"]
+            "precision and card over the plan-pass files, each from the file in the last column, a row of the "
+            "plan pass's default pairing (tf32: split scores, bf16: multicast; docs/cuda_backend.md) before one "
+            "of a forced pairing. 'pairs': the pairing the row ran ('–': not recorded).", ""]
+    body = [[f"{n:,}", d, precision, card, r.get("pairing") or "–", fmt_ms(r.get("half_step_ms")),
+             fmt_ms(r.get("plan_ms")), fmt_ms(r.get("gradient_ms")),
+             fmt_ms(r.get("ms") if r.get("op") == "forward_gradient" else None), f"`{r['file']}`"]
             for (n, d, precision, card), r in sorted(newest.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2], kv[0][3]))]
-    return out + table(["n", "d", "precision", "card", "half-step ms", "plan pass ms", "gradient ms",
+    return out + table(["n", "d", "precision", "card", "pairs", "half-step ms", "plan pass ms", "gradient ms",
                         "forward+gradient ms", "file"], body)
 
 

@@ -366,10 +366,40 @@ def test_the_plan_table_keeps_each_size_from_its_newest_file(tmp_path):
         {"device": h100, "n": 50000, "d": 3, "precision": "tf32", "half_step_ms": 1.08, "plan_ms": 2.53}])
     text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
     section = text[text.index("## Plan pass and gradient"):text.index("## Hessian")]
-    assert "| 50,000 | 3 | tf32 | H100 | 1.08 | 2.53 | – | – | `plan_pass_new.json` |" in section
-    assert "| 50,000 | 3 | tf32 | H200 | 1.5 | 2.5 | – | – | `plan_pass_old.json` |" in section
-    assert "| 50,000 | 64 | tf32 | H100 | 1.7 | 8 | – | – | `plan_pass_old.json` |" in section
+    assert "| 50,000 | 3 | tf32 | H100 | – | 1.08 | 2.53 | – | – | `plan_pass_new.json` |" in section
+    assert "| 50,000 | 3 | tf32 | H200 | – | 1.5 | 2.5 | – | – | `plan_pass_old.json` |" in section
+    assert "| 50,000 | 64 | tf32 | H100 | – | 1.7 | 8 | – | – | `plan_pass_old.json` |" in section
     assert "9.9" not in section  # the older H100 row at d = 3 is replaced
+
+
+def test_the_plan_table_prefers_the_default_pairing_of_each_precision(tmp_path):
+    """A file with the plan pass's pairings forced one after another (gpu_check's L2_PLAN_PAIRS) shows,
+    per size and precision, the row of the default pairing (tf32: split, bf16: multicast), whatever
+    the order; older files' booleans read as multicast / off."""
+    report = load_report()
+    results = tmp_path / "results"
+    results.mkdir()
+    h100 = "NVIDIA H100 80GB HBM3"
+
+    def row(precision, pairs, gradient_ms):
+        return {"impl": "flashsinkhorn", "bench": "plan_pass", "device": h100, "n": 10000, "m": 10000, "d": 512,
+                "k": 512, "precision": precision, "half_step_ms": 0.4, "plan_ms": 26.0, "gradient_ms": gradient_ms,
+                "plan_cluster_pairs": pairs}
+
+    old = {"benchmark": "plan_pass", "commit": "abc1234", "date": "2099-01-01T00:00:00", "machine": "vm",
+           "rows": [row("tf32", True, 1.11), row("bf16", False, 1.22)]}
+    new = {"benchmark": "plan_pass", "commit": "abc1235", "date": "2099-02-01T00:00:00", "machine": "vm",
+           "rows": [row("tf32", "split", 1.33), row("bf16", "multicast", 1.44), row("tf32", "multicast", 1.55),
+                    row("bf16", "split", 1.66)]}
+    (results / "plan_pass_old.json").write_text(json.dumps(old))
+    (results / "plan_pass_new.json").write_text(json.dumps(new))
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    section = text[text.index("## Plan pass and gradient"):text.index("## Hessian")]
+    assert "| 10,000 | 512 | tf32 | H100 | split | 0.4 | 26 | 1.33 | – | `plan_pass_new.json` |" in section
+    assert "| 10,000 | 512 | bf16 | H100 | multicast | 0.4 | 26 | 1.44 | – | `plan_pass_new.json` |" in section
+    for forced_or_older in ("1.11", "1.22", "1.55", "1.66"):
+        assert forced_or_older not in section
+    assert report.plan_pairing_of(True) == "multicast" and report.plan_pairing_of(False) == "off"
 
 
 def test_a_same_run_ratio_with_few_timed_calls_is_shown_but_not_judged(tmp_path):

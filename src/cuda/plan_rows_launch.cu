@@ -271,11 +271,9 @@ cudaError_t launch_plan_wgmma_streamed(precision mode, const plan_rows_launch_ar
                                        cudaStream_t stream) {
   const std::int64_t value_tiles = value_tiles_of(args.k, kHalves * kernels::plan_wgmma::kValueCols);
   const int panels = static_cast<int>(words / wgmma::kPanelWords);
-  plan_pairing pairing = value_tiles % 2 == 0 ? plan_cluster_pairs_choice(mode) : plan_pairing::none;
   const bool inbox_fits =
       kernels::plan_wgmma_streamed_stages(args.max_shared_bytes - kernels::plan_pairing_extra_bytes(plan_pairing::split_scores)) > 0;
-  if (pairing == plan_pairing::split_scores && (panels < 2 || !inbox_fits)) pairing = plan_pairing::multicast;
-  switch (pairing) {
+  switch (plan_pairing_for(plan_cluster_pairs_choice(mode), value_tiles, panels, inbox_fits)) {
     case plan_pairing::multicast:
       return launch_plan_wgmma_streamed_as<Op, kHalves, plan_pairing::multicast>(args, words, value_tiles, stream);
     case plan_pairing::split_scores:

@@ -153,6 +153,19 @@ TEST(kernel_variant, the_plan_cluster_pairs_split_the_scores_in_tf32_and_multica
   }
 }
 
+TEST(kernel_variant, a_plan_pair_needs_an_even_value_tile_count_and_splits_only_two_panels_or_more) {
+  using flashsinkhorn::detail::plan_pairing;
+  using flashsinkhorn::detail::plan_pairing_for;
+  for (const plan_pairing chosen : {plan_pairing::none, plan_pairing::multicast, plan_pairing::split_scores}) {
+    EXPECT_EQ(plan_pairing_for(chosen, 3, 16, true), plan_pairing::none);  // k = 384: three tiles of 128
+    EXPECT_EQ(plan_pairing_for(chosen, 4, 16, true), chosen);              // k = 512
+  }
+  EXPECT_EQ(plan_pairing_for(plan_pairing::split_scores, 4, 1, true), plan_pairing::multicast);
+  EXPECT_EQ(plan_pairing_for(plan_pairing::split_scores, 4, 2, true), plan_pairing::split_scores);
+  EXPECT_EQ(plan_pairing_for(plan_pairing::split_scores, 4, 16, false), plan_pairing::multicast);
+  EXPECT_EQ(plan_pairing_for(plan_pairing::multicast, 4, 1, false), plan_pairing::multicast);
+}
+
 TEST(kernel_variant, the_streamed_key_pairs_are_automatic_unless_on_or_off_is_given) {
   using flashsinkhorn::detail::key_pairs_mode;
   using flashsinkhorn::detail::parse_streamed_key_pairs;

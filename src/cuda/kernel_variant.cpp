@@ -25,8 +25,8 @@ constexpr wgmma_variant kVariants[] = {wgmma_variant::mma_sync, wgmma_variant::c
 // n = 200,000, d = 64: 55.8 → 48.2.
 constexpr wgmma_variant default_variant(precision /*mode*/) { return wgmma_variant::ws; }
 
-// A switch that is off unless `variable` reads "on" (unset, empty or "off": off).
-// `unset`: the value of an unset or empty variable (the measured default).
+// An on/off switch read from `variable`: "on" or "off"; `unset` for an unset or empty variable (the
+// measured default).
 bool parse_off_on(const char* text, const char* variable, bool unset) {
   if (text == nullptr || *text == '\0') return unset;
   if (std::string_view(text) == "off") return false;

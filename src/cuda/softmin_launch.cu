@@ -152,8 +152,7 @@ bool launch_copy_engine(kernel_family family, const softmin_launch_args& args, c
     return false;
   const bool ws = streamed || ws_resident(mode_of<Op>());
   const int steps = static_cast<int>(row_words * 4 / wgmma::kStepBytes);
-  const auto kernel = key_pairs ? (p.query_pairs ? &kernels::softmin_wgmma_ws_streamed_kernel<Op, true, true>
-                                               : &kernels::softmin_wgmma_ws_streamed_kernel<Op, true>)
+  const auto kernel = key_pairs ? &kernels::softmin_wgmma_ws_streamed_kernel<Op, true>
                       : streamed ? &kernels::softmin_wgmma_ws_streamed_kernel<Op>
                       : ws       ? wgmma_ws_kernel_for<Op>(steps, predicted_reference, exp2_split_choice())
                                  : wgmma_tma_kernel_for<Op>(steps);

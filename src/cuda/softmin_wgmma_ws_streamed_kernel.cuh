@@ -62,15 +62,15 @@ __host__ __device__ inline wgmma_ws_streamed_geometry make_wgmma_ws_streamed_geo
 // converse: rank 0 loads the query panel (one 128-row box) into both CTAs, each loads its own keys.
 // A stage is then written by both producers, so it is released to both (tma::release_stage).
 //
-// kQueryPairs (with kKeyPairs; FLASHSINKHORN_STREAMED_QUERY_PAIRS, p.query_pairs set): the layout
-// has query pairs, and the producer decides once, outside its loop, which kind of CTA it serves; a
-// key pair's loop is then the keys-only instance's, two copies a stage. History (H100, 5·10⁴ ×
-// 1,024 tf32, ms an iteration): with a per-stage test of the CTA's kind in the one instance the key
-// pairs ran 39.1 against 34.2 (bisected to 429ddc6..bdc16db, key_pairs_bisect_h100_2026-12-06_s43.json);
-// with the test hoisted into this instance but the rows map's box halved for the query pairs (a key
-// pair then loaded its query panel in two copies a stage) 37.6 against the keys-only instance's
-// 34.6 (streamed_l2_ab_h100_2026-12-06_s44.json); one box for the query panel removes that copy.
-template <class Op, bool kKeyPairs = false, bool kQueryPairs = false>
+// The producer decides once, outside its loop, which kind of CTA it serves (a key pair, a query
+// pair), so a key pair's loop is two copies a stage and no test. History (H100, 5·10⁴ × 1,024
+// tf32, ms an iteration): with a per-stage test of the CTA's kind the key pairs ran 39.1 against 34.2
+// (bisected to 429ddc6..bdc16db, key_pairs_bisect_h100_2026-12-06_s43.json); with the test hoisted
+// but the rows map's box halved for the query pairs (a key pair then loaded its query panel in two
+// copies a stage) 37.6 against 34.6 (streamed_l2_ab_h100_2026-12-06_s44.json); with one box for the
+// query panel 35.0 (…_s44b.json; 34.8 in session 44's instance without the query-pair loop, since
+// folded into this one).
+template <class Op, bool kKeyPairs = false>
 __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
     softmin_wgmma_ws_streamed_kernel(const softmin_params p, const __grid_constant__ CUtensorMap rows_map,
                                      const __grid_constant__ CUtensorMap keys_map) {
@@ -110,7 +110,6 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
         constexpr int kHalfRows = wgmma::kTileN / 2;
         constexpr int kHalfBytes = kHalfRows * wgmma::kPanelRowBytes;
         static_assert(wgmma::kTileN == tile::kWgmmaBlockM, "key and query panels split into the same halves");
-        static_assert(kKeyPairs || !kQueryPairs, "query pairs come with key pairs");
         tma::ring_position at;
         const int loads = tiles * panels;
         for (int l = 0, t = 0, c = 0; l < loads; ++l, at.advance(stages)) {
@@ -136,7 +135,7 @@ __global__ void __launch_bounds__(tile::kWgmmaWsThreads, 1)
           if (++c == panels) c = 0, ++t;
         }
       };
-      if constexpr (kQueryPairs) {
+      if constexpr (kKeyPairs) {
         if (pair.shares_queries) produce(std::true_type{});
         else produce(std::false_type{});
       } else {

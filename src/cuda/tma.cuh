@@ -138,21 +138,17 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
-__device__ __forceinline__ void arrive_in_cta(std::uint64_t* barrier, unsigned rank) {
-  asm volatile(
-      "{\n.reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_address(barrier)),
-      "r"(rank)
-      : "memory");
-}
-
 // `address` (a shared::cta address of this CTA) as the shared::cluster address of the same offset
 // in CTA `rank`'s shared memory.
 __device__ __forceinline__ std::uint32_t address_in_cta(std::uint32_t address, unsigned rank) {
   std::uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(address), "r"(rank));
   return remote;
+}
+
+__device__ __forceinline__ void arrive_in_cta(std::uint64_t* barrier, unsigned rank) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(address_in_cta(smem_address(barrier), rank))
+               : "memory");
 }
 
 // Stores 16 bytes at `remote` (a shared::cluster address, address_in_cta) and completes them on the

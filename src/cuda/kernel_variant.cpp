@@ -3,17 +3,35 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "core/mib_setting.hpp"
+#include "core/named_setting.hpp"
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
 
-constexpr wgmma_variant kVariants[] = {wgmma_variant::mma_sync, wgmma_variant::cpasync, wgmma_variant::tma,
-                                       wgmma_variant::ws};
+// The names of each setting's choices, as its environment variable spells them.
+constexpr named_choice<wgmma_variant> kVariants[] = {
+    {"mma", wgmma_variant::mma_sync}, {"cpasync", wgmma_variant::cpasync}, {"tma", wgmma_variant::tma},
+    {"ws", wgmma_variant::ws}};
+constexpr named_choice<bool> kFp32FmaDots[] = {{"3xtf32", false}, {"fma", true}};
+constexpr named_choice<narrow_reference> kNarrowReferences[] = {
+    {"auto", narrow_reference::automatic}, {"online", narrow_reference::online},
+    {"predicted", narrow_reference::predicted}};
+constexpr named_choice<bool> kExp2Splits[] = {{"mufu", false}, {"split", true}};
+constexpr named_choice<bool> kOffOn[] = {{"on", true}, {"off", false}};
+constexpr named_choice<key_pairs_mode> kKeyPairsModes[] = {
+    {"auto", key_pairs_mode::automatic}, {"on", key_pairs_mode::on}, {"off", key_pairs_mode::off}};
+constexpr named_choice<std::optional<plan_pairing>> kPlanClusterPairs[] = {  // nullopt: the mode's default
+    {"auto", std::nullopt},
+    {"on", std::nullopt},
+    {"multicast", plan_pairing::multicast},
+    {"split", plan_pairing::split_scores},
+    {"off", plan_pairing::none}};
+constexpr named_choice<plan_pairing> kPlanPairings[] = {
+    {"off", plan_pairing::none}, {"multicast", plan_pairing::multicast}, {"split", plan_pairing::split_scores}};
 
 // The warp-specialised kernel for both modes (H100, tools/gpu_check.sh's reference stage, 2026-12-05,
 // bench/results/narrow_reference_ab_h100_2026-12-05_s37.json, ms per iteration, two-CTA copy-engine
@@ -25,25 +43,10 @@ constexpr wgmma_variant kVariants[] = {wgmma_variant::mma_sync, wgmma_variant::c
 // n = 200,000, d = 64: 55.8 → 48.2.
 constexpr wgmma_variant default_variant(precision /*mode*/) { return wgmma_variant::ws; }
 
-// An on/off switch read from `variable`: "on" or "off"; `unset` for an unset or empty variable (the
-// measured default).
-bool parse_off_on(const char* text, const char* variable, bool unset) {
-  if (text == nullptr || *text == '\0') return unset;
-  if (std::string_view(text) == "off") return false;
-  if (std::string_view(text) == "on") return true;
-  throw invalid_argument(std::string(variable) + " must be on or off (or unset), got '" + text + "'");
-}
-
 }  // namespace
 
 wgmma_variant parse_wgmma_variant(const char* name, precision mode) {
-  if (name == nullptr || *name == '\0') return default_variant(mode);
-  std::string names;
-  for (const wgmma_variant v : kVariants) {
-    if (std::string_view(name) == to_string(v)) return v;
-    names += std::string(names.empty() ? "" : ", ") + to_string(v);
-  }
-  throw invalid_argument("FLASHSINKHORN_KERNEL must be one of " + names + " (or unset), got '" + name + "'");
+  return parse_named_setting(name, "FLASHSINKHORN_KERNEL", kVariants, default_variant(mode));
 }
 
 wgmma_variant selected_wgmma_variant(precision mode) {
@@ -56,9 +59,7 @@ wgmma_variant selected_wgmma_variant(precision mode) {
 }
 
 bool parse_fp32_fma_dots(const char* name) {
-  if (name == nullptr || *name == '\0' || std::string_view(name) == "fma") return true;
-  if (std::string_view(name) == "3xtf32") return false;
-  throw invalid_argument(std::string("FLASHSINKHORN_FP32_DOTS must be 3xtf32 or fma (or unset), got '") + name + "'");
+  return parse_named_setting(name, "FLASHSINKHORN_FP32_DOTS", kFp32FmaDots, true);
 }
 
 bool fp32_fma_dots_for(std::int64_t padded_dim) {
@@ -67,11 +68,7 @@ bool fp32_fma_dots_for(std::int64_t padded_dim) {
 }
 
 narrow_reference parse_narrow_reference(const char* name) {
-  if (name == nullptr || *name == '\0' || std::string_view(name) == "auto") return narrow_reference::automatic;
-  if (std::string_view(name) == "online") return narrow_reference::online;
-  if (std::string_view(name) == "predicted") return narrow_reference::predicted;
-  throw invalid_argument(
-      std::string("FLASHSINKHORN_NARROW_REFERENCE must be auto, online or predicted (or unset), got '") + name + "'");
+  return parse_named_setting(name, "FLASHSINKHORN_NARROW_REFERENCE", kNarrowReferences, narrow_reference::automatic);
 }
 
 narrow_reference narrow_reference_choice() {
@@ -79,18 +76,14 @@ narrow_reference narrow_reference_choice() {
   return chosen;
 }
 
-bool parse_exp2_split(const char* name) {
-  if (name == nullptr || *name == '\0' || std::string_view(name) == "mufu") return false;
-  if (std::string_view(name) == "split") return true;
-  throw invalid_argument(std::string("FLASHSINKHORN_EXP2 must be mufu or split (or unset), got '") + name + "'");
-}
+bool parse_exp2_split(const char* name) { return parse_named_setting(name, "FLASHSINKHORN_EXP2", kExp2Splits, false); }
 
 bool exp2_split_choice() {
   static const bool chosen = parse_exp2_split(std::getenv("FLASHSINKHORN_EXP2"));  // read once
   return chosen;
 }
 
-const char* exp2_name(bool split) { return split ? "split" : "mufu"; }
+const char* exp2_name(bool split) { return name_of(kExp2Splits, split); }
 
 // The default margin (kernel_variant.hpp), measured with FLASHSINKHORN_NARROW_REFERENCE=predicted (fp32,
 // the forward benchmark, ms an iteration). H200, 2026-12-05, M = 0 / 32 / 64 / 96 against online
@@ -134,11 +127,7 @@ std::int64_t streamed_l2_budget_choice() {
 }
 
 key_pairs_mode parse_streamed_key_pairs(const char* text) {
-  if (text == nullptr || *text == '\0' || std::string_view(text) == "auto") return key_pairs_mode::automatic;
-  if (std::string_view(text) == "on") return key_pairs_mode::on;
-  if (std::string_view(text) == "off") return key_pairs_mode::off;
-  throw invalid_argument(std::string("FLASHSINKHORN_STREAMED_KEY_PAIRS must be auto, on or off (or unset), got '") +
-                         text + "'");
+  return parse_named_setting(text, "FLASHSINKHORN_STREAMED_KEY_PAIRS", kKeyPairsModes, key_pairs_mode::automatic);
 }
 
 key_pairs_mode streamed_key_pairs_choice() {
@@ -147,7 +136,7 @@ key_pairs_mode streamed_key_pairs_choice() {
 }
 
 bool parse_streamed_query_pairs(const char* text) {
-  return parse_off_on(text, "FLASHSINKHORN_STREAMED_QUERY_PAIRS", true);
+  return parse_named_setting(text, "FLASHSINKHORN_STREAMED_QUERY_PAIRS", kOffOn, true);
 }
 
 bool streamed_query_pairs_choice() {
@@ -156,24 +145,11 @@ bool streamed_query_pairs_choice() {
 }
 
 plan_pairing parse_plan_cluster_pairs(const char* text, precision mode) {
-  const std::string_view name(text == nullptr ? "" : text);
-  if (name.empty() || name == "auto" || name == "on") return default_plan_pairing(mode);
-  if (name == "multicast") return plan_pairing::multicast;
-  if (name == "split") return plan_pairing::split_scores;
-  if (name == "off") return plan_pairing::none;
-  throw invalid_argument(
-      std::string("FLASHSINKHORN_PLAN_CLUSTER_PAIRS must be auto, on, multicast, split or off (or unset), got '") + text +
-      "'");
+  return parse_named_setting(text, "FLASHSINKHORN_PLAN_CLUSTER_PAIRS", kPlanClusterPairs, std::optional<plan_pairing>())
+      .value_or(default_plan_pairing(mode));
 }
 
-const char* to_string(plan_pairing pairing) {
-  switch (pairing) {
-    case plan_pairing::none: return "off";
-    case plan_pairing::multicast: return "multicast";
-    case plan_pairing::split_scores: return "split";
-  }
-  return "?";
-}
+const char* to_string(plan_pairing pairing) { return name_of(kPlanPairings, pairing); }
 
 plan_pairing default_plan_pairing(precision mode) {
   return mode == precision::tf32 ? plan_pairing::split_scores : plan_pairing::multicast;
@@ -186,23 +162,8 @@ plan_pairing plan_cluster_pairs_choice(precision mode) {
   return mode == precision::tf32 ? tf32 : others;
 }
 
-const char* to_string(wgmma_variant variant) {
-  switch (variant) {
-    case wgmma_variant::mma_sync: return "mma";
-    case wgmma_variant::cpasync: return "cpasync";
-    case wgmma_variant::tma: return "tma";
-    case wgmma_variant::ws: return "ws";
-  }
-  return "?";
-}
+const char* to_string(wgmma_variant variant) { return name_of(kVariants, variant); }
 
-const char* to_string(narrow_reference reference) {
-  switch (reference) {
-    case narrow_reference::online: return "online";
-    case narrow_reference::predicted: return "predicted";
-    case narrow_reference::automatic: return "auto";
-  }
-  return "?";
-}
+const char* to_string(narrow_reference reference) { return name_of(kNarrowReferences, reference); }
 
 }  // namespace flashsinkhorn::detail

@@ -2,16 +2,14 @@
 #include "cuda/plan_points_narrow_launch.hpp"
 
 #include <cstdlib>
-#include <string>
-#include <string_view>
 
+#include "core/named_setting.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "cuda/narrow_dims.hpp"
 #include "cuda/narrow_split_launch.cuh"
 #include "cuda/plan_points_narrow_kernel.cuh"
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/tile_config.hpp"
-#include "flashsinkhorn/error.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
@@ -38,10 +36,8 @@ std::int64_t partial_bytes(std::int64_t rows_padded, std::int64_t k, int splits)
 }  // namespace
 
 bool parse_point_gradient_pass(const char* name) {
-  if (name == nullptr || *name == '\0' || std::string_view(name) == "narrow") return true;
-  if (std::string_view(name) == "tensor") return false;
-  throw invalid_argument(std::string("FLASHSINKHORN_POINT_GRADIENT must be narrow or tensor (or unset), got '") + name +
-                         "'");
+  constexpr named_choice<bool> kPasses[] = {{"narrow", true}, {"tensor", false}};
+  return parse_named_setting(name, "FLASHSINKHORN_POINT_GRADIENT", kPasses, true);
 }
 
 bool plan_points_narrow_applies(precision mode, std::int64_t padded_dim, std::int64_t dim) {

@@ -67,7 +67,8 @@ bool describe_numpy(array_argument& out, PyArrayObject* array) {
 PyObject* address_tag = nullptr;
 
 // A device address (arrays.hpp): the tuple (tag, owner, address, shape, float32, device), `shape` a
-// tuple of sizes (torch.Size is one); strides are those of the C-contiguous layout.
+// tuple of sizes (torch.Size is one), device −1 for host memory; strides are those of the
+// C-contiguous layout.
 // False when `object` is not such a tuple.
 bool describe_address(array_argument& out, PyObject* object, const char* name) {
   if (!PyTuple_CheckExact(object) || PyTuple_GET_SIZE(object) != 6 || PyTuple_GET_ITEM(object, 0) != address_tag) {
@@ -84,8 +85,9 @@ bool describe_address(array_argument& out, PyObject* object, const char* name) {
   if (out.ndim == 1) out.stride[0] = 1;
   out.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(nb::handle(PyTuple_GET_ITEM(object, 2))));
   out.type = nb::cast<bool>(nb::handle(PyTuple_GET_ITEM(object, 4))) ? dtype::float32 : dtype::float64;
-  out.space = memory_space::cuda;
-  out.device = nb::cast<int>(nb::handle(PyTuple_GET_ITEM(object, 5)));
+  const int device = nb::cast<int>(nb::handle(PyTuple_GET_ITEM(object, 5)));
+  out.space = device < 0 ? memory_space::host : memory_space::cuda;
+  out.device = device < 0 ? 0 : device;
   out.owner = nb::borrow(PyTuple_GET_ITEM(object, 1));
   return true;
 }

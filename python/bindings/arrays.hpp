@@ -11,6 +11,7 @@
 //                                     negative bit), read or written in place through its address
 //                                     while `owner` keeps it alive. No DLPack capsule is made: an
 //                                     export and an import per tensor, five tensors per sinkhorn().
+//                                     device −1: host memory (a CPU tensor, _torch_calls).
 //   DLPack (a capsule from torch.utils.dlpack.to_dlpack, or any object with __dlpack__)
 //                                     imported by nanobind, read in place on the host or a CUDA GPU.
 //   anything else NumPy accepts       (lists, integer or float16 arrays, ...) converted by NumPy.

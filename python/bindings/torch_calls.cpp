@@ -1,12 +1,15 @@
-// flashsinkhorn._torch_calls: sinkhorn()'s call on CUDA tensors with torch's C++ API around the
-// binding (issue 6: "a Python call at n = m = 1,000 within 20 µs of the C++ call").
+// flashsinkhorn._torch_calls: sinkhorn()'s call on CUDA and CPU tensors with torch's C++ API around
+// the binding (issue 6: "a Python call at n = m = 1,000 within 20 µs of the C++ call").
 //
-// The Python short path (_functional._solve_cuda_tensors) pays for about twenty torch attribute
-// calls that guard the raw addresses and for three Python-level `new_empty` (9 µs of the H200
-// host's time): bench/python_call_overhead.py's "floor" row puts any Python code that makes three
-// CUDA tensors at +14–20 µs there. Here the same checks are C++ calls on at::Tensor (nanoseconds),
-// the outputs come from at::empty, the current stream from c10, and the one binding call
-// (_core.new_solved_into, passed in) is made by vectorcall.
+// CUDA: the Python short path (_functional._solve_plain_tensors' fallback) pays for about twenty
+// torch attribute calls that guard the raw addresses and for three Python-level `new_empty` (9 µs
+// of the H200 host's time): bench/python_call_overhead.py's "floor" row puts any Python code that
+// makes three CUDA tensors at +14–20 µs there. Here the same checks are C++ calls on at::Tensor
+// (nanoseconds), the outputs come from at::empty, the current stream from c10, and the one binding
+// call (_core.new_solved_into, passed in) is made by vectorcall.
+// CPU: the general path's DLPack export of each input and import of each result (three
+// torch.from_dlpack after the solve, each tens of µs when the caches are cold: bench/
+// python_cold_floor_probe.py) become host addresses and at::empty outputs that the core writes.
 //
 // Built only against the torch found at configure time, and loadable only under that same torch
 // version (PyInit compares torch.__version__; a torch built differently could lay out at::Tensor
@@ -29,29 +32,30 @@
 
 namespace {
 
-// The tensor behind `object` when it is exactly a torch.Tensor the core can read by address beside
-// `like`'s dtype and GPU: C-contiguous, no negative bit, not requiring grad. Null otherwise.
-// Strided layout only (a sparse tensor's is_contiguous throws); any torch error also means "not plain"
-// (the general path then meets it, with torch's own message).
+// The tensor behind `object` when it is exactly a torch.Tensor the core can read by address, on a GPU
+// or the CPU, beside `like`'s dtype and device: C-contiguous, no negative bit, not requiring grad.
+// Null otherwise. Strided layout only (a sparse tensor's is_contiguous throws); any torch error also
+// means "not plain" (the general path then meets it, with torch's own message).
 const at::Tensor* plain_tensor(PyObject* object, const at::Tensor* like) {
   if (!THPVariable_CheckExact(object)) return nullptr;
   const at::Tensor& t = THPVariable_Unpack(object);
   try {
-    if (!t.is_cuda() || t.layout() != at::kStrided || t.requires_grad() || !t.is_contiguous() || t.is_neg()) {
+    if (!(t.is_cuda() || t.is_cpu()) || t.layout() != at::kStrided || t.requires_grad() || !t.is_contiguous() ||
+        t.is_neg()) {
       return nullptr;
     }
     const at::ScalarType type = t.scalar_type();
     if (type != at::kFloat && type != at::kDouble) return nullptr;
-    if (like != nullptr && (type != like->scalar_type() || t.get_device() != like->get_device())) return nullptr;
+    if (like != nullptr && (type != like->scalar_type() || t.device() != like->device())) return nullptr;
   } catch (const std::exception&) {
     return nullptr;
   }
   return &t;
 }
 
-// The outputs f, g, value (0-d) and, when debiased, f_aa, g_bb, on x's GPU in x's dtype, and the
-// current stream of that GPU. False, with the Python exception torch itself would raise
-// (torch.OutOfMemoryError, ...), when torch refuses.
+// The outputs f, g, value (0-d) and, when debiased, f_aa, g_bb, on x's device in x's dtype, and
+// the current stream of x's GPU (0 for CPU tensors). False, with the Python exception torch itself
+// would raise (torch.OutOfMemoryError, ...), when torch refuses.
 bool make_outputs(const at::Tensor& x, const at::Tensor& y, bool debias, at::Tensor (&made)[5],
                   std::uintptr_t& stream) {
   HANDLE_TH_ERRORS
@@ -65,14 +69,14 @@ bool make_outputs(const at::Tensor& x, const at::Tensor& y, bool debias, at::Ten
     made[3] = at::empty({n}, like);
     made[4] = at::empty({m}, like);
   }
-  stream = reinterpret_cast<std::uintptr_t>(c10::cuda::getCurrentCUDAStream(x.get_device()).stream());
+  stream = x.is_cuda() ? reinterpret_cast<std::uintptr_t>(c10::cuda::getCurrentCUDAStream(x.get_device()).stream()) : 0;
   return true;
   END_HANDLE_TH_ERRORS_RET(false)
 }
 
-// The binding's device address of `t` (python/bindings/arrays.hpp): (tag, owner, data_ptr, shape,
-// float32, device), a new reference (null with a Python error set). `owner` is the Python object
-// that keeps the memory alive.
+// The binding's address of `t` (python/bindings/arrays.hpp): (tag, owner, data_ptr, shape, float32,
+// device), device −1 for host memory, a new reference (null with a Python error set). `owner` is the
+// Python object that keeps the memory alive.
 PyObject* address(PyObject* tag, PyObject* owner, const at::Tensor& t) {
   const auto sizes = t.sizes();
   PyObject* shape = PyTuple_New(static_cast<Py_ssize_t>(sizes.size()));
@@ -86,17 +90,19 @@ PyObject* address(PyObject* tag, PyObject* owner, const at::Tensor& t) {
     PyTuple_SET_ITEM(shape, static_cast<Py_ssize_t>(k), size);
   }
   return Py_BuildValue("(OOKNOi)", tag, owner, static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(t.data_ptr())),
-                       shape, t.scalar_type() == at::kFloat ? Py_True : Py_False, static_cast<int>(t.get_device()));
+                       shape, t.scalar_type() == at::kFloat ? Py_True : Py_False,
+                       t.is_cuda() ? static_cast<int>(t.get_device()) : -1);
 }
 
-// solve_plain_cuda(new_solved_into, tag, x, y, a, b, eps, cost_scale, options, debias)
-//   -> None when x, y, a, b are not a plain CUDA call (the caller takes another path), else
-//      (f, g, value, f_aa, g_bb, fields): the outputs made on x's GPU and new_solved_into's tuple
-//      (solver, iterations, marginal_error, converged, eps, device, total_seconds).
+// solve_plain(new_solved_into, tag, x, y, a, b, eps, cost_scale, options, debias)
+//   -> None when x, y, a, b are not a plain call on one device (the caller takes another path),
+//      else (f, g, value, f_aa, g_bb, fields): the outputs made on x's device (a GPU or the CPU) and
+//      new_solved_into's tuple (solver, iterations, marginal_error, converged, eps, device,
+//      total_seconds). CUDA calls run in the order of x's GPU's current stream.
 // The caller has checked that no torch.func transform or forward-mode level is active.
-PyObject* solve_plain_cuda(PyObject*, PyObject* const* args, Py_ssize_t count) {
+PyObject* solve_plain(PyObject*, PyObject* const* args, Py_ssize_t count) {
   if (count != 10) {
-    PyErr_SetString(PyExc_TypeError, "solve_plain_cuda takes 10 arguments");
+    PyErr_SetString(PyExc_TypeError, "solve_plain takes 10 arguments");
     return nullptr;
   }
   PyObject *solved_into = args[0], *tag = args[1], *xo = args[2], *yo = args[3], *ao = args[4], *bo = args[5];
@@ -133,7 +139,7 @@ PyObject* solve_plain_cuda(PyObject*, PyObject* const* args, Py_ssize_t count) {
     call[6] = Py_NewRef(Py_None);
     call[7] = Py_NewRef(Py_None);
     call[8] = Py_NewRef(options);
-    call[9] = PyLong_FromUnsignedLongLong(stream);
+    call[9] = x->is_cuda() ? PyLong_FromUnsignedLongLong(stream) : Py_NewRef(Py_None);
     call[10] = address(tag, outputs[0], made[0]);
     call[11] = address(tag, outputs[1], made[1]);
     call[12] = debias ? address(tag, outputs[3], made[3]) : Py_NewRef(Py_None);
@@ -152,14 +158,13 @@ PyObject* solve_plain_cuda(PyObject*, PyObject* const* args, Py_ssize_t count) {
 }
 
 PyMethodDef methods[] = {
-    {"solve_plain_cuda", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve_plain_cuda)),
-     METH_FASTCALL,
-     "solve_plain_cuda(new_solved_into, tag, x, y, a, b, eps, cost_scale, options, debias) -> None, or "
-     "(f, g, value, f_aa, g_bb, new_solved_into's fields) for CUDA tensors the core reads by address."},
+    {"solve_plain", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve_plain)), METH_FASTCALL,
+     "solve_plain(new_solved_into, tag, x, y, a, b, eps, cost_scale, options, debias) -> None, or "
+     "(f, g, value, f_aa, g_bb, new_solved_into's fields) for CUDA or CPU tensors the core reads by address."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch_calls",
-                      "sinkhorn()'s CUDA call in C++ around the binding (built against one torch version).", -1,
+                      "sinkhorn()'s call on CUDA and CPU tensors in C++ around the binding (built against one torch version).", -1,
                       methods};
 
 }  // namespace

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._arrays import (_CUDA_TENSOR_FRAMES, _DEVICE_ADDRESS, _NUMPY_FRAMES, _RAW_STREAM, Array, Frame, _from_dlpack,
+from ._arrays import (_CPU_TENSOR_FRAMES, _CUDA_TENSOR_FRAMES, _DEVICE_ADDRESS, _NUMPY_FRAMES, _RAW_STREAM, Array, Frame, _from_dlpack,
                       core_array, current_stream, device_address, host_array, is_tensor)
 from ._arrays import torch as _torch
 from ._labels import LabelCost
@@ -420,20 +420,21 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     Raises:
       flashsinkhorn.InvalidArgument (a ValueError) with the library's message for unusable input.
     """
-    # CUDA tensors that need no derivative, in the layout the core reads: the shortest path (about
-    # a dozen Python-level calls fewer than the general one below; bench/python_call_overhead.py's
-    # "floor" row is what no Python path can go below). CPU tensors keep the DLPack path below: the
-    # same short path by host address was slower there (three CPU new_empty and solve_into's host
-    # writes: +34 µs cold, +5 µs warm; bench/results/python_path_ab_2026-12-01_s13_cpu_torch_by_address.json).
-    if type(x) is _TENSOR and x.is_cuda and labels is None and initial_f is None and initial_g is None:
-        frame = _cuda_call_frame(x, device)
+    # Tensors that need no derivative, in the layout the core reads: the shortest path (about a
+    # dozen Python-level calls fewer than the general one below; bench/python_call_overhead.py's
+    # "floor" row is what no Python path can go below). CPU tensors take it only through
+    # _torch_calls (C++): by Python it was slower than the DLPack path below (three CPU new_empty
+    # and solve_into's host writes: +34 µs cold, +5 µs warm;
+    # bench/results/python_path_ab_2026-12-01_s13_cpu_torch_by_address.json).
+    if type(x) is _TENSOR and labels is None and initial_f is None and initial_g is None:
+        frame = _tensor_call_frame(x, device)
         if frame is not None:
             options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, relaxation, reach, reach_x,
                                   reach_y, debias, precision or ("fp32" if frame.single else "fp64"), device, threads,
                                   normalize_weights, frame.cuda_index)
             if progress is not None:
                 options = with_progress(options, progress)
-            result = _solve_cuda_tensors(frame, x, y, a, b, float(eps), float(cost_scale), bool(debias), options)
+            result = _solve_plain_tensors(frame, x, y, a, b, float(eps), float(cost_scale), bool(debias), options)
             if result is not None:
                 return result
     # float32/float64 NumPy clouds: Frame.of's first case without its call (a Python call costs ~10 µs
@@ -495,20 +496,28 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     return s._result(*core.solve_fields(frame.single, s._debias, frame.torch))
 
 
-def _cuda_call_frame(x: Any, device: Any) -> Frame | None:
-    """The frame of a CUDA tensor x for the short path (_solve_cuda_tensors), None where only the
-    general path serves: no frame yet (the general path makes it on the first call), x of another
-    dtype than its frame's (float16: converted there), a core without CUDA, device='cpu', a
-    torch.func transform or forward-mode level active."""
-    frame = _CUDA_TENSOR_FRAMES.get((x.dtype, x.get_device()))
-    if (frame is None or frame.dtype is not x.dtype or not _CORE_HAS_CUDA or _RAW_STREAM is None
-            or (device != "auto" and str(device) == "cpu") or _functorch_active() or _forward_ad._current_level >= 0):
+def _tensor_call_frame(x: Any, device: Any) -> Frame | None:
+    """The frame of a tensor x for the short path (_solve_plain_tensors), None where only the general
+    path serves: x of another dtype than its frame's (float16: converted there), a torch.func
+    transform or forward-mode level active; for a CUDA tensor also no frame yet (the general path
+    makes it on the first call), a core without CUDA or device='cpu'; for a CPU tensor no
+    _torch_calls (its Python form was slower than the general path on the host)."""
+    if x.is_cuda:
+        frame = _CUDA_TENSOR_FRAMES.get((x.dtype, x.get_device()))
+        if (frame is None or not _CORE_HAS_CUDA or _RAW_STREAM is None
+                or (device != "auto" and str(device) == "cpu")):
+            return None
+    else:
+        frame = _CPU_TENSOR_FRAMES.get(x.dtype) if _TORCH_CALLS is not None else None
+        if frame is None:
+            return None
+    if frame.dtype is not x.dtype or _functorch_active() or _forward_ad._current_level >= 0:
         return None
     return frame
 
 
 def _plain_like(t: Any, frame: Frame) -> bool:
-    """t is a tensor _solve_cuda_tensors can pass by address beside the frame's x: of its dtype and GPU,
+    """t is a tensor _solve_plain_tensors can pass by address beside the frame's x: of its dtype and GPU,
     C-contiguous, without the negative bit, not requiring grad. The numbers of dimensions are the
     core's to check (the address carries the shape)."""
     return (type(t) is _TENSOR and t.dtype is frame.dtype and not t.requires_grad and t.get_device() == frame.cuda_index
@@ -526,20 +535,23 @@ def solve_plain(x: Any, y: Any, a: Any, b: Any, kwargs: dict) -> SinkhornResult:
     return sinkhorn(x, y, a, b, **kwargs)
 
 
-def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_scale: float, debias: bool,
-                        options: Any) -> SinkhornResult | None:
-    """sinkhorn() on CUDA tensors of the frame's dtype and GPU, C-contiguous, without the negative bit,
-    none requiring grad (None for any others: the general path serves them): outputs made on their
-    GPU, every tensor passed by device address (python/bindings/arrays.hpp), construction and solve
-    in one binding call (new_solved_into), in the order of the current stream. With
-    flashsinkhorn._torch_calls (built against this torch) the checks, the outputs and the stream
-    are C++ calls on at::Tensor; else they are torch calls from here (about twenty)."""
+def _solve_plain_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_scale: float, debias: bool,
+                         options: Any) -> SinkhornResult | None:
+    """sinkhorn() on tensors of the frame's dtype and device (one GPU, or the CPU), C-contiguous,
+    without the negative bit, none requiring grad (None for any others: the general path serves
+    them): outputs made on their device, every tensor passed by address (python/bindings/arrays.hpp),
+    construction and solve in one binding call (new_solved_into), on a GPU in the order of the
+    current stream. With flashsinkhorn._torch_calls (built against this torch) the checks, the
+    outputs and the stream are C++ calls on at::Tensor; else (CUDA tensors only) they are torch calls
+    from here (about twenty)."""
     if _TORCH_CALLS is not None:
-        made = _TORCH_CALLS.solve_plain_cuda(_core.new_solved_into, _DEVICE_ADDRESS, x, y, a, b, eps, cost_scale,
-                                             options, debias)
+        made = _TORCH_CALLS.solve_plain(_core.new_solved_into, _DEVICE_ADDRESS, x, y, a, b, eps, cost_scale, options,
+                                        debias)
         if made is None:
             return None
         f, g, value, f_aa, g_bb, fields = made
+    elif frame.on_host:
+        return None
     else:
         if (x.requires_grad or not x.is_contiguous() or x.is_neg() or not _plain_like(y, frame)
                 or (a is not None and not _plain_like(a, frame)) or (b is not None and not _plain_like(b, frame))):
@@ -547,7 +559,7 @@ def _solve_cuda_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float
         f, g, value, f_aa, g_bb, fields = _solved_into(frame, x, y, a, b, eps, cost_scale, None, None, debias, options,
                                                        _by_address)
     s = Solver.__new__(Solver)
-    s._frame, s._debias, s._in_place, s._solve_count = frame, debias, True, 1
+    s._frame, s._debias, s._in_place, s._solve_count = frame, debias, not frame.on_host, 1
     (s._core, iterations, marginal_error, converged, eps, device, seconds) = fields
     return SinkhornResult(f, g, value, PrimalTerms(s), iterations, marginal_error, converged, eps, device, seconds, s,
                           f_aa, g_bb)
@@ -558,7 +570,7 @@ def _solved_into(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_
     """new_solved_into on a CUDA frame's arrays, each passed as read(array, frame) gives it (core_array;
     _by_address for tensors already checked), with outputs made on their GPU (_device_outputs) and
     passed by device address: (f, g, value, f_aa, g_bb, new_solved_into's fields). The Python form of
-    _torch_calls.solve_plain_cuda."""
+    _torch_calls.solve_plain on CUDA tensors."""
     n, m = x.shape[0] if len(x.shape) else 0, y.shape[0] if len(y.shape) else 0  # a 0-d cloud: the core names it
     f, g, f_aa, g_bb, value = _device_outputs(frame, n, m, debias, x)
     fields = _core.new_solved_into(
@@ -571,7 +583,7 @@ def _solved_into(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: float, cost_
 
 
 def _by_address(tensor: Any, frame: Frame) -> tuple:
-    """The device address of a tensor _solve_cuda_tensors has checked (core_array's first case without
+    """The device address of a tensor _solve_plain_tensors has checked (core_array's first case without
     its checks)."""
     return device_address(tensor)
 

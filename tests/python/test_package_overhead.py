@@ -230,7 +230,8 @@ def _binding_calls(monkeypatch, call):
 @pytest.mark.parametrize("debias", [False, True])
 def test_a_host_solve_crosses_into_the_binding_once(monkeypatch, debias):
     """sinkhorn() on NumPy arrays and CPU tensors: construction and solve in one binding call
-    (new_solved), the same result as the Solver path's two calls."""
+    (new_solved; CPU tensors through _torch_calls, where built: new_solved_into on their addresses,
+    the outputs made by torch), the same result as the Solver path's two calls."""
     x, y, a, b = _points(np.float32)
     options = dict(eps=0.5, iters=20, tol=0, threads=1, debias=debias)
     want = fs.Solver(x, y, a, b, **options).solve()
@@ -239,10 +240,18 @@ def test_a_host_solve_crosses_into_the_binding_once(monkeypatch, debias):
     assert got.cost == want.cost and np.array_equal(got.f, want.f) and np.array_equal(got.g, want.g)
     assert got.solver is not None and got.primal_cost == want.primal_cost  # the solver stays usable
     torch = pytest.importorskip("torch")
+    from flashsinkhorn import _functional
     tx, ty, ta, tb = (torch.from_numpy(v) for v in (x, y, a, b))
     called, got = _binding_calls(monkeypatch, lambda: fs.sinkhorn(tx, ty, ta, tb, **options))
-    assert called == ["new_solved"]
+    assert called == ["new_solved" if _functional._TORCH_CALLS is None else "new_solved_into"]
+    assert got.cost.shape == () and got.cost.dtype == torch.float32 and got.f.dtype == torch.float32
     assert float(got.cost) == float(np.float32(want.cost)) and torch.equal(got.f, torch.from_numpy(want.f))
+    assert torch.equal(got.g, torch.from_numpy(want.g))
+    if debias:
+        assert torch.equal(got.f_aa, torch.from_numpy(want.f_aa)) and torch.equal(got.g_bb, torch.from_numpy(want.g_bb))
+    assert got.solver._core.input_addresses[:4] == tuple(v.data_ptr() for v in (tx, ty, ta, tb))  # read in place
+    assert got.primal_cost == pytest.approx(want.primal_cost, rel=1e-6)  # the solver stays usable
+    assert torch.equal(got.solver.gradient_x(), torch.from_numpy(fs.Solver(x, y, a, b, **options).solve().solver.gradient_x()))
 
 
 @pytest.mark.parametrize("debias", [False, True])
@@ -276,19 +285,19 @@ def short_path(request, monkeypatch):
     if request.param == "python":
         monkeypatch.setattr(_functional, "_TORCH_CALLS", None)
     served = []
-    solve = _functional._solve_cuda_tensors
+    solve = _functional._solve_plain_tensors
 
     def recorded(*args):
         result = solve(*args)
         if result is not None:
             served.append(1)
         return result
-    monkeypatch.setattr(_functional, "_solve_cuda_tensors", recorded)
+    monkeypatch.setattr(_functional, "_solve_plain_tensors", recorded)
     return served
 
 
 def test_plain_cuda_calls_take_the_short_path_and_others_do_not(short_path):
-    """_solve_cuda_tensors serves CUDA tensors that need no derivative in the core's layout (the same
+    """_solve_plain_tensors serves CUDA tensors that need no derivative in the core's layout (the same
     result as the Solver path); a row-strided view, a warm start or device='cpu' take the general
     path, and so does a NumPy weight vector, which the core refuses by name (every array of a call
     in one memory). (A tensor that requires grad goes through the autograd Function, whose forward
@@ -338,9 +347,10 @@ def test_the_differentiable_forward_takes_the_short_path_on_cuda(short_path):
     torch.testing.assert_close(grad, want.gradient_x(), rtol=1e-6, atol=1e-7)
 
 
-def test_torch_calls_declines_what_is_not_a_plain_cuda_call():
-    """flashsinkhorn._torch_calls (where built): None for CPU tensors, NumPy arrays, and tensors of
-    another dtype or layout than it reads by address; a wrong number of arguments is a TypeError."""
+def test_torch_calls_declines_what_is_not_a_plain_call():
+    """flashsinkhorn._torch_calls (where built): None for NumPy arrays, tensors of another dtype, device
+    or layout than it reads by address, and tensors that require grad; a wrong number of arguments is
+    a TypeError."""
     torch = pytest.importorskip("torch")
     from flashsinkhorn import _functional
     calls = _functional._TORCH_CALLS
@@ -348,17 +358,20 @@ def test_torch_calls_declines_what_is_not_a_plain_cuda_call():
         pytest.skip("flashsinkhorn._torch_calls is not built for this torch")
 
     def declined(x, y, a=None, b=None):
-        return calls.solve_plain_cuda(_core.new_solved_into, _core.DEVICE_ADDRESS, x, y, a, b, 0.5, 1.0, None,
+        return calls.solve_plain(_core.new_solved_into, _core.DEVICE_ADDRESS, x, y, a, b, 0.5, 1.0, None,
                                       False) is None
     x = torch.zeros(5, 3)
-    assert declined(x, x) and declined(x.numpy(), x) and declined(x.double(), x)
+    assert declined(x.numpy(), x) and declined(x, x.numpy()) and declined(x.double(), x) and declined(x, x.half())
+    assert declined(x, x.t().contiguous().t()) and declined(x.clone().requires_grad_(), x)
+    assert declined(x, x, None, x[:, 0]) and declined(x.to_sparse(), x) and declined(x, x._neg_view())
     if torch.cuda.is_available():
         c = x.cuda()
         assert declined(c, c.t().contiguous().t()) and declined(c, c.half()) and declined(c, c, x[:, 0])
         assert declined(c.clone().requires_grad_(), c) and declined(c, c, None, c[:, 0])  # a column: strided
         assert declined(c.to_sparse(), c) and declined(c, c._neg_view())  # not strided; the negative bit
+        assert declined(x, c) and declined(c, x)  # one device for all
     with pytest.raises(TypeError, match="takes 10 arguments"):
-        calls.solve_plain_cuda(None, None)
+        calls.solve_plain(None, None)
 
 
 def test_torch_calls_refuses_another_torch_version():

@@ -426,7 +426,9 @@ def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None,
     # _torch_calls (C++): by Python it was slower than the DLPack path below (three CPU new_empty
     # and solve_into's host writes: +34 µs cold, +5 µs warm;
     # bench/results/python_path_ab_2026-12-01_s13_cpu_torch_by_address.json).
-    if type(x) is _TENSOR and labels is None and initial_f is None and initial_g is None:
+    # (x requiring grad — SamplesLoss's case — goes straight to the autograd Function, whose forward
+    # comes back here with the detached inputs.)
+    if type(x) is _TENSOR and not x.requires_grad and labels is None and initial_f is None and initial_g is None:
         frame = _tensor_call_frame(x, device)
         if frame is not None:
             options = options_for(cost, solver, scaling, diameter, iters, tol, check_every, relaxation, reach, reach_x,

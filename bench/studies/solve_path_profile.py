@@ -7,7 +7,9 @@ events (median of --repeats), then one call under torch.profiler (CUPTI sees our
 GPU time of each kernel name, the GPU's busy time and the call's wall time, so that host gaps
 (allocation, synchronisation, capture) show up as wall − busy. Also the Solver split: construction
 (validation, device prepare), solve(), and primal_objective() (the pass that sinkhorn() no longer
-runs).
+runs). Then the same for the gradient of a solved call, `Solver.gradient_x()` (what the suite's
+forward + gradient adds): CUDA events and one profiled call, its kernels (the plan pass, the staging
+of the values, the epilogue) against the call's wall time.
 
     python3 bench/studies/solve_path_profile.py --ns 10000,50000 --d 64 --out profile.json
 """
@@ -103,11 +105,15 @@ def main() -> int:
         solver = fs.Solver(x, y, a, b, **common)
         solve_ms, result = wall_ms(solver.solve)
         primal_ms, _ = wall_ms(lambda: result.primal_cost)
+        solved = forward().solver
+        solved.gradient_x()  # warm-up
+        gradient_times = cuda_ms(solved.gradient_x, args.repeats)
         row = {"n": n, "d": args.d, "precision": args.precision,
                "fp32_dots": os.environ.get("FLASHSINKHORN_FP32_DOTS", "3xtf32"), "sinkhorn_ms_median": statistics.median(times),
                "sinkhorn_ms_min": min(times), "solver_construct_ms": construct_ms, "solve_ms": solve_ms,
                "library_solve_seconds": result.seconds, "primal_objective_ms": primal_ms,
-               "profile": profile_one(forward), "commit": protocol.commit(), "date": protocol.now(),
+               "profile": profile_one(forward), "gradient_x_ms_median": statistics.median(gradient_times),
+               "gradient_profile": profile_one(solved.gradient_x), "commit": protocol.commit(), "date": protocol.now(),
                "machine": protocol.machine(), "versions": protocol.versions()}
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k not in ("profile", "machine", "versions")}), flush=True)
@@ -117,6 +123,11 @@ def main() -> int:
             print(f"   {k['host_ms']:9.4f} ms host  x{k['count']:<3} {k['name']}", flush=True)
         print(f"   wall {row['profile']['wall_ms']:.3f} ms, GPU busy {row['profile']['gpu_busy_ms']:.3f} ms, "
               f"CUDA API host time {row['profile']['runtime_host_ms']:.3f} ms", flush=True)
+        gradient = row["gradient_profile"]
+        print(f"   gradient_x: median {row['gradient_x_ms_median']:.3f} ms (CUDA events); profiled wall "
+              f"{gradient['wall_ms']:.3f} ms, GPU busy {gradient['gpu_busy_ms']:.3f} ms", flush=True)
+        for k in gradient["kernels"][:8]:
+            print(f"   {k['ms']:9.4f} ms  x{k['count']:<3} {k['name']}", flush=True)
     if args.out:
         Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
     return 0

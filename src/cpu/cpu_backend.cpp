@@ -40,9 +40,9 @@ constexpr double kLn2 = 0.69314718055994531;
 template <class T>
 class cpu_backend final : public backend {
  public:
-  cpu_backend(const prepared_problem& problem, precision mode, int threads, std::int64_t dot_cache_bytes)
+  cpu_backend(const prepared_problem& problem, precision mode, int threads, byte_budget& dot_cache_budget)
       : cost_scale_(problem.cost_scale), threads_(threads > 0 ? threads : omp_get_max_threads()),
-        dot_cache_(dot_cache_bytes) {
+        dot_cache_(dot_cache_budget) {
     clouds_[0] = pack_cloud<T>(problem.x, mode);
     clouds_[1] = pack_cloud<T>(problem.y, mode);
     exact_points_[0] = problem.x.points;
@@ -293,9 +293,9 @@ std::unique_ptr<backend> make_cpu_backend(const prepared_problem& problem, preci
 }
 
 std::unique_ptr<backend> make_cpu_backend(const prepared_problem& problem, precision mode, int threads,
-                                          std::int64_t dot_cache_bytes) {
-  if (mode == precision::fp64) return std::make_unique<cpu_backend<double>>(problem, mode, threads, dot_cache_bytes);
-  return std::make_unique<cpu_backend<float>>(problem, mode, threads, dot_cache_bytes);
+                                          byte_budget& dot_cache_budget) {
+  if (mode == precision::fp64) return std::make_unique<cpu_backend<double>>(problem, mode, threads, dot_cache_budget);
+  return std::make_unique<cpu_backend<float>>(problem, mode, threads, dot_cache_budget);
 }
 
 }  // namespace flashsinkhorn::detail

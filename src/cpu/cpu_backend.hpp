@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/backend.hpp"
+#include "core/byte_budget.hpp"
 #include "core/prepared_cloud.hpp"
 #include "flashsinkhorn/options.hpp"
 
@@ -12,10 +13,11 @@ namespace flashsinkhorn::detail {
 
 // fp64 computes in double; fp32 in float; tf32/bf16 round the points to that format (round to
 // nearest even) and compute in float — the GPU's numerics, so the CPU is an oracle for each mode.
-// threads = 0: OpenMP's default. `dot_cache_bytes`: the budget of the dots kept between passes
-// (dot_cache.hpp; 0 keeps none); without it, FLASHSINKHORN_CPU_DOT_CACHE_MIB's (default 256 MiB).
+// threads = 0: OpenMP's default. `dot_cache_budget`: what the dots kept between passes may take
+// (dot_cache.hpp; a limit of 0 keeps none; it must outlive the backend); without it, the process's
+// (FLASHSINKHORN_CPU_DOT_CACHE_MIB, default 1 GiB, shared by every backend).
 std::unique_ptr<backend> make_cpu_backend(const prepared_problem& problem, precision mode, int threads);
 std::unique_ptr<backend> make_cpu_backend(const prepared_problem& problem, precision mode, int threads,
-                                          std::int64_t dot_cache_bytes);
+                                          byte_budget& dot_cache_budget);
 
 }  // namespace flashsinkhorn::detail

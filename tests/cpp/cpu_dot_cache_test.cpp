@@ -1,6 +1,7 @@
-// The CPU backend's dot cache (cpu/dot_cache.hpp): its budget's parse, when a pair is kept, and that
-// a backend which keeps the dots gives bitwise the results of one that recomputes them — over
-// alternating half-steps with blending and the error term, the debiasing pairs and plan passes.
+// The CPU backend's dot cache (cpu/dot_cache.hpp): its budget's parse, when a pair is kept, that one
+// budget bounds every cache drawing on it (and gets their bytes back), and that a backend which keeps
+// the dots gives bitwise the results of one that recomputes them — over alternating half-steps with
+// blending and the error term, the debiasing pairs and plan passes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,9 +33,9 @@ fd::prepared_cloud cloud_of(std::int64_t count, std::int64_t dim, double offset)
   return c;
 }
 
-TEST(CpuDotCache, TheBudgetIs256MiBUnlessAWholeNumberUpTo65536IsGiven) {
-  EXPECT_EQ(fd::parse_dot_cache_budget(nullptr), 256 * kMiB);
-  EXPECT_EQ(fd::parse_dot_cache_budget(""), 256 * kMiB);
+TEST(CpuDotCache, TheBudgetIs1GiBUnlessAWholeNumberUpTo65536IsGiven) {
+  EXPECT_EQ(fd::parse_dot_cache_budget(nullptr), 1024 * kMiB);
+  EXPECT_EQ(fd::parse_dot_cache_budget(""), 1024 * kMiB);
   EXPECT_EQ(fd::parse_dot_cache_budget("0"), 0);
   EXPECT_EQ(fd::parse_dot_cache_budget("64"), 64 * kMiB);
   for (const char* bad : {"-1", "65537", "2.5", "64M", "x"}) {
@@ -54,7 +55,8 @@ TEST(CpuDotCache, KeepsAPairOnceWithinTheBudgetAndFromTheMinimumDimension) {
   const fd::packed_cloud<double> x = fd::pack_cloud<double>(problem.x, fs::precision::fp64);
   const fd::packed_cloud<double> y = fd::pack_cloud<double>(problem.y, fs::precision::fp64);
   const std::int64_t pair_bytes = x.padded_rows * y.tiles * fd::kKeyTile * 8;  // 54 rows × 128 keys
-  fd::dot_cache<double> cache(pair_bytes + 1);
+  fd::byte_budget budget(pair_bytes + 1);
+  fd::dot_cache<double> cache(budget);
   EXPECT_EQ(cache.begin(1, 0, y, x), fd::dot_tiles::compute);  // y's rows first: not stored that way
   EXPECT_EQ(cache.begin(0, 1, x, y), fd::dot_tiles::fill);
   EXPECT_EQ(cache.bytes(), pair_bytes);
@@ -70,9 +72,44 @@ TEST(CpuDotCache, KeepsAPairOnceWithinTheBudgetAndFromTheMinimumDimension) {
   fd::prepared_problem narrow;
   narrow.x = cloud_of(50, fd::kMinDotCacheDim - 1, 0.0);
   const fd::packed_cloud<double> n = fd::pack_cloud<double>(narrow.x, fs::precision::fp64);
-  fd::dot_cache<double> roomy(1024 * kMiB);
+  fd::byte_budget plenty(1024 * kMiB), none(0);
+  fd::dot_cache<double> roomy(plenty);
   EXPECT_EQ(roomy.begin(0, 0, n, n), fd::dot_tiles::compute);  // recomputing is as cheap there
-  EXPECT_EQ(fd::dot_cache<double>(0).begin(0, 1, x, y), fd::dot_tiles::compute);
+  EXPECT_EQ(fd::dot_cache<double>(none).begin(0, 1, x, y), fd::dot_tiles::compute);
+}
+
+TEST(CpuDotCache, OneBudgetBoundsEveryCacheOnItAndGetsTheirBytesBack) {
+  fd::prepared_problem problem;
+  problem.x = cloud_of(50, 32, 0.0);
+  problem.y = cloud_of(70, 32, 0.2);
+  const fd::packed_cloud<double> x = fd::pack_cloud<double>(problem.x, fs::precision::fp64);
+  const fd::packed_cloud<double> y = fd::pack_cloud<double>(problem.y, fs::precision::fp64);
+  const std::int64_t pair_bytes = x.padded_rows * y.tiles * fd::kKeyTile * 8;
+  fd::byte_budget budget(pair_bytes + 1);  // room for one pair among all the caches
+  {
+    fd::dot_cache<double> first(budget);
+    EXPECT_EQ(first.begin(0, 1, x, y), fd::dot_tiles::fill);
+    EXPECT_EQ(budget.reserved(), pair_bytes);
+    fd::dot_cache<double> second(budget);  // a second solver alive at the same time
+    EXPECT_EQ(second.begin(0, 1, x, y), fd::dot_tiles::compute);
+    EXPECT_EQ(budget.reserved(), pair_bytes);
+  }
+  EXPECT_EQ(budget.reserved(), 0);  // both destroyed: everything given back
+  fd::dot_cache<double> third(budget);
+  EXPECT_EQ(third.begin(0, 1, x, y), fd::dot_tiles::fill);
+}
+
+TEST(ByteBudget, GrantsWhatFitsRefusesWhatDoesNotAndTakesReleasesBack) {
+  fd::byte_budget budget(100);
+  EXPECT_TRUE(budget.try_reserve(60));
+  EXPECT_FALSE(budget.try_reserve(41));  // refused whole, nothing reserved
+  EXPECT_EQ(budget.reserved(), 60);
+  EXPECT_TRUE(budget.try_reserve(40));
+  EXPECT_FALSE(budget.try_reserve(1));
+  budget.release(60);
+  EXPECT_TRUE(budget.try_reserve(0));
+  EXPECT_EQ(budget.reserved(), 40);
+  EXPECT_EQ(budget.limit(), 100);
 }
 
 // Runs the same passes on `compute`: the potentials and plan results, in order.
@@ -114,8 +151,9 @@ TEST(CpuDotCache, KeptDotsGiveBitwiseTheResultsOfRecomputedOnes) {
       fd::prepared_problem problem;
       problem.x = cloud_of(x_count, dim, 0.0);
       problem.y = cloud_of(y_count, dim, 0.2);
-      const std::unique_ptr<fd::backend> recomputing = fd::make_cpu_backend(problem, mode, 2, 0);
-      const std::unique_ptr<fd::backend> keeping = fd::make_cpu_backend(problem, mode, 2, 1024 * kMiB);
+      fd::byte_budget none(0), plenty(1024 * kMiB);
+      const std::unique_ptr<fd::backend> recomputing = fd::make_cpu_backend(problem, mode, 2, none);
+      const std::unique_ptr<fd::backend> keeping = fd::make_cpu_backend(problem, mode, 2, plenty);
       const std::vector<double> expected = passes_of(*recomputing, y_count);
       const std::vector<double> got = passes_of(*keeping, y_count);
       ASSERT_EQ(got.size(), expected.size());

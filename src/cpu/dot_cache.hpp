@@ -7,8 +7,9 @@
 // (below, recomputing costs about what reading back does). The budget is the process's, shared by
 // every backend alive (FLASHSINKHORN_CPU_DOT_CACHE_MIB, default 1 GiB, 0 turns the cache off;
 // anything else than a whole number in [0, 65536] is an error): solvers kept alive together (results
-// in a list, autograd graphs) cannot hold more than it between them, and a backend gives its share
-// back when it is destroyed. 1 GiB keeps n = m = 10⁴ (400 MB in fp32, 800 MB in fp64): on the 2-core
+// in a list, autograd graphs) cannot hold more than it between them, a backend gives its share back
+// when it is destroyed, and a new pair that finds the budget spent takes the stores of idle caches,
+// oldest first (dot_cache_registry.hpp). 1 GiB keeps n = m = 10⁴ (400 MB in fp32, 800 MB in fp64): on the 2-core
 // VM, 10 iterations at 10⁴ × 512 fp32 took 11.2–12.5 s recomputing (the old 256 MiB) and 2.6–3.7 s
 // with the dots kept (session 45). The
 // first pass of a pair fills it with the values score_tile_dots computes; later passes read them, so
@@ -28,6 +29,7 @@
 
 #include "core/byte_budget.hpp"
 #include "core/mib_setting.hpp"
+#include "cpu/dot_cache_registry.hpp"
 #include "cpu/packed_cloud.hpp"
 
 namespace flashsinkhorn::detail {
@@ -52,23 +54,31 @@ inline byte_budget& dot_cache_budget() {
 enum class dot_tiles { compute, fill, read, read_transposed };
 
 template <class T>
-class dot_cache {
+class dot_cache final : public evictable_dot_cache {
  public:
-  // Keeps pairs while `budget` (which must outlive the cache) grants their bytes.
-  explicit dot_cache(byte_budget& budget) : budget_(budget) {}
+  // Keeps pairs while `budget` (which must outlive the cache) grants their bytes, taking them from
+  // idle caches on the same budget where it must.
+  explicit dot_cache(byte_budget& budget) : budget_(budget) { dot_cache_registry::process().add(this); }
   dot_cache(const dot_cache&) = delete;
   dot_cache& operator=(const dot_cache&) = delete;
-  ~dot_cache() { budget_.release(bytes()); }
+  ~dot_cache() override {
+    dot_cache_registry::process().remove(this);
+    budget_.release(bytes());
+  }
 
-  // Before a pass of the rows of cloud `rows_side` against the keys of `keys_side` (0: x, 1: y).
+  // Before a pass of the rows of cloud `rows_side` against the keys of `keys_side` (0: x, 1: y); every
+  // begin is followed by its end, after the pass (until then the cache is busy: never evicted).
   dot_tiles begin(int rows_side, int keys_side, const packed_cloud<T>& rows, const packed_cloud<T>& keys) {
     const std::lock_guard<std::mutex> lock(mutex_);
+    ++passes_;
     const bool transposed = rows_side > keys_side;
     entry& e = entries_[rows_side + keys_side];
     if (e.state == fill_state::filled) return transposed ? dot_tiles::read_transposed : dot_tiles::read;
     if (e.state == fill_state::filling || transposed || rows.dim < kMinDotCacheDim) return dot_tiles::compute;
     const std::int64_t entries = rows.padded_rows * keys.tiles * kKeyTile;
-    if (!budget_.try_reserve(static_cast<std::int64_t>(sizeof(T)) * entries)) return dot_tiles::compute;
+    const std::int64_t bytes = static_cast<std::int64_t>(sizeof(T)) * entries;
+    if (!budget_.try_reserve(bytes) && !dot_cache_registry::process().reserve_evicting(budget_, bytes, this))
+      return dot_tiles::compute;
     e.dots.assign(static_cast<std::size_t>(entries), T(0));
     e.rows = rows.padded_rows;
     e.stride = keys.tiles * kKeyTile;
@@ -78,9 +88,20 @@ class dot_cache {
 
   // After that pass, finished: a pair it filled is read from then on.
   void end(int rows_side, int keys_side, dot_tiles used) {
-    if (used != dot_tiles::fill) return;
     const std::lock_guard<std::mutex> lock(mutex_);
-    entries_[rows_side + keys_side].state = fill_state::filled;
+    --passes_;
+    if (used == dot_tiles::fill) entries_[rows_side + keys_side].state = fill_state::filled;
+  }
+
+  [[nodiscard]] const byte_budget& budget() const override { return budget_; }
+
+  std::int64_t drop_if_idle() override {
+    const std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock() || passes_ > 0) return 0;
+    const std::int64_t freed = bytes();
+    for (entry& e : entries_) e = entry{};
+    budget_.release(freed);
+    return freed;
   }
 
   // The stored dots of key panel `tile` against the register block from row `row0`: kRowBlock rows
@@ -110,7 +131,7 @@ class dot_cache {
     }
   }
 
-  [[nodiscard]] std::int64_t bytes() const {  // (under mutex_ inside begin)
+  [[nodiscard]] std::int64_t bytes() const {  // (under mutex_ where another thread may fill or drop)
     std::int64_t total = 0;
     for (const entry& e : entries_) total += static_cast<std::int64_t>(e.dots.size() * sizeof(T));
     return total;
@@ -126,6 +147,7 @@ class dot_cache {
   };
   entry entries_[3];  // by rows side + keys side: (x, x), (x, y) — read transposed for (y, x) — and (y, y)
   byte_budget& budget_;
+  int passes_ = 0;  // passes between their begin and end
   std::mutex mutex_;
 };
 

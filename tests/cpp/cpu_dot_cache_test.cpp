@@ -58,7 +58,7 @@ TEST(CpuDotCache, KeepsAPairOnceWithinTheBudgetAndFromTheMinimumDimension) {
   fd::byte_budget budget(pair_bytes + 1);
   fd::dot_cache<double> cache(budget);
   EXPECT_EQ(cache.begin(1, 0, y, x), fd::dot_tiles::compute);  // y's rows first: not stored that way
-  EXPECT_EQ(cache.begin(0, 1, x, y), fd::dot_tiles::fill);
+  EXPECT_EQ(cache.begin(0, 1, x, y), fd::dot_tiles::fill);  // (passes overlapping: none ends here)
   EXPECT_EQ(cache.bytes(), pair_bytes);
   EXPECT_EQ(cache.begin(0, 1, x, y), fd::dot_tiles::compute);  // being filled: not read, not filled twice
   EXPECT_EQ(cache.begin(1, 0, y, x), fd::dot_tiles::compute);
@@ -97,6 +97,34 @@ TEST(CpuDotCache, OneBudgetBoundsEveryCacheOnItAndGetsTheirBytesBack) {
   EXPECT_EQ(budget.reserved(), 0);  // both destroyed: everything given back
   fd::dot_cache<double> third(budget);
   EXPECT_EQ(third.begin(0, 1, x, y), fd::dot_tiles::fill);
+  third.end(0, 1, fd::dot_tiles::fill);
+}
+
+TEST(CpuDotCache, ANewPairTakesTheStoresOfIdleCachesButNeverOfOneInAPass) {
+  fd::prepared_problem problem;
+  problem.x = cloud_of(50, 32, 0.0);
+  problem.y = cloud_of(70, 32, 0.2);
+  const fd::packed_cloud<double> x = fd::pack_cloud<double>(problem.x, fs::precision::fp64);
+  const fd::packed_cloud<double> y = fd::pack_cloud<double>(problem.y, fs::precision::fp64);
+  const std::int64_t pair_bytes = x.padded_rows * y.tiles * fd::kKeyTile * 8;
+  fd::byte_budget budget(pair_bytes + 1), other(pair_bytes + 1);
+  fd::dot_cache<double> older(budget), newer(budget), elsewhere(other);
+  ASSERT_EQ(older.begin(0, 1, x, y), fd::dot_tiles::fill);
+  ASSERT_EQ(elsewhere.begin(0, 1, x, y), fd::dot_tiles::fill);
+  elsewhere.end(0, 1, fd::dot_tiles::fill);
+  EXPECT_EQ(newer.begin(0, 1, x, y), fd::dot_tiles::compute);  // the older one is in its pass: kept
+  newer.end(0, 1, fd::dot_tiles::compute);
+  older.end(0, 1, fd::dot_tiles::fill);
+  EXPECT_EQ(newer.begin(0, 1, x, y), fd::dot_tiles::fill);  // now idle: its store goes to the new pair
+  EXPECT_EQ(older.bytes(), 0);
+  EXPECT_EQ(newer.bytes(), pair_bytes);
+  EXPECT_EQ(budget.reserved(), pair_bytes);
+  EXPECT_EQ(elsewhere.bytes(), pair_bytes);  // another budget's cache is never touched
+  newer.end(0, 1, fd::dot_tiles::fill);
+  EXPECT_EQ(older.begin(0, 1, x, y), fd::dot_tiles::fill);  // used again: it takes the store back
+  older.end(0, 1, fd::dot_tiles::fill);
+  EXPECT_EQ(older.begin(0, 1, x, y), fd::dot_tiles::read);
+  older.end(0, 1, fd::dot_tiles::read);
 }
 
 TEST(ByteBudget, GrantsWhatFitsRefusesWhatDoesNotAndTakesReleasesBack) {

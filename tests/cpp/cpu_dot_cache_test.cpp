@@ -33,6 +33,23 @@ fd::prepared_cloud cloud_of(std::int64_t count, std::int64_t dim, double offset)
   return c;
 }
 
+// Two fp64 clouds of 50 and 70 points in 32 dimensions, packed, and the bytes their pair takes kept
+// (54 padded rows × 128 keys × 8 bytes).
+struct packed_pair {
+  fd::packed_cloud<double> x, y;
+  std::int64_t bytes;
+};
+
+packed_pair two_clouds() {
+  fd::prepared_problem problem;
+  problem.x = cloud_of(50, 32, 0.0);
+  problem.y = cloud_of(70, 32, 0.2);
+  packed_pair pair{fd::pack_cloud<double>(problem.x, fs::precision::fp64),
+                   fd::pack_cloud<double>(problem.y, fs::precision::fp64), 0};
+  pair.bytes = pair.x.padded_rows * pair.y.tiles * fd::kKeyTile * 8;
+  return pair;
+}
+
 TEST(CpuDotCache, TheBudgetIs1GiBUnlessAWholeNumberUpTo65536IsGiven) {
   EXPECT_EQ(fd::parse_dot_cache_budget(nullptr), 1024 * kMiB);
   EXPECT_EQ(fd::parse_dot_cache_budget(""), 1024 * kMiB);
@@ -49,12 +66,7 @@ TEST(CpuDotCache, TheBudgetIs1GiBUnlessAWholeNumberUpTo65536IsGiven) {
 }
 
 TEST(CpuDotCache, KeepsAPairOnceWithinTheBudgetAndFromTheMinimumDimension) {
-  fd::prepared_problem problem;
-  problem.x = cloud_of(50, 32, 0.0);
-  problem.y = cloud_of(70, 32, 0.2);
-  const fd::packed_cloud<double> x = fd::pack_cloud<double>(problem.x, fs::precision::fp64);
-  const fd::packed_cloud<double> y = fd::pack_cloud<double>(problem.y, fs::precision::fp64);
-  const std::int64_t pair_bytes = x.padded_rows * y.tiles * fd::kKeyTile * 8;  // 54 rows × 128 keys
+  const auto [x, y, pair_bytes] = two_clouds();
   fd::byte_budget budget(pair_bytes + 1);
   fd::dot_cache<double> cache(budget);
   EXPECT_EQ(cache.begin(1, 0, y, x), fd::dot_tiles::compute);  // y's rows first: not stored that way
@@ -79,12 +91,7 @@ TEST(CpuDotCache, KeepsAPairOnceWithinTheBudgetAndFromTheMinimumDimension) {
 }
 
 TEST(CpuDotCache, OneBudgetBoundsEveryCacheOnItAndGetsTheirBytesBack) {
-  fd::prepared_problem problem;
-  problem.x = cloud_of(50, 32, 0.0);
-  problem.y = cloud_of(70, 32, 0.2);
-  const fd::packed_cloud<double> x = fd::pack_cloud<double>(problem.x, fs::precision::fp64);
-  const fd::packed_cloud<double> y = fd::pack_cloud<double>(problem.y, fs::precision::fp64);
-  const std::int64_t pair_bytes = x.padded_rows * y.tiles * fd::kKeyTile * 8;
+  const auto [x, y, pair_bytes] = two_clouds();
   fd::byte_budget budget(pair_bytes + 1);  // room for one pair among all the caches
   {
     fd::dot_cache<double> first(budget);
@@ -101,12 +108,7 @@ TEST(CpuDotCache, OneBudgetBoundsEveryCacheOnItAndGetsTheirBytesBack) {
 }
 
 TEST(CpuDotCache, ANewPairTakesTheStoresOfIdleCachesButNeverOfOneInAPass) {
-  fd::prepared_problem problem;
-  problem.x = cloud_of(50, 32, 0.0);
-  problem.y = cloud_of(70, 32, 0.2);
-  const fd::packed_cloud<double> x = fd::pack_cloud<double>(problem.x, fs::precision::fp64);
-  const fd::packed_cloud<double> y = fd::pack_cloud<double>(problem.y, fs::precision::fp64);
-  const std::int64_t pair_bytes = x.padded_rows * y.tiles * fd::kKeyTile * 8;
+  const auto [x, y, pair_bytes] = two_clouds();
   fd::byte_budget budget(pair_bytes + 1), other(pair_bytes + 1);
   fd::dot_cache<double> older(budget), newer(budget), elsewhere(other);
   ASSERT_EQ(older.begin(0, 1, x, y), fd::dot_tiles::fill);

@@ -4,9 +4,11 @@
 // blending and the error term, the debiasing pairs and plan passes.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -127,6 +129,32 @@ TEST(CpuDotCache, ANewPairTakesTheStoresOfIdleCachesButNeverOfOneInAPass) {
   older.end(0, 1, fd::dot_tiles::fill);
   EXPECT_EQ(older.begin(0, 1, x, y), fd::dot_tiles::read);
   older.end(0, 1, fd::dot_tiles::read);
+}
+
+// Solvers on several threads at once (Python threads, each with its own solver) share the budget:
+// their caches fill, read and take each other's stores with no deadlock, and the budget never holds
+// more than its limit or other than what the caches hold.
+TEST(CpuDotCache, CachesOnThreadsShareOneBudgetWithoutDeadlockOrOvercommit) {
+  const auto [x, y, pair_bytes] = two_clouds();
+  fd::byte_budget budget(2 * pair_bytes + 1);  // room for two pairs among three caches
+  std::vector<std::unique_ptr<fd::dot_cache<double>>> caches;
+  for (int c = 0; c < 3; ++c) caches.push_back(std::make_unique<fd::dot_cache<double>>(budget));
+  std::atomic<bool> overcommitted{false};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < 3; ++c) {
+    threads.emplace_back([&, c] {
+      for (int round = 0; round < 2000; ++round) {
+        const fd::dot_tiles used = caches[c]->begin(0, 1, x, y);
+        if (budget.reserved() > budget.limit()) overcommitted = true;
+        caches[c]->end(0, 1, used);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_FALSE(overcommitted);
+  EXPECT_EQ(budget.reserved(), caches[0]->bytes() + caches[1]->bytes() + caches[2]->bytes());
+  caches.clear();
+  EXPECT_EQ(budget.reserved(), 0);
 }
 
 TEST(ByteBudget, GrantsWhatFitsRefusesWhatDoesNotAndTakesReleasesBack) {

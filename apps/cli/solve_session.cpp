@@ -6,6 +6,7 @@
 #include "atomic_output.hpp"
 #include "flashsinkhorn/solver.hpp"
 #include "option_names.hpp"
+#include "peak_rss.hpp"
 #include "progress_reporter.hpp"
 #include "solution_files.hpp"
 
@@ -30,6 +31,11 @@ json_object describe(const problem& p, const options& o, const result& r) {
   json.add("seconds", r.time.total_seconds);
   json.add("prepare_seconds", r.time.prepare_seconds);
   json.add("solve_seconds", r.time.solve_seconds);
+  if (const std::optional<std::int64_t> peak = peak_resident_bytes()) {  // this program's own, so far
+    json.add("peak_host_rss_bytes", *peak);
+  } else {
+    json.add_null("peak_host_rss_bytes");
+  }
   json.add("solver", name_of(o.solver));
   json.add("precision", name_of(o.precision));
   json.add("cost_kind", name_of(o.cost));

@@ -88,10 +88,15 @@ def run_cli(case: Case) -> dict:
                   "peer_config": " ".join(str(c) for c in cmd[2:] if not str(c).startswith("/")),
                   "peak_device_bytes_source": "nvidia-smi sampling by the parent (peak_device_bytes_smi)"}
         if device == "cpu":
-            import resource
+            own = [r["peak_host_rss_bytes"] for r in runs if r.get("peak_host_rss_bytes") is not None]
+            if own:  # the CLI's VmHWM: ru_maxrss of a child keeps this (Python) parent's peak from before exec
+                record["peak_host_rss_bytes"] = max(own)
+                record["peak_host_rss_source"] = "the CLI's own VmHWM (its JSON's peak_host_rss_bytes)"
+            else:
+                import resource
 
-            record["peak_host_rss_bytes"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-            record["peak_host_rss_source"] = "ru_maxrss of the CLI processes"
+                record["peak_host_rss_bytes"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+                record["peak_host_rss_source"] = "ru_maxrss of the CLI processes (includes this parent's peak)"
         if case.op == "forward":
             record["ms_per_iteration"] = record["ms"] / case.iters
         else:

@@ -33,6 +33,21 @@ def test_json_keys_and_types(run_solve):
         assert out["device"] == "cpu", out["device"]
 
 
+def test_the_summary_reports_the_programs_own_peak_memory(run_solve):
+    """peak_host_rss_bytes is the CLI's own VmHWM (Linux; null elsewhere): bytes, at least the points it
+    read, and far below what its Python parent holds (ru_maxrss of a forked child would report that)."""
+    x, y, a, b = random_problem(5003, 2000, 2000, 64)
+    out = run_solve(x, y, a, b, eps=0.5, iters=3, tol=0)
+    peak = out["peak_host_rss_bytes"]
+    if not os.path.exists("/proc/self/status"):
+        assert peak is None
+        return
+    assert isinstance(peak, int) and not isinstance(peak, bool), peak
+    assert peak > x.nbytes + y.nbytes, peak
+    if device() == "cpu":  # (a CUDA context alone holds hundreds of MB of host memory)
+        assert peak < 512 << 20, peak
+
+
 def test_stdout_is_exactly_one_json_object(cli_binary, tmp_path):
     seed = 5002
     x, y, _, _ = random_problem(seed, 10, 12, 2)

@@ -2,7 +2,6 @@
 // (SPEC §4) — read and subsample, class Gaussians, the 20×20 label distance W, then the debiased
 // solve with the label-augmented cost ½(‖x − x'‖² + W[l, l']) through the public API — and the
 // memory it took: the library's device pool peak and, on CUDA, the device's used memory.
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdarg>
@@ -19,6 +18,7 @@
 #include "option_names.hpp"
 #include "otdd_arguments.hpp"
 #include "otdd_data.hpp"
+#include "peak_rss.hpp"
 #include "progress_reporter.hpp"
 #include "solve_session.hpp"
 
@@ -55,13 +55,8 @@ bool runs_on_cuda(const run_flags& run) {
   return run.device == device_kind::cuda || (run.device == device_kind::automatic && cuda_available());
 }
 
-// Peak resident set size of this process (Linux: ru_maxrss in KiB).
-std::int64_t host_peak_bytes() {
-  rusage usage{};
-  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
-  constexpr std::int64_t kBytesPerKibibyte = 1024;
-  return static_cast<std::int64_t>(usage.ru_maxrss) * kBytesPerKibibyte;
-}
+// Peak resident set size of this program (peak_rss.hpp; 0 where the system does not say).
+std::int64_t host_peak_bytes() { return peak_resident_bytes().value_or(0); }
 
 struct both_sets {
   labelled_images mnist;

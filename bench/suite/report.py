@@ -161,7 +161,7 @@ def suite_row(r: dict, file: str) -> dict:
                marginal_error=r.get("marginal_error"), reached_tol=r.get("reached_tol"),
                iterations=r.get("iterations"), error=r.get("error") or r.get("reason"), budget=run_budget(r),
                forward_iterations=r.get("iters"), tol=r.get("tol"), converged=r.get("converged"),
-               own_marginal_error=r.get("own_marginal_error"),
+               own_marginal_error=r.get("own_marginal_error"), reach=bool(r.get("reach")),
                timed_calls=len(r["ms_all"]) if r.get("ms_all") else r.get("repeats"))
     peak = r.get("peak_device_bytes") if out["device"] == "gpu" else r.get("peak_host_rss_bytes")
     source_name = r.get("peak_device_bytes_source") if out["device"] == "gpu" else r.get("peak_host_rss_source")

@@ -72,7 +72,7 @@ def merge(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     stale = [r for r in suite if superseded_by(r)]
     chosen: dict[tuple, dict] = {}
     for r in sorted((r for r in suite if not superseded_by(r)), key=lambda r: str(r.get("date") or "")):
-        key = (where(r), r["op"], r["d"], r["n"], r["variant"], r["precision"])
+        key = (where(r), r["op"], r["d"], r["n"], r["variant"], r["precision"], bool(r.get("reach")))
         if r["status"] == "not_run" and key in chosen:
             continue  # a later sweep that did not reach the case leaves the earlier run in place
         chosen[key] = r
@@ -240,17 +240,31 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
 TEN_MINUTES_MS = 600_000.0
 
 
+FAILURES = ("oom", "timeout", "error", "crash")
+
+
+def _reach_of(rows: list[dict]) -> tuple:
+    """(n ok, failure text, the failed row, the ok row) of one group's rows, timing and reach runs
+    together: the largest n that ran, and the first failure above it — of that n's rows, a failure no
+    budget changes (memory, a crash) first, else the timeout with the longest budget."""
+    ok = max((r for r in rows if r["status"] == "ok"), key=lambda r: r["n"], default=None)
+    n_ok = ok["n"] if ok else 0
+    above = [r for r in rows if r["status"] in FAILURES and r["n"] > n_ok]
+    if not above:
+        return n_ok, "", None, ok
+    first_n = min(r["n"] for r in above)
+    failed = max((r for r in above if r["n"] == first_n),
+                 key=lambda r: (r["status"] != "timeout", float(r.get("budget") or 0)))
+    phase = f", in {failed['timed_out_in']}" if failed.get("timed_out_in") else ""
+    budget = f" ({failed['error']}{phase})" if failed["status"] == "timeout" and failed.get("error") else ""
+    return n_ok, f"{failed['status']} at n = {failed['n']:,}{budget}", failed, ok
+
+
 def _reach_table(merged: list[dict]) -> list[str]:
-    reach: dict[tuple, tuple] = defaultdict(lambda: (0, "", None, None))  # (n ok, failure, its row, ok row)
-    for r in sorted(merged, key=lambda r: r["n"]):
-        key = (r["variant"], r["op"], r["d"], where(r), r["precision"])
-        n_ok, failure, failed, ok = reach[key]
-        if r["status"] == "ok" and r["n"] > n_ok:
-            reach[key] = (r["n"], failure, failed, r)
-        if r["status"] in ("oom", "timeout", "error", "crash") and not failure:
-            phase = f", in {r['timed_out_in']}" if r.get("timed_out_in") else ""
-            budget = f" ({r['error']}{phase})" if r["status"] == "timeout" and r.get("error") else ""
-            reach[key] = (n_ok, f"{r['status']} at n = {r['n']:,}{budget}", r, ok)
+    groups: dict[tuple, list] = defaultdict(list)
+    for r in merged:
+        groups[(r["variant"], r["op"], r["d"], where(r), r["precision"])].append(r)
+    reach = {key: _reach_of(rows) for key, rows in groups.items()}
     budgets = defaultdict(set)
     for r in merged:
         if r.get("budget"):
@@ -273,7 +287,9 @@ def _reach_table(merged: list[dict]) -> list[str]:
            "budgets do not matter: the "
            "next n of the grid ran out of memory or crashed, or the grid's largest n ran (in both cases the "
            "largest n that ran took under 10 minutes a call). Where the next n exceeded a shorter budget, or "
-           "was never attempted, the column gives a lower bound ('≥').",
+           "was never attempted, the column gives a lower bound ('≥'). Reach runs (`run.py --reach`, rows "
+           "marked `reach` in their files) make one call per case, JIT and autotuning included, with a 600 s "
+           "budget: they decide the column and appear in no other table.",
            ""]
     rows = [[*k, f"{v[0]:,}" if v[0] else "none", v[1] or "–", _within_ten_minutes(v, grid_largest)]
             for k, v in sorted(reach.items())]
@@ -328,7 +344,8 @@ def _coverage_table(merged: list[dict]) -> list[str]:
 
 def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
     """The section's lines and the merged rows (for the claims and the plots)."""
-    merged, stale = merge(rows)
+    with_reach, stale = merge(rows)
+    merged = [r for r in with_reach if not r.get("reach")]  # reach runs time first calls: the reach table's
     out = ["## Benchmark suite (bench/suite: every peer on the same arrays)", ""]
     if not merged:
         return out + ["No suite results committed yet: run `bench/suite/run_device.sh` on the GPU machine "
@@ -343,7 +360,7 @@ def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
             sel = [r for r in merged if r["op"] == op and where(r) == device]
             if sel:
                 out += _op_tables(sel, op, device)
-    out += _reach_table(merged)
+    out += _reach_table(with_reach)
     out += _coverage_table(merged)
     if stale:
         out += ["### Superseded rows (left out above; still in their files)", ""]

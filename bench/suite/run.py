@@ -12,6 +12,9 @@ Stop rule: per group, once a case fails (timeout, oom, error, crash), the larger
 'skipped' and not run: the largest n that succeeded is the one the peer reaches within the per-case
 budget. Cases not started by --deadline are recorded as 'not_run'.
 
+Reach (--reach): the issue's "largest n within 10 minutes" — one call per case (no warm-up, no
+timed repeats, no evaluation), --budget 600 and --start-up 0 make the stop rule's answer the issue's.
+
 Memory: the framework's own peak where it has one (reset per case; JAX's is the process's peak, which
 n ascending makes the current case's), and nvidia-smi's memory.used sampled from the case's start to
 the end of its timed calls (the marginal-error evaluation after them is not the peer's), minus its
@@ -359,10 +362,11 @@ def sweep(args) -> int:
                         if precision not in IMPLS[impl][1]:
                             continue
                         cases = [Case(impl=impl, op=op, n=n, d=d, precision=precision, device=args.device,
-                                      warmup=args.warmup, repeats=args.repeats, threads=args.threads,
+                                      warmup=0 if args.reach else args.warmup,
+                                      repeats=1 if args.reach else args.repeats, threads=args.threads,
                                       data_dir=args.data_dir, max_iters=args.max_iters, tol=args.tol,
                                       scaling=args.scaling, iters=args.hvp_iters if op == "hvp" else args.iters,
-                                      eps=args.eps, evaluate=not args.no_eval)
+                                      eps=args.eps, evaluate=not (args.no_eval or args.reach), reach=args.reach)
                                  for n in ns]
                         if measured:  # --skip-done: the grid's gaps only
                             skipped = [c for c in cases if already_measured(c, measured)]
@@ -422,6 +426,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--data-dir", default=os.environ.get("FS_SUITE_DATA", "/tmp/fs_suite_data"))
     ap.add_argument("--no-eval", action="store_true", help="skip the marginal-error evaluation")
+    ap.add_argument("--reach", action="store_true",
+                    help="the largest n within the budget: one call per case, its time the row's (JIT and "
+                         "autotuning included; no warm-up, no evaluation; protocol.py, 'Reach mode')")
     ap.add_argument("--skip-done", action="append", metavar="GLOB",
                     help="JSON-lines results (globs, repeatable): cases found there with a final status, and larger n "
                          "of a group that ended there (timeout, oom, crash), are not run again — for filling the grid")

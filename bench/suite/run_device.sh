@@ -20,6 +20,7 @@
 #   SUITE_SKIP_DONE   a glob of committed results (e.g. 'bench/results/suite_h200_*.jsonl'): cases
 #                     measured there, and larger n of groups that ended there, are not run again
 #                     (run.py --skip-done: the grid's gaps only) [unset: run every case]
+#   SUITE_REACH       1: run.py --reach, one call per case (the largest n within the budget) [0]
 #   SUITE_CPP         1: our C++ forward and plan/gradient benches on the same grid first [1]
 #   SUITE_CPP_PRECISIONS  their precisions [tf32,bf16,fp32]   SUITE_CPP_TIMEOUT  seconds each [150]
 #   SUITE_CPP_MAX_N   the C++ benches' largest n [200000: at 1e6 their warm-up and repeats at three
@@ -140,7 +141,7 @@ export SUITE_KEOPS_ENV="${SUITE_KEOPS_ENV:-/tmp/keops_choice.env}"
 python3 bench/suite/run.py --impls "$impls" --ops "$ops" \
   --ns "$ns" --ds "$ds" --precisions "${SUITE_PRECISIONS:-tf32}" --device "${SUITE_DEVICE:-cuda}" --budget "${SUITE_BUDGET:-120}" --start-up "${SUITE_START_UP:-120}" \
   --deadline "$(( ${SUITE_DEADLINE:-360} - SECONDS > 30 ? ${SUITE_DEADLINE:-360} - SECONDS : 30 ))" --repeats "${SUITE_REPEATS:-5}" --max-iters "${SUITE_MAX_ITERS:-2000}" \
-  --eps "${SUITE_EPS:-0.1}" ${SUITE_SKIP_DONE:+--skip-done "$SUITE_SKIP_DONE"} --out "$out/suite_${tag}.jsonl" 2>> "$log"
+  --eps "${SUITE_EPS:-0.1}" ${SUITE_SKIP_DONE:+--skip-done "$SUITE_SKIP_DONE"} $([[ "${SUITE_REACH:-0}" != 0 ]] && echo --reach) --out "$out/suite_${tag}.jsonl" 2>> "$log"
 status=$?
 tail -n 60 "$log"
 exit $status

@@ -17,6 +17,10 @@ def run(case, variant: str):
     if variant == "fake-slow-start":  # a first case that compiles for a while, then fast ones
         time.sleep(4 if case.n < FAIL_AT else 0)
         return {"ms": 1.0}, None
+    if variant == "fake-counted":  # protocol's timing loop, on a call that counts itself
+        calls = []
+        timing, _ = protocol.time_wall(lambda: calls.append(1), case)
+        return {**timing, "calls": len(calls)}, None
     if case.n < FAIL_AT or variant == "fake-ok":
         return {"ms": 1.0, "iterations_given": case.iters}, None
     if variant == "fake-sleep":

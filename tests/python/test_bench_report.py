@@ -249,6 +249,47 @@ def test_the_ten_minute_column_is_exact_only_where_no_budget_decided_it():
     assert _within_ten_minutes((50_000, "", None, dict(ok, ms=700_000.0)), 1_000_000).startswith("< 50,000")
 
 
+def test_reach_rows_decide_the_ten_minute_column_and_nothing_else():
+    """A reach run's rows (one call each, 600 s budget) extend a group past an earlier run's timeout at
+    a shorter budget; the first failure is then the one above the largest n that ran, and of the rows
+    failing at that n the one with the longest budget."""
+    load_report()
+    from report_suite import _reach_of, _within_ten_minutes
+
+    row = {"variant": "flash-sinkhorn", "op": "forward", "d": 64, "precision": "tf32", "device": "gpu"}
+    timing = [dict(row, n=50_000, status="ok", ms=300.0),
+              dict(row, n=200_000, status="timeout", budget=60, error="not done within the 60 s budget")]
+    reach = [dict(row, n=200_000, status="ok", ms=5_000.0, reach=True),
+             dict(row, n=1_000_000, status="timeout", budget=600, reach=True)]
+    n_ok, failure, failed, ok = _reach_of(timing + reach)
+    assert (n_ok, failed["budget"], ok["n"]) == (200_000, 600, 200_000)
+    assert failure == "timeout at n = 1,000,000"
+    assert _within_ten_minutes((n_ok, failure, failed, ok), 1_000_000) == "200,000 (n = 1,000,000: over 600 s)"
+    # the same n failing twice: the 600 s budget decides, not the shorter one
+    twice = timing + [dict(row, n=200_000, status="timeout", budget=600, reach=True)]
+    assert _reach_of(twice)[2]["budget"] == 600
+    # an out-of-memory failure at that n beats any timeout
+    oom = twice + [dict(row, n=200_000, status="oom")]
+    assert _reach_of(oom)[2]["status"] == "oom"
+
+
+def test_reach_rows_stay_out_of_the_timing_tables(tmp_path):
+    report = load_report()
+    results = tmp_path / "results"
+    write_fixture(results)
+    header = {"suite": "flashsinkhorn-bench-suite", "schema": 1, "machine": {"gpu": "fixture GPU"},
+              "commit": "def5678", "date": "2099-01-02T00:00:00+00:00", "command": "run.py --reach",
+              "device": "cuda", "precision": "tf32", "d": 64, "op": "forward", "reach": True}
+    rows = [{**header, "impl": "flash-sinkhorn", "n": 200000, "status": "ok", "ms": 2000.0},
+            {**header, "impl": "flash-sinkhorn", "n": 1000000, "status": "ok", "ms": 30000.0}]
+    (results / "suite_2099-01-02_reach.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
+    tables = text[text.index("### forward (gpu"):text.index("### Largest n reached")]
+    assert "| 64 | 10,000 | tf32 |" in tables and "200,000" not in tables and "1,000,000" not in tables
+    reach = text[text.index("### Largest n reached"):]
+    assert "| flash-sinkhorn | forward | 64 |" in reach and "1,000,000 (the grid's largest)" in reach
+
+
 def test_each_card_gets_its_own_cells_and_ratios(tmp_path):
     """The device lends an H100 or an H200: the same case measured on both stays two cells, each card has
     tables of its own, and a ratio pairs only rows of one card (the H200's where both have a pair)."""

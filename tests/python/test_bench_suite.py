@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RUN = HERE.parents[1] / "bench" / "suite" / "run.py"
 VARIANTS = ("fake-ok", "fake-sleep", "fake-sleep-timed", "fake-crash", "fake-oom", "fake-error", "fake-unsupported",
-            "fake-slow-start", "fake-allocate")
+            "fake-slow-start", "fake-allocate", "fake-counted")
 NS = (100, 400, 800)
 
 
@@ -185,3 +185,18 @@ def test_skip_done_runs_only_the_gaps_of_the_grid(tmp_path):
     assert "not rerun: measured before (crash)" in stderr and "not rerun: n = 400 ended its group before" in stderr
     grown, _, _ = suite(runs[2], "fake-ok", "--ns", "100,400,800,1600", "--skip-done", earlier)
     assert statuses(grown) == [(1600, "ok")]
+
+
+def test_reach_mode_makes_one_call_per_case(tmp_path):
+    """run.py --reach (the largest n within the budget): one call per case, its time the row's, the
+    rows marked; without it the protocol's warm-up, sizing call and timed repeats."""
+    rows, _, _ = suite(tmp_path, "fake-counted", "--reach", "--repeats", "5")
+    assert statuses(rows) == [(100, "ok"), (400, "ok"), (800, "ok")]
+    for row in rows:
+        assert row["calls"] == 1 and row["reach"] is True and row["repeats"] == 1 and row["warmup"] == 0
+        assert row["ms"] == row["first_call_ms"] and row["timer"].startswith("the first and only call")
+        assert row["evaluate"] is False
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    rows, _, _ = suite(plain, "fake-counted", "--repeats", "5")
+    assert all(r["calls"] == 7 and r["reach"] is False for r in rows)  # first, sizing, five timed

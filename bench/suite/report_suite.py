@@ -288,13 +288,34 @@ def _reach_table(merged: list[dict]) -> list[str]:
            "next n of the grid ran out of memory or crashed, or the grid's largest n ran (in both cases the "
            "largest n that ran took under 10 minutes a call). Where the next n exceeded a shorter budget, or "
            "was never attempted, the column gives a lower bound ('≥'). Reach runs (`run.py --reach`, rows "
-           "marked `reach` in their files) make one call per case, JIT and autotuning included, with a 600 s "
-           "budget: they decide the column and appear in no other table.",
+           "marked `reach` in their files) make one call per case, JIT and autotuning included, under their "
+           "command's budget (540 s on the GPU machine, whose commands stop at 600 s: a timeout there leaves "
+           "a lower bound); they decide the column and appear in no other table.",
            ""]
+    out += _reach_pivot(reach, grid_largest)
     rows = [[*k, f"{v[0]:,}" if v[0] else "none", v[1] or "–", _within_ten_minutes(v, grid_largest)]
             for k, v in sorted(reach.items())]
     return out + table(["implementation", "operation", "d", "device", "precision", "largest n ok", "first failure",
                         "largest n within 10 minutes"], rows)
+
+
+def _reach_pivot(reach: dict, grid_largest: int) -> list[str]:
+    """The last column of the table below at a glance, GPU rows: one line per (implementation,
+    operation, card, precision), one column per d; '≥' a lower bound, '?' undecided."""
+    gpu = {k: v for k, v in reach.items() if k[3].startswith("gpu") and not k[0].startswith("C++")}
+    if not gpu:
+        return []
+    ds = sorted({k[2] for k in gpu})
+    lines = defaultdict(dict)
+    for (variant, op, d, place, precision), v in gpu.items():
+        text = _within_ten_minutes(v, grid_largest)
+        short = text.split(" (", 1)[0]
+        lines[(variant, op, place.removeprefix("gpu ").strip() or "–", precision)][d] = \
+            "?" if short == "undecided" else short + (" (oom)" if ": oom)" in text else "")
+    body = [[*key, *[cells.get(d, "–") for d in ds]] for key, cells in sorted(lines.items())]
+    return (["At a glance (GPU; '≥' a lower bound, '?' undecided, '(oom)' the next n ran out of memory; the "
+             "table below gives each cell's reason):", ""]
+            + table(["implementation", "operation", "card", "precision", *[f"d = {d}" for d in ds]], body))
 
 
 def _within_ten_minutes(reach: tuple, grid_largest: int) -> str:
@@ -306,6 +327,8 @@ def _within_ten_minutes(reach: tuple, grid_largest: int) -> str:
     if ok is not None and float(ok.get("ms", 0.0)) > TEN_MINUTES_MS:
         return f"< {n_ok:,} (a call took {float(ok['ms']) / 1e3:.0f} s)"
     if failed is None:
+        if not n_ok:
+            return "not run (no case of the group ran)"
         return f"{ok_text} (the grid's largest)" if n_ok == grid_largest else f"≥ {ok_text} (larger n not attempted)"
     if failed["status"] in ("oom", "crash", "error"):
         return f"{ok_text} (n = {failed['n']:,}: {failed['status']})"

@@ -8,14 +8,14 @@
 # Environment: CPU_NS [1000,5000,10000], CPU_DS [3,64], CPU_OPS [forward,converge],
 # CPU_IMPLS [flashsinkhorn-cli,pot-dense-log,geomloss-tensorized],
 # CPU_PRECISIONS [fp32,fp64], CPU_BUDGET seconds per case [600], CPU_OUT [the dated file], FLASHSINKHORN_BIN (our CLI),
-# CLASSIC [0]. Needs POT and GeomLoss importable, and a 2-core machine that nothing else loads:
+# CLASSIC [0], CPU_REACH [0; 1: run.py --reach, one call per case — the largest n within CPU_BUDGET]. Needs POT and GeomLoss importable, and a 2-core machine that nothing else loads:
 # the numbers are noise otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 python3 bench/suite/run.py --device cpu --threads 2 --impls "${CPU_IMPLS:-flashsinkhorn-cli,pot-dense-log,geomloss-tensorized}" \
   --ops "${CPU_OPS:-forward,converge}" --ns "${CPU_NS:-1000,5000,10000}" --ds "${CPU_DS:-3,64}" \
   --precisions "${CPU_PRECISIONS:-fp32,fp64}" --budget "${CPU_BUDGET:-600}" --repeats "${CPU_REPEATS:-3}" \
-  --out "${CPU_OUT:-bench/results/suite_cpu_$(date -u +%F).jsonl}"
+  $([[ "${CPU_REACH:-0}" != 0 ]] && echo --reach) --out "${CPU_OUT:-bench/results/suite_cpu_$(date -u +%F).jsonl}"
 if [[ "${CLASSIC:-0}" != 0 ]]; then
   python3 bench/cpu_forward_bench.py ${FLASHSINKHORN_BIN:+--bin "$FLASHSINKHORN_BIN"}
 fi

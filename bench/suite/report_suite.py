@@ -300,22 +300,22 @@ def _reach_table(merged: list[dict]) -> list[str]:
 
 
 def _reach_pivot(reach: dict, grid_largest: int) -> list[str]:
-    """The last column of the table below at a glance, GPU rows: one line per (implementation,
-    operation, card, precision), one column per d; '≥' a lower bound, '?' undecided."""
-    gpu = {k: v for k, v in reach.items() if k[3].startswith("gpu") and not k[0].startswith("C++")}
-    if not gpu:
+    """The last column of the table below at a glance: one line per (implementation, operation,
+    device, precision), GPU cards first, one column per d; '≥' a lower bound, '?' undecided."""
+    cells = {k: v for k, v in reach.items() if not k[0].startswith("C++")}
+    if not cells:
         return []
-    ds = sorted({k[2] for k in gpu})
+    ds = sorted({k[2] for k in cells})
     lines = defaultdict(dict)
-    for (variant, op, d, place, precision), v in gpu.items():
+    for (variant, op, d, place, precision), v in cells.items():
         text = _within_ten_minutes(v, grid_largest)
         short = text.split(" (", 1)[0]
-        lines[(variant, op, place.removeprefix("gpu ").strip() or "–", precision)][d] = \
+        lines[(place.startswith("cpu"), variant, op, place.removeprefix("gpu ").strip() or "gpu", precision)][d] = \
             "?" if short == "undecided" else short + (" (oom)" if ": oom)" in text else "")
-    body = [[*key, *[cells.get(d, "–") for d in ds]] for key, cells in sorted(lines.items())]
-    return (["At a glance (GPU; '≥' a lower bound, '?' undecided, '(oom)' the next n ran out of memory; the "
+    body = [[*key[1:], *[by_d.get(d, "–") for d in ds]] for key, by_d in sorted(lines.items())]
+    return (["At a glance ('≥' a lower bound, '?' undecided, '(oom)' the next n ran out of memory; the "
              "table below gives each cell's reason):", ""]
-            + table(["implementation", "operation", "card", "precision", *[f"d = {d}" for d in ds]], body))
+            + table(["implementation", "operation", "device", "precision", *[f"d = {d}" for d in ds]], body))
 
 
 def _within_ten_minutes(reach: tuple, grid_largest: int) -> str:

@@ -288,6 +288,9 @@ def test_reach_rows_stay_out_of_the_timing_tables(tmp_path):
     assert "| 64 | 10,000 | tf32 |" in tables and "200,000" not in tables and "1,000,000" not in tables
     reach = text[text.index("### Largest n reached"):]
     assert "| flash-sinkhorn | forward | 64 |" in reach and "1,000,000 (the grid's largest)" in reach
+    glance = reach[reach.index("At a glance"):]
+    line = next(row for row in glance.splitlines() if row.startswith("| flash-sinkhorn | forward |"))
+    assert line.endswith("| 1,000,000 |"), line  # d = 64, the fixture's only d
 
 
 def test_each_card_gets_its_own_cells_and_ratios(tmp_path):

@@ -58,6 +58,7 @@ def write_fixture(results: Path) -> None:
     suite.append({**header, "impl": "flash-sinkhorn", "op": "forward_gradient", "n": 10000, "status": "ok", "ms": 6.0})
     (results / "suite_2099-01-01.jsonl").write_text("".join(json.dumps(r) + "\n" for r in suite))
     (results / "unrelated_2099.json").write_text(json.dumps({"benchmark": "something_else"}))
+
     hvp_header = {"bench": "bench/hvp_bench.sh", "commit": "abc1234", "machine": "fixture GPU", "date": "2099-01-01",
                   "command": "hvp_bench.sh (fixture)", "protocol": "fixture protocol"}
     hvp = [hvp_header,
@@ -82,6 +83,15 @@ def write_fixture(results: Path) -> None:
                   "stdout_tail": "pykeops 2.3\nmapped:\n  /usr/local/cuda/lib64/libnvrtc.so.13\nmax abs error 1e-6",
                   "binder_links": ["nvrtc_jit.so: libnvrtc.so.13 => /usr/local/cuda/lib64/libnvrtc.so.13 (0x7f00)"]}
     (results / "suite_2099-01-01_keops.jsonl").write_text(json.dumps(keops) + "\n" + json.dumps(diagnostic) + "\n")
+
+
+def write_later_run(results: Path, name: str, rows: list[dict], machine: dict | None = None, **fields) -> None:
+    """A second suite file beside the fixture's, one day later: `rows` over its header (forward,
+    d = 64, tf32, CUDA, the fixture GPU unless `machine`), `fields` added to every row."""
+    header = {"suite": "flashsinkhorn-bench-suite", "schema": 1, "machine": machine or {"gpu": "fixture GPU"},
+              "commit": "def5678", "date": "2099-01-02T00:00:00+00:00", "device": "cuda", "precision": "tf32",
+              "d": 64, "op": "forward", **fields}
+    (results / name).write_text("".join(json.dumps({**header, **r}) + "\n" for r in rows))
 
 
 def test_report_writes_tables_claims_and_plots(tmp_path):
@@ -150,17 +160,15 @@ def test_suite_rows_merge_across_files_newest_run_first(tmp_path):
     report = load_report()
     results = tmp_path / "results"
     write_fixture(results)
-    header = {"suite": "flashsinkhorn-bench-suite", "schema": 1, "machine": {"gpu": "fixture GPU"},
-              "commit": "def5678", "date": "2099-01-02T00:00:00+00:00", "command": "run.py (later fixture)",
-              "device": "cuda", "precision": "tf32", "d": 64, "op": "forward", "n": 10000}
-    later = [{**header, "impl": "flash-sinkhorn", "status": "ok", "ms": 6.4},  # re-run: replaces 4.8
-             {**header, "impl": "geomloss-tensorized", "status": "not_run", "reason": "deadline"},  # keeps OOM
-             {**header, "impl": "flashsinkhorn-py", "status": "ok", "ms": 3.2},  # re-run: replaces 1.6
-             {**header, "impl": "flashsinkhorn-cli", "status": "ok", "ms": 0.8}]  # its loop alone: no ratio
-    (results / "suite_2099-01-02_lane1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in later))
+    later = [{"impl": "flash-sinkhorn", "status": "ok", "ms": 6.4},  # re-run: replaces 4.8
+             {"impl": "geomloss-tensorized", "status": "not_run", "reason": "deadline"},  # keeps OOM
+             {"impl": "flashsinkhorn-py", "status": "ok", "ms": 3.2},  # re-run: replaces 1.6
+             {"impl": "flashsinkhorn-cli", "status": "ok", "ms": 0.8}]  # its loop alone: no ratio
+    write_later_run(results, "suite_2099-01-02_lane1.jsonl", later, command="run.py (later fixture)", n=10000)
     # a file of report_suite.SUPERSEDED: its stale row of ours (0.5 ms, newest) is listed, not used
-    stale = {**header, "date": "2099-01-03T00:00:00+00:00", "impl": "flashsinkhorn-cli", "status": "ok", "ms": 0.5}
-    (results / "suite_h200_2026-11-30_s10a_lane0.jsonl").write_text(json.dumps(stale) + "\n")
+    stale = {"date": "2099-01-03T00:00:00+00:00", "impl": "flashsinkhorn-cli", "status": "ok", "ms": 0.5}
+    write_later_run(results, "suite_h200_2026-11-30_s10a_lane0.jsonl", [stale], command="run.py (later fixture)",
+                    n=10000)
     text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
     forward = text[text.index("### forward (gpu)"):]
     # one table for both files; columns in order: ours first; ratio to the Python package's newest row
@@ -175,13 +183,10 @@ def test_a_suite_run_under_kernel_options_stays_out_of_the_tables(tmp_path):
     report = load_report()
     results = tmp_path / "results"
     write_fixture(results)
-    header = {"suite": "flashsinkhorn-bench-suite", "schema": 1,
-              "machine": {"gpu": "fixture GPU", "flashsinkhorn_env": {"FLASHSINKHORN_PLAN_CLUSTER_PAIRS": "on"}},
-              "commit": "def5678", "date": "2099-01-02T00:00:00+00:00", "command": "run.py (option fixture)",
-              "device": "cuda", "precision": "tf32", "d": 64, "op": "forward", "n": 10000}
-    rows = [{**header, "impl": "flash-sinkhorn", "status": "ok", "ms": 6.4},
-            {**header, "impl": "flashsinkhorn-py", "status": "ok", "ms": 0.9}]
-    (results / "suite_2099-01-02_options.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rows = [{"impl": "flash-sinkhorn", "status": "ok", "ms": 6.4}, {"impl": "flashsinkhorn-py", "status": "ok", "ms": 0.9}]
+    write_later_run(results, "suite_2099-01-02_options.jsonl", rows,
+                    machine={"gpu": "fixture GPU", "flashsinkhorn_env": {"FLASHSINKHORN_PLAN_CLUSTER_PAIRS": "on"}},
+                    command="run.py (option fixture)", n=10000)
     _, sources, skipped = report.load(results)
     assert all(s["file"] != "suite_2099-01-02_options.jsonl" for s in sources)
     assert any(name.startswith("suite_2099-01-02_options.jsonl (run with kernel options") for name in skipped)
@@ -277,12 +282,9 @@ def test_reach_rows_stay_out_of_the_timing_tables(tmp_path):
     report = load_report()
     results = tmp_path / "results"
     write_fixture(results)
-    header = {"suite": "flashsinkhorn-bench-suite", "schema": 1, "machine": {"gpu": "fixture GPU"},
-              "commit": "def5678", "date": "2099-01-02T00:00:00+00:00", "command": "run.py --reach",
-              "device": "cuda", "precision": "tf32", "d": 64, "op": "forward", "reach": True}
-    rows = [{**header, "impl": "flash-sinkhorn", "n": 200000, "status": "ok", "ms": 2000.0},
-            {**header, "impl": "flash-sinkhorn", "n": 1000000, "status": "ok", "ms": 30000.0}]
-    (results / "suite_2099-01-02_reach.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rows = [{"impl": "flash-sinkhorn", "n": 200000, "status": "ok", "ms": 2000.0},
+            {"impl": "flash-sinkhorn", "n": 1000000, "status": "ok", "ms": 30000.0}]
+    write_later_run(results, "suite_2099-01-02_reach.jsonl", rows, command="run.py --reach", reach=True)
     text = report.render(results, tmp_path / "BENCHMARKS.md", tmp_path / "plots")
     tables = text[text.index("### forward (gpu"):text.index("### Largest n reached")]
     assert "| 64 | 10,000 | tf32 |" in tables and "200,000" not in tables and "1,000,000" not in tables

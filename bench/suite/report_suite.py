@@ -105,9 +105,9 @@ def same_run_speedups(rows: list[dict], op: str) -> dict:
     both rows from the SAME run (one suite file): the newest file that holds an ok row of each. pair:
     {"ratio", "file", "ours_ms", "peer_ms", "card", "ours_calls", "peer_calls"} (the timed calls of each
     side, None if unknown); where each side was measured but never in one file, {"ratio": None, "why": ...}.
-    Keys: the sizes where both sides have an ok row in some file."""
+    Keys: the sizes where both sides have an ok row in some file (reach runs' first calls left out)."""
     measured = [r for r in rows if r["file"].startswith("suite") and r.get("op") == op and r.get("device") == "gpu"
-                and r.get("status") == "ok" and r.get("ms")]
+                and r.get("status") == "ok" and r.get("ms") and not r.get("reach")]  # reach rows: first calls
     at_op = [r for r in measured if not superseded_by(r)]
     stale = {(r["n"], r["d"], r["precision"], r["file"]): superseded_by(r) for r in measured
              if superseded_by(r) and r["variant"] == END_TO_END}

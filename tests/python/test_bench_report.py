@@ -290,6 +290,11 @@ def test_reach_rows_stay_out_of_the_timing_tables(tmp_path):
     assert "| 64 | 10,000 | tf32 |" in tables and "200,000" not in tables and "1,000,000" not in tables
     reach = text[text.index("### Largest n reached"):]
     assert "| flash-sinkhorn | forward | 64 |" in reach and "1,000,000 (the grid's largest)" in reach
+    # nor in the claims: a reach file holding both sides pairs no first calls
+    write_later_run(results, "suite_2099-01-03_reach.jsonl", [{"impl": "flash-sinkhorn", "ms": 900.0},
+                                                               {"impl": "flashsinkhorn-py", "ms": 100.0}],
+                    date="2099-01-03T00:00:00+00:00", command="run.py --reach", reach=True, n=10000, status="ok")
+    assert report.same_run_speedups(report.load(results)[0], "forward")[(10000, 64, "tf32")]["ratio"] == pytest.approx(3.0)
     glance = reach[reach.index("At a glance"):]
     line = next(row for row in glance.splitlines() if row.startswith("| flash-sinkhorn | forward |"))
     assert line.endswith("| 1,000,000 |"), line  # d = 64, the fixture's only d

@@ -265,6 +265,10 @@ def _reach_table(merged: list[dict]) -> list[str]:
     for r in merged:
         groups[(r["variant"], r["op"], r["d"], where(r), r["precision"])].append(r)
     reach = {key: _reach_of(rows) for key, rows in groups.items()}
+    grid_of = defaultdict(set)  # each device's sizes, over every implementation
+    for r in merged:
+        grid_of[where(r)].add(r["n"])
+    untried = {key: _untried_below_failure(reach[key], rows, grid_of[key[3]]) for key, rows in groups.items()}
     budgets = defaultdict(set)
     for r in merged:
         if r.get("budget"):
@@ -292,14 +296,14 @@ def _reach_table(merged: list[dict]) -> list[str]:
            "command's budget (540 s on the GPU machine, whose commands stop at 600 s: a timeout there leaves "
            "a lower bound); they decide the column and appear in no other table.",
            ""]
-    out += _reach_pivot(reach, grid_largest)
-    rows = [[*k, f"{v[0]:,}" if v[0] else "none", v[1] or "–", _within_ten_minutes(v, grid_largest)]
+    out += _reach_pivot(reach, grid_largest, untried)
+    rows = [[*k, f"{v[0]:,}" if v[0] else "none", v[1] or "–", _within_ten_minutes(v, grid_largest, untried[k])]
             for k, v in sorted(reach.items())]
     return out + table(["implementation", "operation", "d", "device", "precision", "largest n ok", "first failure",
                         "largest n within 10 minutes"], rows)
 
 
-def _reach_pivot(reach: dict, grid_largest: int) -> list[str]:
+def _reach_pivot(reach: dict, grid_largest: int, untried: dict) -> list[str]:
     """The last column of the table below at a glance: one line per (implementation, operation,
     device, precision), GPU cards first, one column per d; '≥' a lower bound, '?' undecided."""
     cells = {k: v for k, v in reach.items() if not k[0].startswith("C++")}
@@ -308,20 +312,31 @@ def _reach_pivot(reach: dict, grid_largest: int) -> list[str]:
     ds = sorted({k[2] for k in cells})
     lines = defaultdict(dict)
     for (variant, op, d, place, precision), v in cells.items():
-        text = _within_ten_minutes(v, grid_largest)
+        text = _within_ten_minutes(v, grid_largest, untried[(variant, op, d, place, precision)])
         short = text.split(" (", 1)[0]
         lines[(place.startswith("cpu"), variant, op, place.removeprefix("gpu ").strip() or "gpu", precision)][d] = \
-            "?" if short == "undecided" else short + (" (oom)" if ": oom)" in text else "")
+            "?" if short == "undecided" else short + (" (oom)" if ": oom)" in text and "≥" not in short else "")
     body = [[*key[1:], *[by_d.get(d, "–") for d in ds]] for key, by_d in sorted(lines.items())]
     return (["At a glance ('≥' a lower bound, '?' undecided, '(oom)' the next n ran out of memory; the "
              "table below gives each cell's reason):", ""]
             + table(["implementation", "operation", "device", "precision", *[f"d = {d}" for d in ds]], body))
 
 
-def _within_ten_minutes(reach: tuple, grid_largest: int) -> str:
-    """The issue's criterion from one group's rows: exact where the next size failed for a reason no
-    budget changes (memory, a crash) or where the grid ran out; a lower bound where the next size
-    exceeded a budget under 10 minutes or was never attempted."""
+def _untried_below_failure(reach: tuple, rows: list[dict], grid: set) -> int | None:
+    """The smallest size of the device's grid between the group's largest n that ran and its first
+    failure above it that the group never ran: the failure then decides nothing about that size."""
+    n_ok, _, failed, _ = reach
+    if failed is None:
+        return None
+    ran = {r["n"] for r in rows if r["status"] == "ok" or r["status"] in FAILURES}
+    return min((n for n in grid if n_ok < n < failed["n"] and n not in ran), default=None)
+
+
+def _within_ten_minutes(reach: tuple, grid_largest: int, untried: int | None = None) -> str:
+    """The issue's criterion from one group's rows: exact where the next size of the grid failed for a
+    reason no budget changes (memory, a crash) or where the grid ran out; a lower bound where the next
+    size exceeded a budget under 10 minutes or was never attempted (`untried`: a size between the
+    largest that ran and the failure, _untried_below_failure)."""
     n_ok, _, failed, ok = reach
     ok_text = f"{n_ok:,}" if n_ok else "none"
     if ok is not None and float(ok.get("ms", 0.0)) > TEN_MINUTES_MS:
@@ -330,6 +345,9 @@ def _within_ten_minutes(reach: tuple, grid_largest: int) -> str:
         if not n_ok:
             return "not run (no case of the group ran)"
         return f"{ok_text} (the grid's largest)" if n_ok == grid_largest else f"≥ {ok_text} (larger n not attempted)"
+    if untried is not None:
+        bound = f"≥ {n_ok:,}" if n_ok else "undecided"
+        return f"{bound} (n = {untried:,} not attempted; n = {failed['n']:,}: {failed['status']})"
     if failed["status"] in ("oom", "crash", "error"):
         return f"{ok_text} (n = {failed['n']:,}: {failed['status']})"
     budget = failed.get("budget")

@@ -252,6 +252,20 @@ def test_the_ten_minute_column_is_exact_only_where_no_budget_decided_it():
         "50,000 (n = 200,000: over 600 s)"
     assert _within_ten_minutes((0, "timeout", dict(timeout, n=1000), None), 1_000_000).startswith("undecided")
     assert _within_ten_minutes((50_000, "", None, dict(ok, ms=700_000.0)), 1_000_000).startswith("< 50,000")
+    # a failure two sizes up decides nothing about the size between, which the group never ran
+    assert _within_ten_minutes((5_000, "oom", {"status": "oom", "n": 50_000}, dict(ok, n=5_000)), 1_000_000,
+                               untried=10_000) == "≥ 5,000 (n = 10,000 not attempted; n = 50,000: oom)"
+
+
+def test_the_sizes_a_group_skipped_below_its_failure_are_found():
+    load_report()
+    from report_suite import _reach_of, _untried_below_failure
+
+    rows = [{"n": 1_000, "status": "ok"}, {"n": 5_000, "status": "ok"}, {"n": 50_000, "status": "oom"}]
+    grid = {1_000, 5_000, 10_000, 50_000, 200_000}
+    assert _untried_below_failure(_reach_of(rows), rows, grid) == 10_000
+    assert _untried_below_failure(_reach_of(rows), rows, grid - {10_000}) is None
+    assert _untried_below_failure(_reach_of(rows[:2]), rows[:2], grid) is None  # no failure: nothing to decide
 
 
 def test_reach_rows_decide_the_ten_minute_column_and_nothing_else():

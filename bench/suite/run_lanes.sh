@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark suite on a machine with several GPUs: one run_device.sh per GPU ("lane"), each with its
-# own part of the grid, in parallel, so that one device call covers more of it. Lanes share nothing but
+# own part of the grid, in parallel, so that one device call covers more of it; lanes beyond the GPU
+# count run after the last GPU's lane, one after another (on one GPU: a sequence of sweeps). Lanes share nothing but
 # the build and the KeOps doctor, which runs once, beside the lanes (on the last GPU): run.py reads its
 # choice when a geomloss-online group starts.
 #   SUITE_LANES="DS=64 OPS=forward,forward_gradient; DS=64 OPS=hvp,converge CPP=0" bench/suite/run_lanes.sh
@@ -21,8 +22,19 @@ if (( ${#lanes[@]} > gpus )); then
   echo "run_lanes: ${#lanes[@]} lanes but $gpus GPU(s); the extra lanes share GPU $((gpus - 1))" >&2
 fi
 
-# The peers' wheels and our builds, once (the lanes would race for them).
-SUITE_PREPARE_ONLY=1 SUITE_IMPLS="${SUITE_IMPLS:-flashsinkhorn-py}" SUITE_LOG="$logs/prepare.log" OUT="$out" \
+# The peers' wheels and our builds, once (the lanes would race for them): what the lanes together
+# run — a lane without IMPLS runs them all, one without CPP our C++ benches — so that lanes of peers
+# alone (reach runs) build nothing.
+all_impls="" cpp=0
+for lane in "${lanes[@]}"; do
+  impls="${SUITE_IMPLS:-flashsinkhorn-cli,flashsinkhorn-py}" lane_cpp="${SUITE_CPP:-1}"
+  for setting in $lane; do
+    case "$setting" in IMPLS=*) impls="${setting#IMPLS=}" ;; CPP=*) lane_cpp="${setting#CPP=}" ;; esac
+  done
+  all_impls+="${all_impls:+,}$impls"
+  [[ "$lane_cpp" != 0 ]] && cpp=1
+done
+SUITE_PREPARE_ONLY=1 SUITE_IMPLS="$all_impls" SUITE_CPP="$cpp" SUITE_LOG="$logs/prepare.log" OUT="$out" \
   bench/suite/run_device.sh || echo "run_lanes: preparing failed (see $logs/prepare.log)" >&2
 
 # KeOps, once, on the last GPU.
@@ -37,13 +49,24 @@ if [[ "${SUITE_KEOPS_DOCTOR:-1}" != 0 && "${SUITE_IMPLS:-geomloss-online}${SUITE
   doctor=$!
 fi
 
-pids=()
-for k in "${!lanes[@]}"; do
+run_lane() {  # lane $1 on GPU $2; its deadline is what is left of SUITE_DEADLINE when it starts
   (
-    export CUDA_VISIBLE_DEVICES=$((k < gpus ? k : gpus - 1))
-    for setting in ${lanes[$k]}; do export "SUITE_$setting"; done
-    SUITE_KEOPS_DOCTOR=0 SUITE_KEOPS_ENV="$doctor_env" SUITE_TAG="${tag}_lane$k" SUITE_LOG="$logs/lane$k.log" \
-      OUT="$out" SUITE_DEADLINE=$(( ${SUITE_DEADLINE:-360} - SECONDS )) bench/suite/run_device.sh > "$logs/lane$k.out" 2>&1
+    export CUDA_VISIBLE_DEVICES=$2
+    for setting in ${lanes[$1]}; do export "SUITE_$setting"; done
+    SUITE_KEOPS_DOCTOR=0 SUITE_KEOPS_ENV="$doctor_env" SUITE_TAG="${tag}_lane$1" SUITE_LOG="$logs/lane$1.log" \
+      OUT="$out" SUITE_DEADLINE=$(( ${SUITE_DEADLINE:-360} - SECONDS )) bench/suite/run_device.sh > "$logs/lane$1.out" 2>&1
+  )
+}
+# One process per GPU, which runs that GPU's lanes one after another: lanes sharing a GPU at the same
+# time would time each other's kernels. On one GPU this is a sequence of sweeps with grids of their
+# own (e.g. reach runs whose n differ by implementation).
+pids=()
+last=$(( gpus > 1 ? gpus - 1 : 0 ))
+for gpu in $(seq 0 "$last"); do
+  (
+    for k in "${!lanes[@]}"; do
+      (( (k < last ? k : last) == gpu )) && run_lane "$k" "$gpu"
+    done
   ) &
   pids+=($!)
 done

@@ -200,3 +200,26 @@ def test_reach_mode_makes_one_call_per_case(tmp_path):
     plain.mkdir()
     rows, _, _ = suite(plain, "fake-counted", "--repeats", "5")
     assert all(r["calls"] == 7 and r["reach"] is False for r in rows)  # first, sizing, five timed
+
+
+def test_lanes_on_one_gpu_run_one_after_another(tmp_path):
+    """bench/suite/run_lanes.sh with more lanes than GPUs (none here, one on the device): the lanes of a
+    GPU run in sequence, so a slow first lane finishes before a fast second one starts — side by side
+    they would time each other's work."""
+    no_torch = tmp_path / "no_torch"
+    no_torch.mkdir()
+    (no_torch / "torch.py").write_text('raise ImportError("hidden by tests/python/test_bench_suite.py")\n')
+    lanes = "IMPLS=fake-slow-start NS=100 DS=2 OPS=forward; IMPLS=fake-ok NS=100 DS=2 OPS=forward"
+    env = dict(os.environ, FS_SUITE_TEST_IMPLS=json.dumps({v: ["suite_fake_driver", ["fp32"]] for v in VARIANTS}),
+               PYTHONPATH=os.pathsep.join(p for p in (str(no_torch), str(HERE), os.environ.get("PYTHONPATH")) if p),
+               FS_COMMIT="test", OUT=str(tmp_path / "out"), SUITE_LOG_DIR=str(tmp_path / "logs"), SUITE_TAG="t",
+               SUITE_DEVICE="cpu", SUITE_PRECISIONS="fp32", SUITE_CPP="0", SUITE_KEOPS_DOCTOR="0",
+               SUITE_DEADLINE="100", SUITE_LANES=lanes, FS_SUITE_DATA=str(tmp_path / "data"))
+    done = subprocess.run(["bash", str(RUN.parent / "run_lanes.sh")], env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first, second = ([json.loads(line) for line in (tmp_path / "out" / f"suite_t_lane{k}.jsonl").read_text().splitlines()]
+                     for k in (0, 1))
+    assert statuses(first) == [(100, "ok")] and statuses(second) == [(100, "ok")]
+    # the first lane sleeps 4 s in its case; the second's row comes after it (dates to the second)
+    assert second[0]["date"] >= first[0]["date"], (first[0]["date"], second[0]["date"])

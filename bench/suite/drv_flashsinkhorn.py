@@ -26,8 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from protocol import (REACH_TIMER, Case, Unsupported, ensure_data, first_call_done, hvp_direction, load_data, median,
-                      reach_record)
+from protocol import Case, Unsupported, ensure_data, first_call_done, hvp_direction, load_data, median, reach_record
 
 REPO = Path(__file__).resolve().parents[2]
 # The HVP's CG tolerance (relative residual): flash-sinkhorn reached 2.2e-5 with its defaults on the
@@ -89,7 +88,7 @@ def run_cli(case: Case) -> dict:
                   "peer_config": " ".join(str(c) for c in cmd[2:] if not str(c).startswith("/")),
                   "peak_device_bytes_source": "nvidia-smi sampling by the parent (peak_device_bytes_smi)"}
         if case.reach:  # the one call as a user runs it: the process, its reading and preparation included
-            record.update(reach_record(1e3 * walls[0]), timer=REACH_TIMER.replace("call", "CLI process"))
+            record.update(reach_record(1e3 * walls[0], "the first and only CLI process, wall clock (reach mode)"))
         if device == "cpu":
             own = [r["peak_host_rss_bytes"] for r in runs if r.get("peak_host_rss_bytes") is not None]
             if own:  # the CLI's VmHWM: ru_maxrss of a child keeps this (Python) parent's peak from before exec

@@ -312,10 +312,10 @@ def _reach_pivot(reach: dict, grid_largest: int, untried: dict) -> list[str]:
     ds = sorted({k[2] for k in cells})
     lines = defaultdict(dict)
     for (variant, op, d, place, precision), v in cells.items():
-        text = _within_ten_minutes(v, grid_largest, untried[(variant, op, d, place, precision)])
-        short = text.split(" (", 1)[0]
+        value, _ = _ten_minute_verdict(v, grid_largest, untried[(variant, op, d, place, precision)])
+        exact_oom = v[2] is not None and v[2]["status"] == "oom" and value[0].isdigit()
         lines[(place.startswith("cpu"), variant, op, place.removeprefix("gpu ").strip() or "gpu", precision)][d] = \
-            "?" if short == "undecided" else short + (" (oom)" if ": oom)" in text and "≥" not in short else "")
+            "?" if value == "undecided" else value + (" (oom)" if exact_oom else "")
     body = [[*key[1:], *[by_d.get(d, "–") for d in ds]] for key, by_d in sorted(lines.items())]
     return (["At a glance ('≥' a lower bound, '?' undecided, '(oom)' the next n ran out of memory; the "
              "table below gives each cell's reason):", ""]
@@ -332,29 +332,34 @@ def _untried_below_failure(reach: tuple, rows: list[dict], grid: set) -> int | N
     return min((n for n in grid if n_ok < n < failed["n"] and n not in ran), default=None)
 
 
-def _within_ten_minutes(reach: tuple, grid_largest: int, untried: int | None = None) -> str:
-    """The issue's criterion from one group's rows: exact where the next size of the grid failed for a
-    reason no budget changes (memory, a crash) or where the grid ran out; a lower bound where the next
-    size exceeded a budget under 10 minutes or was never attempted (`untried`: a size between the
-    largest that ran and the failure, _untried_below_failure)."""
+def _ten_minute_verdict(reach: tuple, grid_largest: int, untried: int | None = None) -> tuple[str, str]:
+    """The issue's criterion from one group's rows, as (value, reason): exact where the next size of
+    the grid failed for a reason no budget changes (memory, a crash) or where the grid ran out; a lower
+    bound ('≥') where the next size exceeded a budget under 10 minutes or was never attempted
+    (`untried`: a size between the largest that ran and the failure, _untried_below_failure)."""
     n_ok, _, failed, ok = reach
     ok_text = f"{n_ok:,}" if n_ok else "none"
+    bound = f"≥ {n_ok:,}" if n_ok else "undecided"
     if ok is not None and float(ok.get("ms", 0.0)) > TEN_MINUTES_MS:
-        return f"< {n_ok:,} (a call took {float(ok['ms']) / 1e3:.0f} s)"
+        return f"< {n_ok:,}", f"a call took {float(ok['ms']) / 1e3:.0f} s"
     if failed is None:
         if not n_ok:
-            return "not run (no case of the group ran)"
-        return f"{ok_text} (the grid's largest)" if n_ok == grid_largest else f"≥ {ok_text} (larger n not attempted)"
+            return "not run", "no case of the group ran"
+        return (ok_text, "the grid's largest") if n_ok == grid_largest else (f"≥ {ok_text}", "larger n not attempted")
     if untried is not None:
-        bound = f"≥ {n_ok:,}" if n_ok else "undecided"
-        return f"{bound} (n = {untried:,} not attempted; n = {failed['n']:,}: {failed['status']})"
+        return bound, f"n = {untried:,} not attempted; n = {failed['n']:,}: {failed['status']}"
     if failed["status"] in ("oom", "crash", "error"):
-        return f"{ok_text} (n = {failed['n']:,}: {failed['status']})"
+        return ok_text, f"n = {failed['n']:,}: {failed['status']}"
     budget = failed.get("budget")
     if budget and float(budget) >= TEN_MINUTES_MS / 1e3:
-        return f"{ok_text} (n = {failed['n']:,}: over {float(budget):g} s)"
-    bound = f"≥ {n_ok:,}" if n_ok else "undecided"
-    return f"{bound} (n = {failed['n']:,} exceeded a {float(budget or 0):g} s budget)"
+        return ok_text, f"n = {failed['n']:,}: over {float(budget):g} s"
+    return bound, f"n = {failed['n']:,} exceeded a {float(budget or 0):g} s budget"
+
+
+def _within_ten_minutes(reach: tuple, grid_largest: int, untried: int | None = None) -> str:
+    """_ten_minute_verdict as the long table's cell: 'value (reason)'."""
+    value, reason = _ten_minute_verdict(reach, grid_largest, untried)
+    return f"{value} ({reason})"
 
 
 COVERAGE_STATUSES = (("ok", ("ok",)), ("failed", ("oom", "timeout", "error", "crash")), ("skipped", ("skipped",)),

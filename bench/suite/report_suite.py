@@ -237,131 +237,6 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
     return out
 
 
-TEN_MINUTES_MS = 600_000.0
-
-
-FAILURES = ("oom", "timeout", "error", "crash")
-
-
-def _reach_of(rows: list[dict]) -> tuple:
-    """(n ok, failure text, the failed row, the ok row) of one group's rows, timing and reach runs
-    together: the largest n that ran, and the first failure above it — of that n's rows, a failure no
-    budget changes (memory, a crash) first, else the timeout with the longest budget."""
-    ok = max((r for r in rows if r["status"] == "ok"), key=lambda r: r["n"], default=None)
-    n_ok = ok["n"] if ok else 0
-    above = [r for r in rows if r["status"] in FAILURES and r["n"] > n_ok]
-    if not above:
-        return n_ok, "", None, ok
-    first_n = min(r["n"] for r in above)
-    failed = max((r for r in above if r["n"] == first_n),
-                 key=lambda r: (r["status"] != "timeout", float(r.get("budget") or 0)))
-    phase = f", in {failed['timed_out_in']}" if failed.get("timed_out_in") else ""
-    budget = f" ({failed['error']}{phase})" if failed["status"] == "timeout" and failed.get("error") else ""
-    return n_ok, f"{failed['status']} at n = {failed['n']:,}{budget}", failed, ok
-
-
-def _reach_table(merged: list[dict]) -> list[str]:
-    groups: dict[tuple, list] = defaultdict(list)
-    for r in merged:
-        groups[(r["variant"], r["op"], r["d"], where(r), r["precision"])].append(r)
-    reach = {key: _reach_of(rows) for key, rows in groups.items()}
-    grid_of = defaultdict(set)  # each device's sizes, over every implementation
-    for r in merged:
-        grid_of[where(r)].add(r["n"])
-    untried = {key: _untried_below_failure(reach[key], rows, grid_of[key[3]]) for key, rows in groups.items()}
-    budgets = defaultdict(set)
-    for r in merged:
-        if r.get("budget"):
-            budgets[where(r)].add(r["budget"])
-    grid_largest = max((r["n"] for r in merged), default=0)
-    spans = [f"{device.upper()} {min(b):g}–{max(b):g} s" if min(b) != max(b) else f"{device.upper()} {min(b):g} s"
-             for device, b in sorted(budgets.items())]
-    out = [f"### Largest n reached within the per-case budget actually used ({', '.join(spans) or 'not recorded'})",
-           "",
-           "Each run's budget is its `run.py --budget` (the command under Sources; the first case of a group may "
-           "take `--start-up` seconds more); a case over it is a TIMEOUT and, by the stop rule, the larger n of "
-           "its group are skipped. The budget covers the case's whole process, not the timed call alone: "
-           "loading, the warm-up and repeats, what a peer or our CLI computes beside the timed loop (the CLI's "
-           "primal cost and transport_x: at n = 50,000 on the CPU 24 s beside 15 s of 10 iterations) and the "
-           "suite's float64 marginal-error evaluation. A row's `memory_limit_gb` is the address-space cap of "
-           "`run.py --memory-limit` (an OOM under it is the peer's own allocation failure).",
-           "",
-           "The issue's criterion is the largest n each implementation reaches within 10 minutes. Where a "
-           "group's budget was 600 s the last column is exact; otherwise it decides it only where the "
-           "budgets do not matter: the "
-           "next n of the grid ran out of memory or crashed, or the grid's largest n ran (in both cases the "
-           "largest n that ran took under 10 minutes a call). Where the next n exceeded a shorter budget, or "
-           "was never attempted, the column gives a lower bound ('≥'). Reach runs (`run.py --reach`, rows "
-           "marked `reach` in their files) make one call per case, JIT and autotuning included, under their "
-           "command's budget (540 s on the GPU machine, whose commands stop at 600 s: a timeout there leaves "
-           "a lower bound); they decide the column and appear in no other table.",
-           ""]
-    out += _reach_pivot(reach, grid_largest, untried)
-    rows = [[*k, f"{v[0]:,}" if v[0] else "none", v[1] or "–", _within_ten_minutes(v, grid_largest, untried[k])]
-            for k, v in sorted(reach.items())]
-    return out + table(["implementation", "operation", "d", "device", "precision", "largest n ok", "first failure",
-                        "largest n within 10 minutes"], rows)
-
-
-def _reach_pivot(reach: dict, grid_largest: int, untried: dict) -> list[str]:
-    """The last column of the table below at a glance: one line per (implementation, operation,
-    device, precision), GPU cards first, one column per d; '≥' a lower bound, '?' undecided."""
-    cells = {k: v for k, v in reach.items() if not k[0].startswith("C++")}
-    if not cells:
-        return []
-    ds = sorted({k[2] for k in cells})
-    lines = defaultdict(dict)
-    for (variant, op, d, place, precision), v in cells.items():
-        value, _ = _ten_minute_verdict(v, grid_largest, untried[(variant, op, d, place, precision)])
-        exact_oom = v[2] is not None and v[2]["status"] == "oom" and value[0].isdigit()
-        lines[(place.startswith("cpu"), variant, op, place.removeprefix("gpu ").strip() or "gpu", precision)][d] = \
-            "?" if value == "undecided" else value + (" (oom)" if exact_oom else "")
-    body = [[*key[1:], *[by_d.get(d, "–") for d in ds]] for key, by_d in sorted(lines.items())]
-    return (["At a glance ('≥' a lower bound, '?' undecided, '(oom)' the next n ran out of memory; the "
-             "table below gives each cell's reason):", ""]
-            + table(["implementation", "operation", "device", "precision", *[f"d = {d}" for d in ds]], body))
-
-
-def _untried_below_failure(reach: tuple, rows: list[dict], grid: set) -> int | None:
-    """The smallest size of the device's grid between the group's largest n that ran and its first
-    failure above it that the group never ran: the failure then decides nothing about that size."""
-    n_ok, _, failed, _ = reach
-    if failed is None:
-        return None
-    ran = {r["n"] for r in rows if r["status"] == "ok" or r["status"] in FAILURES}
-    return min((n for n in grid if n_ok < n < failed["n"] and n not in ran), default=None)
-
-
-def _ten_minute_verdict(reach: tuple, grid_largest: int, untried: int | None = None) -> tuple[str, str]:
-    """The issue's criterion from one group's rows, as (value, reason): exact where the next size of
-    the grid failed for a reason no budget changes (memory, a crash) or where the grid ran out; a lower
-    bound ('≥') where the next size exceeded a budget under 10 minutes or was never attempted
-    (`untried`: a size between the largest that ran and the failure, _untried_below_failure)."""
-    n_ok, _, failed, ok = reach
-    ok_text = f"{n_ok:,}" if n_ok else "none"
-    bound = f"≥ {n_ok:,}" if n_ok else "undecided"
-    if ok is not None and float(ok.get("ms", 0.0)) > TEN_MINUTES_MS:
-        return f"< {n_ok:,}", f"a call took {float(ok['ms']) / 1e3:.0f} s"
-    if failed is None:
-        if not n_ok:
-            return "not run", "no case of the group ran"
-        return (ok_text, "the grid's largest") if n_ok == grid_largest else (f"≥ {ok_text}", "larger n not attempted")
-    if untried is not None:
-        return bound, f"n = {untried:,} not attempted; n = {failed['n']:,}: {failed['status']}"
-    if failed["status"] in ("oom", "crash", "error"):
-        return ok_text, f"n = {failed['n']:,}: {failed['status']}"
-    budget = failed.get("budget")
-    if budget and float(budget) >= TEN_MINUTES_MS / 1e3:
-        return ok_text, f"n = {failed['n']:,}: over {float(budget):g} s"
-    return bound, f"n = {failed['n']:,} exceeded a {float(budget or 0):g} s budget"
-
-
-def _within_ten_minutes(reach: tuple, grid_largest: int, untried: int | None = None) -> str:
-    """_ten_minute_verdict as the long table's cell: 'value (reason)'."""
-    value, reason = _ten_minute_verdict(reach, grid_largest, untried)
-    return f"{value} ({reason})"
-
-
 COVERAGE_STATUSES = (("ok", ("ok",)), ("failed", ("oom", "timeout", "error", "crash")), ("skipped", ("skipped",)),
                      ("unsupported", ("unsupported",)), ("not run", ("not_run",)))
 
@@ -388,14 +263,15 @@ def _coverage_table(merged: list[dict]) -> list[str]:
     return out + table(["implementation", "operation", "card", *[f"d = {d}" for d in ds]], body)
 
 
-def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
-    """The section's lines and the merged rows (for the claims and the plots)."""
+def suite_section(rows: list[dict]) -> tuple[list[str], list[dict], list[dict]]:
+    """The section's lines, the merged rows (for the claims and the plots) and the merged rows with the
+    reach runs' (for report_reach.py, whose section follows this one)."""
     with_reach, stale = merge(rows)
     merged = [r for r in with_reach if not r.get("reach")]  # reach runs time first calls: the reach table's
     out = ["## Benchmark suite (bench/suite: every peer on the same arrays)", ""]
     if not merged:
         return out + ["No suite results committed yet: run `bench/suite/run_device.sh` on the GPU machine "
-                      "(tools/gpu_check.sh stage `suite`) and commit its `suite_*.jsonl` under bench/results/.", ""], []
+                      "(tools/gpu_check.sh stage `suite`) and commit its `suite_*.jsonl` under bench/results/.", ""], [], []
     files = sorted({r["file"] for r in merged})
     out += ["Merged from " + ", ".join(f"`{f}`" for f in files) + " (each cell: the newest run of its case; the "
             "files' commits and commands are under Sources).", ""]
@@ -406,13 +282,12 @@ def suite_section(rows: list[dict]) -> tuple[list[str], list[dict]]:
             sel = [r for r in merged if r["op"] == op and where(r) == device]
             if sel:
                 out += _op_tables(sel, op, device)
-    out += _reach_table(with_reach)
     out += _coverage_table(merged)
     if stale:
         out += ["### Superseded rows (left out above; still in their files)", ""]
         groups = sorted({(r["file"], r["variant"], r["op"], superseded_by(r)) for r in stale})
         out += table(["file", "implementation", "operation", "why"], [[f"`{f}`", v, o, w] for f, v, o, w in groups])
-    return out, merged
+    return out, merged, with_reach
 
 
 def keops_section(results: Path) -> list[str]:

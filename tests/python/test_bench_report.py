@@ -237,35 +237,71 @@ def test_the_ten_minute_column_is_exact_only_where_no_budget_decided_it():
     """Largest n within 10 minutes: exact when the next n ran out of memory or the grid ran out; a
     lower bound when the next n exceeded a budget under 600 s or was never attempted."""
     load_report()
-    from report_suite import _within_ten_minutes
+    from report_reach import ten_minute_verdict, verdict_text
 
     ok = {"status": "ok", "n": 50_000, "ms": 900.0}
-    assert _within_ten_minutes((50_000, "oom", {"status": "oom", "n": 200_000}, ok), 1_000_000) == \
+    assert verdict_text(ten_minute_verdict((50_000, "oom", {"status": "oom", "n": 200_000}, ok), 1_000_000)) == \
         "50,000 (n = 200,000: oom)"
-    assert _within_ten_minutes((1_000_000, "", None, dict(ok, n=1_000_000)), 1_000_000) == \
+    assert verdict_text(ten_minute_verdict((1_000_000, "", None, dict(ok, n=1_000_000)), 1_000_000)) == \
         "1,000,000 (the grid's largest)"
-    assert _within_ten_minutes((50_000, "", None, ok), 1_000_000) == "≥ 50,000 (larger n not attempted)"
+    assert verdict_text(ten_minute_verdict((50_000, "", None, ok), 1_000_000)) == "≥ 50,000 (larger n not attempted)"
     timeout = {"status": "timeout", "n": 200_000, "budget": 150}
-    assert _within_ten_minutes((50_000, "timeout", timeout, ok), 1_000_000) == \
+    assert verdict_text(ten_minute_verdict((50_000, "timeout", timeout, ok), 1_000_000)) == \
         "≥ 50,000 (n = 200,000 exceeded a 150 s budget)"
-    assert _within_ten_minutes((50_000, "timeout", dict(timeout, budget=600), ok), 1_000_000) == \
+    assert verdict_text(ten_minute_verdict((50_000, "timeout", dict(timeout, budget=600), ok), 1_000_000)) == \
         "50,000 (n = 200,000: over 600 s)"
-    assert _within_ten_minutes((0, "timeout", dict(timeout, n=1000), None), 1_000_000).startswith("undecided")
-    assert _within_ten_minutes((50_000, "", None, dict(ok, ms=700_000.0)), 1_000_000).startswith("< 50,000")
+    assert verdict_text(ten_minute_verdict((0, "timeout", dict(timeout, n=1000), None), 1_000_000)).startswith("undecided")
+    assert verdict_text(ten_minute_verdict((50_000, "", None, dict(ok, ms=700_000.0)), 1_000_000)).startswith("< 50,000")
     # a failure two sizes up decides nothing about the size between, which the group never ran
-    assert _within_ten_minutes((5_000, "oom", {"status": "oom", "n": 50_000}, dict(ok, n=5_000)), 1_000_000,
-                               untried=10_000) == "≥ 5,000 (n = 10,000 not attempted; n = 50,000: oom)"
+    assert verdict_text(ten_minute_verdict((5_000, "oom", {"status": "oom", "n": 50_000}, dict(ok, n=5_000)), 1_000_000,
+                               untried=10_000)) == "≥ 5,000 (n = 10,000 not attempted; n = 50,000: oom)"
+
+
+def test_a_gpu_reach_call_over_the_command_limit_decides_for_that_limit_only():
+    """On the GPU machine no case can run 600 s: a reach run's one call over 540 s decides the column,
+    marked '‡' (exact for 540 s); the same timeout without a reach run, or on the CPU, stays a bound."""
+    load_report()
+    from report_reach import ten_minute_verdict
+
+    ok = {"status": "ok", "n": 50_000, "ms": 200_000.0}
+    over = {"status": "timeout", "n": 200_000, "budget": 540, "reach": True, "device": "gpu"}
+    assert ten_minute_verdict((50_000, "timeout", over, ok), 1_000_000) == \
+        ("50,000‡", "n = 200,000: one call over 540 s, the most a device command holds")
+    assert ten_minute_verdict((50_000, "timeout", dict(over, reach=False), ok), 1_000_000)[0] == "≥ 50,000"
+    assert ten_minute_verdict((50_000, "timeout", dict(over, device="cpu"), ok), 1_000_000)[0] == "≥ 50,000"
+    assert ten_minute_verdict((50_000, "timeout", dict(over, budget=300), ok), 1_000_000)[0] == "≥ 50,000"
+
+
+def test_the_claims_take_the_most_decided_card_for_each_implementation():
+    """The claims' 10-minute table: per implementation, operation, device and d, an exact answer on one
+    card beats a larger lower bound on another; our CLI and C++ rows stay out (ours is the package)."""
+    load_report()
+    from report_reach import ten_minute_claim
+
+    def row(variant, card, n, status, **extra):
+        return {"variant": variant, "op": "forward", "d": 64, "device": "gpu", "card": card, "precision": "tf32",
+                "n": n, "status": status, "ms": 1_000.0, **extra}
+
+    rows = [row("ott-dense", "H100", 50_000, "ok"), row("ott-dense", "H100", 200_000, "oom"),
+            row("ott-dense", "H200", 200_000, "ok"),  # a lower bound only: 1,000,000 never ran there
+            row("ott-dense", "H200", 1_000, "ok"),
+            row("flashsinkhorn-py", "H200", 1_000_000, "ok"), row("flashsinkhorn-cli", "H200", 1_000_000, "ok"),
+            row("C++ wgmma-ws", "H200", 200_000, "ok")]
+    text = "\n".join(ten_minute_claim(rows))
+    assert "| ott-dense | forward | – | 50,000 (next n: oom; H100, tf32) | – | – |" in text
+    assert "| flashsinkhorn-py | forward | – | 1,000,000 (H200, tf32) | – | – |" in text
+    assert "flashsinkhorn-cli" not in text and "C++" not in text
 
 
 def test_the_sizes_a_group_skipped_below_its_failure_are_found():
     load_report()
-    from report_suite import _reach_of, _untried_below_failure
+    from report_reach import reach_of, untried_below_failure
 
     rows = [{"n": 1_000, "status": "ok"}, {"n": 5_000, "status": "ok"}, {"n": 50_000, "status": "oom"}]
     grid = {1_000, 5_000, 10_000, 50_000, 200_000}
-    assert _untried_below_failure(_reach_of(rows), rows, grid) == 10_000
-    assert _untried_below_failure(_reach_of(rows), rows, grid - {10_000}) is None
-    assert _untried_below_failure(_reach_of(rows[:2]), rows[:2], grid) is None  # no failure: nothing to decide
+    assert untried_below_failure(reach_of(rows), rows, grid) == 10_000
+    assert untried_below_failure(reach_of(rows), rows, grid - {10_000}) is None
+    assert untried_below_failure(reach_of(rows[:2]), rows[:2], grid) is None  # no failure: nothing to decide
 
 
 def test_reach_rows_decide_the_ten_minute_column_and_nothing_else():
@@ -273,23 +309,23 @@ def test_reach_rows_decide_the_ten_minute_column_and_nothing_else():
     a shorter budget; the first failure is then the one above the largest n that ran, and of the rows
     failing at that n the one with the longest budget."""
     load_report()
-    from report_suite import _reach_of, _within_ten_minutes
+    from report_reach import reach_of, ten_minute_verdict, verdict_text
 
     row = {"variant": "flash-sinkhorn", "op": "forward", "d": 64, "precision": "tf32", "device": "gpu"}
     timing = [dict(row, n=50_000, status="ok", ms=300.0),
               dict(row, n=200_000, status="timeout", budget=60, error="not done within the 60 s budget")]
     reach = [dict(row, n=200_000, status="ok", ms=5_000.0, reach=True),
              dict(row, n=1_000_000, status="timeout", budget=600, reach=True)]
-    n_ok, failure, failed, ok = _reach_of(timing + reach)
+    n_ok, failure, failed, ok = reach_of(timing + reach)
     assert (n_ok, failed["budget"], ok["n"]) == (200_000, 600, 200_000)
     assert failure == "timeout at n = 1,000,000"
-    assert _within_ten_minutes((n_ok, failure, failed, ok), 1_000_000) == "200,000 (n = 1,000,000: over 600 s)"
+    assert verdict_text(ten_minute_verdict((n_ok, failure, failed, ok), 1_000_000)) == "200,000 (n = 1,000,000: over 600 s)"
     # the same n failing twice: the 600 s budget decides, not the shorter one
     twice = timing + [dict(row, n=200_000, status="timeout", budget=600, reach=True)]
-    assert _reach_of(twice)[2]["budget"] == 600
+    assert reach_of(twice)[2]["budget"] == 600
     # an out-of-memory failure at that n beats any timeout
     oom = twice + [dict(row, n=200_000, status="oom")]
-    assert _reach_of(oom)[2]["status"] == "oom"
+    assert reach_of(oom)[2]["status"] == "oom"
 
 
 def test_reach_rows_stay_out_of_the_timing_tables(tmp_path):

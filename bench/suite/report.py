@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sections, also when loaded by path (tests)
 from report_hvp import claim_summary, hvp_plot, hvp_section, is_hvp_file  # noqa: E402
+from report_memory import memory_claim  # noqa: E402
 from report_narrow import is_narrow_reference, narrow_reference_section  # noqa: E402
 from report_reach import reach_section, ten_minute_claim  # noqa: E402
 from report_suite import keops_section, same_run_speedups, speedups, suite_section  # noqa: E402
@@ -398,24 +399,8 @@ def claims_section(suite_rows, suite_with_reach, rows, sources, results: Path) -
         out += ["Not measured yet: no committed result holds both our forward + gradient time and "
                 "flash-sinkhorn's on the same sizes (the suite's `forward_gradient` operation and the plan "
                 "stage of tools/gpu_check.sh produce them).", ""]
-    # 3. linear memory up to n = 1e6, dense peers out of memory
-    out += ["**Linear memory up to n = 10⁶ while dense peers run out:**", ""]
-    mem = [r for r in suite_rows if r["impl"] == OURS and r["status"] == "ok" and r.get("peak_bytes")
-           and r["device"] == "gpu"]  # (the C++ rows: the backend's own buffers; the others: see "measured by")
-    if mem:
-        body = []
-        for r in sorted(mem, key=lambda r: (r["op"], r["d"], r["n"])):
-            body.append([r["op"], r["d"], f"{r['n']:,}", r["variant"], fmt_bytes(r["peak_bytes"]),
-                         f"{r['peak_bytes'] / (r['n'] * r['d'] * 4 * 2):.2f}", r.get("peak_source") or "–"])
-        out += table(["operation", "d", "n", "ours", "peak", "peak / (2·n·d·4 B)", "measured by"], body)
-        dense = [r for r in suite_rows if r["variant"] in ("geomloss-tensorized", "ott-dense", "pot-dense-log")
-                 and r["status"] == "oom"]
-        out += [("Dense peers out of memory: " + ", ".join(sorted({f"{r['variant']} at n = {r['n']:,} (d = {r['d']})"
-                                                                     for r in dense}))) if dense
-                else "No dense peer ran out of memory in the committed suite rows.", ""]
-    else:
-        out += ["Not measured yet: no committed suite rows with our peak device memory (the gpu_forward rows give "
-                "the backend's own buffers only: see the forward table's 'ours device bytes').", ""]
+    # 3. linear memory up to n = 1e6, dense peers out of memory (report_memory.py)
+    out += memory_claim(suite_rows)
     # 4. the largest n within 10 minutes (report_reach.py)
     out += ten_minute_claim(suite_with_reach)
     # 5. HVP ≥ 5× (report_hvp.py)

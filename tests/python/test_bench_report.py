@@ -562,3 +562,20 @@ def test_forward_claims_fall_back_to_the_session_that_timed_the_peer(tmp_path):
     # floor allows: the peer's ms over our floor (0.45 / 0.05; the older file's 4.5 / 1.62).
     assert "| 10,000 | 64 | tf32 | wgmma-ws | 4.50× | 9.00× | met | `gpu_forward_2099-02-01.json` |" in text
     assert "| 50,000 | 64 | tf32 | wgmma-tma | 1.50× | 2.78× | short by 1.33× | `gpu_forward_2099-01-01.json` |" in text
+
+
+def test_the_memory_claim_puts_each_line_of_ours_on_one_row_with_a_column_per_n():
+    """One line per (operation, d, entry point, card, precision, source), the sizes as columns, the
+    ratio to the clouds' bytes at the line's largest n; two cards never share a line."""
+    load_report()
+    from report_memory import memory_claim
+
+    def row(n, peak, card="H200", impl="flashsinkhorn", variant="flashsinkhorn-py", status="ok"):
+        return {"impl": impl, "variant": variant, "op": "forward", "d": 64, "device": "gpu", "card": card,
+                "precision": "tf32", "n": n, "status": status, "peak_bytes": peak, "peak_source": "allocator"}
+
+    text = "\n".join(memory_claim([row(10_000, 2 ** 20 * 8), row(1_000_000, 2 ** 20 * 800), row(10_000, 2 ** 20 * 9, "H100"),
+                                   row(50_000, None, impl="ott", variant="ott-dense", status="oom")]))
+    assert "| forward | 64 | flashsinkhorn-py | H200 | tf32 | 8 MB | 800 MB | 1.6 (n = 1,000,000) | allocator |" in text
+    assert "| forward | 64 | flashsinkhorn-py | H100 | tf32 | 9 MB | – | 1.8 (n = 10,000) | allocator |" in text
+    assert "Dense peers out of memory: ott-dense at n = 50,000 (d = 64)" in text

@@ -25,22 +25,24 @@ fi
 # The peers' wheels and our builds, once (the lanes would race for them): what the lanes together
 # run — a lane without IMPLS runs them all, one without CPP our C++ benches — so that lanes of peers
 # alone (reach runs) build nothing.
-all_impls="" cpp=0
+# A lane without IMPLS (and no SUITE_IMPLS) runs all ten, GeomLoss online (KeOps) included.
+all_impls="" cpp=0 keops=0
 for lane in "${lanes[@]}"; do
-  impls="${SUITE_IMPLS:-flashsinkhorn-cli,flashsinkhorn-py}" lane_cpp="${SUITE_CPP:-1}"
+  impls="${SUITE_IMPLS:-}" lane_cpp="${SUITE_CPP:-1}"
   for setting in $lane; do
     case "$setting" in IMPLS=*) impls="${setting#IMPLS=}" ;; CPP=*) lane_cpp="${setting#CPP=}" ;; esac
   done
-  all_impls+="${all_impls:+,}$impls"
+  [[ -z "$impls" || ",$impls," == *,geomloss-online,* ]] && keops=1
+  all_impls+="${all_impls:+,}${impls:-flashsinkhorn-cli,flashsinkhorn-py}"
   [[ "$lane_cpp" != 0 ]] && cpp=1
 done
 SUITE_PREPARE_ONLY=1 SUITE_IMPLS="$all_impls" SUITE_CPP="$cpp" SUITE_LOG="$logs/prepare.log" OUT="$out" \
   bench/suite/run_device.sh || echo "run_lanes: preparing failed (see $logs/prepare.log)" >&2
 
-# KeOps, once, on the last GPU.
+# KeOps, once, on the last GPU, where a lane runs GeomLoss online.
 doctor_env=/tmp/keops_choice.env
 rm -f "$doctor_env"
-if [[ "${SUITE_KEOPS_DOCTOR:-1}" != 0 && "${SUITE_IMPLS:-geomloss-online}${SUITE_LANES}" == *geomloss-online* ]]; then
+if [[ "${SUITE_KEOPS_DOCTOR:-1}" != 0 && "$keops" == 1 ]]; then
   (
     export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
     CUDA_VISIBLE_DEVICES=$((gpus > 0 ? gpus - 1 : 0)) timeout 240 python3 bench/suite/keops_doctor.py --timeout 75 \

@@ -223,3 +223,24 @@ def test_lanes_on_one_gpu_run_one_after_another(tmp_path):
     assert statuses(first) == [(100, "ok")] and statuses(second) == [(100, "ok")]
     # the first lane sleeps 4 s in its case; the second's row comes after it (dates to the second)
     assert second[0]["date"] >= first[0]["date"], (first[0]["date"], second[0]["date"])
+
+
+def test_lanes_without_geomloss_online_start_no_keops_doctor(tmp_path):
+    """run_lanes.sh tries KeOps's configurations only where a lane runs GeomLoss online (a lane without
+    IMPLS runs all ten): in session 47 a reach call of other peers ran the doctor beside its lanes."""
+    no_torch = tmp_path / "no_torch"
+    no_torch.mkdir()
+    (no_torch / "torch.py").write_text('raise ImportError("hidden by tests/python/test_bench_suite.py")\n')
+    env = dict(os.environ, FS_SUITE_TEST_IMPLS=json.dumps({v: ["suite_fake_driver", ["fp32"]] for v in VARIANTS}),
+               PYTHONPATH=os.pathsep.join(p for p in (str(no_torch), str(HERE), os.environ.get("PYTHONPATH")) if p),
+               FS_COMMIT="test", OUT=str(tmp_path / "out"), SUITE_LOG_DIR=str(tmp_path / "logs"), SUITE_TAG="t",
+               SUITE_DEVICE="cpu", SUITE_PRECISIONS="fp32", SUITE_CPP="0", SUITE_DEADLINE="100",
+               SUITE_LANES="IMPLS=fake-ok NS=100 DS=2 OPS=forward", FS_SUITE_DATA=str(tmp_path / "data"))
+    env.pop("SUITE_KEOPS_DOCTOR", None)
+    env.pop("SUITE_IMPLS", None)
+    done = subprocess.run(["bash", str(RUN.parent / "run_lanes.sh")], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert statuses([json.loads(line) for line in (tmp_path / "out" / "suite_t_lane0.jsonl").read_text().splitlines()]) \
+        == [(100, "ok")]
+    assert not (tmp_path / "logs" / "keops_doctor.log").exists()

@@ -202,21 +202,28 @@ def test_reach_mode_makes_one_call_per_case(tmp_path):
     assert all(r["calls"] == 7 and r["reach"] is False for r in rows)  # first, sizing, five timed
 
 
+def run_lanes(tmp_path: Path, lanes: str, **settings: str) -> subprocess.CompletedProcess:
+    """bench/suite/run_lanes.sh over the fake drivers on the CPU, torch hidden, results under
+    tmp_path/out (tag 't'), logs under tmp_path/logs; `settings` add SUITE_* variables."""
+    no_torch = tmp_path / "no_torch"
+    no_torch.mkdir()
+    (no_torch / "torch.py").write_text('raise ImportError("hidden by tests/python/test_bench_suite.py")\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUITE_")}
+    env.update(FS_SUITE_TEST_IMPLS=json.dumps({v: ["suite_fake_driver", ["fp32"]] for v in VARIANTS}),
+               PYTHONPATH=os.pathsep.join(p for p in (str(no_torch), str(HERE), os.environ.get("PYTHONPATH")) if p),
+               FS_COMMIT="test", OUT=str(tmp_path / "out"), SUITE_LOG_DIR=str(tmp_path / "logs"), SUITE_TAG="t",
+               SUITE_DEVICE="cpu", SUITE_PRECISIONS="fp32", SUITE_CPP="0", SUITE_DEADLINE="100",
+               SUITE_LANES=lanes, FS_SUITE_DATA=str(tmp_path / "data"), **settings)
+    return subprocess.run(["bash", str(RUN.parent / "run_lanes.sh")], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
 def test_lanes_on_one_gpu_run_one_after_another(tmp_path):
     """bench/suite/run_lanes.sh with more lanes than GPUs (none here, one on the device): the lanes of a
     GPU run in sequence, so a slow first lane finishes before a fast second one starts — side by side
     they would time each other's work."""
-    no_torch = tmp_path / "no_torch"
-    no_torch.mkdir()
-    (no_torch / "torch.py").write_text('raise ImportError("hidden by tests/python/test_bench_suite.py")\n')
-    lanes = "IMPLS=fake-slow-start NS=100 DS=2 OPS=forward; IMPLS=fake-ok NS=100 DS=2 OPS=forward"
-    env = dict(os.environ, FS_SUITE_TEST_IMPLS=json.dumps({v: ["suite_fake_driver", ["fp32"]] for v in VARIANTS}),
-               PYTHONPATH=os.pathsep.join(p for p in (str(no_torch), str(HERE), os.environ.get("PYTHONPATH")) if p),
-               FS_COMMIT="test", OUT=str(tmp_path / "out"), SUITE_LOG_DIR=str(tmp_path / "logs"), SUITE_TAG="t",
-               SUITE_DEVICE="cpu", SUITE_PRECISIONS="fp32", SUITE_CPP="0", SUITE_KEOPS_DOCTOR="0",
-               SUITE_DEADLINE="100", SUITE_LANES=lanes, FS_SUITE_DATA=str(tmp_path / "data"))
-    done = subprocess.run(["bash", str(RUN.parent / "run_lanes.sh")], env=env, capture_output=True, text=True,
-                          timeout=180)
+    done = run_lanes(tmp_path, "IMPLS=fake-slow-start NS=100 DS=2 OPS=forward; IMPLS=fake-ok NS=100 DS=2 OPS=forward",
+                     SUITE_KEOPS_DOCTOR="0")
     assert done.returncode == 0, done.stdout + done.stderr
     first, second = ([json.loads(line) for line in (tmp_path / "out" / f"suite_t_lane{k}.jsonl").read_text().splitlines()]
                      for k in (0, 1))
@@ -228,18 +235,7 @@ def test_lanes_on_one_gpu_run_one_after_another(tmp_path):
 def test_lanes_without_geomloss_online_start_no_keops_doctor(tmp_path):
     """run_lanes.sh tries KeOps's configurations only where a lane runs GeomLoss online (a lane without
     IMPLS runs all ten): in session 47 a reach call of other peers ran the doctor beside its lanes."""
-    no_torch = tmp_path / "no_torch"
-    no_torch.mkdir()
-    (no_torch / "torch.py").write_text('raise ImportError("hidden by tests/python/test_bench_suite.py")\n')
-    env = dict(os.environ, FS_SUITE_TEST_IMPLS=json.dumps({v: ["suite_fake_driver", ["fp32"]] for v in VARIANTS}),
-               PYTHONPATH=os.pathsep.join(p for p in (str(no_torch), str(HERE), os.environ.get("PYTHONPATH")) if p),
-               FS_COMMIT="test", OUT=str(tmp_path / "out"), SUITE_LOG_DIR=str(tmp_path / "logs"), SUITE_TAG="t",
-               SUITE_DEVICE="cpu", SUITE_PRECISIONS="fp32", SUITE_CPP="0", SUITE_DEADLINE="100",
-               SUITE_LANES="IMPLS=fake-ok NS=100 DS=2 OPS=forward", FS_SUITE_DATA=str(tmp_path / "data"))
-    env.pop("SUITE_KEOPS_DOCTOR", None)
-    env.pop("SUITE_IMPLS", None)
-    done = subprocess.run(["bash", str(RUN.parent / "run_lanes.sh")], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = run_lanes(tmp_path, "IMPLS=fake-ok NS=100 DS=2 OPS=forward")  # the doctor's switch left unset
     assert done.returncode == 0, done.stdout + done.stderr
     assert statuses([json.loads(line) for line in (tmp_path / "out" / "suite_t_lane0.jsonl").read_text().splitlines()]) \
         == [(100, "ok")]

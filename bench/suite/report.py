@@ -10,6 +10,11 @@ stamped by run.py --stamp included) and the earlier formats, converted: gpu_forw
 (bench/cpu_forward_bench.py); the HVP runs of bench/hvp_bench.sh (hvp_*.jsonl) go to report_hvp.py's
 section. Other files are listed as not converted. Nothing is measured here.
 Plots need matplotlib; without it the markdown is still written and says so.
+
+Sections by module: the claims here (speed) with report_memory.py (linear memory) and report_reach.py
+(the largest n within 10 minutes, also the suite's 'Largest n reached'); report_suite.py the suite's
+tables; report_hvp.py the HVP; report_narrow.py the softmin's row references; report_tables.py the
+table and number helpers.
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def _strength(reach: tuple, value: str) -> tuple:
     return (2 if value[0].isdigit() else 1 if value.startswith("≥") else 0, reach[0])
 
 
-def claimed(variant: str) -> bool:
+def _claimed(variant: str) -> bool:
     """The implementations of the claims' table: the peers and our end-to-end entry point."""
     return variant == END_TO_END or not (variant.startswith(OURS) or variant.startswith("C++"))
 
@@ -130,7 +130,7 @@ def ten_minute_claim(rows: list[dict]) -> list[str]:
     then the larger n), with the card and precision it comes from."""
     best: dict[tuple, tuple] = {}
     for (variant, op, d, place, precision), (reach, (value, _)) in verdicts(rows).items():
-        if not claimed(variant) or op not in CLAIM_OPS or d not in CLAIM_DS:
+        if not _claimed(variant) or op not in CLAIM_OPS or d not in CLAIM_DS:
             continue
         device = "CPU" if place.startswith("cpu") else "GPU"
         card = place.removeprefix("gpu ").strip() if device == "GPU" else "2 cores"
@@ -149,8 +149,9 @@ def ten_minute_claim(rows: list[dict]) -> list[str]:
              "iterations and its forward + gradient; at each of d = "
              + " and ".join(str(d) for d in CLAIM_DS) + ", the most decided answer over the cards and precisions "
              "that ran it — exact before a lower bound, then the larger n — with where it comes from; '≥' a "
-             f"lower bound, '‡' exact for {DEVICE_CASE_LIMIT_S:g} s, the longest one GPU call can be timed. Ours: the Python package's end-to-end call. Every d, each card and our other entry "
-             "points: the suite section's 'Largest n reached'):", ""]
+             f"lower bound, '‡' exact for {DEVICE_CASE_LIMIT_S:g} s, the longest one GPU call can be timed. Ours: "
+             "the Python package's end-to-end call. Every d, each card and our other entry points: the suite "
+             "section's 'Largest n reached'):", ""]
             + table(["implementation", "operation", *[f"{device} d = {d}" for device, d in columns]], body))
 
 

@@ -23,9 +23,8 @@ if (( ${#lanes[@]} > gpus )); then
 fi
 
 # The peers' wheels and our builds, once (the lanes would race for them): what the lanes together
-# run — a lane without IMPLS runs them all, one without CPP our C++ benches — so that lanes of peers
-# alone (reach runs) build nothing.
-# A lane without IMPLS (and no SUITE_IMPLS) runs all ten, GeomLoss online (KeOps) included.
+# run — a lane without IMPLS (and no SUITE_IMPLS) runs all ten, ours and GeomLoss online (KeOps)
+# included; one without CPP our C++ benches — so that lanes of peers alone (reach runs) build nothing.
 all_impls="" cpp=0 keops=0
 for lane in "${lanes[@]}"; do
   impls="${SUITE_IMPLS:-}" lane_cpp="${SUITE_CPP:-1}"
@@ -66,9 +65,11 @@ pids=()
 last=$(( gpus > 1 ? gpus - 1 : 0 ))
 for gpu in $(seq 0 "$last"); do
   (
+    failed=0
     for k in "${!lanes[@]}"; do
-      (( (k < last ? k : last) == gpu )) && run_lane "$k" "$gpu"
+      if (( (k < last ? k : last) == gpu )); then run_lane "$k" "$gpu" || failed=1; fi
     done
+    exit $failed
   ) &
   pids+=($!)
 done

@@ -103,9 +103,14 @@ def verdicts(rows: list[dict]) -> dict[tuple, tuple]:
     return out
 
 
+def _exact(value: str) -> bool:
+    """A verdict's value is exact (a size, '‡' included), not a bound, '< n' or 'not run'."""
+    return value[0].isdigit()
+
+
 def _next_out_of_memory(reach: tuple, value: str) -> bool:
     """An exact verdict decided by the next n running out of memory."""
-    return reach[2] is not None and reach[2]["status"] == "oom" and value[0].isdigit()
+    return reach[2] is not None and reach[2]["status"] == "oom" and _exact(value)
 
 
 def _cell(reach: tuple, value: str) -> str:
@@ -116,7 +121,7 @@ def _cell(reach: tuple, value: str) -> str:
 def _strength(reach: tuple, value: str) -> tuple:
     """How much a verdict says, to choose among cards: an exact value, then a lower bound, then
     nothing; the larger n first."""
-    return (2 if value[0].isdigit() else 1 if value.startswith("≥") else 0, reach[0])
+    return (2 if _exact(value) else 1 if value.startswith("≥") else 0, reach[0])
 
 
 def _claimed(variant: str) -> bool:

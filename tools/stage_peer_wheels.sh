@@ -6,6 +6,9 @@
 #              flash-sinkhorn, geomloss, pykeops + keopscore 2.3, ott-jax + jaxopt, pot
 # .whl/alt/    pykeops + keopscore 2.2.3, the fallback bench/suite/keops_doctor.py tries when 2.3
 #              fails (installed into a separate folder: two versions in one install stop it)
+#   tools/stage_peer_wheels.sh --nvrtc 13.5.37
+#              stages only nvidia-cuda-nvrtc of that version into .whl_nvrtc/ (58 MB: carried alone,
+#              with .whl, for bench/suite/keops_doctor.py's pykeops-2.3+nvrtc-V configuration)
 # Already on the device (KINDS.md, not staged): torch 2.11, triton, jax 0.11 + jaxlib + CUDA plugin,
 # numpy, scipy, optax, lineax, equinox, jaxtyping, pybind11 (pykeops builds its binder with it), matplotlib.
 # Pins and why: pot 0.9.6.post1, not 0.9.7.post1 — the latter's wheel is 33 MB (175 MB unpacked:
@@ -21,6 +24,15 @@ download() {  # pip download for CPython 3.12 manylinux x86_64, no dependencies
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$@"
 }
+if [[ "${1:-}" == --nvrtc ]]; then
+  [[ -n "${2:-}" ]] || { echo "usage: $0 --nvrtc VERSION (e.g. 13.5.37)" >&2; exit 2; }
+  grep -qx '/.whl_nvrtc/' .gitignore 2> /dev/null || echo "warning: .whl_nvrtc/ is not in .gitignore" >&2
+  rm -rf .whl_nvrtc && mkdir -p .whl_nvrtc
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 -d .whl_nvrtc "nvidia-cuda-nvrtc==$2"
+  ls -la .whl_nvrtc
+  exit 0
+fi
 download "$dest" flash-sinkhorn==0.4.1 geomloss==0.3.1 ott-jax==0.6.0 jaxopt==0.8.5 pot==0.9.6.post1
 sdists="$(mktemp -d)"
 trap 'rm -rf "$sdists"' EXIT

@@ -4,6 +4,10 @@ and records each attempt's exact outcome (issue 7: KeOps 2.3 crashed inside its 
 on CUDA 13). Configurations, in order, stopping at the first that passes:
   pykeops-2.3            as installed (/tmp/site)
   pykeops-2.3+cuda-env   CUDA_HOME / CUDA_PATH set to the toolkit of the nvcc on PATH, fresh cache
+  pykeops-2.3+nvrtc-V    where .whl_nvrtc/ holds an nvidia-cuda-nvrtc wheel (tools/stage_peer_wheels.sh
+                         --nvrtc V; carried apart, 58 MB): that NVRTC unpacked and preloaded
+                         (LD_PRELOAD, ahead of torch's and the toolkit's 13.0), CUDA_HOME as above,
+                         fresh cache — is the crash a bug of NVRTC 13.0 fixed since?
   pykeops-2.2.3          the fallback wheels of .whl/alt, installed into /tmp/site_keops223 (first on
                          PYTHONPATH), fresh cache
 The test: pykeops.test_torch_bindings(), then a LazyTensor log-sum-exp on CUDA checked against torch.
@@ -14,6 +18,12 @@ wheel's and the toolkit's) in one process are a suspect.
 When none passes, one diagnostic attempt follows, never chosen for GeomLoss (which needs torch):
   pykeops-2.3-numpy      pykeops.numpy in a process that never imports torch (only the toolkit's
                          CUDA libraries): does the crash need torch's libraries in the process?
+When the diagnostic crashes too, it runs once more under cuda-gdb (the GPU machine has no gdb;
+cuda-gdb debugs host code too; a process without torch loads its symbols in seconds) and its native
+backtrace is recorded: the Python stack (faulthandler) ends at KeOps's ctypes call into its compiled
+binder, the frame that faults is below it. Each binder's undefined CUDA symbols are recorded too (nm -D): a binder linked before its
+libraries with --as-needed (Ubuntu's default) names no CUDA library in ldd and takes each of those
+symbols from whatever the process loaded first.
 Writes one JSON line per attempt (stdout or --out) and, for the first that passes, the shell exports
 that select it (--env-out; run_device.sh sources them before the sweep).
 """
@@ -27,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 MAPPED = r"""
@@ -73,8 +84,12 @@ assert err < 1e-3 and "torch" not in sys.modules, err
 """
 
 
+CUDA_LIBRARIES = ("nvrtc", "libcuda.so", "cudart", "nvJitLink")
+
+
 def binder_links(cache: str) -> list[str]:
-    """The CUDA libraries each shared object KeOps built in `cache` links to (ldd)."""
+    """The CUDA libraries each shared object KeOps built in `cache` links to (ldd); one line saying
+    so for a shared object that links none."""
     out = []
     for so in sorted(Path(cache).rglob("*.so")):
         try:
@@ -82,12 +97,73 @@ def binder_links(cache: str) -> list[str]:
         except (OSError, subprocess.TimeoutExpired) as error:
             out.append(f"{so.name}: ldd failed: {error}")
             continue
-        out += [f"{so.name}: {line.strip()}" for line in ldd.splitlines()
-                if any(k in line for k in ("nvrtc", "libcuda.so", "cudart", "nvJitLink"))]
+        links = [f"{so.name}: {line.strip()}" for line in ldd.splitlines() if any(k in line for k in CUDA_LIBRARIES)]
+        out += links or [f"{so.name}: links no CUDA library"]
     return out
 
 
+def binder_cuda_symbols(cache: str) -> list[str]:
+    """The undefined CUDA driver / NVRTC symbols of each shared object KeOps built in `cache` (nm -D):
+    what the process must provide when the binder links no CUDA library."""
+    out = []
+    for so in sorted(Path(cache).rglob("*.so")):
+        try:
+            nm = subprocess.run(["nm", "-D", "--undefined-only", str(so)], capture_output=True, text=True,
+                                timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired) as error:
+            out.append(f"{so.name}: nm failed: {error}")
+            continue
+        names = sorted({line.split()[-1] for line in nm.splitlines() if line.split()
+                        and line.split()[-1].startswith(("cu", "nvrtc")) and not line.split()[-1].startswith("cxa")})
+        if names:
+            out.append(f"{so.name}: {' '.join(names)}")
+    return out
+
+
+def native_backtrace(env: dict, test: str, timeout: float) -> dict:
+    """`test` once more under cuda-gdb in batch mode (stop at the fault, print the native stack):
+    the frames below KeOps's ctypes call, which faulthandler cannot show. {'frames': [...]} with
+    gdb's '#k ...' lines, or {'error': ...} where cuda-gdb is missing, fails or runs out of time."""
+    gdb = shutil.which("cuda-gdb") or next((p for p in ("/usr/local/cuda/bin/cuda-gdb",) if Path(p).exists()), None)
+    if gdb is None:
+        return {"error": "cuda-gdb not found"}
+    command = [gdb, "-q", "-batch", "-ex", "set pagination off", "-ex", "set confirm off",
+               "-ex", "handle SIGPIPE nostop noprint", "-ex", "run", "-ex", "bt 40",
+               "-ex", "info registers rip", "--args", sys.executable, "-c", test]
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"cuda-gdb not done in {timeout:g} s"}
+    except OSError as error:
+        return {"error": f"cuda-gdb: {error}"}
+    text = proc.stdout + proc.stderr
+    frames = [line.strip() for line in text.splitlines() if line.startswith("#")]
+    signal = next((line.strip() for line in text.splitlines() if "received signal" in line), "")
+    return {"signal": signal, "frames": frames} if frames else {"error": "no backtrace", "tail": text[-3000:]}
+
+
+def unpacked_nvrtc(wheel: Path, under: str = tempfile.gettempdir()) -> tuple[str, str]:
+    """An nvidia-cuda-nvrtc wheel unpacked in a folder of `under`: (its version, the folder of its
+    libnvrtc)."""
+    version = wheel.name.split("-")[1]
+    root = Path(under) / f"keops_nvrtc_{version}"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(root)
+    lib = next(root.rglob("libnvrtc.so.*")).parent
+    return version, str(lib)
+
+
+def preloaded(lib: str, base: dict) -> dict:
+    """The environment that makes every process load the libnvrtc of `lib` first (its builtins are
+    found beside it): LD_PRELOAD for the library itself, LD_LIBRARY_PATH for what it opens."""
+    nvrtc = str(next(Path(lib).glob("libnvrtc.so.*")))
+    return {"LD_PRELOAD": " ".join(filter(None, (nvrtc, base.get("LD_PRELOAD")))),
+            "LD_LIBRARY_PATH": os.pathsep.join(filter(None, (lib, base.get("LD_LIBRARY_PATH"))))}
+
+
 def attempt(name: str, env: dict, timeout: float, test: str = TEST) -> dict:
+    """`test` in a new process with `env`: its status ('ok', 'crash' by a signal, 'error',
+    'timeout'), exit status and the tails of its output."""
     try:
         # -X faulthandler: a crash inside KeOps's compiled binder prints the Python stack that reached it
         proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", test], capture_output=True, text=True,
@@ -107,20 +183,29 @@ def main() -> int:
     ap.add_argument("--env-out", default="/tmp/keops_choice.env")
     ap.add_argument("--timeout", type=float, default=240)
     ap.add_argument("--alt-wheels", default=str(Path(__file__).resolve().parents[2] / ".whl/alt"))
+    ap.add_argument("--nvrtc-wheels", default=str(Path(__file__).resolve().parents[2] / ".whl_nvrtc"))
     args = ap.parse_args()
     base = dict(os.environ)
     nvcc = shutil.which("nvcc")
     cuda_home = str(Path(nvcc).resolve().parents[1]) if nvcc else "/usr/local/cuda"
-    configs = [("pykeops-2.3", {}, None),
-               ("pykeops-2.3+cuda-env", {"CUDA_HOME": cuda_home, "CUDA_PATH": cuda_home}, None)]
+    toolkit = {"CUDA_HOME": cuda_home, "CUDA_PATH": cuda_home}
+    configs = [("pykeops-2.3", {}, None), ("pykeops-2.3+cuda-env", toolkit, None)]
+    for wheel in sorted(Path(args.nvrtc_wheels).glob("nvidia_cuda_nvrtc-*.whl"))[-1:]:
+        version, lib = unpacked_nvrtc(wheel)
+        configs.append((f"pykeops-2.3+nvrtc-{version}", dict(toolkit, **preloaded(lib, base)), None))
     alt = sorted(Path(args.alt_wheels).glob("*.whl"))
     if alt:
-        configs.append(("pykeops-2.2.3", {"CUDA_HOME": cuda_home, "CUDA_PATH": cuda_home}, "/tmp/site_keops223"))
+        configs.append(("pykeops-2.2.3", toolkit, "/tmp/site_keops223"))
     rows, chosen = [], None
+
+    def record(row: dict, env: dict) -> None:
+        cache = env["KEOPS_CACHE_FOLDER"]
+        row["binder_links"], row["binder_cuda_symbols"] = binder_links(cache), binder_cuda_symbols(cache)
+        rows.append(row)
+
     for name, extra, site in configs:
         env = dict(base, **extra)
-        cache = tempfile.mkdtemp(prefix="keops_cache_")
-        env["KEOPS_CACHE_FOLDER"] = cache  # read by keopscore 2.2+ (a fresh build folder per attempt)
+        env["KEOPS_CACHE_FOLDER"] = tempfile.mkdtemp(prefix="keops_cache_")  # keopscore 2.2+: a fresh build folder
         if site:
             install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
                                       "--no-compile", "--upgrade", "--target", site, *map(str, alt)],
@@ -130,9 +215,9 @@ def main() -> int:
                 continue
             env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
         row = attempt(name, env, args.timeout)
-        row["env"] = {k: env[k] for k in ("CUDA_HOME", "CUDA_PATH", "KEOPS_CACHE_FOLDER", "PYTHONPATH") if k in env}
-        row["binder_links"] = binder_links(cache)
-        rows.append(row)
+        row["env"] = {k: env[k] for k in ("CUDA_HOME", "CUDA_PATH", "KEOPS_CACHE_FOLDER", "PYTHONPATH", "LD_PRELOAD",
+                                          "LD_LIBRARY_PATH") if k in env}
+        record(row, env)
         print(f"keops doctor: {name}: {row['status']}", file=sys.stderr, flush=True)
         if row["status"] == "ok":
             chosen = row
@@ -141,8 +226,9 @@ def main() -> int:
         env = dict(base, CUDA_HOME=cuda_home, CUDA_PATH=cuda_home, KEOPS_CACHE_FOLDER=tempfile.mkdtemp(prefix="keops_cache_"))
         row = attempt("pykeops-2.3-numpy", env, args.timeout, TEST_NUMPY)
         row["diagnostic"] = "pykeops.numpy without torch in the process; not usable by GeomLoss"
-        row["binder_links"] = binder_links(env["KEOPS_CACHE_FOLDER"])
-        rows.append(row)
+        if row["status"] == "crash":
+            row["native_backtrace"] = native_backtrace(env, TEST_NUMPY, args.timeout)
+        record(row, env)
         print(f"keops doctor: pykeops-2.3-numpy (diagnostic): {row['status']}", file=sys.stderr, flush=True)
     text = "".join(json.dumps(r) + "\n" for r in rows)
     if args.out:

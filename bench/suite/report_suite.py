@@ -22,6 +22,7 @@ file only, the newest that holds both, and show '–' with the reason where none
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -303,26 +304,60 @@ def keops_section(results: Path) -> list[str]:
     out = ["### KeOps (GeomLoss online): the configurations tried on the GPU machine", "",
            "`bench/suite/keops_doctor.py`: pykeops.test_torch_bindings() and a LazyTensor log-sum-exp checked "
            "against torch, one process per configuration. A status other than ok is the exact outcome "
-           "(exit status; the last line KeOps printed; stderr).", ""]
+           "(exit status; the last line KeOps printed; where it stopped: the innermost Python frame of a "
+           "crash, else stderr's tail; the native frames below it, innermost first, where cuda-gdb ran it).",
+           ""]
     body = []
     for name, r in attempts:
         last = (r.get("stdout_tail") or "").strip().splitlines()[-1:] or ["–"]
-        stderr = " ".join((r.get("stderr_tail") or r.get("error") or "").split())[-300:] or "–"
         config = r.get("config", "?") + (" (diagnostic, never used by GeomLoss)" if r.get("diagnostic") else "")
         body.append([f"`{name}`", config, r.get("status", "?"), r.get("returncode", "–"),
-                     f"`{last[0][:160]}`", stderr.replace("|", "/"), nvrtc_copies(r)])
-    return out + table(["file", "configuration", "status", "exit", "last line printed", "stderr (tail)",
-                        "libnvrtc: mapped before KeOps / KeOps's binders link"], body)
+                     f"`{last[0][:160]}`", stopped_at(r).replace("|", "/"), native_frames(r).replace("|", "/"),
+                     nvrtc_copies(r)])
+    return out + table(["file", "configuration", "status", "exit", "last line printed", "where it stopped",
+                        "native frames (cuda-gdb)", "libnvrtc: mapped before KeOps / KeOps's binders link"], body)
+
+
+def stopped_at(attempt: dict) -> str:
+    """A doctor attempt's innermost Python frame when faulthandler printed the stack of a crash
+    ('file:line in function'), else the last 300 characters of its stderr (or error)."""
+    stderr = attempt.get("stderr_tail") or attempt.get("error") or ""
+    frames = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', stderr)
+    if frames and "most recent call first" in stderr:
+        path, line, function = frames[0]
+        return f"{Path(path).name}:{line} in {function}"
+    return " ".join(stderr.split())[-300:] or "–"
+
+
+def native_frames(attempt: dict) -> str:
+    """The first native frames of cuda-gdb's backtrace of a crash ('function (library)', innermost
+    first), or why there is none; '–' where the doctor did not trace the attempt."""
+    trace = attempt.get("native_backtrace")
+    if not trace:
+        return "–"
+    if "frames" not in trace:
+        return f"cuda-gdb: {trace.get('error', '?')}"
+    shown = []
+    for frame in trace["frames"][:5]:
+        match = re.match(r"#\d+\s+(?:0x[0-9a-f]+ in )?(\S+) \(.*?\)(?: (?:from|at) (\S+))?", frame)
+        if match:
+            function, where = match.groups()
+            shown.append(function + (f" ({Path(where.split(':')[0]).name})" if where else ""))
+        else:
+            shown.append(frame[:80])
+    return " ← ".join(shown)
 
 
 def nvrtc_copies(attempt: dict) -> str:
     """The libnvrtc paths a doctor attempt saw: mapped by the process before KeOps compiled (its
-    'mapped:' lines), and those KeOps's binders link to (ldd) — '–' for rows from before the doctor
-    recorded them."""
+    'mapped:' lines), and those KeOps's binders link to (ldd; 'none' where they link no libnvrtc) —
+    '–' for what the attempt did not record (no 'mapped:' printed before a crash; rows from before
+    the doctor recorded either)."""
     lines = (attempt.get("stdout_tail") or "").splitlines()
     mapped = sorted({line.strip() for line in lines if line.startswith("  ") and "nvrtc" in line})
-    linked = sorted({entry.split("=>")[-1].split("(")[0].strip() for entry in attempt.get("binder_links", [])
-                     if "nvrtc" in entry})
-    if not mapped and not linked:
-        return "–"
-    return f"{', '.join(mapped) or 'none'} / {', '.join(linked) or 'none'}"
+    links = attempt.get("binder_links", [])
+    linked = sorted({entry.split("=>")[-1].split("(")[0].strip() for entry in links
+                     if "=>" in entry and "nvrtc" in entry.split("=>")[-1]})
+    mapped_text = (", ".join(mapped) or "none") if "mapped:" in lines else "–"
+    linked_text = (", ".join(linked) or "none") if links else "–"
+    return "–" if mapped_text == linked_text == "–" else f"{mapped_text} / {linked_text}"

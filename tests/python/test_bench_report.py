@@ -82,7 +82,17 @@ def write_fixture(results: Path) -> None:
     diagnostic = {"config": "pykeops-2.3-numpy", "status": "ok", "returncode": 0, "diagnostic": "no torch",
                   "stdout_tail": "pykeops 2.3\nmapped:\n  /usr/local/cuda/lib64/libnvrtc.so.13\nmax abs error 1e-6",
                   "binder_links": ["nvrtc_jit.so: libnvrtc.so.13 => /usr/local/cuda/lib64/libnvrtc.so.13 (0x7f00)"]}
-    (results / "suite_2099-01-01_keops.jsonl").write_text(json.dumps(keops) + "\n" + json.dumps(diagnostic) + "\n")
+    traced = {"config": "pykeops-2.3-numpy", "status": "crash", "returncode": -11, "diagnostic": "no torch",
+              "stdout_tail": "[KeOps] Generating code ...",
+              "stderr_tail": 'Fatal Python error: Segmentation fault\n\nCurrent thread 0x7f (most recent call first):\n'
+                             '  File "/tmp/site/keopscore/binders/nvrtc/Gpu_link_compile.py", line 78 in generate_code\n'
+                             '  File "/tmp/site/keopscore/binders/LinkCompile.py", line 103 in get_dll_and_params\n',
+              "native_backtrace": {"signal": "Program received signal SIGSEGV", "frames": [
+                  "#0  0x00007f01 in ?? () from /usr/local/cuda/lib64/libnvrtc.so.13",
+                  "#1  0x00007f02 in nvrtcCompileProgram () from /usr/local/cuda/lib64/libnvrtc.so.13",
+                  "#2  0x00007f03 in Compile (target_file_name=0x1, cu_code=0x2) at /tmp/nvrtc_jit.cpp:93"]},
+              "binder_links": ["nvrtc_jit.so: links no CUDA library"]}
+    (results / "suite_2099-01-01_keops.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (keops, diagnostic, traced)))
 
 
 def write_later_run(results: Path, name: str, rows: list[dict], machine: dict | None = None, **fields) -> None:
@@ -128,10 +138,13 @@ def test_report_writes_tables_claims_and_plots(tmp_path):
     assert "`hvp_h200_2099-01-01.jsonl` | hvp |" in text
     # KeOps's configurations with their exact outcome (not listed as an unconverted file)
     assert ("| `suite_2099-01-01_keops.jsonl` | pykeops-2.3 | crash | -11 | `[KeOps] Generating code ...` | "
-            "Fatal Python error: Segmentation fault | – |") in text
+            "Fatal Python error: Segmentation fault | – | – |") in text
     # the diagnostic attempt is marked as such, with the libnvrtc it mapped and its binder links to
-    assert ("| pykeops-2.3-numpy (diagnostic, never used by GeomLoss) | ok | 0 | `max abs error 1e-6` | – | "
+    assert ("| pykeops-2.3-numpy (diagnostic, never used by GeomLoss) | ok | 0 | `max abs error 1e-6` | – | – | "
             "/usr/local/cuda/lib64/libnvrtc.so.13 / /usr/local/cuda/lib64/libnvrtc.so.13 |") in text
+    # a traced crash: its innermost Python frame, then cuda-gdb's native frames, innermost first
+    assert ("| crash | -11 | `[KeOps] Generating code ...` | Gpu_link_compile.py:78 in generate_code | "
+            "?? (libnvrtc.so.13) ← nvrtcCompileProgram (libnvrtc.so.13) ← Compile (nvrtc_jit.cpp) | – / none |") in text
     assert "`suite_2099-01-01_keops.jsonl`," not in text and "`suite_2099-01-01_keops.jsonl`\n" not in text
     # the grid's coverage: the OOM, then the stop rule's skipped size, counted apart from ok
     coverage = text[text.index("### Coverage of the grid"):]

@@ -7,8 +7,10 @@
 # .whl/alt/    pykeops + keopscore 2.2.3, the fallback bench/suite/keops_doctor.py tries when 2.3
 #              fails (installed into a separate folder: two versions in one install stop it)
 #   tools/stage_peer_wheels.sh --nvrtc 13.5.37
-#              stages only nvidia-cuda-nvrtc of that version into .whl_nvrtc/ (58 MB: carried alone,
-#              with .whl, for bench/suite/keops_doctor.py's pykeops-2.3+nvrtc-V configuration)
+#              stages only nvidia-cuda-nvrtc of that version into .whl_nvrtc/, for
+#              bench/suite/keops_doctor.py's pykeops-2.3+nvrtc-V configuration: recompressed with LZMA
+#              (13.5.37: 58 -> 41 MB, so that it fits the 64 MiB carry beside .deps and .whl; only
+#              the doctor unpacks it, with Python's zipfile)
 # Already on the device (KINDS.md, not staged): torch 2.11, triton, jax 0.11 + jaxlib + CUDA plugin,
 # numpy, scipy, optax, lineax, equinox, jaxtyping, pybind11 (pykeops builds its binder with it), matplotlib.
 # Pins and why: pot 0.9.6.post1, not 0.9.7.post1 — the latter's wheel is 33 MB (175 MB unpacked:
@@ -30,6 +32,16 @@ if [[ "${1:-}" == --nvrtc ]]; then
   rm -rf .whl_nvrtc && mkdir -p .whl_nvrtc
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 -d .whl_nvrtc "nvidia-cuda-nvrtc==$2"
+  python3 - .whl_nvrtc/nvidia_cuda_nvrtc-*.whl << 'EOF'
+import sys, zipfile
+from pathlib import Path
+wheel = Path(sys.argv[1])
+packed = wheel.with_suffix(".lzma")
+with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(packed, "w", compression=zipfile.ZIP_LZMA) as target:
+    for info in source.infolist():
+        target.writestr(info.filename, source.read(info.filename))
+packed.replace(wheel)
+EOF
   ls -la .whl_nvrtc
   exit 0
 fi

@@ -7,10 +7,11 @@
 # .whl/alt/    pykeops + keopscore 2.2.3, the fallback bench/suite/keops_doctor.py tries when 2.3
 #              fails (installed into a separate folder: two versions in one install stop it)
 #   tools/stage_peer_wheels.sh --nvrtc 13.5.37
-#              stages only nvidia-cuda-nvrtc of that version into .whl_nvrtc/, for
-#              bench/suite/keops_doctor.py's pykeops-2.3+nvrtc-V configuration: recompressed with LZMA
-#              (13.5.37: 58 -> 41 MB, so that it fits the 64 MiB carry beside .deps and .whl; only
-#              the doctor unpacks it, with Python's zipfile)
+#              stages nvidia-cuda-nvrtc of that version into .whl_nvrtc/ as nvidia_cuda_nvrtc-V.tar.xz
+#              (the wheel's nvidia/ tree, xz -9e: 13.5.37 58 -> 39 MB) beside copies of .whl's KeOps
+#              wheels (and alt/), for bench/suite/keops_doctor.py's pykeops-2.3+nvrtc-V configuration
+#              in a call that carries .whl_nvrtc alone (the tree, 26 MB, and it fill the 64 MiB carry):
+#                pip install --target /tmp/site .whl_nvrtc/*.whl; keops_doctor.py --alt-wheels .whl_nvrtc/alt
 # Already on the device (KINDS.md, not staged): torch 2.11, triton, jax 0.11 + jaxlib + CUDA plugin,
 # numpy, scipy, optax, lineax, equinox, jaxtyping, pybind11 (pykeops builds its binder with it), matplotlib.
 # Pins and why: pot 0.9.6.post1, not 0.9.7.post1 — the latter's wheel is 33 MB (175 MB unpacked:
@@ -29,20 +30,16 @@ download() {  # pip download for CPython 3.12 manylinux x86_64, no dependencies
 if [[ "${1:-}" == --nvrtc ]]; then
   [[ -n "${2:-}" ]] || { echo "usage: $0 --nvrtc VERSION (e.g. 13.5.37)" >&2; exit 2; }
   grep -qx '/.whl_nvrtc/' .gitignore 2> /dev/null || echo "warning: .whl_nvrtc/ is not in .gitignore" >&2
-  rm -rf .whl_nvrtc && mkdir -p .whl_nvrtc
+  rm -rf .whl_nvrtc && mkdir -p .whl_nvrtc/alt
+  wheels="$(mktemp -d)"
+  trap 'rm -rf "$wheels"' EXIT
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 -d .whl_nvrtc "nvidia-cuda-nvrtc==$2"
-  python3 - .whl_nvrtc/nvidia_cuda_nvrtc-*.whl << 'EOF'
-import sys, zipfile
-from pathlib import Path
-wheel = Path(sys.argv[1])
-packed = wheel.with_suffix(".lzma")
-with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(packed, "w", compression=zipfile.ZIP_LZMA) as target:
-    for info in source.infolist():
-        target.writestr(info.filename, source.read(info.filename))
-packed.replace(wheel)
-EOF
-  ls -la .whl_nvrtc
+    --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 -d "$wheels" "nvidia-cuda-nvrtc==$2"
+  (cd "$wheels" && unzip -q nvidia_cuda_nvrtc-*.whl 'nvidia/*' && tar cf - nvidia | xz -9e -T0) \
+    > ".whl_nvrtc/nvidia_cuda_nvrtc-$2.tar.xz"
+  cp "$dest"/pykeops-*.whl "$dest"/keopscore-*.whl .whl_nvrtc/ 2> /dev/null || true
+  cp "$dest"/alt/*.whl .whl_nvrtc/alt/ 2> /dev/null || true
+  ls -la .whl_nvrtc .whl_nvrtc/alt
   exit 0
 fi
 download "$dest" flash-sinkhorn==0.4.1 geomloss==0.3.1 ott-jax==0.6.0 jaxopt==0.8.5 pot==0.9.6.post1

@@ -4,8 +4,8 @@ and records each attempt's exact outcome (issue 7: KeOps 2.3 crashed inside its 
 on CUDA 13). Configurations, in order, stopping at the first that passes:
   pykeops-2.3            as installed (/tmp/site)
   pykeops-2.3+cuda-env   CUDA_HOME / CUDA_PATH set to the toolkit of the nvcc on PATH, fresh cache
-  pykeops-2.3+nvrtc-V    where .whl_nvrtc/ holds an nvidia-cuda-nvrtc wheel (tools/stage_peer_wheels.sh
-                         --nvrtc V; carried apart, 58 MB): that NVRTC unpacked and preloaded
+  pykeops-2.3+nvrtc-V    where .whl_nvrtc/ holds an NVRTC of version V (tools/stage_peer_wheels.sh
+                         --nvrtc V; 39 MB, carried apart): that NVRTC unpacked and preloaded
                          (LD_PRELOAD, ahead of torch's and the toolkit's 13.0), CUDA_HOME as above,
                          fresh cache — is the crash a bug of NVRTC 13.0 fixed since?
   pykeops-2.2.3          the fallback wheels of .whl/alt, installed into /tmp/site_keops223 (first on
@@ -36,8 +36,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
-import zipfile
 from pathlib import Path
 
 MAPPED = r"""
@@ -142,13 +142,13 @@ def native_backtrace(env: dict, test: str, timeout: float) -> dict:
     return {"signal": signal, "frames": frames} if frames else {"error": "no backtrace", "tail": text[-3000:]}
 
 
-def unpacked_nvrtc(wheel: Path, under: str = tempfile.gettempdir()) -> tuple[str, str]:
-    """An nvidia-cuda-nvrtc wheel unpacked in a folder of `under`: (its version, the folder of its
-    libnvrtc)."""
-    version = wheel.name.split("-")[1]
+def unpacked_nvrtc(archive: Path, under: str = tempfile.gettempdir()) -> tuple[str, str]:
+    """An NVRTC archive of tools/stage_peer_wheels.sh --nvrtc (nvidia_cuda_nvrtc-V.tar.xz: the
+    wheel's nvidia/ tree) unpacked in a folder of `under`: (V, the folder of its libnvrtc)."""
+    version = archive.name[len("nvidia_cuda_nvrtc-"):-len(".tar.xz")]
     root = Path(under) / f"keops_nvrtc_{version}"
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(root)
+    with tarfile.open(archive) as tar:
+        tar.extractall(root, filter="data")
     lib = next(root.rglob("libnvrtc.so.*")).parent
     return version, str(lib)
 
@@ -190,8 +190,8 @@ def main() -> int:
     cuda_home = str(Path(nvcc).resolve().parents[1]) if nvcc else "/usr/local/cuda"
     toolkit = {"CUDA_HOME": cuda_home, "CUDA_PATH": cuda_home}
     configs = [("pykeops-2.3", {}, None), ("pykeops-2.3+cuda-env", toolkit, None)]
-    for wheel in sorted(Path(args.nvrtc_wheels).glob("nvidia_cuda_nvrtc-*.whl"))[-1:]:
-        version, lib = unpacked_nvrtc(wheel)
+    for archive in sorted(Path(args.nvrtc_wheels).glob("nvidia_cuda_nvrtc-*.tar.xz"))[-1:]:
+        version, lib = unpacked_nvrtc(archive)
         configs.append((f"pykeops-2.3+nvrtc-{version}", dict(toolkit, **preloaded(lib, base)), None))
     alt = sorted(Path(args.alt_wheels).glob("*.whl"))
     if alt:

@@ -242,19 +242,22 @@ def test_lanes_without_geomloss_online_start_no_keops_doctor(tmp_path):
     assert not (tmp_path / "logs" / "keops_doctor.log").exists()
 
 
-def test_keops_doctor_preloads_a_staged_nvrtc_wheel(tmp_path):
-    """The pykeops-2.3+nvrtc-V configuration: the wheel's libnvrtc unpacked, preloaded ahead of any
-    LD_PRELOAD already set, and its folder searched first (where NVRTC finds its builtins)."""
+def test_keops_doctor_preloads_a_staged_nvrtc(tmp_path):
+    """The pykeops-2.3+nvrtc-V configuration: the staged archive's libnvrtc unpacked, preloaded ahead
+    of any LD_PRELOAD already set, and its folder searched first (where NVRTC finds its builtins)."""
     import importlib.util
-    import zipfile
+    import tarfile
     spec = importlib.util.spec_from_file_location("keops_doctor", RUN.parent / "keops_doctor.py")
     doctor = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(doctor)
-    wheel = tmp_path / "nvidia_cuda_nvrtc-99.1.2-py3-none-manylinux2010_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr("nvidia/cu13/lib/libnvrtc.so.13", b"")
-        archive.writestr("nvidia/cu13/lib/libnvrtc-builtins.so.13.5", b"")
-    version, lib = doctor.unpacked_nvrtc(wheel, str(tmp_path))
+    tree = tmp_path / "tree" / "nvidia" / "cu13" / "lib"
+    tree.mkdir(parents=True)
+    (tree / "libnvrtc.so.13").write_bytes(b"")
+    (tree / "libnvrtc-builtins.so.13.5").write_bytes(b"")
+    archive = tmp_path / "nvidia_cuda_nvrtc-99.1.2.tar.xz"
+    with tarfile.open(archive, "w:xz") as tar:
+        tar.add(tmp_path / "tree" / "nvidia", arcname="nvidia")
+    version, lib = doctor.unpacked_nvrtc(archive, str(tmp_path / "out"))
     assert version == "99.1.2" and Path(lib, "libnvrtc-builtins.so.13.5").is_file()
     env = doctor.preloaded(lib, {"LD_PRELOAD": "/x/libother.so", "LD_LIBRARY_PATH": "/y"})
     assert env == {"LD_PRELOAD": f"{lib}/libnvrtc.so.13 /x/libother.so", "LD_LIBRARY_PATH": f"{lib}{os.pathsep}/y"}

@@ -8,6 +8,12 @@ on CUDA 13). Configurations, in order, stopping at the first that passes:
                          --nvrtc V; 39 MB, carried apart): that NVRTC unpacked and preloaded
                          (LD_PRELOAD, ahead of torch's and the toolkit's 13.0), CUDA_HOME as above,
                          fresh cache — is the crash a bug of NVRTC 13.0 fixed since?
+  pykeops-2.3+compiler-libstdc++  the libstdc++ of the g++ that builds KeOps's binders preloaded
+                         (session 48's cuda-gdb trace: the crash is in the binder's own
+                         std::ostringstream << int, before any NVRTC call — a C++ runtime older
+                         than the binder's headers in the process?)
+  pykeops-2.3+static-libstdc++    the binders linked with the C++ runtime inside (CXX: a g++ wrapper,
+                         -static-libstdc++ -static-libgcc, --no-as-needed)
   pykeops-2.2.3          the fallback wheels of .whl/alt, installed into /tmp/site_keops223 (first on
                          PYTHONPATH), fresh cache
 The test: pykeops.test_torch_bindings(), then a LazyTensor log-sum-exp on CUDA checked against torch.
@@ -45,7 +51,7 @@ def mapped_cuda_libraries():
     names = set()
     for line in open("/proc/self/maps"):
         path = line.split()[-1]
-        if any(k in path for k in ("nvrtc", "libcuda.so", "cudart", "nvJitLink")):
+        if any(k in path for k in ("nvrtc", "libcuda.so", "cudart", "nvJitLink", "libstdc++", "libgcc_s")):
             names.add(path)
     print("mapped:", *sorted(names), sep="\n  ", flush=True)
 """
@@ -99,6 +105,7 @@ def binder_links(cache: str) -> list[str]:
             continue
         links = [f"{so.name}: {line.strip()}" for line in ldd.splitlines() if any(k in line for k in CUDA_LIBRARIES)]
         out += links or [f"{so.name}: links no CUDA library"]
+        out += [f"{so.name}: {line.strip()}" for line in ldd.splitlines() if "libstdc++" in line]
     return out
 
 
@@ -161,6 +168,27 @@ def preloaded(lib: str, base: dict) -> dict:
             "LD_LIBRARY_PATH": os.pathsep.join(filter(None, (lib, base.get("LD_LIBRARY_PATH"))))}
 
 
+def compiler_runtime() -> str | None:
+    """The libstdc++ of the g++ KeOps compiles its binders with (g++ -print-file-name), resolved;
+    None where g++ names no file."""
+    try:
+        name = subprocess.run(["g++", "-print-file-name=libstdc++.so.6"], capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return str(Path(name).resolve()) if os.path.isabs(name) and Path(name).exists() else None
+
+
+def static_runtime_compiler(folder: str) -> str:
+    """A compiler command for KeOps (its CXX) that links its binders with the C++ runtime inside
+    (-static-libstdc++ -static-libgcc) and keeps the libraries named before the sources
+    (--no-as-needed: KeOps puts -lcuda -lnvrtc first)."""
+    script = Path(folder) / "keops_cxx_static_runtime"
+    script.write_text('#!/bin/sh\nexec g++ -Wl,--no-as-needed "$@" -static-libstdc++ -static-libgcc\n')
+    script.chmod(0o755)
+    return str(script)
+
+
 def attempt(name: str, env: dict, timeout: float, test: str = TEST) -> dict:
     """`test` in a new process with `env`: its status ('ok', 'crash' by a signal, 'error',
     'timeout'), exit status and the tails of its output."""
@@ -184,6 +212,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=240)
     ap.add_argument("--alt-wheels", default=str(Path(__file__).resolve().parents[2] / ".whl/alt"))
     ap.add_argument("--nvrtc-wheels", default=str(Path(__file__).resolve().parents[2] / ".whl_nvrtc"))
+    ap.add_argument("--configs", default="", help="comma-separated configuration names to try (default: all)")
     args = ap.parse_args()
     base = dict(os.environ)
     nvcc = shutil.which("nvcc")
@@ -193,9 +222,17 @@ def main() -> int:
     for archive in sorted(Path(args.nvrtc_wheels).glob("nvidia_cuda_nvrtc-*.tar.xz"))[-1:]:
         version, lib = unpacked_nvrtc(archive)
         configs.append((f"pykeops-2.3+nvrtc-{version}", dict(toolkit, **preloaded(lib, base)), None))
+    runtime = compiler_runtime()
+    if runtime:
+        configs.append(("pykeops-2.3+compiler-libstdc++",
+                        dict(toolkit, LD_PRELOAD=" ".join(filter(None, (runtime, base.get("LD_PRELOAD"))))), None))
+    configs.append(("pykeops-2.3+static-libstdc++",
+                    dict(toolkit, CXX=static_runtime_compiler(tempfile.mkdtemp(prefix="keops_cxx_"))), None))
     alt = sorted(Path(args.alt_wheels).glob("*.whl"))
     if alt:
         configs.append(("pykeops-2.2.3", toolkit, "/tmp/site_keops223"))
+    if args.configs:
+        configs = [c for c in configs if c[0] in args.configs.split(",")]
     rows, chosen = [], None
 
     def record(row: dict, env: dict) -> None:
@@ -216,7 +253,7 @@ def main() -> int:
             env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
         row = attempt(name, env, args.timeout)
         row["env"] = {k: env[k] for k in ("CUDA_HOME", "CUDA_PATH", "KEOPS_CACHE_FOLDER", "PYTHONPATH", "LD_PRELOAD",
-                                          "LD_LIBRARY_PATH") if k in env}
+                                          "LD_LIBRARY_PATH", "CXX") if k in env}
         record(row, env)
         print(f"keops doctor: {name}: {row['status']}", file=sys.stderr, flush=True)
         if row["status"] == "ok":

@@ -1,37 +1,34 @@
 #!/usr/bin/env python3
 """Tries to make KeOps (GeomLoss's online backend) run on this machine, one configuration per process,
-and records each attempt's exact outcome (issue 7: KeOps 2.3 crashed inside its NVRTC code generation
-on CUDA 13). Configurations, in order, stopping at the first that passes:
+and records each attempt's exact outcome (issue 7: KeOps 2.2.3 and 2.3 crashed with SIGSEGV on the GPU
+machine from session 10 to 47). Configurations, in order, stopping at the first that passes:
+  pykeops-2.3+compiler-libstdc++  the libstdc++ of the g++ on PATH preloaded (LD_PRELOAD), CUDA_HOME /
+                         CUDA_PATH set to the toolkit of the nvcc on PATH, fresh cache. Passed on the
+                         H100 machine in session 48, the first configuration to; the others crash
+                         there. Their binders (built by the machine's CXX, /opt/gcc/bin/g++) link no
+                         libstdc++ (ldd), and cuda-gdb put the crash in nvrtc_jit.so's own
+                         std::ostringstream << int, before any NVRTC call: C++ runtime code inside the
+                         binder running against no consistent runtime in the process.
   pykeops-2.3            as installed (/tmp/site)
-  pykeops-2.3+cuda-env   CUDA_HOME / CUDA_PATH set to the toolkit of the nvcc on PATH, fresh cache
+  pykeops-2.3+cuda-env   CUDA_HOME / CUDA_PATH as above, fresh cache
   pykeops-2.3+nvrtc-V    where .whl_nvrtc/ holds an NVRTC of version V (tools/stage_peer_wheels.sh
-                         --nvrtc V; 39 MB, carried apart): that NVRTC unpacked and preloaded
-                         (LD_PRELOAD, ahead of torch's and the toolkit's 13.0), CUDA_HOME as above,
-                         fresh cache — is the crash a bug of NVRTC 13.0 fixed since?
-  pykeops-2.3+compiler-libstdc++  the libstdc++ of the g++ that builds KeOps's binders preloaded
-                         (session 48's cuda-gdb trace: the crash is in the binder's own
-                         std::ostringstream << int, before any NVRTC call — a C++ runtime older
-                         than the binder's headers in the process?)
-  pykeops-2.3+static-libstdc++    the binders linked with the C++ runtime inside (CXX: a g++ wrapper,
-                         -static-libstdc++ -static-libgcc, --no-as-needed)
+                         --nvrtc V; 39 MB, carried apart): that NVRTC unpacked and preloaded ahead of
+                         torch's and the toolkit's 13.0 (crashed too in session 48)
   pykeops-2.2.3          the fallback wheels of .whl/alt, installed into /tmp/site_keops223 (first on
                          PYTHONPATH), fresh cache
 The test: pykeops.test_torch_bindings(), then a LazyTensor log-sum-exp on CUDA checked against torch.
-Before KeOps compiles anything the test prints the CUDA libraries the process has mapped (torch's
-CUDA context made), and after each attempt the libraries KeOps's compiled binders link to (ldd):
-the three configurations crash in NVRTC code generation, and two copies of libnvrtc (torch's
-wheel's and the toolkit's) in one process are a suspect.
+Before KeOps compiles anything the test prints the CUDA and C++ runtime libraries the process has
+mapped (torch's CUDA context made); after each attempt the libraries KeOps's compiled binders link to
+(ldd) and their undefined CUDA symbols (nm -D) are recorded.
 When none passes, one diagnostic attempt follows, never chosen for GeomLoss (which needs torch):
   pykeops-2.3-numpy      pykeops.numpy in a process that never imports torch (only the toolkit's
                          CUDA libraries): does the crash need torch's libraries in the process?
 When the diagnostic crashes too, it runs once more under cuda-gdb (the GPU machine has no gdb;
 cuda-gdb debugs host code too; a process without torch loads its symbols in seconds) and its native
 backtrace is recorded: the Python stack (faulthandler) ends at KeOps's ctypes call into its compiled
-binder, the frame that faults is below it. Each binder's undefined CUDA symbols are recorded too (nm -D): a binder linked before its
-libraries with --as-needed (Ubuntu's default) names no CUDA library in ldd and takes each of those
-symbols from whatever the process loaded first.
+binder, the frame that faults is below it.
 Writes one JSON line per attempt (stdout or --out) and, for the first that passes, the shell exports
-that select it (--env-out; run_device.sh sources them before the sweep).
+that select it (--env-out; run.py gives them to GeomLoss online's processes only).
 """
 
 from __future__ import annotations
@@ -179,16 +176,6 @@ def compiler_runtime() -> str | None:
     return str(Path(name).resolve()) if os.path.isabs(name) and Path(name).exists() else None
 
 
-def static_runtime_compiler(folder: str) -> str:
-    """A compiler command for KeOps (its CXX) that links its binders with the C++ runtime inside
-    (-static-libstdc++ -static-libgcc) and keeps the libraries named before the sources
-    (--no-as-needed: KeOps puts -lcuda -lnvrtc first)."""
-    script = Path(folder) / "keops_cxx_static_runtime"
-    script.write_text('#!/bin/sh\nexec g++ -Wl,--no-as-needed "$@" -static-libstdc++ -static-libgcc\n')
-    script.chmod(0o755)
-    return str(script)
-
-
 def attempt(name: str, env: dict, timeout: float, test: str = TEST) -> dict:
     """`test` in a new process with `env`: its status ('ok', 'crash' by a signal, 'error',
     'timeout'), exit status and the tails of its output."""
@@ -205,6 +192,30 @@ def attempt(name: str, env: dict, timeout: float, test: str = TEST) -> dict:
                 if isinstance(expired.stderr, bytes) else str(expired.stderr)[-2000:]}
 
 
+def cuda_toolkit() -> dict:
+    """CUDA_HOME and CUDA_PATH naming the toolkit of the nvcc on PATH (/usr/local/cuda without one)."""
+    nvcc = shutil.which("nvcc")
+    cuda_home = str(Path(nvcc).resolve().parents[1]) if nvcc else "/usr/local/cuda"
+    return {"CUDA_HOME": cuda_home, "CUDA_PATH": cuda_home}
+
+
+def configurations(base: dict, nvrtc_wheels: str, alt_wheels: str) -> list[tuple[str, dict, str | None]]:
+    """The configurations to try, in order (the module's docstring): (name, environment added to
+    `base`, the folder the alternative wheels install into or None)."""
+    toolkit = cuda_toolkit()
+    runtime = compiler_runtime()
+    configs = [("pykeops-2.3+compiler-libstdc++",
+                dict(toolkit, LD_PRELOAD=" ".join(filter(None, (runtime, base.get("LD_PRELOAD"))))), None)
+               ] if runtime else []
+    configs += [("pykeops-2.3", {}, None), ("pykeops-2.3+cuda-env", toolkit, None)]
+    for archive in sorted(Path(nvrtc_wheels).glob("nvidia_cuda_nvrtc-*.tar.xz"))[-1:]:
+        version, lib = unpacked_nvrtc(archive)
+        configs.append((f"pykeops-2.3+nvrtc-{version}", dict(toolkit, **preloaded(lib, base)), None))
+    if any(Path(alt_wheels).glob("*.whl")):
+        configs.append(("pykeops-2.2.3", toolkit, "/tmp/site_keops223"))
+    return configs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=None)
@@ -215,22 +226,8 @@ def main() -> int:
     ap.add_argument("--configs", default="", help="comma-separated configuration names to try (default: all)")
     args = ap.parse_args()
     base = dict(os.environ)
-    nvcc = shutil.which("nvcc")
-    cuda_home = str(Path(nvcc).resolve().parents[1]) if nvcc else "/usr/local/cuda"
-    toolkit = {"CUDA_HOME": cuda_home, "CUDA_PATH": cuda_home}
-    configs = [("pykeops-2.3", {}, None), ("pykeops-2.3+cuda-env", toolkit, None)]
-    for archive in sorted(Path(args.nvrtc_wheels).glob("nvidia_cuda_nvrtc-*.tar.xz"))[-1:]:
-        version, lib = unpacked_nvrtc(archive)
-        configs.append((f"pykeops-2.3+nvrtc-{version}", dict(toolkit, **preloaded(lib, base)), None))
-    runtime = compiler_runtime()
-    if runtime:
-        configs.append(("pykeops-2.3+compiler-libstdc++",
-                        dict(toolkit, LD_PRELOAD=" ".join(filter(None, (runtime, base.get("LD_PRELOAD"))))), None))
-    configs.append(("pykeops-2.3+static-libstdc++",
-                    dict(toolkit, CXX=static_runtime_compiler(tempfile.mkdtemp(prefix="keops_cxx_"))), None))
+    configs = configurations(base, args.nvrtc_wheels, args.alt_wheels)
     alt = sorted(Path(args.alt_wheels).glob("*.whl"))
-    if alt:
-        configs.append(("pykeops-2.2.3", toolkit, "/tmp/site_keops223"))
     if args.configs:
         configs = [c for c in configs if c[0] in args.configs.split(",")]
     rows, chosen = [], None
@@ -260,7 +257,7 @@ def main() -> int:
             chosen = row
             break
     if chosen is None:  # the diagnostic: KeOps with no torch in the process (never chosen)
-        env = dict(base, CUDA_HOME=cuda_home, CUDA_PATH=cuda_home, KEOPS_CACHE_FOLDER=tempfile.mkdtemp(prefix="keops_cache_"))
+        env = dict(base, **cuda_toolkit(), KEOPS_CACHE_FOLDER=tempfile.mkdtemp(prefix="keops_cache_"))
         row = attempt("pykeops-2.3-numpy", env, args.timeout, TEST_NUMPY)
         row["diagnostic"] = "pykeops.numpy without torch in the process; not usable by GeomLoss"
         if row["status"] == "crash":

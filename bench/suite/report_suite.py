@@ -338,13 +338,15 @@ def native_frames(attempt: dict) -> str:
     if "frames" not in trace:
         return f"cuda-gdb: {trace.get('error', '?')}"
     shown = []
-    for frame in trace["frames"][:5]:
-        match = re.match(r"#\d+\s+(?:0x[0-9a-f]+ in )?(\S+) \(.*?\)(?: (?:from|at) (\S+))?", frame)
-        if match:
-            function, where = match.groups()
-            shown.append(function + (f" ({Path(where.split(':')[0]).name})" if where else ""))
-        else:
+    for frame in trace["frames"][:4]:
+        # '#k  0xADDR in NAME(ARGS) [const] () from LIBRARY' or '... at FILE:LINE'; NAME may hold spaces
+        match = re.match(r"#\d+\s+(?:0x[0-9a-f]+ in )?(.+?)(?: (?:from|at) (\S+))?$", frame)
+        if match is None:
             shown.append(frame[:80])
+            continue
+        function, where = match.groups()
+        function = function.split("(")[0].strip() or function
+        shown.append(function + (f" ({Path(where.split(':')[0]).name})" if where else ""))
     return " ← ".join(shown)
 
 

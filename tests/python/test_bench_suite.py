@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 RUN = HERE.parents[1] / "bench" / "suite" / "run.py"
 VARIANTS = ("fake-ok", "fake-sleep", "fake-sleep-timed", "fake-crash", "fake-oom", "fake-error", "fake-unsupported",
@@ -242,14 +244,33 @@ def test_lanes_without_geomloss_online_start_no_keops_doctor(tmp_path):
     assert not (tmp_path / "logs" / "keops_doctor.log").exists()
 
 
-def test_keops_doctor_preloads_a_staged_nvrtc(tmp_path):
-    """The pykeops-2.3+nvrtc-V configuration: the staged archive's libnvrtc unpacked, preloaded ahead
-    of any LD_PRELOAD already set, and its folder searched first (where NVRTC finds its builtins)."""
+def keops_doctor():
+    """bench/suite/keops_doctor.py as a module."""
     import importlib.util
-    import tarfile
     spec = importlib.util.spec_from_file_location("keops_doctor", RUN.parent / "keops_doctor.py")
     doctor = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(doctor)
+    return doctor
+
+
+def test_keops_doctor_tries_the_compilers_libstdcxx_first(tmp_path):
+    """The configuration that passed on the GPU machine (session 48) comes first, with the runtime of
+    the g++ on PATH preloaded ahead of any LD_PRELOAD already set; the fallbacks follow."""
+    doctor = keops_doctor()
+    runtime = doctor.compiler_runtime()
+    if runtime is None:
+        pytest.skip("no g++ naming its libstdc++ here")
+    configs = doctor.configurations({"LD_PRELOAD": "/x/libother.so"}, str(tmp_path / "none"), str(tmp_path / "none"))
+    names = [name for name, _, _ in configs]
+    assert names == ["pykeops-2.3+compiler-libstdc++", "pykeops-2.3", "pykeops-2.3+cuda-env"]
+    assert configs[0][1]["LD_PRELOAD"] == f"{runtime} /x/libother.so" and Path(runtime).name.startswith("libstdc++")
+
+
+def test_keops_doctor_preloads_a_staged_nvrtc(tmp_path):
+    """The pykeops-2.3+nvrtc-V configuration: the staged archive's libnvrtc unpacked, preloaded ahead
+    of any LD_PRELOAD already set, and its folder searched first (where NVRTC finds its builtins)."""
+    import tarfile
+    doctor = keops_doctor()
     tree = tmp_path / "tree" / "nvidia" / "cu13" / "lib"
     tree.mkdir(parents=True)
     (tree / "libnvrtc.so.13").write_bytes(b"")

@@ -346,6 +346,10 @@ def sweep(args) -> int:
     ns = sorted(int(float(v)) for v in args.ns.split(","))
     ds = [int(v) for v in args.ds.split(",")]
     precisions = [p for p in args.precisions.split(",") if p]
+    for impl in impls:  # said, not silent: e.g. GeomLoss online (KeOps) has no tf32
+        if not set(precisions) & IMPLS[impl][1]:
+            print(f"run.py: {impl} plans no case: it runs {', '.join(sorted(IMPLS[impl][1]))}, not "
+                  f"{', '.join(precisions)}", file=sys.stderr, flush=True)
     header = {"suite": "flashsinkhorn-bench-suite", "schema": 1, "machine": protocol.machine(),
               "commit": protocol.commit(), "command": " ".join(sys.argv)}
     out = Path(args.out)

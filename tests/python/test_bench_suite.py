@@ -127,6 +127,12 @@ def test_error_is_recorded_with_the_exception_text(tmp_path):
     assert "n = 400" in rows[2]["reason"]
 
 
+def test_an_implementation_without_the_asked_precisions_is_named(tmp_path):
+    """GeomLoss online has no tf32: a tf32 sweep plans no case for it, and says so on stderr."""
+    rows, _, stderr = suite(tmp_path, "fake-ok", "--precisions", "tf32")
+    assert rows == [] and "run.py: fake-ok plans no case: it runs fp32, not tf32" in stderr
+
+
 def test_unsupported_is_not_a_failure(tmp_path):
     rows, _, _ = suite(tmp_path, "fake-unsupported")
     assert statuses(rows) == [(100, "ok"), (400, "unsupported"), (800, "unsupported")]

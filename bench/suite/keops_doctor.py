@@ -117,8 +117,8 @@ def binder_cuda_symbols(cache: str) -> list[str]:
         except (OSError, subprocess.TimeoutExpired) as error:
             out.append(f"{so.name}: nm failed: {error}")
             continue
-        names = sorted({line.split()[-1] for line in nm.splitlines() if line.split()
-                        and line.split()[-1].startswith(("cu", "nvrtc")) and not line.split()[-1].startswith("cxa")})
+        names = sorted({line.split()[-1] for line in nm.splitlines()
+                        if line.split() and line.split()[-1].startswith(("cu", "nvrtc"))})
         if names:
             out.append(f"{so.name}: {' '.join(names)}")
     return out
@@ -166,8 +166,9 @@ def preloaded(lib: str, base: dict) -> dict:
 
 
 def compiler_runtime() -> str | None:
-    """The libstdc++ of the g++ KeOps compiles its binders with (g++ -print-file-name), resolved;
-    None where g++ names no file."""
+    """The libstdc++ of the g++ on PATH (g++ -print-file-name), resolved; None where it names no file.
+    On the GPU machine that is the system's runtime, while KeOps builds its binders with $CXX
+    (/opt/gcc/bin/g++ there)."""
     try:
         name = subprocess.run(["g++", "-print-file-name=libstdc++.so.6"], capture_output=True, text=True,
                               timeout=30).stdout.strip()

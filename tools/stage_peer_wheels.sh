@@ -10,7 +10,7 @@
 #              stages nvidia-cuda-nvrtc of that version into .whl_nvrtc/ as nvidia_cuda_nvrtc-V.tar.xz
 #              (the wheel's nvidia/ tree, xz -9e: 13.5.37 58 -> 39 MB) beside copies of .whl's KeOps
 #              wheels (and alt/), for bench/suite/keops_doctor.py's pykeops-2.3+nvrtc-V configuration
-#              in a call that carries .whl_nvrtc alone (the tree, 26 MB, and it fill the 64 MiB carry):
+#              in a call that carries .whl_nvrtc alone (with the 26 MB tree it fills the 64 MiB carry):
 #                pip install --target /tmp/site .whl_nvrtc/*.whl; keops_doctor.py --alt-wheels .whl_nvrtc/alt
 # Already on the device (KINDS.md, not staged): torch 2.11, triton, jax 0.11 + jaxlib + CUDA plugin,
 # numpy, scipy, optax, lineax, equinox, jaxtyping, pybind11 (pykeops builds its binder with it), matplotlib.
@@ -25,7 +25,8 @@ grep -qx '/.whl/' .gitignore 2> /dev/null || echo "warning: .whl/ is not in .git
 download() {  # pip download for CPython 3.12 manylinux x86_64, no dependencies
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
-    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$@"
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_12_x86_64 \
+    --platform manylinux2010_x86_64 --platform manylinux1_x86_64 -d "$@"
 }
 if [[ "${1:-}" == --nvrtc ]]; then
   [[ -n "${2:-}" ]] || { echo "usage: $0 --nvrtc VERSION (e.g. 13.5.37)" >&2; exit 2; }
@@ -33,8 +34,7 @@ if [[ "${1:-}" == --nvrtc ]]; then
   rm -rf .whl_nvrtc && mkdir -p .whl_nvrtc/alt
   wheels="$(mktemp -d)"
   trap 'rm -rf "$wheels"' EXIT
-  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 -d "$wheels" "nvidia-cuda-nvrtc==$2"
+  download "$wheels" "nvidia-cuda-nvrtc==$2"
   (cd "$wheels" && unzip -q nvidia_cuda_nvrtc-*.whl 'nvidia/*' && tar cf - nvidia | xz -9e -T0) \
     > ".whl_nvrtc/nvidia_cuda_nvrtc-$2.tar.xz"
   cp "$dest"/pykeops-*.whl "$dest"/keopscore-*.whl .whl_nvrtc/ 2> /dev/null || true

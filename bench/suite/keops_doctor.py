@@ -90,50 +90,39 @@ assert err < 1e-3 and "torch" not in sys.modules, err
 CUDA_LIBRARIES = ("nvrtc", "libcuda.so", "cudart", "nvJitLink")
 
 
-def binder_links(cache: str) -> list[str]:
-    """The CUDA libraries each shared object KeOps built in `cache` links to (ldd); one line saying
-    so for a shared object that links none."""
-    out = []
+def binder_report(cache: str) -> tuple[list[str], list[str]]:
+    """What each shared object KeOps built in `cache` links to and needs: (the CUDA libraries ldd
+    names — a line saying so where none — and its libstdc++; its undefined CUDA driver / NVRTC
+    symbols (nm -D), which the process must provide when it links no CUDA library)."""
+    links, symbols = [], []
     for so in sorted(Path(cache).rglob("*.so")):
         try:
             ldd = subprocess.run(["ldd", str(so)], capture_output=True, text=True, timeout=30).stdout
-        except (OSError, subprocess.TimeoutExpired) as error:
-            out.append(f"{so.name}: ldd failed: {error}")
-            continue
-        links = [f"{so.name}: {line.strip()}" for line in ldd.splitlines() if any(k in line for k in CUDA_LIBRARIES)]
-        out += links or [f"{so.name}: links no CUDA library"]
-        out += [f"{so.name}: {line.strip()}" for line in ldd.splitlines() if "libstdc++" in line]
-    return out
-
-
-def binder_cuda_symbols(cache: str) -> list[str]:
-    """The undefined CUDA driver / NVRTC symbols of each shared object KeOps built in `cache` (nm -D):
-    what the process must provide when the binder links no CUDA library."""
-    out = []
-    for so in sorted(Path(cache).rglob("*.so")):
-        try:
             nm = subprocess.run(["nm", "-D", "--undefined-only", str(so)], capture_output=True, text=True,
                                 timeout=30).stdout
         except (OSError, subprocess.TimeoutExpired) as error:
-            out.append(f"{so.name}: nm failed: {error}")
+            links.append(f"{so.name}: ldd / nm failed: {error}")
             continue
+        cuda = [f"{so.name}: {line.strip()}" for line in ldd.splitlines() if any(k in line for k in CUDA_LIBRARIES)]
+        links += cuda or [f"{so.name}: links no CUDA library"]
+        links += [f"{so.name}: {line.strip()}" for line in ldd.splitlines() if "libstdc++" in line]
         names = sorted({line.split()[-1] for line in nm.splitlines()
                         if line.split() and line.split()[-1].startswith(("cu", "nvrtc"))})
         if names:
-            out.append(f"{so.name}: {' '.join(names)}")
-    return out
+            symbols.append(f"{so.name}: {' '.join(names)}")
+    return links, symbols
 
 
 def native_backtrace(env: dict, test: str, timeout: float) -> dict:
     """`test` once more under cuda-gdb in batch mode (stop at the fault, print the native stack):
     the frames below KeOps's ctypes call, which faulthandler cannot show. {'frames': [...]} with
     gdb's '#k ...' lines, or {'error': ...} where cuda-gdb is missing, fails or runs out of time."""
-    gdb = shutil.which("cuda-gdb") or next((p for p in ("/usr/local/cuda/bin/cuda-gdb",) if Path(p).exists()), None)
+    gdb = shutil.which("cuda-gdb") or shutil.which("cuda-gdb", path="/usr/local/cuda/bin")
     if gdb is None:
         return {"error": "cuda-gdb not found"}
     command = [gdb, "-q", "-batch", "-ex", "set pagination off", "-ex", "set confirm off",
                "-ex", "handle SIGPIPE nostop noprint", "-ex", "run", "-ex", "bt 40",
-               "-ex", "info registers rip", "--args", sys.executable, "-c", test]
+               "--args", sys.executable, "-c", test]
     try:
         proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -157,11 +146,15 @@ def unpacked_nvrtc(archive: Path, under: str = tempfile.gettempdir()) -> tuple[s
     return version, str(lib)
 
 
+def preload_first(library: str, base: dict) -> str:
+    """LD_PRELOAD with `library` ahead of what `base` already preloads."""
+    return " ".join(filter(None, (library, base.get("LD_PRELOAD"))))
+
+
 def preloaded(lib: str, base: dict) -> dict:
     """The environment that makes every process load the libnvrtc of `lib` first (its builtins are
     found beside it): LD_PRELOAD for the library itself, LD_LIBRARY_PATH for what it opens."""
-    nvrtc = str(next(Path(lib).glob("libnvrtc.so.*")))
-    return {"LD_PRELOAD": " ".join(filter(None, (nvrtc, base.get("LD_PRELOAD")))),
+    return {"LD_PRELOAD": preload_first(str(next(Path(lib).glob("libnvrtc.so.*"))), base),
             "LD_LIBRARY_PATH": os.pathsep.join(filter(None, (lib, base.get("LD_LIBRARY_PATH"))))}
 
 
@@ -205,8 +198,7 @@ def configurations(base: dict, nvrtc_wheels: str, alt_wheels: str) -> list[tuple
     `base`, the folder the alternative wheels install into or None)."""
     toolkit = cuda_toolkit()
     runtime = compiler_runtime()
-    configs = [("pykeops-2.3+compiler-libstdc++",
-                dict(toolkit, LD_PRELOAD=" ".join(filter(None, (runtime, base.get("LD_PRELOAD"))))), None)
+    configs = [("pykeops-2.3+compiler-libstdc++", dict(toolkit, LD_PRELOAD=preload_first(runtime, base)), None)
                ] if runtime else []
     configs += [("pykeops-2.3", {}, None), ("pykeops-2.3+cuda-env", toolkit, None)]
     for archive in sorted(Path(nvrtc_wheels).glob("nvidia_cuda_nvrtc-*.tar.xz"))[-1:]:
@@ -234,8 +226,7 @@ def main() -> int:
     rows, chosen = [], None
 
     def record(row: dict, env: dict) -> None:
-        cache = env["KEOPS_CACHE_FOLDER"]
-        row["binder_links"], row["binder_cuda_symbols"] = binder_links(cache), binder_cuda_symbols(cache)
+        row["binder_links"], row["binder_cuda_symbols"] = binder_report(env["KEOPS_CACHE_FOLDER"])
         rows.append(row)
 
     for name, extra, site in configs:

@@ -341,6 +341,28 @@ def test_reach_rows_decide_the_ten_minute_column_and_nothing_else():
     assert reach_of(oom)[2]["status"] == "oom"
 
 
+def test_a_later_timeout_under_a_shorter_budget_leaves_the_success_in_place():
+    """Merging keeps the newest run of a case, except a timeout under a shorter budget than the one an
+    earlier run succeeded in (no contradiction: the success needed more time than the later run had);
+    under an equal or longer budget the timeout is news and replaces it."""
+    load_report()
+    from report_reach import reach_of
+    from report_suite import merge
+
+    case = {"file": "suite_2099.jsonl", "variant": "flash-sinkhorn", "op": "forward", "d": 3, "n": 1_000_000,
+            "precision": "tf32", "device": "gpu", "machine": {"gpu": "NVIDIA H100"}, "reach": True}
+    smaller = dict(case, n=200_000, status="ok", ms=30_000.0, budget=540.0, date="2099-01-01")
+    success = dict(case, status="ok", ms=324_000.0, budget=540.0, date="2099-01-01")
+    short = dict(case, status="timeout", budget=110.0, date="2099-01-02")
+    merged, _ = merge([smaller, success, short])
+    assert [r["status"] for r in merged if r["n"] == 1_000_000] == ["ok"]
+    assert reach_of(merged)[0] == 1_000_000
+    longer = dict(short, budget=600.0)
+    merged, _ = merge([smaller, success, longer])
+    assert [r["status"] for r in merged if r["n"] == 1_000_000] == ["timeout"]
+    assert reach_of(merged)[0] == 200_000
+
+
 def test_reach_rows_stay_out_of_the_timing_tables(tmp_path):
     report = load_report()
     results = tmp_path / "results"

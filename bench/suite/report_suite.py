@@ -46,6 +46,8 @@ SUPERSEDED = (
      "f73d02b: every solve also ran the primal-terms pass; re-measured at d6397f0 (s10b)"),
     ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-py", "forward_gradient",
      "f73d02b: every solve also ran the primal-terms pass; re-measured at d6397f0 (s10b)"),
+    ("suite_cpu_2026-12-07_s49_hvp.jsonl", "flashsinkhorn-py", "hvp",
+     "the diagonal preconditioner (~950 CG iterations at d = 64); re-measured with the sparse one (s49_hvp_sparse)"),
 )
 
 

@@ -97,7 +97,7 @@ export FLASHSINKHORN_BIN="$PWD/$build/apps/cli/flashsinkhorn"
 # the extension next to a copy of the package in $build/python (python/CMakeLists.txt).
 if [[ "$impls" == *flashsinkhorn-py* && ! -d /tmp/pysite/flashsinkhorn ]]; then
   if ! ls "$build"/python/flashsinkhorn/_core*.so > /dev/null 2>&1; then
-    cmake -S . -B "$build" -DFLASHSINKHORN_PYTHON=ON >> "$log" 2>&1 &&
+    cmake -S . -B "$build" -DFLASHSINKHORN_PYTHON=ON -DFLASHSINKHORN_CUDA_ARCHITECTURES="${CUDA_ARCH:-90a}" >> "$log" 2>&1 &&
       cmake --build "$build" -j "$(nproc)" --target flashsinkhorn_python_modules >> "$log" 2>&1 ||
       echo "the Python extension failed to build" | tee -a "$log"
   fi

@@ -5,7 +5,7 @@
 // torch attribute calls that guard the raw addresses and for three Python-level `new_empty` (9 µs
 // of the H200 host's time): bench/python_call_overhead.py's "floor" row puts any Python code that
 // makes three CUDA tensors at +14–20 µs there. Here the same checks are C++ calls on at::Tensor
-// (nanoseconds), the outputs come from at::empty, the current stream from c10, and the one binding
+// (nanoseconds), the outputs come from two at::empty (the potentials share one), the current stream from c10, and the one binding
 // call (_core.new_solved_into, passed in) is made by vectorcall.
 // CPU: the general path's DLPack export of each input and import of each result (three
 // torch.from_dlpack after the solve, each tens of µs when the caches are cold: bench/
@@ -56,18 +56,28 @@ const at::Tensor* plain_tensor(PyObject* object, const at::Tensor* like) {
 // The outputs f, g, value (0-d) and, when debiased, f_aa, g_bb, on x's device in x's dtype, and
 // the current stream of x's GPU (0 for CPU tensors). False, with the Python exception torch itself
 // would raise (torch.OutOfMemoryError, ...), when torch refuses.
+// The potentials share one allocation, each a view at an offset rounded up to 512 bytes (the
+// caching allocator's own block alignment); the value has its own, so that keeping the loss alone
+// (a training loop's list of costs) keeps no potentials alive. On CUDA every at::empty is a trip
+// through the caching allocator (device guard, its mutex, a block search): after a long solve has
+// left the caches cold it is the largest CUDA-only item of the call's host time (issue 6). The
+// potentials' views share their storage as torch.split's do (torch.save of f stores g too).
 bool make_outputs(const at::Tensor& x, const at::Tensor& y, bool debias, at::Tensor (&made)[5],
                   std::uintptr_t& stream) {
   HANDLE_TH_ERRORS
-  const at::TensorOptions like = x.options();
   const std::int64_t n = x.dim() > 0 ? x.size(0) : 0;  // a cloud of the wrong rank: the core names it
   const std::int64_t m = y.dim() > 0 ? y.size(0) : 0;
-  made[0] = at::empty({n}, like);
-  made[1] = at::empty({m}, like);
-  made[2] = at::empty({}, like);
+  // Offsets of g, f_aa, g_bb after f in the block, each rounded up to 512 bytes.
+  const std::int64_t align = 512 / static_cast<std::int64_t>(x.element_size());
+  const auto padded = [align](std::int64_t count) { return (count + align - 1) / align * align; };
+  const std::int64_t g_at = padded(n), f_aa_at = g_at + padded(m), g_bb_at = f_aa_at + padded(n);
+  const at::Tensor block = at::empty({debias ? g_bb_at + m : g_at + m}, x.options());
+  made[0] = block.narrow(0, 0, n);
+  made[1] = block.narrow(0, g_at, m);
+  made[2] = at::empty({}, x.options());
   if (debias) {
-    made[3] = at::empty({n}, like);
-    made[4] = at::empty({m}, like);
+    made[3] = block.narrow(0, f_aa_at, n);
+    made[4] = block.narrow(0, g_bb_at, m);
   }
   stream = x.is_cuda() ? reinterpret_cast<std::uintptr_t>(c10::cuda::getCurrentCUDAStream(x.get_device()).stream()) : 0;
   return true;

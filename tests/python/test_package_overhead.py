@@ -374,6 +374,37 @@ def test_torch_calls_declines_what_is_not_a_plain_call():
         calls.solve_plain(None, None)
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_torch_calls_outputs_share_one_block_and_stay_apart(device, dtype_name):
+    """_torch_calls makes the potentials as views of one allocation at 512-byte offsets and the value
+    in an allocation of its own: f, g, f_aa, g_bb never overlap (a write into one leaves the others
+    as solved), and the 0-d value keeps no potentials alive."""
+    torch = pytest.importorskip("torch")
+    from flashsinkhorn import _functional
+    if _functional._TORCH_CALLS is None:
+        pytest.skip("flashsinkhorn._torch_calls is not built for this torch")
+    if device == "cuda" and not (torch.cuda.is_available() and _functional._core_has_cuda()):
+        pytest.skip("no CUDA device or a core without CUDA")
+    dtype = getattr(torch, dtype_name)
+    x, y, _, _ = (torch.from_numpy(v).to(device=device, dtype=dtype) for v in random_problem(7, 37, 29, 3))
+    fs.sinkhorn(x, y, eps=0.5, debias=True)  # the first CUDA call makes the frame; later ones take the short path
+    result = fs.sinkhorn(x, y, eps=0.5, debias=True)
+    reference = fs.sinkhorn(x.cpu().numpy(), y.cpu().numpy(), eps=0.5, debias=True)
+    outputs = [result.f, result.g, result.f_aa, result.g_bb]
+    block = result.f.untyped_storage().data_ptr()
+    assert all(t.untyped_storage().data_ptr() == block for t in outputs)
+    assert all((t.data_ptr() - block) % 512 == 0 for t in outputs)
+    assert result.cost.untyped_storage().data_ptr() != block
+    assert result.cost.untyped_storage().nbytes() == result.cost.element_size()
+    tolerance = dict(rtol=1e-5, atol=1e-6) if dtype_name == "float32" else dict(rtol=1e-12, atol=1e-12)
+    for k, t in enumerate(outputs):
+        t.fill_(float("nan"))  # a write into one output leaves every other one as solved
+        for later, want in zip(outputs[k + 1:], [reference.f, reference.g, reference.f_aa, reference.g_bb][k + 1:]):
+            np.testing.assert_allclose(later.cpu().numpy(), want, **tolerance)
+    assert float(result.cost) == pytest.approx(reference.cost, rel=1e-5)
+
+
 def test_torch_calls_refuses_another_torch_version():
     """_torch_calls is built against one torch and imports under that version only (ImportError,
     which the package turns into its Python path)."""

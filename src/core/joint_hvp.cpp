@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/float64_replica.hpp"
 #include "core/hvp_checks.hpp"
 #include "core/host_matrix_store.hpp"
 #include "core/matrix_store.hpp"
@@ -230,11 +231,18 @@ hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_
   const side_before_solve y = terms_before_solve(store, plan_y, view_y, d, two_s, eps, settings.part);
   hvp_report report;
   if (settings.part != hvp_part::fixed_potential) {
-    const potential_system_settings solve{settings.tolerance, settings.max_iterations, settings.preconditioner,
-                                          settings.ridge};
+    potential_system_settings solve{settings.tolerance, settings.max_iterations, settings.preconditioner,
+                                    settings.ridge};
+    solve.stop_at_host_sparse_breakdown = redone_in_float64(context);
     const potential_system_solution delta =
         views.symmetric ? solve_symmetric_potential_system(plan, a, average(x.rho, y.rho), solve)
                         : solve_potential_system(plan, a, x.rho, y.rho, solve);
+    if (delta.host_sparse_breakdown) {  // the whole product again, on float64 passes (float64_replica.hpp)
+      hvp_report again = joint_hvp_products(float64_replica(context).context(), views, settings);
+      again.cg_iterations += delta.iterations;
+      again.plan_passes += plan.passes();
+      return again;
+    }
     report.cg_iterations = delta.iterations;
     report.relative_residual = delta.relative_residual;
     report.converged = delta.converged;

@@ -45,9 +45,9 @@ namespace {
 
 // Before convergence, in fp32 (5 iterations, ε = 0.1: marginal error ~0.6), S is indefinite at the
 // level of its rounding and S_k amplifies that: the sparse-preconditioned CG meets non-positive
-// curvature (on this problem after a step that left the residual at 80× the right-hand side's). The
-// solve then starts over with diag(c) (potential_system.cpp) and must reach the tolerance with the
-// diagonal's product.
+// curvature (on this problem after a step that left the residual at 80× the right-hand side's). On
+// the CPU the product is then redone on float64 passes (core/float64_replica.hpp) and must reach
+// the tolerance with the diagonal's product.
 TEST(SparsePlanPreconditioner, UnconvergedFp32PlanStillReachesTheTolerance) {
   const reference::cloud x = reference::random_cloud(300, 16, 85);
   const reference::cloud y = reference::random_cloud(300, 16, 86);
@@ -66,7 +66,75 @@ TEST(SparsePlanPreconditioner, UnconvergedFp32PlanStillReachesTheTolerance) {
             << with_sparse.cg_iterations << "; relative difference " << relative_max_error(got, want) << "\n";
   EXPECT_TRUE(with_diagonal.converged);
   EXPECT_TRUE(with_sparse.converged) << with_sparse.relative_residual;
-  EXPECT_LT(relative_max_error(got, want), 2e-3);
+  EXPECT_LT(relative_max_error(got, want), 5e-3);  // float64 passes against the diagonal's fp32 ones
+}
+
+// A plan close to a matching (d = 64, ε = 0.1, 10 iterations in fp32): the fp32 Schur products
+// lose its near-null directions (docs/math.md), the sparse CG breaks down, and the CPU redoes the
+// product on float64 passes, where S_k takes a few iterations — the diagonal preconditioner needs
+// hundreds (before the replica, the breakdown fell back to it: ~250 iterations here). The products
+// agree with the diagonal's (same fp32 solve) and with a float64 solve's to the level at which the
+// fp32 and float64 solves' plans differ.
+TEST(SparsePlanPreconditioner, NearMatchingFp32PlanIsRedoneInFloat64) {
+  const reference::cloud x = reference::random_cloud(300, 64, 91);
+  const reference::cloud y = reference::random_cloud(300, 64, 92);
+  const std::vector<double> a = random_direction(x.count * x.dim, 93);
+  fs::hvp_options diagonal;
+  diagonal.tolerance = 1e-4;
+  diagonal.max_iterations = 600;
+  fs::hvp_options sparse = diagonal;
+  sparse.preconditioner = fs::cg_preconditioner::sparse_plan;
+  fs::solver single(make_problem(x, y, 0.1, 1.0), fixed_iterations(10, fs::precision::fp32));
+  fs::solver exact(make_problem(x, y, 0.1, 1.0), fixed_iterations(10, fs::precision::fp64));
+  single.solve();
+  exact.solve();
+  fs::hvp_report with_diagonal, with_sparse, float64;
+  const std::vector<double> want = library_hvp(single, x, true, a, diagonal, &with_diagonal);
+  const std::vector<double> got = library_hvp(single, x, true, a, sparse, &with_sparse);
+  const std::vector<double> reference_product = library_hvp(exact, x, true, a, sparse, &float64);
+  std::cout << "[ fp32, 300 x 64 ] CG iterations: diagonal " << with_diagonal.cg_iterations << ", sparse_plan "
+            << with_sparse.cg_iterations << " (float64 solve: " << float64.cg_iterations << "); against the diagonal "
+            << relative_max_error(got, want) << ", against float64 " << relative_max_error(got, reference_product)
+            << "\n";
+  EXPECT_TRUE(with_diagonal.converged);
+  EXPECT_TRUE(with_sparse.converged) << with_sparse.relative_residual;
+  EXPECT_LE(10 * with_sparse.cg_iterations, with_diagonal.cg_iterations);
+  EXPECT_LT(relative_max_error(got, want), 5e-2);
+  EXPECT_LT(relative_max_error(got, reference_product), 5e-2);
+}
+
+// potential_vjp takes the same way: on an unconverged fp32 plan (5 iterations, 300 × 16, ε = 0.1) a
+// random cotangent's adjoint breaks the sparse CG down in fp32; redone on float64 passes it
+// converges to the float64 solve's adjoint (before the replica, the diagonal fallback did not
+// converge in 600 iterations). Random cotangents on plans this sharp are hard in float64 too: of
+// the clouds of seeds 101–141 (step 10) only these take the float64 solve's adjoint below 600
+// iterations (251); normal draws by numpy (seed 0, uniform weights) take 38 (fp32: 40, 1e-4 off).
+TEST(SparsePlanPreconditioner, UnconvergedFp32AdjointIsRedoneInFloat64) {
+  const reference::cloud x = reference::random_cloud(300, 16, 111);
+  const reference::cloud y = reference::random_cloud(300, 16, 112);
+  fs::solver single(make_problem(x, y, 0.1, 1.0), fixed_iterations(5, fs::precision::fp32));
+  fs::solver exact(make_problem(x, y, 0.1, 1.0), fixed_iterations(5, fs::precision::fp64));
+  single.solve();
+  exact.solve();
+  std::vector<double> df = random_direction(x.count, 94), dg = random_direction(y.count, 95);
+  fs::potential_vjp_options sparse;
+  sparse.tolerance = 1e-4;
+  sparse.max_iterations = 600;
+  sparse.preconditioner = fs::cg_preconditioner::sparse_plan;
+  const auto gradient_x = [&](fs::solver& s, fs::potential_vjp_report& report) {
+    std::vector<double> out(static_cast<std::size_t>(x.count * x.dim));
+    report = s.potential_vjp(fs::host_vector(df.data(), x.count), fs::host_vector(dg.data(), y.count),
+                             {fs::host_matrix(out.data(), x.count, x.dim), {}, {}, {}}, sparse);
+    return out;
+  };
+  fs::potential_vjp_report by_single, by_exact;
+  const std::vector<double> got = gradient_x(single, by_single);
+  const std::vector<double> want = gradient_x(exact, by_exact);
+  std::cout << "[ fp32, 5 iterations ] potential_vjp CG iterations: " << by_single.iterations << " (float64 solve: "
+            << by_exact.iterations << "); against float64 " << relative_max_error(got, want) << "\n";
+  EXPECT_TRUE(by_exact.converged);
+  EXPECT_TRUE(by_single.converged) << by_single.relative_residual;
+  EXPECT_LT(relative_max_error(got, want), 1e-3);
 }
 
 }  // namespace

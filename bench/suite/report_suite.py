@@ -181,6 +181,20 @@ def evaluator_above_tol(row: dict | None) -> bool:
                 and row.get("marginal_error") is not None and row["marginal_error"] > row["tol"])
 
 
+def hvp_tolerance(row: dict) -> float | None:
+    """The CG tolerance our HVP row asked for, from its hvp_method ("CG to 2e-05 relative")."""
+    found = re.search(r"CG to ([0-9.eE+-]+) relative", str(row.get("hvp_method", "")))
+    return float(found.group(1)) if found else None
+
+
+def cg_above_tol(row: dict | None) -> bool:
+    """Our HVP row whose CG stopped with its recomputed residual above the tolerance it asked for
+    (single-precision stalls, breakdowns): its time is that of an unfinished product."""
+    tolerance = hvp_tolerance(row) if row else None
+    return bool(row and row.get("status") == "ok" and tolerance is not None
+                and row.get("cg_relative_residual") is not None and row["cg_relative_residual"] > tolerance)
+
+
 def _column(sel: list[dict], variant: str, key: tuple) -> dict | None:
     return next((r for r in sel if r["variant"] == variant and (r["d"], r["n"], r["precision"]) == key), None)
 
@@ -199,6 +213,8 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
               "errors (the peer's, then ours)." if base_op(op) == "converge" else "")
            + (f" Forward iterations in these rows: {', '.join(map(str, iterations))}." if base_op(op) != "converge" and iterations
               else "")
+           + (" HVP: no ratio where our CG stopped above its tolerance ('–: our CG residual …'; the last column "
+              "names those rows: their time is that of an unfinished product)." if base_op(op) == "hvp" else "")
            + " § after a ratio: ours and the peer come from different runs (files), each cell being the newest "
              "run of its case; the claims above pair rows of one run only.", ""]
     body = []
@@ -212,6 +228,8 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
             if r is not None and r["impl"] != OURS and ours and r.get("status") == "ok" and r.get("ms"):
                 if base_op(op) == "converge" and not _comparable_errors(r, ours):
                     text += f" (–: error {r['marginal_error']:.1e} vs ours {ours['marginal_error']:.1e})"
+                elif base_op(op) == "hvp" and cg_above_tol(ours):
+                    text += f" (–: our CG residual {ours['cg_relative_residual']:.1e})"
                 else:
                     text += f" ({r['ms'] / ours['ms']:.2f}×{'' if r['file'] == ours['file'] else '§'})"
             cells.append(text)
@@ -221,9 +239,13 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
                        if evaluator_above_tol(r)]
             row.append("; ".join(f"{r['variant']}: own {r['own_marginal_error']:.1e}, evaluator "
                                  f"{r['marginal_error']:.1e} > tol {r['tol']:.0e}" for r in flagged) or "–")
+        if base_op(op) == "hvp":
+            flagged = [r for r in (_column(sel, v, key) for v in variants if v.startswith(OURS)) if cg_above_tol(r)]
+            row.append("; ".join(f"{r['variant']}: {r['cg_relative_residual']:.1e} after {r.get('cg_iterations', '?')} "
+                                 f"iterations > tol {hvp_tolerance(r):.0e}" for r in flagged) or "–")
         body.append(row)
-    out += table(["d", "n", "precision", *variants, *(["evaluator > tol (ours)"] if base_op(op) == "converge" else [])],
-                 body)
+    extra = {"converge": ["evaluator > tol (ours)"], "hvp": ["CG residual > tol (ours)"]}.get(base_op(op), [])
+    out += table(["d", "n", "precision", *variants, *extra], body)
     if base_op(op) == "converge":
         out += ["evaluator > tol (ours): our solver's own check — the L1 marginal error of SPEC §1 that the "
                 "solver itself computes every 10 iterations ('own') — was at or below the tolerance and it "

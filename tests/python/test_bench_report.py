@@ -234,6 +234,30 @@ def test_converge_times_compare_only_at_comparable_errors():
     assert _comparable_errors({"marginal_error": 0.9}, {"marginal_error": 0.17, "tol": 1e-4})
 
 
+def test_an_hvp_whose_cg_stopped_above_its_tolerance_gets_no_ratio_and_is_named():
+    """Our HVP row carries the CG tolerance it asked for (hvp_method) and the residual it reached: above
+    the tolerance its time is that of an unfinished product — no ratio against a peer, and the row is
+    named in the table's last column."""
+    load_report()
+    from report_suite import _op_tables, cg_above_tol
+
+    method = "Solver.hvp: implicit (exact) HVP, CG to 2e-05 relative, preconditioner 'sparse'"
+    stalled = {"status": "ok", "hvp_method": method, "cg_relative_residual": 0.2, "cg_iterations": 6}
+    assert cg_above_tol(stalled)
+    assert not cg_above_tol(dict(stalled, cg_relative_residual=1.9e-5))
+    assert not cg_above_tol(dict(stalled, hvp_method=None))  # no tolerance recorded: nothing to hold against it
+    assert not cg_above_tol(dict(stalled, status="timeout"))
+    key = dict(op="hvp", d=64, n=10_000, precision="tf32", device="gpu", file="suite_2099.jsonl")
+    ours = {**key, **stalled, "impl": "flashsinkhorn", "variant": "flashsinkhorn-py", "ms": 21.4}
+    peer = dict(key, impl="geomloss", variant="geomloss-tensorized", status="ok", ms=41.8)
+    text = "\n".join(_op_tables([ours, peer], "hvp", "gpu H200"))
+    assert "41.8 (–: our CG residual 2.0e-01)" in text and "1.95×" not in text
+    assert "flashsinkhorn-py: 2.0e-01 after 6 iterations > tol 2e-05" in text
+    converged = dict(ours, cg_relative_residual=1.5e-5)
+    text = "\n".join(_op_tables([converged, peer], "hvp", "gpu H200"))
+    assert "41.8 (1.95×)" in text and "after 6 iterations" not in text
+
+
 def test_rows_at_another_eps_get_an_operation_of_their_own():
     """run.py --eps: a row at ε ≠ 0.1 is labelled with its ε (its own tables), never merged with the
     protocol's rows of the same case."""

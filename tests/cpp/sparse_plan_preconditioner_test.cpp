@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <utility>
 #include <vector>
 
 #include "cpp/hvp_support.hpp"
@@ -43,6 +44,16 @@ TEST(SparsePlanPreconditioner, SameProductInAFractionOfTheIterations) {
 
 namespace {
 
+// HVP settings with the diagonal and the sparse_plan preconditioner, otherwise alike.
+std::pair<fs::hvp_options, fs::hvp_options> diagonal_and_sparse(double tolerance, int max_iterations) {
+  fs::hvp_options diagonal;
+  diagonal.tolerance = tolerance;
+  diagonal.max_iterations = max_iterations;
+  fs::hvp_options sparse = diagonal;
+  sparse.preconditioner = fs::cg_preconditioner::sparse_plan;
+  return {diagonal, sparse};
+}
+
 // Before convergence, in fp32 (5 iterations, ε = 0.1: marginal error ~0.6), S is indefinite at the
 // level of its rounding and S_k amplifies that: the sparse-preconditioned CG meets non-positive
 // curvature (on this problem after a step that left the residual at 80× the right-hand side's). On
@@ -54,11 +65,7 @@ TEST(SparsePlanPreconditioner, UnconvergedFp32PlanStillReachesTheTolerance) {
   fs::solver s(make_problem(x, y, 0.1, 1.0), fixed_iterations(5, fs::precision::fp32));
   ASSERT_GT(s.solve().marginal_error, 0.1);
   const std::vector<double> a = random_direction(x.count * x.dim, 73);
-  fs::hvp_options diagonal;
-  diagonal.tolerance = 1e-4;
-  diagonal.max_iterations = 400;
-  fs::hvp_options sparse = diagonal;
-  sparse.preconditioner = fs::cg_preconditioner::sparse_plan;
+  const auto [diagonal, sparse] = diagonal_and_sparse(1e-4, 400);
   fs::hvp_report with_diagonal, with_sparse;
   const std::vector<double> want = library_hvp(s, x, true, a, diagonal, &with_diagonal);
   const std::vector<double> got = library_hvp(s, x, true, a, sparse, &with_sparse);
@@ -79,11 +86,7 @@ TEST(SparsePlanPreconditioner, NearMatchingFp32PlanIsRedoneInFloat64) {
   const reference::cloud x = reference::random_cloud(300, 64, 91);
   const reference::cloud y = reference::random_cloud(300, 64, 92);
   const std::vector<double> a = random_direction(x.count * x.dim, 93);
-  fs::hvp_options diagonal;
-  diagonal.tolerance = 1e-4;
-  diagonal.max_iterations = 600;
-  fs::hvp_options sparse = diagonal;
-  sparse.preconditioner = fs::cg_preconditioner::sparse_plan;
+  const auto [diagonal, sparse] = diagonal_and_sparse(1e-4, 600);
   fs::solver single(make_problem(x, y, 0.1, 1.0), fixed_iterations(10, fs::precision::fp32));
   fs::solver exact(make_problem(x, y, 0.1, 1.0), fixed_iterations(10, fs::precision::fp64));
   single.solve();

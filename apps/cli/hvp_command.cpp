@@ -41,6 +41,7 @@ json_object describe(const problem& p, const hvp_arguments& arguments, const opt
   json.add("cg_ridge", arguments.settings.ridge);
   json.add("cg_preconditioner", name_of(arguments.settings.preconditioner));
   json.add("plan_passes", report.plan_passes);
+  json.add("redone_in_float64", report.redone_in_float64);
   json.add("gauge_defect", report.gauge_defect);
   json.add("device", r.device);
   json.add("precision", name_of(o.precision));

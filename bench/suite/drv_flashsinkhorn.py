@@ -164,6 +164,7 @@ def run_py(case: Case, relaxation: float | str = 1.0) -> dict:
         timing, product = time_torch(call, case, memory)
         record.update(timing, hvp_norm=float(product.product.norm()), cg_iterations=product.cg_iterations,
                       plan_passes=product.plan_passes, cg_relative_residual=product.relative_residual,
+                      redone_in_float64=product.redone_in_float64,
                       hvp_method=f"Solver.hvp: implicit (exact) HVP, CG to {HVP_CG_TOL:g} relative, "
                                  f"preconditioner '{preconditioner}'")
         return record, None

@@ -182,7 +182,8 @@ cg_preconditioner preconditioner_of(int code) {
 }
 
 // solver::potential_vjp: cotangents df (n,), dg (m,) (None: zeros) and output arrays (None: not
-// wanted), the report as (iterations, relative_residual, converged, gauge_defect, plan_passes).
+// wanted), the report as (iterations, relative_residual, converged, gauge_defect, plan_passes,
+// redone_in_float64).
 nb::tuple potential_vjp(bound_solver& s, nb::handle df, nb::handle dg, nb::handle grad_x, nb::handle grad_y,
                         nb::handle grad_a, nb::handle grad_b, double tolerance, int max_iterations,
                         int preconditioner) {
@@ -208,7 +209,7 @@ nb::tuple potential_vjp(bound_solver& s, nb::handle df, nb::handle dg, nb::handl
     report = s.get().potential_vjp(dfv, dgv, out, settings);
   }
   return nb::make_tuple(report.iterations, report.relative_residual, report.converged, report.gauge_defect,
-                        report.plan_passes);
+                        report.plan_passes, report.redone_in_float64);
 }
 
 // hvp_options from the Python arguments: `part` 0 full, 1 fixed potentials, 2 implicit.
@@ -223,12 +224,12 @@ hvp_options hvp_settings(int part, double tolerance, int max_iterations, int pre
 
 nb::tuple hvp_report_tuple(const hvp_report& report) {
   return nb::make_tuple(report.cg_iterations, report.relative_residual, report.converged, report.gauge_defect,
-                        report.plan_passes);
+                        report.plan_passes, report.redone_in_float64);
 }
 
 // One direction into one output (the shape of A) through `product` (a solver's hvp_x, hvp_y or
 // hvp_self), the GIL released; the report as (cg_iterations, relative_residual, converged,
-// gauge_defect, plan_passes).
+// gauge_defect, plan_passes, redone_in_float64).
 template <class Product>
 nb::tuple one_direction_product(nb::handle direction, nb::handle out, int part, double tolerance, int max_iterations,
                                 int preconditioner, const Product& product) {
@@ -489,19 +490,22 @@ NB_MODULE(_core, m) {
       .def("potential_vjp", &py::potential_vjp, "df"_a.none(), "dg"_a.none(), "grad_x"_a.none(), "grad_y"_a.none(),
            "grad_a"_a.none(), "grad_b"_a.none(), "tolerance"_a, "max_iterations"_a, "preconditioner"_a,
            "solver::potential_vjp (potential_vjp.hpp): ∂L/∂(X, Y, a, b) of a loss of (f, g) into the given "
-           "arrays; returns (iterations, relative_residual, converged, gauge_defect, plan_passes).")
+           "arrays; returns (iterations, relative_residual, converged, gauge_defect, plan_passes, "
+           "redone_in_float64).")
       .def("hvp", &py::hessian_vector_product, "wrt_y"_a, "direction"_a, "out"_a, "part"_a, "tolerance"_a,
            "max_iterations"_a, "preconditioner"_a,
            "solver::hvp_x / hvp_y (hessian.hpp): H·A into out; returns (cg_iterations, relative_residual, "
-           "converged, gauge_defect, plan_passes).")
+           "converged, gauge_defect, plan_passes, redone_in_float64).")
       .def("hvp_self", &py::self_hessian_vector_product, "direction"_a, "out"_a, "part"_a, "tolerance"_a,
            "max_iterations"_a, "preconditioner"_a,
            "solver::hvp_self (hessian.hpp): the Hessian of X -> OT(a, X; a, X) along A into out, on a symmetric "
-           "problem; returns (cg_iterations, relative_residual, converged, gauge_defect, plan_passes).")
+           "problem; returns (cg_iterations, relative_residual, converged, gauge_defect, plan_passes, "
+           "redone_in_float64).")
       .def("hvp_xy", &py::joint_hessian_vector_product, "direction_x"_a.none(), "direction_y"_a.none(),
            "out_x"_a.none(), "out_y"_a.none(), "part"_a, "tolerance"_a, "max_iterations"_a, "preconditioner"_a,
            "solver::hvp_xy (hessian.hpp): H·(A, B) into out_x, out_y (None: zero direction / not computed); "
-           "returns (cg_iterations, relative_residual, converged, gauge_defect, plan_passes).")
+           "returns (cg_iterations, relative_residual, converged, gauge_defect, plan_passes, "
+           "redone_in_float64).")
       .def(
           "primal_objective",
           [](py::bound_solver& s) {

@@ -321,7 +321,9 @@ class Solver:
 @dataclass(slots=True)
 class PotentialVjp:
     """∂L/∂x, ∂L/∂y, ∂L/∂a, ∂L/∂b of a loss L(f, g) of the potentials (None where not asked for),
-    and what the conjugate-gradient solve did (docs/math.md, "Implicit differentiation")."""
+    and what the conjugate-gradient solve did (docs/math.md, "Implicit differentiation").
+    `redone_in_float64`: a single-precision solve whose sparse-preconditioned CG broke down was redone
+    on float64 passes (iterations and plan_passes count both attempts)."""
 
     grad_x: Array | None
     grad_y: Array | None
@@ -332,11 +334,13 @@ class PotentialVjp:
     converged: bool
     gauge_defect: float
     plan_passes: int
+    redone_in_float64: bool
 
 
 @dataclass(slots=True)
 class HessianVectorProduct:
-    """H·A of the converged value with respect to the points of x (or y), and what its CG solve did."""
+    """H·A of the converged value with respect to the points of x (or y), and what its CG solve did
+    (`redone_in_float64`: as in PotentialVjp)."""
 
     product: Array
     cg_iterations: int
@@ -344,6 +348,7 @@ class HessianVectorProduct:
     converged: bool
     gauge_defect: float
     plan_passes: int
+    redone_in_float64: bool
 
 
 @dataclass(slots=True)
@@ -358,6 +363,7 @@ class JointHessianVectorProduct:
     converged: bool
     gauge_defect: float
     plan_passes: int
+    redone_in_float64: bool
 
 
 def sinkhorn(x: Array, y: Array, a: Array | None = None, b: Array | None = None, *, eps: float,

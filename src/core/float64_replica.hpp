@@ -1,5 +1,6 @@
-// A float64 replica of a solve on the CPU: a CPU backend in float64 over the same prepared problem,
-// holding the same potentials f and g, and the context the products take (potential_vjp.hpp).
+// A float64 replica of a single-precision solve: a backend of the same kind (CPU or CUDA) in float64
+// over the same problem, holding the same potentials f and g, and the context the products take
+// (potential_vjp.hpp; the solver makes the backend: solver.cpp, float64_replica_backend).
 //
 // What it is for: the Schur complement S = diag(c) − Pᵀ·diag(1/a)·P of a plan close to a matching
 // (small ε against the spread of the costs, e.g. d = 64 at ε = 0.1) is a weighted graph Laplacian
@@ -9,13 +10,12 @@
 // amplifies, and its CG breaks down (docs/math.md). The right-hand side must come from the same
 // passes as S, or its error in those directions is amplified by S⁺ instead: the whole product is
 // redone on the replica, not the solve alone. On float64 passes the system takes the sparse
-// preconditioner's few iterations (1,000 × 64, 10 iterations of an fp32 solve: 5 against ~950 with
-// diag(c)). The replica's passes read the prepared (unrounded) points; its plan differs from the
-// single-precision one by that mode's rounding.
+// preconditioner's few iterations (CPU, 1,000 × 64, 10 iterations of an fp32 solve: 5 against ~950
+// with diag(c)). The replica reads the unrounded inputs: its plan differs from the
+// single-precision one by that mode's rounding. The reports say when it ran (redone_in_float64).
 #pragma once
 
 #include <memory>
-#include <string>
 
 #include "core/backend.hpp"
 #include "core/potential_vjp.hpp"
@@ -23,17 +23,15 @@
 
 namespace flashsinkhorn::detail {
 
-// Whether a product on `context` is redone on a replica when the host's sparse CG breaks down
-// (potential_system_settings::stop_at_host_sparse_breakdown): the CPU backend in a single-precision
-// mode. (The CUDA backend solves on the device and keeps its diag(c) fallback.)
+// Whether a product on `context` is redone on a replica when its sparse CG breaks down short of the
+// tolerance (potential_system_settings::stop_at_sparse_breakdown): a single-precision solve whose
+// solver can make one.
 inline bool redone_in_float64(const potential_vjp_context& context) {
-  return context.compute.name() == "cpu" && context.solve_options.precision != precision::fp64;
+  return context.solve_options.precision != precision::fp64 && static_cast<bool>(context.float64_backend);
 }
 
 class float64_replica {
  public:
-  // `context`: a solve whose prepared problem is on the host (context.inputs). Threads: the
-  // context's CPU threads.
   explicit float64_replica(const potential_vjp_context& context);
 
   [[nodiscard]] potential_vjp_context context() const { return {*compute_, inputs_, eps_, options_}; }

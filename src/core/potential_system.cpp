@@ -48,7 +48,6 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
   const projected_cg_settings cg_settings{settings.tolerance, settings.max_iterations, exact};
   // CG on S·x = rhs: the backend's own (the CUDA backend's: no host round trip per iteration), else
   // the host's; with_sparse: preconditioned by S_k (sparse_plan_preconditioner.hpp), else by diag.
-  bool sparse_on_host = false;  // the sparse solve ran on the host (the CPU backend, or host_cg)
   const auto solve = [&](const std::vector<double>& rhs, const projected_cg_settings& cg_with, bool with_sparse) {
     std::optional<projected_cg_outcome> cg;
     if (!settings.host_cg) {
@@ -62,7 +61,6 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
       if (cg) plan.count_passes(2 * cg->iterations + (with_sparse ? 1 : 0));  // (+ the top-entries pass)
     }
     if (!cg && with_sparse) {  // S_k built and solved on the host (an inner CG)
-      sparse_on_host = true;
       const sparse_plan_preconditioner host_sparse(plan, plan.problem(), a, c, exact);
       plan.count_passes(1);  // its scan of the scores for the top entries
       projected_cg_settings flexible = cg_with;
@@ -95,12 +93,12 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
     // is then no start for another CG either (diag(c) from it missed the tolerance in 400
     // iterations where it needs ~250 from zero: 300 × 16, seeds 75–89). So, unless the breakdown
     // came at the tolerance (roundoff at convergence), the solve starts over with diag(c), from
-    // zero, with its own iteration budget; `iterations` counts both. On the host, where the caller
-    // asks, it stops instead, and the caller redoes its product in float64 (float64_replica.hpp).
+    // zero, with its own iteration budget; `iterations` counts both. Where the caller asks, it stops
+    // instead, and the caller redoes its product in float64 (float64_replica.hpp).
     residual = relative_residual(out.g);
-    if (!(*residual <= settings.tolerance) && sparse_on_host && settings.stop_at_host_sparse_breakdown) {
+    if (!(*residual <= settings.tolerance) && settings.stop_at_sparse_breakdown) {
       out.relative_residual = *residual;
-      out.host_sparse_breakdown = true;
+      out.sparse_breakdown = true;
       return out;
     }
     if (!(*residual <= settings.tolerance)) {

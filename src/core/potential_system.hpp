@@ -31,11 +31,10 @@ struct potential_system_settings {
   // Run core/projected_cg.hpp on the host even when the backend has its own solver
   // (backend::solve_schur): the reference the device CG is tested against.
   bool host_cg = false;
-  // When the sparse preconditioner breaks down on the host's CG short of the tolerance, return at
-  // once (host_sparse_breakdown, not converged) instead of starting over with diag(c): the caller
-  // redoes its product on a float64 replica (core/float64_replica.hpp). For the CPU backend in a
-  // single-precision mode.
-  bool stop_at_host_sparse_breakdown = false;
+  // When the sparse preconditioner's CG breaks down short of the tolerance, return at once
+  // (sparse_breakdown, not converged) instead of starting over with diag(c): the caller redoes its
+  // product on a float64 replica (core/float64_replica.hpp). For single-precision solves.
+  bool stop_at_sparse_breakdown = false;
 };
 
 struct potential_system_solution {
@@ -44,7 +43,7 @@ struct potential_system_solution {
   double relative_residual = 0;   // ‖ρ − S z_g‖/‖ρ‖ recomputed from z_g (0 when ρ = 0)
   bool converged = false;         // relative_residual ≤ tolerance
   double gauge_defect = 0;        // Σ r_f − Σ r_g as given
-  bool host_sparse_breakdown = false;  // stopped there (stop_at_host_sparse_breakdown): f, g unusable
+  bool sparse_breakdown = false;  // stopped there (stop_at_sparse_breakdown): f, g unusable
 };
 
 // r_f: (n,), r_g: (m,); a: the x weights (P·1).

@@ -33,6 +33,9 @@
 // unnormalised weight gradients move by ±ε·t with it (balanced problems allow only Σδa = Σδb).
 #pragma once
 
+#include <functional>
+#include <memory>
+
 #include "core/backend.hpp"
 #include "core/prepare.hpp"
 #include "flashsinkhorn/array_view.hpp"
@@ -41,12 +44,15 @@
 
 namespace flashsinkhorn::detail {
 
-// What a solved solver hands over (solver.cpp): the backend holding the potentials and the inputs.
+// What a solved solver hands over (solver.cpp): the backend holding the potentials and the inputs,
+// and (single-precision solves) a maker of a float64 backend of the same kind over the same inputs,
+// holding the same potentials (core/float64_replica.hpp); empty where there is none.
 struct potential_vjp_context {
   const backend& compute;
   const prepared_inputs& inputs;
   double eps;
   const options& solve_options;
+  std::function<std::unique_ptr<backend>()> float64_backend = {};
 };
 
 // Validates (invalid_argument / unsupported naming the problem), solves, writes the outputs.

@@ -400,8 +400,34 @@ class solver_state {
   void require_solved(const char* what) const {
     if (!solved_) throw invalid_argument(std::string(what) + " needs the potentials: call solve() first");
   }
-  // What core/potential_vjp.cpp reads after a solve.
-  [[nodiscard]] potential_vjp_context vjp_context() const { return {*compute_, host_inputs(), eps_, options_}; }
+  // What core/potential_vjp.cpp reads after a solve; single-precision solves add the maker of a
+  // float64 replica (core/float64_replica.hpp).
+  [[nodiscard]] potential_vjp_context vjp_context() const {
+    potential_vjp_context context{*compute_, host_inputs(), eps_, options_};
+    if (options_.precision != precision::fp64) context.float64_backend = [this] { return float64_replica_backend(); };
+    return context;
+  }
+
+  // A float64 backend of the kind that solved (CPU or CUDA) over the same inputs — CUDA inputs
+  // prepared again where they are — holding the current potentials f and g.
+  [[nodiscard]] std::unique_ptr<backend> float64_replica_backend() const {
+    options o = options_;
+    o.precision = precision::fp64;
+    std::unique_ptr<backend> replica;
+#ifdef FLASHSINKHORN_HAS_CUDA
+    if (device_inputs_) {
+      device_preparation_summary summary;
+      replica = traced_if_requested(make_cuda_backend_on_device_inputs(problem_, o, &transfers_, summary));
+    }
+#endif
+    if (!replica) {
+      o.device = compute_->name() == "cpu" ? device_kind::cpu : device_kind::cuda;
+      replica = make_backend(host_inputs().kernel, o, &transfers_);
+    }
+    replica->write_potential(slot::f, compute_->read_potential(slot::f));
+    replica->write_potential(slot::g, compute_->read_potential(slot::g));
+    return replica;
+  }
 
  private:
   // A prepared cloud with its vectors (the host copy, made on first use for CUDA inputs).

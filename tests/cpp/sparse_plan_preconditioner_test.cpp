@@ -101,6 +101,8 @@ TEST(SparsePlanPreconditioner, NearMatchingFp32PlanIsRedoneInFloat64) {
             << "\n";
   EXPECT_TRUE(with_diagonal.converged);
   EXPECT_TRUE(with_sparse.converged) << with_sparse.relative_residual;
+  EXPECT_TRUE(with_sparse.redone_in_float64);
+  EXPECT_FALSE(with_diagonal.redone_in_float64 || float64.redone_in_float64);
   EXPECT_LE(10 * with_sparse.cg_iterations, with_diagonal.cg_iterations);
   EXPECT_LT(relative_max_error(got, want), 5e-2);
   EXPECT_LT(relative_max_error(got, reference_product), 5e-2);
@@ -137,6 +139,8 @@ TEST(SparsePlanPreconditioner, UnconvergedFp32AdjointIsRedoneInFloat64) {
             << by_exact.iterations << "); against float64 " << relative_max_error(got, want) << "\n";
   EXPECT_TRUE(by_exact.converged);
   EXPECT_TRUE(by_single.converged) << by_single.relative_residual;
+  EXPECT_TRUE(by_single.redone_in_float64);
+  EXPECT_FALSE(by_exact.redone_in_float64);
   EXPECT_LT(relative_max_error(got, want), 1e-3);
 }
 

@@ -13,11 +13,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <limits>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cpp/hvp_support.hpp"
 #include "cpp/test_problems.hpp"
 #include "flashsinkhorn/flashsinkhorn.hpp"
 
@@ -550,6 +552,42 @@ TEST(DeviceInputErrors, MixedMemoryAndAWrongDeviceAreNamed) {
       invalid_argument_message([&] { fs::solver(testing_support::make_problem(x, heavy, 0.5, 1.0), unnormalised); });
   EXPECT_NE(host_message.find("balanced OT needs equal masses"), std::string::npos);
   EXPECT_EQ(invalid_argument_message([&] { fs::solver(uneven.view(x, heavy, 0.5), unnormalised); }), host_message);
+}
+
+// The float64 redo of a single-precision HVP (core/float64_replica.hpp) on device inputs: the
+// replica prepares the caller's CUDA arrays again, in float64, on the device (not the host copy
+// that the HVP's own terms read). A near-matching plan in tf32 (2,000 × 64, ε = 0.1, 10 iterations)
+// breaks the sparse CG down (the suite's session-10 rows); the product must reach the tolerance and
+// agree with the one the same arrays give as host inputs.
+TEST(DeviceInputsFloat64Redo, NearMatchingHvpMatchesTheHostInputs) {
+  if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  const reference::cloud x = reference::random_cloud(2000, 64, 91);
+  const reference::cloud y = reference::random_cloud(2000, 64, 92);
+  const device_problem dp(x, y, fs::dtype::float64);
+  fs::options o = gpu_options(fs::precision::tf32);
+  o.max_iterations = 10;
+  fs::hvp_options settings;
+  settings.tolerance = 1e-4;
+  settings.max_iterations = 600;
+  settings.preconditioner = fs::cg_preconditioner::sparse_plan;
+  const std::vector<double> direction = testing_support::random_direction(x.count * x.dim, 93);
+  fs::solver on_device(dp.view(x, y, 0.1), o);
+  fs::solver on_host(testing_support::make_problem(x, y, 0.1, 1.0), o);
+  on_device.solve();
+  on_host.solve();
+  fs::hvp_report device_report, host_report;
+  const std::vector<double> got = testing_support::library_hvp(on_device, x, true, direction, settings, &device_report);
+  const std::vector<double> want = testing_support::library_hvp(on_host, x, true, direction, settings, &host_report);
+  std::cout << "[ tf32, 2000 x 64, device inputs ] CG iterations " << device_report.cg_iterations
+            << ", redone in float64 " << device_report.redone_in_float64 << " (host inputs: "
+            << host_report.cg_iterations << ", " << host_report.redone_in_float64 << "); relative difference "
+            << testing_support::relative_max_error(got, want) << "\n";
+  EXPECT_TRUE(device_report.converged) << device_report.relative_residual;
+  EXPECT_TRUE(host_report.converged) << host_report.relative_residual;
+  // Both solves are tf32 ones prepared apart (on the device, on the host): their plans differ by
+  // tf32's rounding, which this ill-conditioned system amplifies (fp32 against float64 on the CPU:
+  // 1.3e-2, NearMatchingFp32PlanIsRedoneInFloat64).
+  EXPECT_LT(testing_support::relative_max_error(got, want), 1e-1);
 }
 
 }  // namespace

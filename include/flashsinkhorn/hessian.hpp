@@ -65,8 +65,9 @@ struct hvp_report {
   bool converged = true;         // relative_residual ≤ tolerance (true when no CG ran)
   double gauge_defect = 0;       // Σ(P∘dC)1 − Σ(P∘dC)ᵀ1 as computed: 0 up to roundoff
   int plan_passes = 0;           // streamed passes over the plan, set-up included
-  // A single-precision solve whose sparse-preconditioned CG broke down: the product was redone, whole,
-  // on float64 passes (docs/math.md); cg_iterations and plan_passes count both attempts.
+  // A single-precision solve whose sparse-preconditioned CG fell short of the tolerance (broke down,
+  // or ran through 50 iterations): the product was redone, whole, on float64 passes (docs/math.md);
+  // cg_iterations and plan_passes count both attempts.
   bool redone_in_float64 = false;
 };
 

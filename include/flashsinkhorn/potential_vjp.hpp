@@ -64,8 +64,9 @@ struct potential_vjp_report {
   bool converged = false;         // relative_residual ≤ options.tolerance
   double gauge_defect = 0;        // Σ ḟ − Σ ġ as given (0 for a gauge-invariant loss)
   int plan_passes = 0;            // streamed passes over the plan, set-up and gradients included
-  // A single-precision solve whose sparse-preconditioned CG broke down: redone, whole, on float64
-  // passes (docs/math.md); iterations and plan_passes count both attempts.
+  // A single-precision solve whose sparse-preconditioned CG fell short of the tolerance (broke down,
+  // or ran through 50 iterations): redone, whole, on float64 passes (docs/math.md); iterations and
+  // plan_passes count both attempts.
   bool redone_in_float64 = false;
 };
 

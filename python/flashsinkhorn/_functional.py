@@ -322,8 +322,9 @@ class Solver:
 class PotentialVjp:
     """∂L/∂x, ∂L/∂y, ∂L/∂a, ∂L/∂b of a loss L(f, g) of the potentials (None where not asked for),
     and what the conjugate-gradient solve did (docs/math.md, "Implicit differentiation").
-    `redone_in_float64`: a single-precision solve whose sparse-preconditioned CG broke down was redone
-    on float64 passes (iterations and plan_passes count both attempts)."""
+    `redone_in_float64`: a single-precision solve whose sparse-preconditioned CG fell short of the
+    tolerance (broke down, or ran through 50 iterations) was redone on float64 passes (iterations and
+    plan_passes count both attempts)."""
 
     grad_x: Array | None
     grad_y: Array | None

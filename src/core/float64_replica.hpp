@@ -7,8 +7,8 @@
 // with a near-null vector on each of its many weakly coupled components. From single-precision
 // passes, c_j·v_j and (Pᵀ·μ)_j cancel to ~1e-5 of their size, so S is indefinite at that level in
 // exactly those directions, which the sparse preconditioner S_k (sparse_plan_preconditioner.hpp)
-// amplifies, and its CG breaks down (docs/math.md). The right-hand side must come from the same
-// passes as S, or its error in those directions is amplified by S⁺ instead: the whole product is
+// amplifies: its CG breaks down, or crawls (docs/math.md). The right-hand side must come from the
+// same passes as S, or its error in those directions is amplified by S⁺ instead: the whole product is
 // redone on the replica, not the solve alone. On float64 passes the system takes the sparse
 // preconditioner's few iterations (CPU, 1,000 × 64, 10 iterations of an fp32 solve: 5 against ~950
 // with diag(c)). The replica reads the unrounded inputs: its plan differs from the
@@ -23,8 +23,8 @@
 
 namespace flashsinkhorn::detail {
 
-// Whether a product on `context` is redone on a replica when its sparse CG breaks down short of the
-// tolerance (potential_system_settings::stop_at_sparse_breakdown): a single-precision solve whose
+// Whether a product on `context` is redone on a replica when its sparse CG falls short of the
+// tolerance (potential_system_settings::stop_when_sparse_falls_short): a single-precision solve whose
 // solver can make one.
 inline bool redone_in_float64(const potential_vjp_context& context) {
   return context.solve_options.precision != precision::fp64 && static_cast<bool>(context.float64_backend);

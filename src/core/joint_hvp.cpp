@@ -233,11 +233,11 @@ hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_
   if (settings.part != hvp_part::fixed_potential) {
     potential_system_settings solve{settings.tolerance, settings.max_iterations, settings.preconditioner,
                                     settings.ridge};
-    solve.stop_at_sparse_breakdown = redone_in_float64(context);
+    solve.stop_when_sparse_falls_short = redone_in_float64(context);
     const potential_system_solution delta =
         views.symmetric ? solve_symmetric_potential_system(plan, a, average(x.rho, y.rho), solve)
                         : solve_potential_system(plan, a, x.rho, y.rho, solve);
-    if (delta.sparse_breakdown) {  // the whole product again, on float64 passes (float64_replica.hpp)
+    if (delta.sparse_fell_short) {  // the whole product again, on float64 passes (float64_replica.hpp)
       hvp_report again = joint_hvp_products(float64_replica(context).context(), views, settings);
       again.cg_iterations += delta.iterations;
       again.plan_passes += plan.passes();

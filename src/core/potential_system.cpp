@@ -1,5 +1,6 @@
 #include "core/potential_system.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -81,10 +82,27 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
     if (exact) project_out_mean(residual);
     return norm(residual) / rho_norm;
   };
-  projected_cg_outcome cg = solve(rho, cg_settings, sparse);
+  // A single-precision solve whose caller redoes it in float64 gives the sparse CG a budget of its
+  // own: it converges in a few iterations or falls short (below).
+  const bool redo_if_short = sparse && settings.stop_when_sparse_falls_short;
+  projected_cg_settings first = cg_settings;
+  if (redo_if_short) first.max_iterations = std::min(first.max_iterations, kSinglePrecisionSparseIterations);
+  projected_cg_outcome cg = solve(rho, first, sparse);
   out.g = std::move(cg.solution);
   out.iterations = cg.iterations;
   std::optional<double> residual;  // of out.g, once computed
+  if (redo_if_short && (cg.breakdown || cg.iterations >= first.max_iterations)) {
+    // Short of the tolerance, the caller redoes its product in float64 (float64_replica.hpp): a
+    // breakdown (below), or a crawl — S_k built from a single-precision plan can slow the flexible
+    // CG to hundreds of iterations where float64 passes take 4 (1,000 × 8, fp32, 10 iterations:
+    // 7e-5 after 1,000 against 1e-6 in 4).
+    residual = relative_residual(out.g);
+    if (!(*residual <= settings.tolerance)) {
+      out.relative_residual = *residual;
+      out.sparse_fell_short = true;
+      return out;
+    }
+  }
   if (sparse && cg.breakdown) {
     // Non-positive curvature under S_k. Before convergence S is indefinite at the level of its
     // rounding (its diagonal c comes from a pass whose values carry exp((f̃ − f)/ε)), and S_k, whose
@@ -93,14 +111,9 @@ potential_system_solution solve_potential_system(const solved_plan& plan, const 
     // is then no start for another CG either (diag(c) from it missed the tolerance in 400
     // iterations where it needs ~250 from zero: 300 × 16, seeds 75–89). So, unless the breakdown
     // came at the tolerance (roundoff at convergence), the solve starts over with diag(c), from
-    // zero, with its own iteration budget; `iterations` counts both. Where the caller asks, it stops
-    // instead, and the caller redoes its product in float64 (float64_replica.hpp).
-    residual = relative_residual(out.g);
-    if (!(*residual <= settings.tolerance) && settings.stop_at_sparse_breakdown) {
-      out.relative_residual = *residual;
-      out.sparse_breakdown = true;
-      return out;
-    }
+    // zero, with its own iteration budget; `iterations` counts both. (A caller that redoes its
+    // product in float64 has been handed back above.)
+    if (!residual) residual = relative_residual(out.g);
     if (!(*residual <= settings.tolerance)) {
       const projected_cg_outcome again = solve(rho, cg_settings, false);
       out.g = again.solution;

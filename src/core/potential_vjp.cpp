@@ -103,13 +103,13 @@ std::vector<double> read_cotangent(const vector_view& view, std::int64_t count, 
 struct adjoint {
   std::vector<double> f, g;
   potential_vjp_report report;
-  bool sparse_breakdown = false;  // (potential_system.hpp) f, g unusable: redo in float64
+  bool sparse_fell_short = false;  // (potential_system.hpp) f, g unusable: redo in float64
 };
 
 adjoint solve_adjoint(const solved_plan& plan, const std::vector<double>& a, std::vector<double> df,
                       std::vector<double> dg, const potential_vjp_options& settings, bool redone_in_float64) {
   potential_system_settings system{settings.tolerance, settings.max_iterations, settings.preconditioner, settings.ridge};
-  system.stop_at_sparse_breakdown = redone_in_float64;
+  system.stop_when_sparse_falls_short = redone_in_float64;
   potential_system_solution z = solve_potential_system(plan, a, std::move(df), std::move(dg), system);
   adjoint out;
   out.f = std::move(z.f);
@@ -118,7 +118,7 @@ adjoint solve_adjoint(const solved_plan& plan, const std::vector<double>& a, std
   out.report.relative_residual = z.relative_residual;
   out.report.converged = z.converged;
   out.report.gauge_defect = z.gauge_defect;
-  out.sparse_breakdown = z.sparse_breakdown;
+  out.sparse_fell_short = z.sparse_fell_short;
   return out;
 }
 
@@ -213,7 +213,7 @@ potential_vjp_report potential_vjp(const potential_vjp_context& context, const v
 
   const solved_plan plan(context.compute, in.kernel, context.eps);
   adjoint lambda = solve_adjoint(plan, x.weights, df, dg, settings, redone_in_float64(context));
-  if (lambda.sparse_breakdown) {  // the whole product again, on float64 passes (float64_replica.hpp)
+  if (lambda.sparse_fell_short) {  // the whole product again, on float64 passes (float64_replica.hpp)
     potential_vjp_report again = potential_vjp(float64_replica(context).context(), df_view, dg_view, outputs, settings);
     again.iterations += lambda.report.iterations;
     again.plan_passes += plan.passes();

@@ -87,6 +87,25 @@ def test_sparse_preconditioner_before_convergence_in_fp32():
     np.testing.assert_allclose(sparse.product, diagonal.product, rtol=0, atol=5e-3 * np.abs(diagonal.product).max())
 
 
+def test_a_crawling_sparse_cg_in_fp32_is_redone_in_float64():
+    """1,000 × 8 points from torch's generator (seed 0), 10 iterations at ε = 0.1 in fp32: the sparse
+    CG does not break down but crawls (7e-5 after 1,000 iterations against a tolerance of 1e-6, where
+    float64 passes take 4). After its 50-iteration budget in single precision the product is redone
+    on float64 passes: converged, and within the fp32 plan's distance of a float64 solve's product."""
+    torch = pytest.importorskip("torch")
+    generator = torch.Generator().manual_seed(0)
+    x, y, v = (torch.randn(1000, 8, generator=generator).numpy() for _ in range(3))
+    single = fs.Solver(x, y, eps=0.1, iters=10, tol=0, device="cpu", threads=2)
+    exact = fs.Solver(x.astype(np.float64), y.astype(np.float64), eps=0.1, iters=10, tol=0, device="cpu", threads=2)
+    single.solve()
+    exact.solve()
+    got = single.hvp_xy(v, None, y=False, tol=1e-6, iters=1000, preconditioner="sparse")
+    want = exact.hvp_xy(v.astype(np.float64), None, y=False, tol=1e-6, iters=1000, preconditioner="sparse")
+    assert got.converged and got.redone_in_float64 and not want.redone_in_float64
+    assert got.cg_iterations <= 60, got.cg_iterations
+    np.testing.assert_allclose(got.product_x, want.product_x, rtol=0, atol=1e-2 * np.abs(want.product_x).max())
+
+
 def test_bad_arguments_are_named():
     x, y, a, b = random_problem(85, 5, 4, 2)
     s = solved(x, y, a, b)

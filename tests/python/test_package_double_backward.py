@@ -75,6 +75,29 @@ def test_double_backward_equals_solver_hvp():
                                atol=1e-9 * float(hy_cross.abs().max()))
 
 
+def test_float32_double_backward_on_a_sharp_plan_converges():
+    """float32 tensors, a plan close to a matching (300 × 64, ε = 0.1, 10 iterations): the double
+    backward's joint product takes the sparse preconditioner, whose CG falls short in fp32 and is
+    redone on float64 passes (docs/math.md); no warning, and the product is Solver.hvp_xy's in float64
+    passes on the same solve (the diagonal preconditioner stops unconverged there: 4e-5 after 1,000
+    iterations at 1,000 × 64)."""
+    import warnings
+
+    generator = torch.Generator().manual_seed(3)
+    x, y, direction = (torch.randn(300, 64, generator=generator) for _ in range(3))
+    x.requires_grad_()
+    options = dict(eps=0.1, iters=10, tol=0, device="cpu", threads=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a CG that stops short warns
+        gx, = torch.autograd.grad(fs.sinkhorn(x, y, **options).cost, x, create_graph=True)
+        hx, = torch.autograd.grad((gx * direction).sum(), x)
+    solver = fs.Solver(x.detach(), y, **options)
+    solver.solve()
+    want = solver.hvp_xy(direction, None, y=False, tol=1e-6, iters=1000, preconditioner="sparse")
+    assert want.converged and want.redone_in_float64
+    torch.testing.assert_close(hx, want.product_x, rtol=0, atol=1e-5 * float(want.product_x.abs().max()))
+
+
 @pytest.mark.parametrize("wrt", ["x", "y"])
 def test_only_one_cloud_requires_grad(wrt):
     x, y, a, b = tensors(95, 8, 7, 2)

@@ -24,8 +24,8 @@
 namespace flashsinkhorn::detail {
 
 // The sparse CG's budget in a single-precision solve that is redone in float64 when it falls short:
-// healthy solves take 2–17 iterations (the suite's fp32 rows at d = 3, 8, 64), and float64 passes
-// then take ≤ 10 where a single-precision S_k had slowed the CG to hundreds.
+// healthy solves take 2–17 iterations (the suite's fp32 rows at d = 3 and 8, issue 5's HVP bench),
+// and float64 passes take ≤ 10 where a single-precision S_k had slowed the CG to hundreds.
 inline constexpr int kSinglePrecisionSparseIterations = 50;
 
 struct potential_system_settings {

@@ -26,9 +26,10 @@ enum class cg_preconditioner {
   // nearly that sparse and CG needs a few iterations instead of hundreds. S_k is solved by an inner
   // Jacobi CG to 1e-2 and the outer CG is the flexible one: on the GPU for the CUDA backend
   // (cuda/sparse_schur.hpp), on the host for the CPU one (core/sparse_plan_preconditioner.hpp).
-  // The symmetric system (hvp_self) takes the diagonal instead. Made for converged plans: before
-  // convergence in single precision the CG can meet non-positive curvature short of the tolerance,
-  // and then starts over with the diagonal (the reported iterations count both).
+  // The symmetric system (hvp_self) takes the diagonal instead. In single precision, on plans close
+  // to a matching, the CG can break down or crawl short of the tolerance: after a breakdown or 50
+  // iterations the whole product is redone on float64 passes (reports: redone_in_float64); in
+  // float64 a breakdown starts over with the diagonal. The reported iterations count both attempts.
   sparse_plan,
 };
 

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "core/view_io.hpp"
+#include "cpu/denormals_flushed.hpp"
 #include "cpu/dot_cache.hpp"
 #include "cpu/online_lse.hpp"
 #include "cpu/packed_cloud.hpp"
@@ -65,6 +66,7 @@ class cpu_backend final : public backend {
     double error = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for(rows, keys)) reduction(+ : error)
     for (std::int64_t group = 0; group < groups(rows); ++group) {
+      const denormals_flushed flushed;
       math::lse_state<double> lse[kGroupRows];
       stream_group(rows, keys, bias, score_scale(eps), group, lse, nullptr, nullptr, dots);
       const std::int64_t first = group * kGroupRows;
@@ -171,6 +173,7 @@ class cpu_backend final : public backend {
     result.lse.resize(static_cast<std::size_t>(rows.count));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for(rows, keys))
     for (std::int64_t group = 0; group < groups(rows); ++group) {
+      const denormals_flushed flushed;
       math::lse_state<double> lse[kGroupRows];
       stream_group(rows, keys, bias, score_scale(eps), group, lse, &plan, quadratic, dots);
       const std::int64_t first = group * kGroupRows;

@@ -24,11 +24,9 @@
 namespace flashsinkhorn::detail {
 
 // Whether a product on `context` is redone on a replica when its sparse CG falls short of the
-// tolerance (potential_system_settings::stop_when_sparse_falls_short): a single-precision solve whose
-// solver can make one.
-inline bool redone_in_float64(const potential_vjp_context& context) {
-  return context.solve_options.precision != precision::fp64 && static_cast<bool>(context.float64_backend);
-}
+// tolerance (potential_system_settings::stop_when_sparse_falls_short): where the solver handed over a
+// maker, which it does for single-precision solves only (solver.cpp, vjp_context).
+inline bool redone_in_float64(const potential_vjp_context& context) { return static_cast<bool>(context.float64_backend); }
 
 class float64_replica {
  public:

@@ -75,18 +75,22 @@ def test_double_backward_equals_solver_hvp():
                                atol=1e-9 * float(hy_cross.abs().max()))
 
 
-def test_float32_double_backward_on_a_sharp_plan_converges():
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_float32_double_backward_on_a_sharp_plan_converges(device):
     """float32 tensors, a plan close to a matching (300 × 64, ε = 0.1, 10 iterations): the double
     backward's joint product takes the sparse preconditioner, whose CG falls short in fp32 and is
     redone on float64 passes (docs/math.md); no warning, and the product is Solver.hvp_xy's in float64
     passes on the same solve (the diagonal preconditioner stops unconverged there: 4e-5 after 1,000
-    iterations at 1,000 × 64)."""
+    iterations at 1,000 × 64). On CUDA tensors the solve and the passes run on their GPU, the redo
+    on a float64 CUDA backend (skipped without one)."""
     import warnings
 
+    if device == "cuda" and not (torch.cuda.is_available() and fs.cuda_available()):
+        pytest.skip("needs a CUDA device and a CUDA build of flashsinkhorn")
     generator = torch.Generator().manual_seed(3)
-    x, y, direction = (torch.randn(300, 64, generator=generator) for _ in range(3))
+    x, y, direction = (torch.randn(300, 64, generator=generator).to(device) for _ in range(3))
     x.requires_grad_()
-    options = dict(eps=0.1, iters=10, tol=0, device="cpu", threads=2)
+    options = dict(eps=0.1, iters=10, tol=0, device=device, threads=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a CG that stops short warns
         gx, = torch.autograd.grad(fs.sinkhorn(x, y, **options).cost, x, create_graph=True)

@@ -98,6 +98,10 @@ def verdicts(rows: list[dict]) -> dict[tuple, tuple]:
     out = {}
     for key, group in groups.items():
         reach = reach_of(group)
+        unsupported = next((r for r in group if r["status"] == "unsupported"), None)
+        if reach[3] is None and unsupported is not None:  # the peer has no such operation: no n to reach
+            out[key] = (reach, ("unsupported", unsupported.get("reason") or "the peer has no such operation"))
+            continue
         untried = untried_below_failure(reach, group, grid_of[key[3]])
         out[key] = (reach, ten_minute_verdict(reach, grid_largest, untried))
     return out
@@ -121,7 +125,7 @@ def _cell(reach: tuple, value: str) -> str:
 def _strength(reach: tuple, value: str) -> tuple:
     """How much a verdict says, to choose among cards: an exact value, then a lower bound, then
     nothing; the larger n first."""
-    return (2 if _exact(value) else 1 if value.startswith("≥") else 0, reach[0])
+    return (2 if _exact(value) else 1 if value.startswith("≥") or value == "unsupported" else 0, reach[0])
 
 
 def _claimed(variant: str) -> bool:

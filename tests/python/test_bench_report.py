@@ -330,6 +330,23 @@ def test_the_claims_take_the_most_decided_card_for_each_implementation():
     assert "flashsinkhorn-cli" not in text and "C++" not in text
 
 
+def test_an_operation_a_peer_lacks_reads_unsupported_not_not_run():
+    """A group whose rows say the peer has no such operation (POT's lazy solver has no gradient) is
+    'unsupported' in the claims' table, also beside 'not run' rows of the same group and over a card
+    where it never ran."""
+    load_report()
+    from report_reach import ten_minute_claim
+
+    def row(card, n, status, **extra):
+        return {"variant": "pot-lazy", "op": "forward_gradient", "d": 64, "device": "gpu", "card": card,
+                "precision": "tf32", "n": n, "status": status, **extra}
+
+    rows = [row("H200", 1_000, "not_run"), row("H200", 1_000, "unsupported", reason="no autograd path"),
+            row("H100", 1_000, "not_run")]
+    text = "\n".join(ten_minute_claim(rows))
+    assert "| pot-lazy | forward_gradient | – | unsupported (H200, tf32) | – | – |" in text
+
+
 def test_the_sizes_a_group_skipped_below_its_failure_are_found():
     load_report()
     from report_reach import reach_of, untried_below_failure

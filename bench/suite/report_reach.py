@@ -104,7 +104,31 @@ def verdicts(rows: list[dict]) -> dict[tuple, tuple]:
             continue
         untried = untried_below_failure(reach, group, grid_of[key[3]])
         out[key] = (reach, ten_minute_verdict(reach, grid_largest, untried))
+    for key, (reach, verdict) in list(out.items()):
+        decided = forward_decides_gradient(key, reach, verdict, out, grid_of[key[3]])
+        if decided is not None:
+            out[key] = (reach, decided)
     return out
+
+
+def forward_decides_gradient(key: tuple, reach: tuple, verdict: tuple, found: dict, grid: set) -> tuple | None:
+    """A forward + gradient call runs the forward of the same n, d and iterations first, so where the
+    forward's one call (a reach run on the GPU) exceeded DEVICE_CASE_LIMIT_S at the grid's next size
+    above the largest n whose forward + gradient ran, that size cannot finish either: the lower bound
+    becomes exact for that limit ('‡'). None where this does not apply (other operations, a verdict
+    already exact, another card's or precision's forward, a size between the two never run)."""
+    variant, op, d, place, precision = key
+    if op != "forward_gradient" or not verdict[0].startswith("≥"):
+        return None
+    forward = found.get((variant, "forward", d, place, precision))
+    failed = forward[0][2] if forward else None
+    n_ok = reach[0]
+    if (failed is None or failed["status"] != "timeout" or not failed.get("reach") or failed.get("device") != "gpu"
+            or float(failed.get("budget") or 0) < DEVICE_CASE_LIMIT_S or not n_ok
+            or min((n for n in grid if n > n_ok), default=None) != failed["n"]):
+        return None
+    return (f"{n_ok:,}‡", f"n = {failed['n']:,}: its forward alone ran one call over {float(failed['budget']):g} s "
+                          "(forward + gradient runs that forward first)")
 
 
 def _exact(value: str) -> bool:

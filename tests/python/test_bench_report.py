@@ -347,6 +347,31 @@ def test_an_operation_a_peer_lacks_reads_unsupported_not_not_run():
     assert "| pot-lazy | forward_gradient | – | unsupported (H200, tf32) | – | – |" in text
 
 
+def test_a_forward_over_the_device_limit_decides_forward_and_gradient_at_that_n():
+    """Forward + gradient runs the forward first: where the forward's one reach call at the next size
+    ran over 540 s on the same card and precision, the forward + gradient lower bound becomes exact
+    for that limit; not from another card, nor over a size in between that never ran."""
+    load_report()
+    from report_reach import verdicts
+
+    def row(op, card, n, status, **extra):
+        return {"variant": "flash-sinkhorn", "op": op, "d": 64, "device": "gpu", "card": card, "precision": "tf32",
+                "n": n, "status": status, "ms": 1_000.0, **extra}
+
+    over = dict(reach=True, budget=565)
+    rows = [row("forward", "H100", 200_000, "ok"), row("forward", "H100", 1_000_000, "timeout", **over),
+            row("forward_gradient", "H100", 200_000, "ok"),
+            row("forward_gradient", "H100", 1_000_000, "timeout", reach=True, budget=110),
+            row("forward_gradient", "H200", 200_000, "ok"), row("forward", "H200", 1_000_000, "ok")]
+    found = verdicts(rows)
+    value, reason = found[("flash-sinkhorn", "forward_gradient", 64, "gpu H100", "tf32")][1]
+    assert (value, "its forward alone" in reason) == ("200,000‡", True)
+    assert found[("flash-sinkhorn", "forward_gradient", 64, "gpu H200", "tf32")][1][0] == "≥ 200,000"
+    gap = [r for r in rows if not (r["op"] == "forward_gradient" and r["n"] == 200_000)] + [
+        row("forward_gradient", "H100", 50_000, "ok")]
+    assert verdicts(gap)[("flash-sinkhorn", "forward_gradient", 64, "gpu H100", "tf32")][1][0] == "≥ 50,000"
+
+
 def test_the_sizes_a_group_skipped_below_its_failure_are_found():
     load_report()
     from report_reach import reach_of, untried_below_failure

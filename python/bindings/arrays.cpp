@@ -47,6 +47,7 @@ bool readable_layout(const array_argument& a) {
 bool describe_numpy(array_argument& out, PyArrayObject* array) {
   const int ndim = PyArray_NDIM(array);
   const npy_intp item = PyArray_ITEMSIZE(array);
+  out.present = true;
   out.data = PyArray_DATA(array);
   out.type = PyArray_TYPE(array) == NPY_FLOAT32 ? dtype::float32 : dtype::float64;
   out.space = memory_space::host;
@@ -67,28 +68,25 @@ bool describe_numpy(array_argument& out, PyArrayObject* array) {
 PyObject* address_tag = nullptr;
 
 // A device address (arrays.hpp): the tuple (tag, owner, address, shape, float32, device), `shape` a
-// tuple of sizes (torch.Size is one), device −1 for host memory; strides are those of the
-// C-contiguous layout.
-// False when `object` is not such a tuple.
+// tuple of sizes (torch.Size is one), device −1 for host memory — a raw array (raw_argument) in
+// Python objects. False when `object` is not such a tuple.
 bool describe_address(array_argument& out, PyObject* object, const char* name) {
   if (!PyTuple_CheckExact(object) || PyTuple_GET_SIZE(object) != 6 || PyTuple_GET_ITEM(object, 0) != address_tag) {
     return false;
   }
   PyObject* shape = PyTuple_GET_ITEM(object, 3);
   if (!PyTuple_Check(shape)) throw invalid_argument(std::string(name) + ": a device address needs a shape tuple");
+  flashsinkhorn_raw_array raw{};
   // Any number of dimensions: as_matrix / as_vector name a wrong one, as for every other input.
-  out.ndim = static_cast<int>(PyTuple_GET_SIZE(shape));
-  for (int k = 0; k < out.ndim && k < 2; ++k) {
-    out.shape[k] = nb::cast<std::int64_t>(nb::handle(PyTuple_GET_ITEM(shape, k)));
+  raw.ndim = static_cast<std::int32_t>(PyTuple_GET_SIZE(shape));
+  for (int k = 0; k < raw.ndim && k < 2; ++k) {
+    raw.shape[k] = nb::cast<std::int64_t>(nb::handle(PyTuple_GET_ITEM(shape, k)));
   }
-  if (out.ndim == 2) out.stride[0] = out.shape[1], out.stride[1] = 1;
-  if (out.ndim == 1) out.stride[0] = 1;
-  out.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(nb::handle(PyTuple_GET_ITEM(object, 2))));
-  out.type = nb::cast<bool>(nb::handle(PyTuple_GET_ITEM(object, 4))) ? dtype::float32 : dtype::float64;
-  const int device = nb::cast<int>(nb::handle(PyTuple_GET_ITEM(object, 5)));
-  out.space = device < 0 ? memory_space::host : memory_space::cuda;
-  out.device = device < 0 ? 0 : device;
-  out.owner = nb::borrow(PyTuple_GET_ITEM(object, 1));
+  raw.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(nb::handle(PyTuple_GET_ITEM(object, 2))));
+  raw.float32 = nb::cast<bool>(nb::handle(PyTuple_GET_ITEM(object, 4))) ? 1 : 0;
+  raw.device = nb::cast<std::int32_t>(nb::handle(PyTuple_GET_ITEM(object, 5)));
+  raw.owner = PyTuple_GET_ITEM(object, 1);
+  out = raw_argument(raw);
   return true;
 }
 
@@ -139,6 +137,7 @@ array_argument from_numpy(nb::object array, const char* name, bool writable) {
 
 template <class Array>
 void describe_dlpack(array_argument& out, const Array& array, const char* name) {
+  out.present = true;
   out.data = const_cast<void*>(static_cast<const void*>(array.data()));
   out.type = element_type(array.dtype(), name);
   const placement p = where(array.device_type(), array.device_id(), name);
@@ -316,6 +315,22 @@ array_argument output_argument(nb::handle object, const char* name) {
     throw invalid_argument(std::string(name) + " must be a writable NumPy array or DLPack tensor");
   }
   describe_dlpack(out, out.dlpack_output, name);
+  return out;
+}
+
+array_argument raw_argument(const flashsinkhorn_raw_array& raw) {
+  array_argument out;
+  if (raw.owner == nullptr) return out;
+  out.present = true;
+  out.owner = nb::borrow(raw.owner);
+  out.data = raw.data;
+  out.type = raw.float32 != 0 ? dtype::float32 : dtype::float64;
+  out.space = raw.device < 0 ? memory_space::host : memory_space::cuda;
+  out.device = raw.device < 0 ? 0 : raw.device;
+  out.ndim = raw.ndim;
+  for (int k = 0; k < out.ndim && k < 2; ++k) out.shape[k] = raw.shape[k];
+  if (out.ndim == 2) out.stride[0] = out.shape[1], out.stride[1] = 1;  // C-contiguous
+  if (out.ndim == 1) out.stride[0] = 1;
   return out;
 }
 

@@ -11,7 +11,10 @@
 //                                     negative bit), read or written in place through its address
 //                                     while `owner` keeps it alive. No DLPack capsule is made: an
 //                                     export and an import per tensor, five tensors per sinkhorn().
-//                                     device −1: host memory (a CPU tensor, _torch_calls).
+//                                     device −1: host memory. The tuple carries a
+//                                     flashsinkhorn_raw_array (solve_into_entry.h), which
+//                                     _torch_calls passes without any Python object through the
+//                                     C entry _core._solve_into_entry (raw_argument below).
 //   DLPack (a capsule from torch.utils.dlpack.to_dlpack, or any object with __dlpack__)
 //                                     imported by nanobind, read in place on the host or a CUDA GPU.
 //   anything else NumPy accepts       (lists, integer or float16 arrays, ...) converted by NumPy.
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "flashsinkhorn/array_view.hpp"
+#include "solve_into_entry.h"
 
 namespace flashsinkhorn::python {
 
@@ -46,6 +50,7 @@ struct array_argument {
   int ndim = 0;
   std::int64_t shape[2] = {0, 0};
   std::int64_t stride[2] = {0, 0};  // in elements
+  bool present = false;  // false: an optional argument that was not given (None, or a raw owner NULL)
 };
 
 // Loads the NumPy C API; called once when the module is imported.
@@ -59,6 +64,10 @@ array_argument input_argument(nb::handle object, const char* name);
 // `object` as an output the core writes in place (never copied: a layout or dtype the core cannot
 // write raises).
 array_argument output_argument(nb::handle object, const char* name);
+// A raw description (solve_into_entry.h) as an input or output, read or written in place: C-contiguous
+// strides, `owner` borrowed; not present when raw.owner is NULL. Checks nothing (as_matrix and the
+// others do).
+array_argument raw_argument(const flashsinkhorn_raw_array& raw);
 
 // (rows, cols) float32/float64, unit column stride, any row stride ≥ cols.
 matrix_view as_matrix(const array_argument& array, const char* name);

@@ -64,6 +64,18 @@ void register_errors(nb::module_& module) {
   });
 }
 
+void set_python_error(std::exception_ptr thrown) noexcept {
+  // nanobind has no public entry to its translation: a function of its own that rethrows gets it.
+  try {
+    const nb::object rethrow = nb::cpp_function([thrown] { std::rethrow_exception(thrown); });
+    Py_XDECREF(PyObject_CallNoArgs(rethrow.ptr()));  // always null, with the translated error set
+  } catch (nb::python_error& e) {
+    e.restore();  // the function object could not be made
+  } catch (...) {
+    PyErr_SetString(PyExc_SystemError, "flashsinkhorn: an exception could not be translated into a Python error");
+  }
+}
+
 bool is_stop_optimization(nb::python_error& e) { return e.matches(stop_optimization_type); }
 
 }  // namespace flashsinkhorn::python

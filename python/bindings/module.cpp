@@ -8,16 +8,18 @@
 #include <nanobind/stl/string.h>
 
 #include <cstdint>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "arrays.hpp"
+#include "bound_solver.hpp"
 #include "errors.hpp"
 #include "optim.hpp"
 #include "progress.hpp"
+#include "solve_into_entry.hpp"
+#include "solve_tuples.hpp"
 #include "flashsinkhorn/flashsinkhorn.hpp"
 
 namespace nb = nanobind;
@@ -34,75 +36,21 @@ nb::tuple potentials(const result& r, bool float32, bool debiased) {
                         debiased ? numpy_vector(std::vector<double>(r.g_bb), float32) : nb::none());
 }
 
-// (owner, *fields) as one tuple, or the fields alone when `owner` is not given: the combined calls
-// (new_solved, new_solved_into) hand their new solver back with its fields in one tuple.
-nb::tuple owned_tuple(nb::handle owner, nb::object* fields, std::size_t count) {
-  const Py_ssize_t first = owner.is_valid() ? 1 : 0;
-  nb::tuple out = nb::steal<nb::tuple>(PyTuple_New(first + static_cast<Py_ssize_t>(count)));
-  if (!out.is_valid()) throw nb::python_error();
-  if (first == 1) PyTuple_SET_ITEM(out.ptr(), 0, owner.inc_ref().ptr());
-  for (std::size_t i = 0; i < count; ++i) {
-    PyTuple_SET_ITEM(out.ptr(), first + static_cast<Py_ssize_t>(i), fields[i].release().ptr());
-  }
-  return out;
-}
-
-// The solve and everything the Python result needs, in one call: (cost, primal_cost,
-// relative_entropy, iterations, marginal_error, converged, eps, device, total_seconds, f, g, f_aa,
-// g_bb), f_aa and g_bb None unless `debiased`, preceded by `owner` when given (new_solved). NumPy
-// callers (`dlpack` false) get the potentials as in `potentials` and the cost as a float; torch
-// callers (`dlpack` true) get the cost (0-d) and the potentials as host DLPack capsules of the working
-// dtype, which torch._C._from_dlpack wraps.
-nb::tuple solve_fields(solver& s, bool float32, bool debiased, bool dlpack, nb::handle owner = nb::handle()) {
-  result r;
-  {
-    nb::gil_scoped_release unlocked;
-    r = s.solve();
-  }
-  // The potentials move into the arrays (no copy of n + m values after the solve).
-  const auto vector = dlpack ? &dlpack_vector : &numpy_vector;
-  nb::object fields[] = {dlpack ? dlpack_scalar(r.cost, float32) : nb::cast(r.cost),
-                         nb::cast(r.primal_cost),
-                         nb::cast(r.relative_entropy),
-                         nb::cast(r.iterations),
-                         nb::cast(r.marginal_error),
-                         nb::cast(r.converged),
-                         nb::cast(r.eps),
-                         nb::cast(r.device),
-                         nb::cast(r.time.total_seconds),
-                         vector(std::move(r.f), float32),
-                         vector(std::move(r.g), float32),
-                         debiased ? vector(std::move(r.f_aa), float32) : nb::none(),
-                         debiased ? vector(std::move(r.g_bb), float32) : nb::none()};
-  return owned_tuple(owner, fields, std::size(fields));
-}
-
 // --- CUDA inputs read in place (solver.hpp, "CUDA inputs"): the solve into the caller's arrays ---
 
-// solve_into (solver.hpp): the potentials written into f, g (and f_aa, g_bb when debiased) and the
-// value into `cost` (0-d; None: not written) — DLPack tensors in CUDA memory stay there, so a caller
-// on the GPU gets everything there without a fill of its own. Returns (iterations, marginal_error,
-// converged, eps, device, total_seconds), preceded by `owner` when given (new_solved_into).
-nb::tuple solve_into_arrays(solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, nb::handle cost,
-                            nb::handle owner = nb::handle()) {
-  const array_argument fa = output_argument(f, "f"), ga = output_argument(g, "g");
-  const array_argument faa = f_aa.is_none() ? array_argument{} : output_argument(f_aa, "f_aa");
-  const array_argument gbb = g_bb.is_none() ? array_argument{} : output_argument(g_bb, "g_bb");
-  const array_argument ca = cost.is_none() ? array_argument{} : output_argument(cost, "cost");
-  potential_views out;
-  out.f = as_mutable_vector(fa, "f");
-  out.g = as_mutable_vector(ga, "g");
-  if (!f_aa.is_none()) out.f_aa = as_mutable_vector(faa, "f_aa");
-  if (!g_bb.is_none()) out.g_bb = as_mutable_vector(gbb, "g_bb");
-  if (!cost.is_none()) out.cost = as_mutable_scalar(ca, "cost");
-  result r;
-  {
-    nb::gil_scoped_release unlocked;
-    r = s.solve_into(out);
-  }
-  nb::object fields[] = {nb::cast(r.iterations), nb::cast(r.marginal_error), nb::cast(r.converged), nb::cast(r.eps),
-                         nb::cast(r.device), nb::cast(r.time.total_seconds)};
-  return owned_tuple(owner, fields, std::size(fields));
+// solve_into (solve_tuples.hpp) into f, g (and f_aa, g_bb when debiased) and the value into `cost`
+// (0-d; None: not written): NumPy arrays or DLPack tensors, written in place. Returns
+// (iterations, marginal_error, converged, eps, device, total_seconds), preceded by `owner` when
+// given (new_solved_into).
+nb::tuple solve_into_handles(solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, nb::handle cost,
+                             nb::handle owner = nb::handle()) {
+  potential_arrays out;
+  out.f = output_argument(f, "f");
+  out.g = output_argument(g, "g");
+  if (!f_aa.is_none()) out.f_aa = output_argument(f_aa, "f_aa");
+  if (!g_bb.is_none()) out.g_bb = output_argument(g_bb, "g_bb");
+  if (!cost.is_none()) out.cost = output_argument(cost, "cost");
+  return solve_into_arrays(s, out, owner);
 }
 
 // solver::transfers (transfer_statistics.hpp) as a dict.
@@ -118,23 +66,6 @@ nb::dict transfer_counts(const solver& s) {
 }
 
 // --- end of CUDA inputs ---
-
-// The label cost's arrays (label_cost.hpp) as the binding holds them: int32 labels read in place
-// (the package passes contiguous int32 NumPy arrays) and W as any matrix argument.
-using label_array = nb::ndarray<const std::int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
-struct bound_labels {
-  label_array x_labels, y_labels;
-  array_argument distances;
-};
-
-// The solver plus the arguments it reads from (solver.hpp: the views must outlive it).
-struct bound_solver {
-  array_argument x, y, a, b, initial_f, initial_g;
-  std::optional<bound_labels> labels;
-  std::optional<solver> impl;
-
-  solver& get() { return *impl; }
-};
 
 // None stays an empty argument (no view); anything else is read in place or converted once.
 array_argument optional_input(nb::handle object, const char* name) {
@@ -285,9 +216,8 @@ nb::tuple joint_hessian_vector_product(bound_solver& s, nb::handle direction_x, 
   return hvp_report_tuple(report);
 }
 
-// The arguments of a new solver, read in place or converted once, held by the returned object; `p`
-// gets the problem whose views point into them (memory that moving the object does not move). The
-// solver itself is not built yet (`impl` empty).
+// The arguments of a new solver, read in place or converted once (bound_solver.hpp: the solver is
+// not built yet), and in `p` the problem whose views point into them.
 // `labels`: None, or (x_labels, y_labels, W, feature_weight, label_weight) — label_cost.hpp.
 std::unique_ptr<bound_solver> bound_arguments(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps,
                                               double cost_scale, nb::handle initial_f, nb::handle initial_g,
@@ -299,14 +229,7 @@ std::unique_ptr<bound_solver> bound_arguments(nb::handle x, nb::handle y, nb::ha
   held->b = optional_input(b, "b");
   held->initial_f = optional_input(initial_f, "initial_f");
   held->initial_g = optional_input(initial_g, "initial_g");
-  p.x = as_matrix(held->x, "X");
-  p.y = as_matrix(held->y, "Y");
-  if (!a.is_none()) p.a = as_vector(held->a, "a");
-  if (!b.is_none()) p.b = as_vector(held->b, "b");
-  if (!initial_f.is_none()) p.initial_f = as_vector(held->initial_f, "initial_f");
-  if (!initial_g.is_none()) p.initial_g = as_vector(held->initial_g, "initial_g");
-  p.eps = eps;
-  p.cost_scale = cost_scale;
+  p = problem_of(*held, eps, cost_scale);
   if (!labels.is_none()) {
     const nb::tuple parts = nb::cast<nb::tuple>(labels);
     held->labels = bound_labels{nb::cast<label_array>(parts[0]), nb::cast<label_array>(parts[1]),
@@ -321,39 +244,25 @@ std::unique_ptr<bound_solver> bound_arguments(nb::handle x, nb::handle y, nb::ha
   return held;
 }
 
-// A new bound solver, or the library's exception (bad input) before any Python object exists: the
+// A new solver on Python arguments (owned_solver): the Solver object that owns it, and the solver
+// inside. `cuda_stream`: the caller's stream for CUDA inputs (options::cuda_stream), None: unset.
+std::pair<nb::object, solver*> owned_new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps,
+                                                double cost_scale, nb::handle initial_f, nb::handle initial_g,
+                                                const options& shared_options, nb::handle labels,
+                                                std::optional<std::uintptr_t> cuda_stream) {
+  problem p;
+  std::unique_ptr<bound_solver> held = bound_arguments(x, y, a, b, eps, cost_scale, initial_f, initial_g, labels, p);
+  return owned_solver(std::move(held), p, shared_options, cuda_stream);
+}
+
+// A new Solver, or the library's exception (bad input) before any Python object exists: the
 // binding exposes this factory rather than a throwing __init__ (on the H200 machine, Python 3.12,
 // an exception leaving Solver.__init__ crashed the interpreter; a plain function's exceptions take
 // nanobind's ordinary translation path).
-// `cuda_stream`: the caller's stream for CUDA inputs (options::cuda_stream), None: unset.
-bound_solver* new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
-                         nb::handle initial_f, nb::handle initial_g, const options& shared_options, nb::handle labels,
-                         std::optional<std::uintptr_t> cuda_stream) {
-  // The package caches options; the stream is per call (a copy only for calls that pass one).
-  options with_stream;
-  if (cuda_stream) {
-    with_stream = shared_options;
-    with_stream.cuda_stream = cuda_stream;
-  }
-  const options& opts = cuda_stream ? with_stream : shared_options;
-  problem p;
-  std::unique_ptr<bound_solver> held = bound_arguments(x, y, a, b, eps, cost_scale, initial_f, initial_g, labels, p);
-  {
-    nb::gil_scoped_release unlocked;
-    held->impl.emplace(p, opts);
-  }
-  return held.release();
-}
-
-// new_solver(...) as the Python object that owns it, and the solver inside.
-std::pair<nb::object, solver*> owned_new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps,
-                                                double cost_scale, nb::handle initial_f, nb::handle initial_g,
-                                                const options& shared_options,
-                                                std::optional<std::uintptr_t> cuda_stream) {
-  std::unique_ptr<bound_solver> held(
-      new_solver(x, y, a, b, eps, cost_scale, initial_f, initial_g, shared_options, nb::none(), cuda_stream));
-  solver* s = &held->get();
-  return {nb::cast(held.release(), nb::rv_policy::take_ownership), s};
+nb::object new_solver(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
+                      nb::handle initial_f, nb::handle initial_g, const options& shared_options, nb::handle labels,
+                      std::optional<std::uintptr_t> cuda_stream) {
+  return owned_new_solver(x, y, a, b, eps, cost_scale, initial_f, initial_g, shared_options, labels, cuda_stream).first;
 }
 
 // new_solver and Solver.solve_fields in one crossing for host inputs (no labels, no stream): the
@@ -363,20 +272,21 @@ std::pair<nb::object, solver*> owned_new_solver(nb::handle x, nb::handle y, nb::
 nb::tuple new_solved(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
                      nb::handle initial_f, nb::handle initial_g, const options& opts, bool float32, bool debiased,
                      bool dlpack) {
-  const auto [owner, s] = owned_new_solver(x, y, a, b, eps, cost_scale, initial_f, initial_g, opts, std::nullopt);
+  const auto [owner, s] =
+      owned_new_solver(x, y, a, b, eps, cost_scale, initial_f, initial_g, opts, nb::none(), std::nullopt);
   return solve_fields(*s, float32, debiased, dlpack, owner);
 }
 
-// new_solver (with the caller's stream) and solve_into_arrays in one crossing, for the package's
+// new_solver (with the caller's stream) and solve_into in one crossing, for the package's
 // sinkhorn() on CUDA tensors: (solver, iterations, marginal_error, converged, eps, device,
-// total_seconds).
+// total_seconds). The C entry of solve_into_entry.cpp is the same call on raw arrays.
 nb::tuple new_solved_into(nb::handle x, nb::handle y, nb::handle a, nb::handle b, double eps, double cost_scale,
                           nb::handle initial_f, nb::handle initial_g, const options& shared_options,
                           std::optional<std::uintptr_t> cuda_stream, nb::handle f, nb::handle g, nb::handle f_aa,
                           nb::handle g_bb, nb::handle cost) {
   const auto [owner, s] =
-      owned_new_solver(x, y, a, b, eps, cost_scale, initial_f, initial_g, shared_options, cuda_stream);
-  return solve_into_arrays(*s, f, g, f_aa, g_bb, cost, owner);
+      owned_new_solver(x, y, a, b, eps, cost_scale, initial_f, initial_g, shared_options, nb::none(), cuda_stream);
+  return solve_into_handles(*s, f, g, f_aa, g_bb, cost, owner);
 }
 
 }  // namespace
@@ -391,6 +301,7 @@ NB_MODULE(_core, m) {
   py::register_errors(m);
   py::init_numpy();
   m.attr("DEVICE_ADDRESS") = py::device_address_tag();
+  py::export_solve_into_entry(m);
 
   nb::enum_<fs::cost_kind>(m, "CostKind")
       .value("squared_euclidean", fs::cost_kind::squared_euclidean)
@@ -471,7 +382,7 @@ NB_MODULE(_core, m) {
       .def(
           "solve_into",
           [](py::bound_solver& s, nb::handle f, nb::handle g, nb::handle f_aa, nb::handle g_bb, nb::handle cost) {
-            return py::solve_into_arrays(s.get(), f, g, f_aa, g_bb, cost);
+            return py::solve_into_handles(s.get(), f, g, f_aa, g_bb, cost);
           },
           "f"_a, "g"_a, "f_aa"_a.none(), "g_bb"_a.none(), "cost"_a.none(),
           "solver::solve_into: the potentials written into f, g (f_aa, g_bb when debiased) and the value into "
@@ -536,7 +447,6 @@ NB_MODULE(_core, m) {
   m.def("new_solver", &py::new_solver, "x"_a, "y"_a, "a"_a.none(), "b"_a.none(), "eps"_a, "cost_scale"_a,
         "initial_f"_a.none(), "initial_g"_a.none(), "options"_a, "labels"_a.none() = nb::none(),
         "cuda_stream"_a.none() = nb::none(),
-        nb::rv_policy::take_ownership,
         "A Solver for x, y, a, b, initial_f, initial_g: NumPy arrays or DLPack tensors/capsules (read in place "
         "when float32/float64 with a readable layout, else converted once), None for the optional ones.");
 

@@ -5,16 +5,22 @@
 // torch attribute calls that guard the raw addresses and for three Python-level `new_empty` (9 µs
 // of the H200 host's time): bench/python_call_overhead.py's "floor" row puts any Python code that
 // makes three CUDA tensors at +14–20 µs there. Here the same checks are C++ calls on at::Tensor
-// (nanoseconds), the outputs come from two at::empty (the potentials share one), the current stream from c10, and the one binding
-// call (_core.new_solved_into, passed in) is made by vectorcall.
+// (nanoseconds), the outputs come from two at::empty (the potentials share one), the current stream
+// from c10.
 // CPU: the general path's DLPack export of each input and import of each result (three
 // torch.from_dlpack after the solve, each tens of µs when the caches are cold: bench/
 // python_cold_floor_probe.py) become host addresses and at::empty outputs that the core writes.
+// Both: the core is called through _core's C entry (solve_into_entry.h, the capsule
+// _core._solve_into_entry imported once when this module loads): each tensor goes as a raw
+// description (address, sizes, dtype, device, owner), with no Python object made for it and no
+// argument parsing in the binding — new_solved_into's construction and solve_into, minus its
+// Python calling convention.
 //
 // Built only against the torch found at configure time, and loadable only under that same torch
 // version (PyInit compares torch.__version__; a torch built differently could lay out at::Tensor
-// differently): _functional falls back to the Python short path when this module is missing.
-// It links libtorch but not the flashsinkhorn core: it calls the core through _core.
+// differently) and beside a _core with the same entry ABI: _functional falls back to the Python
+// short path when this module is missing or refuses to load (ImportError).
+// It links libtorch but not the flashsinkhorn core: it calls the core through _core's entry.
 #include <Python.h>
 
 #include <ATen/ATen.h>
@@ -26,11 +32,18 @@
 #include <exception>
 #include <string>
 
+#include "solve_into_entry.h"
+
 #ifndef FLASHSINKHORN_TORCH_VERSION
 #error "FLASHSINKHORN_TORCH_VERSION (torch.__version__ at configure time) must be defined"
 #endif
 
 namespace {
+
+// Per module: _core's C entry, checked at import.
+struct module_state {
+  const flashsinkhorn_solve_into_entry* core;
+};
 
 // The tensor behind `object` when it is exactly a torch.Tensor the core can read by address, on a GPU
 // or the CPU, beside `like`'s dtype and device: C-contiguous, no negative bit, not requiring grad.
@@ -84,40 +97,40 @@ bool make_outputs(const at::Tensor& x, const at::Tensor& y, bool debias, at::Ten
   END_HANDLE_TH_ERRORS_RET(false)
 }
 
-// The binding's address of `t` (python/bindings/arrays.hpp): (tag, owner, data_ptr, shape, float32,
-// device), device −1 for host memory, a new reference (null with a Python error set). `owner` is the
-// Python object that keeps the memory alive.
-PyObject* address(PyObject* tag, PyObject* owner, const at::Tensor& t) {
+// `t` as the core's raw array (solve_into_entry.h), C-contiguous (plain_tensor has checked), kept
+// alive by `owner` (borrowed: the Python object of `t`).
+flashsinkhorn_raw_array raw_array(PyObject* owner, const at::Tensor& t) {
+  flashsinkhorn_raw_array out{};
   const auto sizes = t.sizes();
-  PyObject* shape = PyTuple_New(static_cast<Py_ssize_t>(sizes.size()));
-  if (shape == nullptr) return nullptr;
-  for (std::size_t k = 0; k < sizes.size(); ++k) {
-    PyObject* size = PyLong_FromLongLong(sizes[k]);
-    if (size == nullptr) {
-      Py_DECREF(shape);
-      return nullptr;
-    }
-    PyTuple_SET_ITEM(shape, static_cast<Py_ssize_t>(k), size);
-  }
-  return Py_BuildValue("(OOKNOi)", tag, owner, static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(t.data_ptr())),
-                       shape, t.scalar_type() == at::kFloat ? Py_True : Py_False,
-                       t.is_cuda() ? static_cast<int>(t.get_device()) : -1);
+  out.data = t.data_ptr();
+  out.owner = owner;
+  out.ndim = static_cast<std::int32_t>(sizes.size());  // a cloud of the wrong rank: the core names it
+  for (std::size_t k = 0; k < sizes.size() && k < 2; ++k) out.shape[k] = sizes[k];
+  out.float32 = t.scalar_type() == at::kFloat ? 1 : 0;
+  out.device = t.is_cuda() ? static_cast<std::int32_t>(t.get_device()) : -1;
+  return out;
 }
 
-// solve_plain(new_solved_into, tag, x, y, a, b, eps, cost_scale, options, debias)
+// solve_plain(x, y, a, b, eps, cost_scale, options, debias)
 //   -> None when x, y, a, b are not a plain call on one device (the caller takes another path),
 //      else (f, g, value, f_aa, g_bb, fields): the outputs made on x's device (a GPU or the CPU) and
-//      new_solved_into's tuple (solver, iterations, marginal_error, converged, eps, device,
-//      total_seconds). CUDA calls run in the order of x's GPU's current stream.
-// The caller has checked that no torch.func transform or forward-mode level is active.
-PyObject* solve_plain(PyObject*, PyObject* const* args, Py_ssize_t count) {
-  if (count != 10) {
-    PyErr_SetString(PyExc_TypeError, "solve_plain takes 10 arguments");
+//      the entry's tuple (solver, iterations, marginal_error, converged, eps, device,
+//      total_seconds), as _core.new_solved_into returns it. CUDA calls run in the order of x's GPU's
+//      current stream. Errors are the core's (flashsinkhorn.InvalidArgument with the library's
+//      message, ...).
+// eps, cost_scale: floats; options: a flashsinkhorn._core.Options. The caller has checked that no
+// torch.func transform or forward-mode level is active.
+PyObject* solve_plain(PyObject* self, PyObject* const* args, Py_ssize_t count) {
+  if (count != 8) {
+    PyErr_SetString(PyExc_TypeError, "solve_plain takes 8 arguments");
     return nullptr;
   }
-  PyObject *solved_into = args[0], *tag = args[1], *xo = args[2], *yo = args[3], *ao = args[4], *bo = args[5];
-  PyObject *eps = args[6], *cost_scale = args[7], *options = args[8];
-  const int debias = PyObject_IsTrue(args[9]);
+  PyObject *xo = args[0], *yo = args[1], *ao = args[2], *bo = args[3], *options = args[6];
+  const double eps = PyFloat_AsDouble(args[4]);
+  if (eps == -1.0 && PyErr_Occurred()) return nullptr;
+  const double cost_scale = PyFloat_AsDouble(args[5]);
+  if (cost_scale == -1.0 && PyErr_Occurred()) return nullptr;
+  const int debias = PyObject_IsTrue(args[7]);
   if (debias < 0) return nullptr;
   const at::Tensor* x = plain_tensor(xo, nullptr);
   const at::Tensor* y = x == nullptr ? nullptr : plain_tensor(yo, x);
@@ -129,7 +142,6 @@ PyObject* solve_plain(PyObject*, PyObject* const* args, Py_ssize_t count) {
   std::uintptr_t stream = 0;
   if (!make_outputs(*x, *y, debias != 0, made, stream)) return nullptr;
   PyObject* outputs[5] = {Py_None, Py_None, Py_None, Py_None, Py_None};  // f, g, value, f_aa, g_bb
-  PyObject* call[15] = {};
   PyObject* fields = nullptr;
   PyObject* result = nullptr;
   bool complete = true;
@@ -138,28 +150,26 @@ PyObject* solve_plain(PyObject*, PyObject* const* args, Py_ssize_t count) {
     complete = complete && outputs[k] != nullptr;
   }
   if (complete) {
-    // new_solved_into(x, y, a, b, eps, cost_scale, initial_f, initial_g, options, cuda_stream, f, g,
-    // f_aa, g_bb, cost): module.cpp.
-    call[0] = address(tag, xo, *x);
-    call[1] = address(tag, yo, *y);
-    call[2] = a == nullptr ? Py_NewRef(Py_None) : address(tag, ao, *a);
-    call[3] = b == nullptr ? Py_NewRef(Py_None) : address(tag, bo, *b);
-    call[4] = Py_NewRef(eps);
-    call[5] = Py_NewRef(cost_scale);
-    call[6] = Py_NewRef(Py_None);
-    call[7] = Py_NewRef(Py_None);
-    call[8] = Py_NewRef(options);
-    call[9] = x->is_cuda() ? PyLong_FromUnsignedLongLong(stream) : Py_NewRef(Py_None);
-    call[10] = address(tag, outputs[0], made[0]);
-    call[11] = address(tag, outputs[1], made[1]);
-    call[12] = debias ? address(tag, outputs[3], made[3]) : Py_NewRef(Py_None);
-    call[13] = debias ? address(tag, outputs[4], made[4]) : Py_NewRef(Py_None);
-    call[14] = address(tag, outputs[2], made[2]);
-    for (PyObject* argument : call) complete = complete && argument != nullptr;
+    flashsinkhorn_solve_into_call call{};  // absent arrays: owner NULL
+    call.x = raw_array(xo, *x);
+    call.y = raw_array(yo, *y);
+    if (a != nullptr) call.a = raw_array(ao, *a);
+    if (b != nullptr) call.b = raw_array(bo, *b);
+    call.eps = eps;
+    call.cost_scale = cost_scale;
+    call.options = options;
+    call.has_cuda_stream = x->is_cuda() ? 1 : 0;
+    call.cuda_stream = stream;
+    call.f = raw_array(outputs[0], made[0]);
+    call.g = raw_array(outputs[1], made[1]);
+    if (debias) {
+      call.f_aa = raw_array(outputs[3], made[3]);
+      call.g_bb = raw_array(outputs[4], made[4]);
+    }
+    call.cost = raw_array(outputs[2], made[2]);
+    fields = static_cast<module_state*>(PyModule_GetState(self))->core->solve_into(&call);  // self: this module
   }
-  if (complete) fields = PyObject_Vectorcall(solved_into, call, 15, nullptr);
   if (fields != nullptr) result = PyTuple_Pack(6, outputs[0], outputs[1], outputs[2], outputs[3], outputs[4], fields);
-  for (PyObject* argument : call) Py_XDECREF(argument);
   for (PyObject* output : outputs) {
     if (output != Py_None) Py_XDECREF(output);
   }
@@ -169,13 +179,26 @@ PyObject* solve_plain(PyObject*, PyObject* const* args, Py_ssize_t count) {
 
 PyMethodDef methods[] = {
     {"solve_plain", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve_plain)), METH_FASTCALL,
-     "solve_plain(new_solved_into, tag, x, y, a, b, eps, cost_scale, options, debias) -> None, or "
+     "solve_plain(x, y, a, b, eps, cost_scale, options, debias) -> None, or "
      "(f, g, value, f_aa, g_bb, new_solved_into's fields) for CUDA or CPU tensors the core reads by address."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch_calls",
-                      "sinkhorn()'s call on CUDA and CPU tensors in C++ around the binding (built against one torch version).", -1,
-                      methods};
+                      "sinkhorn()'s call on CUDA and CPU tensors in C++ around the binding (built against one torch version).",
+                      sizeof(module_state), methods};
+
+// Replaces the Python error set now by an ImportError naming `what` and that error (the package
+// falls back on ImportError only). Returns null, for PyInit to return.
+PyObject* import_error(const char* what) {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  PyErr_Format(PyExc_ImportError, "%s (%S)", what, value != nullptr ? value : Py_None);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  return nullptr;
+}
 
 }  // namespace
 
@@ -194,5 +217,15 @@ PyMODINIT_FUNC PyInit__torch_calls() {
     PyErr_Format(PyExc_ImportError, "flashsinkhorn._torch_calls was built for torch %s", FLASHSINKHORN_TORCH_VERSION);
     return nullptr;
   }
-  return PyModule_Create(&module);
+  // _core's entry, from the _core of this package (the same build: one ABI version).
+  const auto* core = static_cast<const flashsinkhorn_solve_into_entry*>(PyCapsule_Import(FLASHSINKHORN_SOLVE_INTO_CAPSULE, 0));
+  if (core == nullptr) return import_error("flashsinkhorn._torch_calls needs " FLASHSINKHORN_SOLVE_INTO_CAPSULE);
+  if (core->abi_version != FLASHSINKHORN_SOLVE_INTO_ABI_VERSION) {
+    PyErr_Format(PyExc_ImportError, "flashsinkhorn._torch_calls was built for entry ABI %u, flashsinkhorn._core has %u",
+                 FLASHSINKHORN_SOLVE_INTO_ABI_VERSION, static_cast<unsigned>(core->abi_version));
+    return nullptr;
+  }
+  PyObject* made = PyModule_Create(&module);
+  if (made != nullptr) static_cast<module_state*>(PyModule_GetState(made))->core = core;
+  return made;
 }

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._arrays import (_CPU_TENSOR_FRAMES, _CUDA_TENSOR_FRAMES, _DEVICE_ADDRESS, _NUMPY_FRAMES, _RAW_STREAM, Array, Frame, _from_dlpack,
+from ._arrays import (_CPU_TENSOR_FRAMES, _CUDA_TENSOR_FRAMES, _NUMPY_FRAMES, _RAW_STREAM, Array, Frame, _from_dlpack,
                       core_array, current_stream, device_address, host_array, is_tensor)
 from ._arrays import torch as _torch
 from ._labels import LabelCost
@@ -549,13 +549,13 @@ def _solve_plain_tensors(frame: Frame, x: Any, y: Any, a: Any, b: Any, eps: floa
     """sinkhorn() on tensors of the frame's dtype and device (one GPU, or the CPU), C-contiguous,
     without the negative bit, none requiring grad (None for any others: the general path serves
     them): outputs made on their device, every tensor passed by address (python/bindings/arrays.hpp),
-    construction and solve in one binding call (new_solved_into), on a GPU in the order of the
+    construction and solve in one call into the core (new_solved_into), on a GPU in the order of the
     current stream. With flashsinkhorn._torch_calls (built against this torch) the checks, the
-    outputs and the stream are C++ calls on at::Tensor; else (CUDA tensors only) they are torch calls
-    from here (about twenty)."""
+    outputs and the stream are C++ calls on at::Tensor and the core is called through its C entry
+    (_core._solve_into_entry, no Python object per tensor); else (CUDA tensors only) they are torch
+    calls from here (about twenty) and new_solved_into takes device-address tuples."""
     if _TORCH_CALLS is not None:
-        made = _TORCH_CALLS.solve_plain(_core.new_solved_into, _DEVICE_ADDRESS, x, y, a, b, eps, cost_scale, options,
-                                        debias)
+        made = _TORCH_CALLS.solve_plain(x, y, a, b, eps, cost_scale, options, debias)
         if made is None:
             return None
         f, g, value, f_aa, g_bb, fields = made

@@ -230,8 +230,9 @@ def _binding_calls(monkeypatch, call):
 @pytest.mark.parametrize("debias", [False, True])
 def test_a_host_solve_crosses_into_the_binding_once(monkeypatch, debias):
     """sinkhorn() on NumPy arrays and CPU tensors: construction and solve in one binding call
-    (new_solved; CPU tensors through _torch_calls, where built: new_solved_into on their addresses,
-    the outputs made by torch), the same result as the Solver path's two calls."""
+    (new_solved; CPU tensors through _torch_calls, where built: _core's C entry on their addresses,
+    no Python-level binding call at all, the outputs made by torch), the same result as the Solver
+    path's two calls."""
     x, y, a, b = _points(np.float32)
     options = dict(eps=0.5, iters=20, tol=0, threads=1, debias=debias)
     want = fs.Solver(x, y, a, b, **options).solve()
@@ -243,7 +244,7 @@ def test_a_host_solve_crosses_into_the_binding_once(monkeypatch, debias):
     from flashsinkhorn import _functional
     tx, ty, ta, tb = (torch.from_numpy(v) for v in (x, y, a, b))
     called, got = _binding_calls(monkeypatch, lambda: fs.sinkhorn(tx, ty, ta, tb, **options))
-    assert called == ["new_solved" if _functional._TORCH_CALLS is None else "new_solved_into"]
+    assert called == (["new_solved"] if _functional._TORCH_CALLS is None else [])
     assert got.cost.shape == () and got.cost.dtype == torch.float32 and got.f.dtype == torch.float32
     assert float(got.cost) == float(np.float32(want.cost)) and torch.equal(got.f, torch.from_numpy(want.f))
     assert torch.equal(got.g, torch.from_numpy(want.g))
@@ -358,8 +359,7 @@ def test_torch_calls_declines_what_is_not_a_plain_call():
         pytest.skip("flashsinkhorn._torch_calls is not built for this torch")
 
     def declined(x, y, a=None, b=None):
-        return calls.solve_plain(_core.new_solved_into, _core.DEVICE_ADDRESS, x, y, a, b, 0.5, 1.0, None,
-                                      False) is None
+        return calls.solve_plain(x, y, a, b, 0.5, 1.0, None, False) is None
     x = torch.zeros(5, 3)
     assert declined(x.numpy(), x) and declined(x, x.numpy()) and declined(x.double(), x) and declined(x, x.half())
     assert declined(x, x.t().contiguous().t()) and declined(x.clone().requires_grad_(), x)
@@ -370,8 +370,56 @@ def test_torch_calls_declines_what_is_not_a_plain_call():
         assert declined(c.clone().requires_grad_(), c) and declined(c, c, None, c[:, 0])  # a column: strided
         assert declined(c.to_sparse(), c) and declined(c, c._neg_view())  # not strided; the negative bit
         assert declined(x, c) and declined(c, x)  # one device for all
-    with pytest.raises(TypeError, match="takes 10 arguments"):
+    with pytest.raises(TypeError, match="takes 8 arguments"):
         calls.solve_plain(None, None)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_torch_calls_enters_the_core_like_the_general_path(device, dtype_name):
+    """_torch_calls calls the core through its C entry (the capsule _core._solve_into_entry): the same
+    potentials and value as the general path (sinkhorn() without _torch_calls), plain and debiased,
+    with a solver that reads the caller's tensors; and the library's errors with the library's
+    message, raised through that entry (eps <= 0, a NaN point), or a TypeError for options that are
+    not a _core.Options."""
+    torch = pytest.importorskip("torch")
+    from flashsinkhorn import _functional
+    calls = _functional._TORCH_CALLS
+    if calls is None:
+        pytest.skip("flashsinkhorn._torch_calls is not built for this torch")
+    if device == "cuda" and not (torch.cuda.is_available() and _functional._core_has_cuda()):
+        pytest.skip("no CUDA device or a core without CUDA")
+    assert "flashsinkhorn._core._solve_into_entry" in repr(_core._solve_into_entry)
+    dtype = getattr(torch, dtype_name)
+    x, y, a, b = (torch.from_numpy(v).to(device=device, dtype=dtype) for v in random_problem(11, 19, 23, 3))
+    precision = "fp32" if dtype_name == "float32" else "fp64"
+    for debias in (False, True):
+        options = _options(iters=30, tol=0.0, debias=debias, precision=precision, device="auto", threads=1,
+                           input_cuda_index=x.get_device() if device == "cuda" else None)
+        f, g, value, f_aa, g_bb, fields = calls.solve_plain(x, y, a, b, 0.5, 1.0, options, debias)
+        assert fields[0].input_addresses[:4] == tuple(t.data_ptr() for t in (x, y, a, b))  # read in place
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_functional, "_TORCH_CALLS", None)
+            want = fs.sinkhorn(x, y, a, b, eps=0.5, iters=30, tol=0.0, debias=debias, precision=precision, threads=1)
+        assert value.shape == () and value.dtype == dtype and value.device == x.device
+        assert torch.equal(value, want.cost) and torch.equal(f, want.f) and torch.equal(g, want.g)
+        assert fields[1:4] == (want.iterations, want.marginal_error, want.converged)
+        if debias:
+            assert torch.equal(f_aa, want.f_aa) and torch.equal(g_bb, want.g_bb)
+        else:
+            assert f_aa is None and g_bb is None
+    options = _options(iters=30, tol=0.0, precision=precision, threads=1,
+                       input_cuda_index=x.get_device() if device == "cuda" else None)
+    with pytest.raises(fs.InvalidArgument, match="^eps must be a positive finite number, got -1$"):
+        calls.solve_plain(x, y, a, b, -1.0, 1.0, options, False)
+    with pytest.raises(fs.InvalidArgument, match="^eps must be a positive finite number, got -1$"):
+        fs.sinkhorn(x, y, a, b, eps=-1)  # sinkhorn() meets it on the same path
+    nan_x = x.clone()
+    nan_x[3, 1] = float("nan")
+    with pytest.raises(fs.InvalidArgument, match=r"^X contains NaN at row 3, column 1$"):
+        calls.solve_plain(nan_x, y, a, b, 0.5, 1.0, options, False)
+    with pytest.raises(TypeError, match="flashsinkhorn._core.Options"):
+        calls.solve_plain(x, y, a, b, 0.5, 1.0, "options", False)
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
@@ -446,3 +494,18 @@ def test_plain_autograd_skips_the_setup_context_binding():
     (plain,) = torch.autograd.grad(cost, xr)
     transformed = torch.func.grad(lambda p: fs.sinkhorn(p, y, **options).cost)(x)
     assert torch.allclose(plain, transformed, rtol=1e-12, atol=1e-14)
+
+
+def test_torch_calls_refuses_a_core_without_its_entry():
+    """_torch_calls imports _core's C entry when it loads; a _core without it (another build) is an
+    ImportError, which the package turns into its Python path, not an AttributeError."""
+    pytest.importorskip("torch")
+    from flashsinkhorn import _functional
+    if _functional._TORCH_CALLS is None:
+        pytest.skip("flashsinkhorn._torch_calls is not built for this torch")
+    code = ("import os; os.environ['FLASHSINKHORN_TORCH_CALLS'] = '0'\n"
+            "import flashsinkhorn._core as core; del core._solve_into_entry\n"
+            "try:\n    import flashsinkhorn._torch_calls\nexcept ImportError as e:\n    print('refused:', e)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "refused: flashsinkhorn._torch_calls needs flashsinkhorn._core._solve_into_entry" in done.stdout, (
+        done.stdout + done.stderr)

@@ -187,16 +187,11 @@ PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch_calls",
                       "sinkhorn()'s call on CUDA and CPU tensors in C++ around the binding (built against one torch version).",
                       sizeof(module_state), methods};
 
-// Replaces the Python error set now by an ImportError naming `what` and that error (the package
-// falls back on ImportError only). Returns null, for PyInit to return.
+// Replaces the Python error set now by an ImportError naming `what` (the package falls back on
+// ImportError only). Returns null, for PyInit to return.
 PyObject* import_error(const char* what) {
-  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
-  PyErr_Fetch(&type, &value, &traceback);
-  PyErr_NormalizeException(&type, &value, &traceback);
-  PyErr_Format(PyExc_ImportError, "%s (%S)", what, value != nullptr ? value : Py_None);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(traceback);
+  PyErr_Clear();
+  PyErr_SetString(PyExc_ImportError, what);
   return nullptr;
 }
 

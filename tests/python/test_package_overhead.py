@@ -257,16 +257,23 @@ def test_a_host_solve_crosses_into_the_binding_once(monkeypatch, debias):
 
 @pytest.mark.parametrize("debias", [False, True])
 def test_a_cuda_solve_crosses_into_the_binding_once(monkeypatch, debias):
-    """sinkhorn() on CUDA tensors: construction and solve in one binding call (new_solved_into), the
-    value written on the device into the 0-d cost tensor (no fill after the solve)."""
+    """sinkhorn() on CUDA tensors: construction and solve in one call into the core — _core's C entry
+    from flashsinkhorn._torch_calls where it was built (no Python-level binding call at all), else
+    one binding call (new_solved_into) — the value written on the device into the 0-d cost tensor
+    (no fill after the solve)."""
     torch = pytest.importorskip("torch")
     if not (torch.cuda.is_available() and _core.cuda_available()):
         pytest.skip("needs torch.cuda and a core built with CUDA")
     x, y, a, b = (torch.from_numpy(v).cuda() for v in _points(np.float32))
     options = dict(eps=0.5, iters=20, tol=0, debias=debias, precision="fp32")
     want = fs.Solver(x, y, a, b, **options).solve()
+    from flashsinkhorn import _functional
     called, got = _binding_calls(monkeypatch, lambda: fs.sinkhorn(x, y, a, b, **options))
-    assert called[-1] == "new_solved_into" and "new_solver" not in called
+    if _functional._TORCH_CALLS is None:
+        assert called[-1] == "new_solved_into" and "new_solver" not in called
+    else:
+        assert called == []
+    assert got.solver._core.input_addresses[:4] == tuple(v.data_ptr() for v in (x, y, a, b))  # read in place
     assert got.cost.shape == () and got.cost.device == x.device and got.cost.dtype == torch.float32
     assert float(got.cost) == float(want.cost) and torch.equal(got.f, want.f) and torch.equal(got.g, want.g)
     if debias:

@@ -16,7 +16,8 @@
 #   FS_COMMIT=... STAGES="build suite" SUITE_NS=10000,50000 SUITE_DS=64 tools/gpu_check.sh
 # (its SUITE_* variables: bench/suite/run_device.sh; it stops starting cases at DEADLINE); with
 # SUITE_LANES, one lane per GPU (bench/suite/run_lanes.sh, e.g. on nvidia-h200-x2).
-# GPU_TEST_FILTER narrows the `gpu` stage to some gtest cases (e.g. "*quadratic*:*Hvp*").
+# GPU_TEST_FILTER narrows the `gpu` stage to some gtest cases (e.g. "*quadratic*:*Hvp*") and leaves its
+# variant passes out unless their own variables ask for them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/out}"
@@ -102,6 +103,11 @@ if has gpu; then
   # unless asked for (GPU_TEST_MMA=1, GPU_TEST_VARIANTS="cpasync tma").
   default_mma=1 default_variants="cpasync tma"
   if listed suite; then default_mma=0 default_variants=""; fi
+  # A call with GPU_TEST_FILTER checks some cases: every pass below (each reruns whole families under
+  # one variant, ~5 minutes together) is then left out unless its own variable asks for it (session
+  # 51 lost a device call's suite to them).
+  passes=1 default_pairings="split multicast"
+  if [[ -n "${GPU_TEST_FILTER:-}" ]]; then passes=0 default_mma=0 default_variants="" default_pairings=""; fi
   # The same backend cases on the mma.sync kernel family (sm_90a builds pick wgmma for tf32/bf16).
   if [[ "${GPU_TEST_MMA:-$default_mma}" != 0 ]]; then
     test_pass 'sizes/*' "${GPU_TEST_TIMEOUT:-240}" FLASHSINKHORN_KERNEL=mma
@@ -109,14 +115,14 @@ if has gpu; then
   # The fp32 mode's 3×TF32 dots on narrow rows too (FLASHSINKHORN_FP32_DOTS=3xtf32, kernel_variant.hpp;
   # FMA dots are the default there): the same backend cases, held against the CPU with the 3×TF32
   # allowance (GPU_TEST_FP32_DOTS=0 leaves the pass out).
-  if [[ "${GPU_TEST_FP32_DOTS:-1}" != 0 ]]; then
+  if [[ "${GPU_TEST_FP32_DOTS:-$passes}" != 0 ]]; then
     test_pass 'sizes/*:*fp32*:*Fp32*' "${GPU_TEST_TIMEOUT:-240}" \
       FLASHSINKHORN_FP32_DOTS=3xtf32
   fi
   # The fp32 point gradients on narrow rows by the tensor-core pass (FLASHSINKHORN_POINT_GRADIENT=tensor,
   # plan_points_narrow_launch.hpp; the fp32 narrow pass is the default): the gradient cases again
   # (GPU_TEST_TENSOR_GRADIENT=0 leaves the pass out).
-  if [[ "${GPU_TEST_TENSOR_GRADIENT:-1}" != 0 ]]; then
+  if [[ "${GPU_TEST_TENSOR_GRADIENT:-$passes}" != 0 ]]; then
     echo "== GPU tests, FLASHSINKHORN_POINT_GRADIENT=tensor" >> "$logs/tests.log"
     FLASHSINKHORN_POINT_GRADIENT=tensor timeout "${GPU_TEST_TIMEOUT:-240}" "$gpu_tests" \
       --gtest_filter='*radient*:*PotentialVjp*:*potential_vjp*:kernel_variant*' --gtest_brief=0 >> "$logs/tests.log" 2>&1 ||
@@ -129,7 +135,7 @@ if has gpu; then
   # of ≤ 2 coordinates runs the narrow kernel where it predicts): the backend (sizes/*: with
   # predicted_reference_gpu_test's forced fallbacks), fp32 and launch-plan cases again
   # (GPU_TEST_NARROW_REFERENCE=0 leaves the passes out; GPU_TEST_NARROW_REFERENCES picks them).
-  if [[ "${GPU_TEST_NARROW_REFERENCE:-1}" != 0 ]]; then
+  if [[ "${GPU_TEST_NARROW_REFERENCE:-$passes}" != 0 ]]; then
     for reference in ${GPU_TEST_NARROW_REFERENCES:-online predicted}; do
       test_pass 'sizes/*:*fp32*:*Fp32*:*Narrow*:*narrow*:launch_plan*' \
         "${GPU_TEST_TIMEOUT:-240}" FLASHSINKHORN_NARROW_REFERENCE="$reference"
@@ -138,7 +144,7 @@ if has gpu; then
   # The streamed kernels' L2 rule at a 1-MiB budget (FLASHSINKHORN_STREAMED_L2_MIB=1, kernel_variant.hpp):
   # the wide-row backend cases then run with their keys split wherever the split length allows, and
   # the plan passes as always (GPU_TEST_STREAMED_L2=0 leaves the pass out).
-  if [[ "${GPU_TEST_STREAMED_L2:-1}" != 0 ]]; then
+  if [[ "${GPU_TEST_STREAMED_L2:-$passes}" != 0 ]]; then
     test_pass 'sizes/*:*Solver*:*plan_pass_test*:launch_plan*' "${GPU_TEST_TIMEOUT:-240}" \
       FLASHSINKHORN_STREAMED_L2_MIB=1
   fi
@@ -151,7 +157,7 @@ if has gpu; then
   # the backend cases again with session 41's ghost layout instead of the query pairs
   # (FLASHSINKHORN_STREAMED_QUERY_PAIRS=off) and the plan pass without its pairs
   # (FLASHSINKHORN_PLAN_CLUSTER_PAIRS=off) (GPU_TEST_KEY_PAIRS=0 leaves the passes out).
-  if [[ "${GPU_TEST_KEY_PAIRS:-1}" != 0 ]]; then
+  if [[ "${GPU_TEST_KEY_PAIRS:-$passes}" != 0 ]]; then
     test_pass 'sizes/*:*Solver*:*DeviceInput*:*plan_pass_test*:*Gradient*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
       FLASHSINKHORN_STREAMED_KEY_PAIRS=on
     test_pass 'sizes/cuda_backend_test*:*plan_pass_test*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
@@ -161,7 +167,7 @@ if has gpu; then
   # each CTA multiplies half of the panels and the two add their partial scores, score_exchange.cuh —
   # and multicast in bf16): the plan, gradient and solver cases with each pairing in both modes
   # (GPU_TEST_PLAN_PAIRINGS="" leaves the passes out).
-  for pairing in ${GPU_TEST_PLAN_PAIRINGS-split multicast}; do
+  for pairing in ${GPU_TEST_PLAN_PAIRINGS-$default_pairings}; do
     test_pass '*plan_pass_test*:*Gradient*:*Solver*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" \
       FLASHSINKHORN_PLAN_CLUSTER_PAIRS="$pairing"
   done
@@ -171,7 +177,7 @@ if has gpu; then
   # warp-specialised kernel for bf16 too, and the solver's GPU-vs-CPU cases (their 1e-5 cost tolerance
   # and equal iteration counts are what making it a default would meet) (GPU_TEST_EXP2_SPLIT=0 leaves
   # the pass out).
-  if [[ "${GPU_TEST_EXP2_SPLIT:-1}" != 0 ]]; then
+  if [[ "${GPU_TEST_EXP2_SPLIT:-$passes}" != 0 ]]; then
     test_pass 'sizes/*:Options/SolverOnGpu.*' "${GPU_TEST_TIMEOUT:-240}" \
       FLASHSINKHORN_EXP2=split FLASHSINKHORN_NARROW_REFERENCE=predicted FLASHSINKHORN_KERNEL=ws
   fi

@@ -36,6 +36,11 @@ status=0
 # by default: the device stops a command at 600 s).
 deadline="${DEADLINE:-540}"
 pack() { tar czf "$out/logs.tgz" -C "$(dirname "$logs")" logs 2> /dev/null; }
+# A `timeout` around this script stops it mid-stage (bash takes the signal once the running command
+# returns; commands under their own `timeout` are in another process group and finish first): the
+# logs written so far are packed on the way out (session 51 lost a cut gpu stage's).
+trap pack EXIT
+trap 'echo "== stopped by a signal at ${SECONDS}s" >> "$logs/stages.log"; exit 143' TERM INT
 listed() { [[ " $stages " == *" $1 "* ]]; }
 # The card's name for result file names and labels (h100, h200): the device lends either.
 card="$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1 | grep -oE 'H[0-9]+' | tr 'H' 'h')"

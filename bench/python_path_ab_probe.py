@@ -14,6 +14,11 @@ baseline), and the warm medians (back to back).
 
     git show 8155677:python/flashsinkhorn/_functional.py > /tmp/base.py
     PYTHONPATH=build/python python3 bench/python_path_ab_probe.py --baseline /tmp/base.py --rounds 300
+
+--cuda: CUDA tensors on GPU 0 (torch's current stream; each call returns with its outputs written,
+so the wall time needs no synchronisation) — the case issue 6 measures on the device, where one
+process's A/B is the only comparison the machine's noise leaves readable. Without torch.cuda or a
+CUDA core it says so and exits 0.
 """
 
 from __future__ import annotations
@@ -39,15 +44,21 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=1)
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--torch", action="store_true", help="CPU torch tensors instead of NumPy arrays")
+    ap.add_argument("--cuda", action="store_true", help="CUDA torch tensors (GPU 0) instead of NumPy arrays")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     baseline = load_baseline(args.baseline, "_functional")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((args.n, 3)).astype(args.dtype)
     y = rng.standard_normal((args.n, 3)).astype(args.dtype)
-    if args.torch:
+    if args.torch or args.cuda:
         import torch
         x, y = torch.from_numpy(x), torch.from_numpy(y)
+        if args.cuda:
+            if not (torch.cuda.is_available() and fs.cuda_available()):
+                print("python_path_ab_probe --cuda needs torch.cuda and a core built with CUDA; skipped")
+                return 0
+            x, y = x.cuda(), y.cuda()
     versions = {"baseline": baseline.sinkhorn, "current": fs.sinkhorn}
 
     def outside_core(sinkhorn) -> float:
@@ -69,7 +80,7 @@ def main() -> int:
     warm = {name: statistics.median(outside_core(f) for _ in range(args.warm)) for name, f in versions.items()}
     us = lambda v: round(v * 1e6, 2)  # noqa: E731
     report = {"probe": "python_path_ab", "baseline": args.baseline, "n": args.n, "dtype": args.dtype,
-              "inputs": "CPU torch tensors" if args.torch else "NumPy arrays",
+              "inputs": "CUDA torch tensors" if args.cuda else "CPU torch tensors" if args.torch else "NumPy arrays",
               "rounds": args.rounds,
               "cold_median_us": {k: us(statistics.median(v)) for k, v in cold.items()},
               "cold_difference_median_us": us(statistics.median(c - b for c, b in zip(cold["current"], cold["baseline"]))),

@@ -58,6 +58,26 @@ def test_ab_probes_run_against_a_baseline(tmp_path, probe, module, run, medians)
         assert set(report["cold_median_us"]) == {"baseline", "current"}
 
 
+def test_the_path_probe_on_cuda_tensors_runs_or_skips_cleanly(tmp_path):
+    """python_path_ab_probe.py --cuda: the A/B on CUDA tensors where a GPU and a CUDA core are present
+    (a few rounds, the current file against itself), else it says why and exits 0."""
+    import torch
+
+    import flashsinkhorn
+    baseline = Path(flashsinkhorn.__file__).parent / "_functional.py"
+    out = tmp_path / "ab.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, str(STUDIES.parent / "python_path_ab_probe.py"), "--baseline", str(baseline),
+                           "--cuda", "--rounds", "2", "--warm", "5", "--out", str(out)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    if torch.cuda.is_available() and flashsinkhorn.cuda_available():
+        report = json.loads(out.read_text())
+        assert report["inputs"] == "CUDA torch tensors" and all(v > 0 for v in report["warm_median_us"].values())
+    else:
+        assert "needs torch.cuda and a core built with CUDA; skipped" in done.stdout and not out.exists()
+
+
 def test_cuda_call_breakdown_skips_cleanly_without_a_gpu(tmp_path):
     """bench/studies/cuda_call_breakdown.py imports what it times (the package's private steps) and,
     without torch.cuda or a CUDA core, says so and exits 0; on the device it runs in gpu_check's

@@ -17,41 +17,29 @@ the float64 product S64·v:
     with S64 — on a consistent right-hand side ρ = S64·z (z ~ N(0, I), mean removed): iterations.
 
 Protocol: x, y ~ N(0, I_64), n = m = 1,000, seed 3, uniform weights, ε = 0.1, 10 alternating Sinkhorn
-iterations (the suite's forward), the plan with rows renormalised from g (core/solved_plan.hpp).
+iterations (the suite's forward), the plan with rows renormalised from g (sparse_schur_preconditioner.plan).
 
     python3 bench/studies/centred_schur_product.py   # ~5 s on 2 cores
 Measured on the 2-core development VM, 2026-12-07 (session 51):
-    eigenvector   1 (λ = −6.1e-20, a null direction of a disconnected component): standard 1.0e+01, centred 6.6e+00
-    eigenvector  10 (λ = −1.6e-22): standard 5.0e+00, centred 4.7e+00
+    eigenvector   1 (λ = −6.5e-20, a null direction of a disconnected component): standard 1.3e+01, centred 1.1e+07
+    eigenvector  10 (λ = −7.4e-21): standard 6.7e+00, centred 1.3e+04
     eigenvector 100 (λ = 1.4e-11):  standard 1.0e+00, centred 1.0e+00
     eigenvector 500 (λ = 2.1e-05):  standard 2.9e-06, centred 1.9e-06
     eigenvector 999 (λ = 1.0e-03):  standard 4.4e-08, centred 4.1e-08
-    CG iterations to 1e-5: float64 632; float32 standard 920; float32 centred 866
-The centred form's error is at most ~1.5× smaller and it saves ~6% of the iterations; both float32
-forms lose the near-null directions alike (both take μ_i, a float32 average of v). It does
-not remove the need for float64 passes on such plans: not worth a change to the CPU and GPU Schur
-kernels.
+    CG iterations to 1e-5: float64 632; float32 standard 921; float32 centred 864
+Where S's eigenvalue is not rounding-level, the centred form's error is at most ~1.5× smaller; it saves
+~6% of the iterations; both float32 forms lose the near-null directions entirely (errors ≥ 1: both
+take μ_i, a float32 average of v). It does not remove the need for float64 passes on such plans:
+not worth a change to the CPU and GPU Schur kernels.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
+
+from sparse_schur_preconditioner import plan
 
 N, D, EPS, ITERATIONS, SEED = 1000, 64, 0.1, 10, 3
-
-
-def plan() -> np.ndarray:
-    rng = np.random.default_rng(SEED)
-    x, y = rng.standard_normal((N, D)), rng.standard_normal((N, D))
-    cost = ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
-    log_w = np.full(N, -np.log(N))
-    f, g = np.zeros(N), np.zeros(N)
-    for _ in range(ITERATIONS):
-        f = -EPS * logsumexp((g[None, :] - cost) / EPS + log_w[None, :], axis=1)
-        g = -EPS * logsumexp((f[:, None] - cost) / EPS + log_w[:, None], axis=0)
-    logits = (g[None, :] - cost) / EPS + log_w[None, :]
-    return np.exp(log_w)[:, None] * np.exp(logits - logsumexp(logits, axis=1)[:, None])
 
 
 def products(p64: np.ndarray, dtype):
@@ -98,7 +86,7 @@ def jacobi_cg(product, exact, diagonal, rhs, tol=1e-5, iterations=5000) -> int:
 
 
 def main() -> None:
-    p64 = plan()
+    p64, _ = plan(N, D, EPS, ITERATIONS, SEED)
     c = p64.sum(0)
     s64 = np.diag(c) - p64.T @ np.diag(1 / p64.sum(1)) @ p64
     eigenvalues, vectors = np.linalg.eigh(s64)

@@ -28,17 +28,20 @@ from scipy.special import logsumexp
 N, D, EPS, ITERATIONS = 2000, 64, 0.1, 50
 
 
-def plan():
-    rng = np.random.default_rng(0)
-    x, y = rng.normal(size=(N, D)), rng.normal(size=(N, D))
+def plan(n=N, d=D, eps=EPS, iterations=ITERATIONS, seed=0):
+    """(P, the generator after drawing the clouds): x, y ~ N(0, I_d), n = m, uniform weights, the
+    alternating iterations, P_ij = a_i b_j exp((f̃_i + g_j − C_ij)/ε) with f̃ = T_f(g) (rows
+    renormalised from g, core/solved_plan.hpp). Also bench/studies/centred_schur_product.py's plan."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=(n, d)), rng.normal(size=(n, d))
     cost = ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
-    log_w = np.full(N, -np.log(N))
-    f, g = np.zeros(N), np.zeros(N)
-    for _ in range(ITERATIONS):
-        f = -EPS * logsumexp((g[None, :] - cost) / EPS + log_w[None, :], axis=1)
-        g = -EPS * logsumexp((f[:, None] - cost) / EPS + log_w[:, None], axis=0)
-    f_tilde = -EPS * logsumexp((g[None, :] - cost) / EPS + log_w[None, :], axis=1)
-    return np.exp(log_w[:, None] + log_w[None, :] + (f_tilde[:, None] + g[None, :] - cost) / EPS), rng
+    log_w = np.full(n, -np.log(n))
+    f, g = np.zeros(n), np.zeros(n)
+    for _ in range(iterations):
+        f = -eps * logsumexp((g[None, :] - cost) / eps + log_w[None, :], axis=1)
+        g = -eps * logsumexp((f[:, None] - cost) / eps + log_w[:, None], axis=0)
+    f_tilde = -eps * logsumexp((g[None, :] - cost) / eps + log_w[None, :], axis=1)
+    return np.exp(log_w[:, None] + log_w[None, :] + (f_tilde[:, None] + g[None, :] - cost) / eps), rng
 
 
 def cg_iterations(matrix, rhs, precondition, tolerance, max_iterations=2000):

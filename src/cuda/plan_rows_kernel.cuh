@@ -1,17 +1,23 @@
 // The SIMT plan pass: float64 arithmetic on the stored operands (Point: double in the fp64 mode,
-// float in the fp32 mode with FMA dots, plan_pass_is_float64), one warp per row, the
-// lanes striding over the keys (lane t: keys t, t + 32, …) so that a few thousand rows still fill
-// the GPU. Two passes over the keys: the LSE (each lane's running state, merged across the warp by
-// shuffles), then the softmax-weighted sums, accumulated
-//   - k ≤ kLaneColumns (vectors, low-dimensional maps, the HVP's passes): in registers, each lane its
-//     own partial row, summed across the warp at the end;
-//   - wider values: per chunk of 32 keys, the lanes write the chunk's weights to the warp's slots in
-//     shared memory and turn to the columns (lane c: columns c, c + 32, …) of the output row, which
-//     they update in place — coalesced reads of V, no limit on k.
-// The other modes run the tensor-core pass (plan_mma_kernel.cuh).
+// float in the fp32 mode with FMA dots, plan_pass_is_float64), tiled like a SIMT GEMM.
+//
+// One CTA owns kRows rows (and, for wide values, one chunk of the value columns: blockIdx.y) and
+// walks the keys kKeys at a time. Its 256 threads form a 16 × 16 grid; thread (rg, kg) owns rows
+// rg + 16r and keys kg + 16q of a tile (r, q < 4), so the half-warp sharing a row group reads the
+// row operand by broadcast and consecutive keys from shared memory. Each tile's dot products
+// come from operand slices of kDimChunk coordinates staged in shared memory, the next slice's
+// loads in flight meanwhile (tile_dots): 16 FMAs per 8 shared loads, where a warp per row (this kernel's former form) read every key's coordinates
+// from L2 for every row — ~50× slower at 10,000 × 64 on an H100 (bench/studies/hvp_trace.py).
+// Two sweeps over the keys:
+//   1. the LSE: each thread's running state per row (one exponential per term), merged across the
+//      row group's 16 lanes by shuffles;
+//   2. the softmax weights w_ij = exp(S_ij − lse_i) of the tile into shared memory, then their
+//      product with the keys' values (thread: rows rg + 16r, columns kg + 16c of its chunk), and
+//      the row's Σ_j w_ij C_ij.
 // Float points are widened before they multiply: a product of two floats is exact in float64, and
-// the sums run over the coordinates in one order, so the x-rows and y-rows passes form the same
-// C_ij to float64 rounding (the Schur complement's two products then apply one matrix).
+// every dot product is one FMA chain over the coordinates in ascending order, so the x-rows and
+// y-rows passes form the same C_ij to the bit (the Schur complement's two products then apply one
+// matrix).
 // With `directions` set it is the fused quadratic ("two-GEMM") pass of backend::plan_quadratic_rows:
 // each term of the weighted sum is also multiplied by u_i·z_j, the second dot product of the row's
 // direction with the key's z_j — the key's stored point, or the key's row of `key_directions`
@@ -27,9 +33,14 @@
 namespace flashsinkhorn::detail::kernels {
 
 namespace plan_rows {
-constexpr int kWarps = 4;  // rows per CTA
-constexpr int kThreads = 32 * kWarps;
-constexpr int kLaneColumns = 4;  // widest values summed in registers
+constexpr int kGroups = 16;                 // row groups × key groups = threads
+constexpr int kThreads = kGroups * kGroups;
+constexpr int kPerThread = 4;               // rows (and keys) of a tile per thread
+constexpr int kRows = kGroups * kPerThread;  // rows per CTA
+constexpr int kKeys = kGroups * kPerThread;  // keys per tile
+constexpr int kDimChunk = 8;                // coordinates staged at a time
+// Value columns per thread, by the launcher from k: a CTA's chunk is kGroups × that.
+constexpr int kMaxColumnsPerThread = 8;
 }  // namespace plan_rows
 
 template <class Point>
@@ -56,21 +67,90 @@ struct plan_rows_params {
   double eps;
 };
 
+// A CTA's shared memory: the operand slices of tile_dots (padded: the transposing stores and the
+// reads stay conflict-free) and the tile's weights for the value product.
+struct plan_rows_shared {
+  double row_slice[plan_rows::kDimChunk][plan_rows::kRows + 1];
+  double key_slice[plan_rows::kDimChunk][plan_rows::kKeys + 1];
+  double weights[plan_rows::kRows][plan_rows::kKeys + 1];
+};
+
+// A thread's share of the slice of coordinates [c0, c0 + kDimChunk) of `count` (≤ kRows) operand
+// rows, `stride` apart: element e is row idx / kDimChunk, coordinate idx % kDimChunk of
+// idx = threadIdx.x + e·kThreads; zero past `count` and past `dim`. Loaded into registers one chunk
+// ahead (tile_dots), stored transposed into slice[c][row].
+constexpr int kSliceShare = plan_rows::kRows * plan_rows::kDimChunk / plan_rows::kThreads;
+static_assert(kSliceShare * plan_rows::kThreads == plan_rows::kRows * plan_rows::kDimChunk);
+
+template <class T>
+__device__ __forceinline__ void load_slice(double (&share)[kSliceShare], const T* operand, std::int64_t stride,
+                                           std::int64_t count, std::int64_t c0, std::int64_t dim) {
+  using namespace plan_rows;
+#pragma unroll
+  for (int e = 0; e < kSliceShare; ++e) {
+    const int idx = static_cast<int>(threadIdx.x) + e * kThreads;
+    const int row = idx / kDimChunk, c = idx % kDimChunk;
+    share[e] = row < count && c0 + c < dim ? static_cast<double>(operand[row * stride + c0 + c]) : 0.0;
+  }
+}
+
+__device__ __forceinline__ void store_slice(double (&slice)[plan_rows::kDimChunk][plan_rows::kRows + 1],
+                                            const double (&share)[kSliceShare]) {
+  using namespace plan_rows;
+#pragma unroll
+  for (int e = 0; e < kSliceShare; ++e) {
+    const int idx = static_cast<int>(threadIdx.x) + e * kThreads;
+    slice[idx % kDimChunk][idx / kDimChunk] = share[e];
+  }
+}
+
+// dots[r][q] = a_(rg+16r) · b_(kg+16q): one FMA chain per pair over the coordinates in ascending
+// order (the same bits whichever side is `a`). a and b point at the tile's first operand rows.
+// The next chunk's loads are in flight while a chunk is multiplied. Starts and ends with a
+// barrier: the caller may reuse the slices and read `weights` around it.
 template <class A, class B>
-__device__ __forceinline__ double dot_product(const A* a, const B* b, std::int64_t n) {
-  double dot = 0;
-  for (std::int64_t c = 0; c < n; ++c) dot = fma(static_cast<double>(a[c]), static_cast<double>(b[c]), dot);
-  return dot;
+__device__ __forceinline__ void tile_dots(plan_rows_shared& shared, const A* a, std::int64_t a_stride,
+                                          std::int64_t a_count, const B* b, std::int64_t b_stride,
+                                          std::int64_t b_count, std::int64_t dim,
+                                          double (&dots)[plan_rows::kPerThread][plan_rows::kPerThread]) {
+  using namespace plan_rows;
+  const int rg = static_cast<int>(threadIdx.x) / kGroups, kg = static_cast<int>(threadIdx.x) % kGroups;
+#pragma unroll
+  for (int r = 0; r < kPerThread; ++r)
+#pragma unroll
+    for (int q = 0; q < kPerThread; ++q) dots[r][q] = 0;
+  double a_share[kSliceShare], b_share[kSliceShare];
+  load_slice(a_share, a, a_stride, a_count, 0, dim);
+  load_slice(b_share, b, b_stride, b_count, 0, dim);
+  for (std::int64_t c0 = 0; c0 < dim; c0 += kDimChunk) {
+    __syncthreads();
+    store_slice(shared.row_slice, a_share);
+    store_slice(shared.key_slice, b_share);
+    __syncthreads();
+    if (c0 + kDimChunk < dim) {
+      load_slice(a_share, a, a_stride, a_count, c0 + kDimChunk, dim);
+      load_slice(b_share, b, b_stride, b_count, c0 + kDimChunk, dim);
+    }
+    // Past `dim` the slices hold zeros: fma(0, 0, dot) = dot, the chain unchanged.
+#pragma unroll
+    for (int c = 0; c < kDimChunk; ++c) {
+      double row_values[kPerThread], key_values[kPerThread];
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) row_values[r] = shared.row_slice[c][rg + kGroups * r];
+#pragma unroll
+      for (int q = 0; q < kPerThread; ++q) key_values[q] = shared.key_slice[c][kg + kGroups * q];
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r)
+#pragma unroll
+        for (int q = 0; q < kPerThread; ++q) dots[r][q] = fma(row_values[r], key_values[q], dots[r][q]);
+    }
+  }
+  __syncthreads();
 }
 
-__device__ __forceinline__ double warp_sum(double x) {
-  for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
-  return x;
-}
-
-// combine is commutative term by term, so every lane ends with the same bits.
-__device__ __forceinline__ math::lse_state<double> warp_combine(math::lse_state<double> s) {
-  for (int offset = 16; offset > 0; offset /= 2) {
+// combine is commutative term by term, so the 16 lanes of a row group end with the same bits.
+__device__ __forceinline__ math::lse_state<double> row_group_combine(math::lse_state<double> s) {
+  for (int offset = plan_rows::kGroups / 2; offset > 0; offset /= 2) {
     const math::lse_state<double> other{__shfl_xor_sync(0xffffffffu, s.max, offset),
                                         __shfl_xor_sync(0xffffffffu, s.sum, offset)};
     s = math::combine(s, other);
@@ -78,108 +158,154 @@ __device__ __forceinline__ math::lse_state<double> warp_combine(math::lse_state<
   return s;
 }
 
-// Row i's view of the keys: C_ij, S_ij = (h_j − C_ij)/ε + log w_j, and the quadratic factor u_i·z_j.
-template <class Point>
-struct plan_row {
-  const plan_rows_params<Point>& p;
-  const Point* query;
-  const double* direction;  // u_i or nullptr
-  std::int64_t i;
-  double inv_eps;
+__device__ __forceinline__ double row_group_sum(double x) {
+  for (int offset = plan_rows::kGroups / 2; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
 
-  __device__ double cost(std::int64_t j) const {
-    const double dot = dot_product(query, p.key_points + j * p.padded_dim, p.dim);
-    return p.row_scaled_sq_norm[i] + p.key_scaled_sq_norm[j] - 2.0 * p.cost_scale * dot;
+// A CTA's view of one key tile: C_ij and S_ij = (h_j − C_ij)/ε + log w_j of its threads' pairs.
+template <class Point>
+struct simt_plan_tile {
+  const plan_rows_params<Point>& p;
+  std::int64_t row0, key0, row_count, key_count;
+  int rg, kg;
+  double inv_eps;  // ×(1/ε) rather than /ε: a float64 division costs ~10× an FMA
+
+  __device__ void costs(plan_rows_shared& shared, double (&c)[plan_rows::kPerThread][plan_rows::kPerThread]) const {
+    using namespace plan_rows;
+    tile_dots(shared, p.rows_points + row0 * p.padded_dim, p.padded_dim, row_count,
+              p.key_points + key0 * p.padded_dim, p.padded_dim, key_count, p.dim, c);
+#pragma unroll
+    for (int r = 0; r < kPerThread; ++r) {
+      const std::int64_t i = row0 + rg + kGroups * r;
+      const double row_norm = i < p.rows ? p.row_scaled_sq_norm[i] : 0.0;
+#pragma unroll
+      for (int q = 0; q < kPerThread; ++q) {
+        const std::int64_t j = key0 + kg + kGroups * q;
+        const double key_norm = j < p.keys ? p.key_scaled_sq_norm[j] : 0.0;
+        c[r][q] = row_norm + key_norm - 2.0 * p.cost_scale * c[r][q];
+      }
+    }
   }
-  // ×(1/ε) rather than /ε: a float64 division costs ~10× an FMA on the key loop's critical path.
-  __device__ double score(std::int64_t j, double c) const {
+  // −∞ past the keys.
+  __device__ double score(int q, double c) const {
+    const std::int64_t j = key0 + kg + plan_rows::kGroups * q;
+    if (j >= p.keys) return -INFINITY;
     const double h = p.key_potential != nullptr ? p.key_potential[j] : 0.0;
     return fma(h - c, inv_eps, p.key_log_weights[j]);
   }
-  __device__ double direction_factor(std::int64_t j) const {
-    if (direction == nullptr) return 1.0;
-    if (p.key_directions != nullptr) return dot_product(direction, p.key_directions + j * p.dim, p.dim);
-    return dot_product(direction, p.key_points + j * p.padded_dim, p.dim);
+  // u_i·z_j of the quadratic pass.
+  __device__ void direction_factors(plan_rows_shared& shared,
+                                    double (&u)[plan_rows::kPerThread][plan_rows::kPerThread]) const {
+    if (p.key_directions != nullptr)
+      tile_dots(shared, p.directions + row0 * p.dim, p.dim, row_count, p.key_directions + key0 * p.dim, p.dim,
+                key_count, p.dim, u);
+    else
+      tile_dots(shared, p.directions + row0 * p.dim, p.dim, row_count, p.key_points + key0 * p.padded_dim,
+                p.padded_dim, key_count, p.dim, u);
   }
 };
 
-// One lane's LSE over its keys: one exp per term (the running maximum moves rarely).
-template <class Point>
-__device__ __forceinline__ math::lse_state<double> lane_lse(const plan_row<Point>& row, int lane) {
-  math::lse_state<double> state = math::lse_state<double>::identity();
-  for (std::int64_t j = lane; j < row.p.keys; j += 32) {
-    const double s = row.score(j, row.cost(j));
-    if (s == -INFINITY) continue;
-    if (s > state.max) {
-      state.sum = state.sum * exp(state.max - s) + 1.0;
-      state.max = s;
-    } else {
-      state.sum += exp(s - state.max);
-    }
-  }
-  return state;
-}
-
-// kLaneColumns > 0: the register path (k ≤ kLaneColumns); 0: the shared-weights path.
-template <class Point, int kLaneColumns>
+// kColumnsPerThread: each thread's value columns (kg + 16c of the CTA's chunk blockIdx.y).
+// (One CTA an SM: two, at 128 registers, spill up to 136 bytes.)
+template <class Point, int kColumnsPerThread>
 __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const plan_rows_params<Point> p) {
-  __shared__ double chunk_weights[plan_rows::kWarps][32];
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  const int warp = static_cast<int>(threadIdx.x / 32);
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * plan_rows::kWarps + warp;
-  if (i >= p.rows) return;  // the whole warp: no block-wide barrier follows
-  const plan_row<Point> row{p, p.rows_points + i * p.padded_dim, p.directions != nullptr ? p.directions + i * p.dim : nullptr,
-                     i, 1.0 / p.eps};
+  using namespace plan_rows;
+  __shared__ plan_rows_shared shared;
+  const int rg = static_cast<int>(threadIdx.x) / kGroups, kg = static_cast<int>(threadIdx.x) % kGroups;
+  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * kRows;
+  const std::int64_t row_count = p.rows - row0 < kRows ? p.rows - row0 : kRows;
+  const bool first_chunk = blockIdx.y == 0;  // writes lse and cost
 
-  const double lse = warp_combine(lane_lse(row, lane)).value();
-  if (lane == 0) p.lse[i] = lse;
-  if (p.weighted == nullptr && p.cost == nullptr) return;
-  double* weighted = p.weighted != nullptr ? p.weighted + i * p.k : nullptr;
-
-  // Lane `lane`'s term of key j: its weight into the cost sum, and the weight of V_j.
-  double cost_sum = 0;
-  auto value_weight = [&](std::int64_t j) {
-    const double c = row.cost(j);
-    const double s = row.score(j, c);
-    if (s == -INFINITY) return 0.0;
-    const double weight = exp(s - lse);
-    cost_sum = fma(weight, c, cost_sum);
-    return weighted != nullptr ? weight * row.direction_factor(j) : 0.0;
+  auto tile_at = [&](std::int64_t key0) {
+    return simt_plan_tile<Point>{p, row0, key0, row_count, p.keys - key0 < kKeys ? p.keys - key0 : kKeys, rg, kg,
+                            1.0 / p.eps};
   };
 
-  if constexpr (kLaneColumns > 0) {
-    double sums[kLaneColumns] = {};
-    for (std::int64_t j = lane; j < p.keys; j += 32) {
-      const double w = value_weight(j);
-      const double* v = p.values + j * p.values_stride;
+  // 1. lse_i.
+  math::lse_state<double> state[kPerThread];
 #pragma unroll
-      for (int c = 0; c < kLaneColumns; ++c)
-        if (c < p.k && weighted != nullptr) sums[c] = fma(w, v[c], sums[c]);
-    }
+  for (int r = 0; r < kPerThread; ++r) state[r] = math::lse_state<double>::identity();
+  for (std::int64_t key0 = 0; key0 < p.keys; key0 += kKeys) {
+    const simt_plan_tile<Point> tile = tile_at(key0);
+    double c[kPerThread][kPerThread];
+    tile.costs(shared, c);
 #pragma unroll
-    for (int c = 0; c < kLaneColumns; ++c) sums[c] = warp_sum(sums[c]);
-    if (lane == 0 && weighted != nullptr)
-      for (int c = 0; c < p.k; ++c) weighted[c] = sums[c];
-  } else {
-    if (weighted != nullptr)
-      for (std::int64_t c = lane; c < p.k; c += 32) weighted[c] = 0;
-    for (std::int64_t key0 = 0; key0 < p.keys; key0 += 32) {
-      const std::int64_t j = key0 + lane;
-      const double w = j < p.keys ? value_weight(j) : 0.0;
-      if (weighted == nullptr) continue;
-      chunk_weights[warp][lane] = w;
-      __syncwarp();
-      const int count = static_cast<int>(p.keys - key0 < 32 ? p.keys - key0 : 32);
-      for (std::int64_t c = lane; c < p.k; c += 32) {
-        double sum = weighted[c];
-        for (int t = 0; t < count; ++t) sum = fma(chunk_weights[warp][t], p.values[(key0 + t) * p.values_stride + c], sum);
-        weighted[c] = sum;
+    for (int r = 0; r < kPerThread; ++r) {
+      double s[kPerThread], tile_max = -INFINITY;
+#pragma unroll
+      for (int q = 0; q < kPerThread; ++q) {
+        s[q] = tile.score(q, c[r][q]);
+        tile_max = fmax(tile_max, s[q]);
       }
-      __syncwarp();
+      if (tile_max == -INFINITY) continue;
+      double tile_sum = 0;
+#pragma unroll
+      for (int q = 0; q < kPerThread; ++q) tile_sum += exp(s[q] - tile_max);
+      state[r] = math::combine_block(state[r], tile_max, tile_sum);
     }
   }
-  cost_sum = warp_sum(cost_sum);
-  if (lane == 0 && p.cost != nullptr) p.cost[i] = cost_sum;
+  double lse[kPerThread];
+#pragma unroll
+  for (int r = 0; r < kPerThread; ++r) {
+    lse[r] = row_group_combine(state[r]).value();
+    const std::int64_t i = row0 + rg + kGroups * r;
+    if (kg == 0 && first_chunk && i < p.rows) p.lse[i] = lse[r];
+  }
+  if (p.weighted == nullptr && p.cost == nullptr) return;  // uniform over the CTA
+
+  // 2. The weights, Σ_j w_ij V_j and Σ_j w_ij C_ij.
+  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.y) * kGroups * kColumnsPerThread;
+  double sums[kPerThread][kColumnsPerThread] = {};
+  double cost_sum[kPerThread] = {};
+  for (std::int64_t key0 = 0; key0 < p.keys; key0 += kKeys) {
+    const simt_plan_tile<Point> tile = tile_at(key0);
+    double c[kPerThread][kPerThread], u[kPerThread][kPerThread];
+    tile.costs(shared, c);
+    if (p.directions != nullptr && p.weighted != nullptr) tile.direction_factors(shared, u);
+#pragma unroll
+    for (int r = 0; r < kPerThread; ++r)
+#pragma unroll
+      for (int q = 0; q < kPerThread; ++q) {
+        const double s = tile.score(q, c[r][q]);
+        const double w = s == -INFINITY ? 0.0 : exp(s - lse[r]);
+        cost_sum[r] = fma(w, c[r][q], cost_sum[r]);
+        if (p.weighted != nullptr)
+          shared.weights[rg + kGroups * r][kg + kGroups * q] = p.directions != nullptr ? w * u[r][q] : w;
+      }
+    if (p.weighted == nullptr) continue;
+    __syncthreads();
+    const int key_count = static_cast<int>(tile.key_count);
+    for (int t = 0; t < key_count; ++t) {
+      const double* v = p.values + (key0 + t) * p.values_stride;
+      double value[kColumnsPerThread];
+#pragma unroll
+      for (int cc = 0; cc < kColumnsPerThread; ++cc) {
+        const std::int64_t column = column0 + kg + kGroups * cc;
+        value[cc] = column < p.k ? v[column] : 0.0;
+      }
+#pragma unroll
+      for (int r = 0; r < kPerThread; ++r) {
+        const double w = shared.weights[rg + kGroups * r][t];
+#pragma unroll
+        for (int cc = 0; cc < kColumnsPerThread; ++cc) sums[r][cc] = fma(w, value[cc], sums[r][cc]);
+      }
+    }
+    // (the next tile's tile_dots opens with a barrier before `weights` is written again)
+  }
+#pragma unroll
+  for (int r = 0; r < kPerThread; ++r) {
+    const std::int64_t i = row0 + rg + kGroups * r;
+    const double row_cost = row_group_sum(cost_sum[r]);
+    if (i >= p.rows) continue;
+    if (kg == 0 && first_chunk && p.cost != nullptr) p.cost[i] = row_cost;
+    if (p.weighted == nullptr) continue;
+#pragma unroll
+    for (int cc = 0; cc < kColumnsPerThread; ++cc) {
+      const std::int64_t column = column0 + kg + kGroups * cc;
+      if (column < p.k) p.weighted[i * p.k + column] = sums[r][cc];
+    }
+  }
 }
 
 }  // namespace flashsinkhorn::detail::kernels

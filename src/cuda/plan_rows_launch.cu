@@ -64,11 +64,19 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   p.cost_scale = args.cost_scale;
   p.eps = args.eps;
   using namespace kernels::plan_rows;
-  const auto blocks = static_cast<unsigned>((args.rows.count + kWarps - 1) / kWarps);
-  if (args.k <= kLaneColumns)
-    kernels::plan_rows_kernel<Point, kLaneColumns><<<blocks, kThreads, 0, stream>>>(p);
-  else
-    kernels::plan_rows_kernel<Point, 0><<<blocks, kThreads, 0, stream>>>(p);
+  // The narrowest column chunk that holds k (one chunk of kMaxColumnsPerThread columns per thread
+  // beyond that): every chunk repeats the scores, so wide values pay them once per 128 columns.
+  const std::int64_t k = p.weighted != nullptr ? args.k : 0;
+  const int columns_per_thread = k <= kGroups ? 1 : k <= 2 * kGroups ? 2 : k <= 4 * kGroups ? 4 : kMaxColumnsPerThread;
+  const std::int64_t chunk = static_cast<std::int64_t>(kGroups) * columns_per_thread;
+  const dim3 blocks(static_cast<unsigned>((args.rows.count + kRows - 1) / kRows),
+                    static_cast<unsigned>(std::max<std::int64_t>(1, (k + chunk - 1) / chunk)));
+  switch (columns_per_thread) {
+    case 1: kernels::plan_rows_kernel<Point, 1><<<blocks, kThreads, 0, stream>>>(p); break;
+    case 2: kernels::plan_rows_kernel<Point, 2><<<blocks, kThreads, 0, stream>>>(p); break;
+    case 4: kernels::plan_rows_kernel<Point, 4><<<blocks, kThreads, 0, stream>>>(p); break;
+    default: kernels::plan_rows_kernel<Point, kMaxColumnsPerThread><<<blocks, kThreads, 0, stream>>>(p); break;
+  }
   return cudaGetLastError();
 }
 

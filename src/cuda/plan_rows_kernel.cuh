@@ -6,14 +6,14 @@
 // rg + 16r and keys kg + 16q of a tile (r, q < 4), so the half-warp sharing a row group reads the
 // row operand by broadcast and consecutive keys from shared memory. Each tile's dot products
 // come from operand slices of kDimChunk coordinates staged in shared memory, the next slice's
-// loads in flight meanwhile (tile_dots): 16 FMAs per 8 shared loads, where a warp per row (this kernel's former form) read every key's coordinates
-// from L2 for every row — ~50× slower at 10,000 × 64 on an H100 (bench/studies/hvp_trace.py).
-// Two sweeps over the keys:
-//   1. the LSE: each thread's running state per row (one exponential per term), merged across the
-//      row group's 16 lanes by shuffles;
-//   2. the softmax weights w_ij = exp(S_ij − lse_i) of the tile into shared memory, then their
-//      product with the keys' values (thread: rows rg + 16r, columns kg + 16c of its chunk), and
-//      the row's Σ_j w_ij C_ij.
+// loads in flight meanwhile (tile_dots): 16 FMAs per 8 shared loads, where a warp per row (this
+// kernel's former form) read every key's coordinates from L2 for every row, twice — 9× slower at
+// 10,000 × 64 on an H100 (bench/studies/hvp_trace.py).
+// One sweep over the keys, FlashAttention's online softmax: a running maximum m_i per row, common
+// to the row group (shuffles), the tile's weights exp(S_ij − m_i) into shared memory, then their
+// product with the keys' values (thread: rows rg + 16r, columns kg + 16c of its chunk) and the
+// row's Σ_j w_ij C_ij; what was summed before m_i moved is rescaled by exp(m_old − m_i), and the
+// sums are divided by Σ_j exp(S_ij − m_i) at the end (lse_i = m_i + log of it).
 // Float points are widened before they multiply: a product of two floats is exact in float64, and
 // every dot product is one FMA chain over the coordinates in ascending order, so the x-rows and
 // y-rows passes form the same C_ij to the bit (the Schur complement's two products then apply one
@@ -27,8 +27,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-
-#include "math/lse_state.hpp"
 
 namespace flashsinkhorn::detail::kernels {
 
@@ -148,14 +146,9 @@ __device__ __forceinline__ void tile_dots(plan_rows_shared& shared, const A* a, 
   __syncthreads();
 }
 
-// combine is commutative term by term, so the 16 lanes of a row group end with the same bits.
-__device__ __forceinline__ math::lse_state<double> row_group_combine(math::lse_state<double> s) {
-  for (int offset = plan_rows::kGroups / 2; offset > 0; offset /= 2) {
-    const math::lse_state<double> other{__shfl_xor_sync(0xffffffffu, s.max, offset),
-                                        __shfl_xor_sync(0xffffffffu, s.sum, offset)};
-    s = math::combine(s, other);
-  }
-  return s;
+__device__ __forceinline__ double row_group_max(double x) {
+  for (int offset = plan_rows::kGroups / 2; offset > 0; offset /= 2) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  return x;
 }
 
 __device__ __forceinline__ double row_group_sum(double x) {
@@ -222,14 +215,19 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
                             1.0 / p.eps};
   };
 
-  // 1. lse_i.
-  math::lse_state<double> state[kPerThread];
+  // One sweep with a running maximum per row, common to the row group (FlashAttention's online
+  // softmax): the tile's weights are exp(S_ij − m_i), and what was summed before m_i moved is
+  // rescaled by exp(m_old − m_i).
+  double running_max[kPerThread], total[kPerThread] = {}, cost_sum[kPerThread] = {};
+  double sums[kPerThread][kColumnsPerThread] = {};
 #pragma unroll
-  for (int r = 0; r < kPerThread; ++r) state[r] = math::lse_state<double>::identity();
+  for (int r = 0; r < kPerThread; ++r) running_max[r] = -INFINITY;
+  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.y) * kGroups * kColumnsPerThread;
   for (std::int64_t key0 = 0; key0 < p.keys; key0 += kKeys) {
     const simt_plan_tile<Point> tile = tile_at(key0);
-    double c[kPerThread][kPerThread];
+    double c[kPerThread][kPerThread], u[kPerThread][kPerThread];
     tile.costs(shared, c);
+    if (p.directions != nullptr && p.weighted != nullptr) tile.direction_factors(shared, u);
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) {
       double s[kPerThread], tile_max = -INFINITY;
@@ -238,42 +236,30 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
         s[q] = tile.score(q, c[r][q]);
         tile_max = fmax(tile_max, s[q]);
       }
-      if (tile_max == -INFINITY) continue;
-      double tile_sum = 0;
+      const double new_max = fmax(running_max[r], row_group_max(tile_max));
+      double w[kPerThread] = {};
+      if (new_max != -INFINITY) {  // uniform over the row group
+        if (new_max != running_max[r]) {
+          const double rescale = exp(running_max[r] - new_max);  // 0 from −∞
+          total[r] *= rescale;
+          cost_sum[r] *= rescale;
 #pragma unroll
-      for (int q = 0; q < kPerThread; ++q) tile_sum += exp(s[q] - tile_max);
-      state[r] = math::combine_block(state[r], tile_max, tile_sum);
-    }
-  }
-  double lse[kPerThread];
+          for (int cc = 0; cc < kColumnsPerThread; ++cc) sums[r][cc] *= rescale;
+          running_max[r] = new_max;
+        }
 #pragma unroll
-  for (int r = 0; r < kPerThread; ++r) {
-    lse[r] = row_group_combine(state[r]).value();
-    const std::int64_t i = row0 + rg + kGroups * r;
-    if (kg == 0 && first_chunk && i < p.rows) p.lse[i] = lse[r];
-  }
-  if (p.weighted == nullptr && p.cost == nullptr) return;  // uniform over the CTA
-
-  // 2. The weights, Σ_j w_ij V_j and Σ_j w_ij C_ij.
-  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.y) * kGroups * kColumnsPerThread;
-  double sums[kPerThread][kColumnsPerThread] = {};
-  double cost_sum[kPerThread] = {};
-  for (std::int64_t key0 = 0; key0 < p.keys; key0 += kKeys) {
-    const simt_plan_tile<Point> tile = tile_at(key0);
-    double c[kPerThread][kPerThread], u[kPerThread][kPerThread];
-    tile.costs(shared, c);
-    if (p.directions != nullptr && p.weighted != nullptr) tile.direction_factors(shared, u);
-#pragma unroll
-    for (int r = 0; r < kPerThread; ++r)
-#pragma unroll
-      for (int q = 0; q < kPerThread; ++q) {
-        const double s = tile.score(q, c[r][q]);
-        const double w = s == -INFINITY ? 0.0 : exp(s - lse[r]);
-        cost_sum[r] = fma(w, c[r][q], cost_sum[r]);
-        if (p.weighted != nullptr)
-          shared.weights[rg + kGroups * r][kg + kGroups * q] = p.directions != nullptr ? w * u[r][q] : w;
+        for (int q = 0; q < kPerThread; ++q) {
+          w[q] = s[q] == -INFINITY ? 0.0 : exp(s[q] - new_max);
+          total[r] += w[q];
+          cost_sum[r] = fma(w[q], c[r][q], cost_sum[r]);
+        }
       }
-    if (p.weighted == nullptr) continue;
+      if (p.weighted != nullptr)
+#pragma unroll
+        for (int q = 0; q < kPerThread; ++q)
+          shared.weights[rg + kGroups * r][kg + kGroups * q] = p.directions != nullptr ? w[q] * u[r][q] : w[q];
+    }
+    if (p.weighted == nullptr) continue;  // uniform over the CTA
     __syncthreads();
     const int key_count = static_cast<int>(tile.key_count);
     for (int t = 0; t < key_count; ++t) {
@@ -286,24 +272,32 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
       }
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) {
-        const double w = shared.weights[rg + kGroups * r][t];
+        const double weight = shared.weights[rg + kGroups * r][t];
 #pragma unroll
-        for (int cc = 0; cc < kColumnsPerThread; ++cc) sums[r][cc] = fma(w, value[cc], sums[r][cc]);
+        for (int cc = 0; cc < kColumnsPerThread; ++cc) sums[r][cc] = fma(weight, value[cc], sums[r][cc]);
       }
     }
     // (the next tile's tile_dots opens with a barrier before `weights` is written again)
   }
+
+  // lse_i = m_i + log Σ_j exp(S_ij − m_i); the sums divided by Σ_j exp(S_ij − m_i) (a row without a
+  // finite score: lse −∞, zero weights).
 #pragma unroll
   for (int r = 0; r < kPerThread; ++r) {
     const std::int64_t i = row0 + rg + kGroups * r;
+    const double row_total = row_group_sum(total[r]);
     const double row_cost = row_group_sum(cost_sum[r]);
     if (i >= p.rows) continue;
-    if (kg == 0 && first_chunk && p.cost != nullptr) p.cost[i] = row_cost;
+    const double inverse = row_total > 0 ? 1.0 / row_total : 0.0;
+    if (kg == 0 && first_chunk) {
+      p.lse[i] = running_max[r] + log(row_total);
+      if (p.cost != nullptr) p.cost[i] = row_cost * inverse;
+    }
     if (p.weighted == nullptr) continue;
 #pragma unroll
     for (int cc = 0; cc < kColumnsPerThread; ++cc) {
       const std::int64_t column = column0 + kg + kGroups * cc;
-      if (column < p.k) p.weighted[i * p.k + column] = sums[r][cc];
+      if (column < p.k) p.weighted[i * p.k + column] = sums[r][cc] * inverse;
     }
   }
 }

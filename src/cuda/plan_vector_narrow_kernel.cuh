@@ -4,11 +4,12 @@
 //   lse_i = LSE_j S_ij,  weighted_i = Σ_j softmax_j(S_i·)·v_j,  S_ij = β_j + (2s/ε)·p_i·q_j − s‖p_i‖²/ε
 // with β_j = (h_j − s‖q_j‖²)/ε + log w_j (key_bias_kernel<double>) and v in float64. Its numbers are
 // those of the float64 SIMT pass (plan_rows_kernel.cuh) to float64 rounding, so the passes of one
-// Hessian product may mix the two and still apply one matrix; it is the faster one (the key tile
-// shared by a block of rows held in registers, one pass over the keys with an online maximum,
-// against a warp per row that reads every key twice from L2). One CTA = block_rows<double> rows
-// against the key tiles of its split; with split keys each CTA leaves narrow_vector_partial states
-// that plan_vector_narrow_combine_kernel merges.
+// Hessian product may mix the two and still apply one matrix. It was the faster one against the
+// SIMT pass's former warp per row (session 21): the key tile shared by a block of rows held in
+// registers, compile-time d, one pass over the keys with an online maximum; against the tiled SIMT
+// pass of session 52 not measured yet. One CTA = block_rows<double> rows against the key tiles of
+// its split; with split keys each CTA leaves narrow_vector_partial states that
+// plan_vector_narrow_combine_kernel merges.
 #pragma once
 
 #include <cuda_runtime.h>

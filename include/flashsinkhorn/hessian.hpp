@@ -67,7 +67,8 @@ struct hvp_report {
   int plan_passes = 0;           // streamed passes over the plan, set-up included
   // A single-precision solve whose sparse-preconditioned CG fell short of the tolerance (broke down,
   // or ran through 50 iterations): the product was redone, whole, on float64 passes (docs/math.md);
-  // cg_iterations and plan_passes count both attempts.
+  // cg_iterations and plan_passes count both attempts. Once that happened, later products of the
+  // same solve run on float64 passes at once (also reported here; no single-precision attempt).
   bool redone_in_float64 = false;
 };
 

@@ -28,8 +28,10 @@ enum class cg_preconditioner {
   // (cuda/sparse_schur.hpp), on the host for the CPU one (core/sparse_plan_preconditioner.hpp).
   // The symmetric system (hvp_self) takes the diagonal instead. In single precision, on plans close
   // to a matching, the CG can break down or crawl short of the tolerance: after a breakdown or 50
-  // iterations the whole product is redone on float64 passes (reports: redone_in_float64); in
-  // float64 a breakdown starts over with the diagonal. The reported iterations count both attempts.
+  // iterations the whole product is redone on float64 passes (reports: redone_in_float64), and the
+  // later products of the same solve skip the single-precision attempt (the solver keeps its
+  // float64 backend until it is destroyed); in float64 a breakdown starts over with the diagonal.
+  // The reported iterations count both attempts.
   sparse_plan,
 };
 
@@ -67,7 +69,8 @@ struct potential_vjp_report {
   int plan_passes = 0;            // streamed passes over the plan, set-up and gradients included
   // A single-precision solve whose sparse-preconditioned CG fell short of the tolerance (broke down,
   // or ran through 50 iterations): redone, whole, on float64 passes (docs/math.md); iterations and
-  // plan_passes count both attempts.
+  // plan_passes count both attempts. Once that happened, later products of the same solve run on
+  // float64 passes at once (also reported here; no single-precision attempt).
   bool redone_in_float64 = false;
 };
 

@@ -324,7 +324,8 @@ class PotentialVjp:
     and what the conjugate-gradient solve did (docs/math.md, "Implicit differentiation").
     `redone_in_float64`: a single-precision solve whose sparse-preconditioned CG fell short of the
     tolerance (broke down, or ran through 50 iterations) was redone on float64 passes (iterations and
-    plan_passes count both attempts)."""
+    plan_passes count both attempts); the later products of the same solve then run on float64 passes
+    at once (the Solver keeps its float64 backend)."""
 
     grad_x: Array | None
     grad_y: Array | None

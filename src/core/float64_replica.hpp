@@ -15,8 +15,6 @@
 // single-precision one by that mode's rounding. The reports say when it ran (redone_in_float64).
 #pragma once
 
-#include <memory>
-
 #include "core/backend.hpp"
 #include "core/potential_vjp.hpp"
 #include "flashsinkhorn/options.hpp"
@@ -24,21 +22,30 @@
 namespace flashsinkhorn::detail {
 
 // Whether a product on `context` is redone on a replica when its sparse CG falls short of the
-// tolerance (potential_system_settings::stop_when_sparse_falls_short): where the solver handed over a
-// maker, which it does for single-precision solves only (solver.cpp, vjp_context).
+// tolerance (potential_system_settings::stop_when_sparse_falls_short): where the solver handed over
+// its replica, which it does for single-precision solves only (solver.cpp, vjp_context).
 inline bool redone_in_float64(const potential_vjp_context& context) { return static_cast<bool>(context.float64_backend); }
 
+// Whether a product on `context` skips the single-precision attempt: an earlier one of the same
+// solve fell short (potential_vjp_context::start_in_float64). The wasted attempt cost ~25 of
+// 178 ms at 10,000 × 64 on an H100 (docs/cuda_backend.md, session 52).
+inline bool starts_in_float64(const potential_vjp_context& context) {
+  return context.start_in_float64 && redone_in_float64(context);
+}
+
+// The replica's context: the solver's float64 backend (made on first use, then kept) holding the
+// current potentials.
 class float64_replica {
  public:
   explicit float64_replica(const potential_vjp_context& context);
 
-  [[nodiscard]] potential_vjp_context context() const { return {*compute_, inputs_, eps_, options_}; }
+  [[nodiscard]] potential_vjp_context context() const { return {compute_, inputs_, eps_, options_}; }
 
  private:
   const prepared_inputs& inputs_;
   double eps_;
   options options_;  // the solve's, in fp64
-  std::unique_ptr<backend> compute_;
+  backend& compute_;
 };
 
 }  // namespace flashsinkhorn::detail

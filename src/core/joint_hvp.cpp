@@ -195,6 +195,11 @@ side_view view_of(side rows, std::int64_t n_rows, std::int64_t n_keys, bool own,
 
 hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_hvp_views& views,
                               const hvp_options& settings) {
+  if (starts_in_float64(context)) {  // an earlier product of this solve fell short (float64_replica.hpp)
+    hvp_report again = joint_hvp_products(float64_replica(context).context(), views, settings);
+    again.redone_in_float64 = true;
+    return again;
+  }
   const prepared_problem& kernel = context.inputs.kernel;
   const std::int64_t n = kernel.x.count, m = kernel.y.count, d = kernel.x.dim;
   const double two_s = 2 * kernel.cost_scale;

@@ -45,14 +45,18 @@
 namespace flashsinkhorn::detail {
 
 // What a solved solver hands over (solver.cpp): the backend holding the potentials and the inputs,
-// and (single-precision solves) a maker of a float64 backend of the same kind over the same inputs,
-// holding the same potentials (core/float64_replica.hpp); empty where there is none.
+// and (single-precision solves) the float64 backend of the same kind over the same inputs, made on
+// first use and kept by the solver, handed back holding the current potentials
+// (core/float64_replica.hpp); empty where there is none. start_in_float64: an earlier product of
+// this solve fell short in single precision, so this one goes to the replica at once (the plan,
+// close to a matching, is the same).
 struct potential_vjp_context {
   const backend& compute;
   const prepared_inputs& inputs;
   double eps;
   const options& solve_options;
-  std::function<std::unique_ptr<backend>()> float64_backend = {};
+  std::function<backend&()> float64_backend = {};
+  bool start_in_float64 = false;
 };
 
 // Validates (invalid_argument / unsupported naming the problem), solves, writes the outputs.

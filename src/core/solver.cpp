@@ -240,6 +240,7 @@ class solver_state {
     config.on_progress = options_.on_progress;
     const loop_outcome outcome = run_sinkhorn_loop(*compute_, config);
     solved_ = true;
+    fell_short_since_solve_ = false;  // a new plan: its products try single precision first again
 
     result r;
     r.iterations = outcome.iterations;
@@ -400,33 +401,40 @@ class solver_state {
   void require_solved(const char* what) const {
     if (!solved_) throw invalid_argument(std::string(what) + " needs the potentials: call solve() first");
   }
-  // What core/potential_vjp.cpp reads after a solve; single-precision solves add the maker of a
-  // float64 replica (core/float64_replica.hpp).
+  // What core/potential_vjp.cpp reads after a solve; single-precision solves add their float64
+  // replica (core/float64_replica.hpp) and whether a product of this solve already fell short.
   [[nodiscard]] potential_vjp_context vjp_context() const {
     potential_vjp_context context{*compute_, host_inputs(), eps_, options_};
-    if (options_.precision != precision::fp64) context.float64_backend = [this] { return float64_replica_backend(); };
+    if (options_.precision != precision::fp64) {
+      context.float64_backend = [this]() -> backend& { return float64_replica_backend(); };
+      context.start_in_float64 = fell_short_since_solve_;
+    }
     return context;
   }
 
-  // A float64 backend of the kind that solved (CPU or CUDA) over the same inputs — CUDA inputs
-  // prepared again where they are — holding the current potentials f and g.
-  [[nodiscard]] std::unique_ptr<backend> float64_replica_backend() const {
-    options o = options_;
-    o.precision = precision::fp64;
-    std::unique_ptr<backend> replica;
+  // The float64 backend of the kind that solved (CPU or CUDA) over the same inputs — CUDA inputs
+  // prepared again where they are — made on first use and kept (its prepared clouds and scratch
+  // serve the later products), handed back holding the current potentials f and g. Being asked for
+  // it means a product fell short in single precision: later ones of this solve start here.
+  [[nodiscard]] backend& float64_replica_backend() const {
+    if (!replica_) {
+      options o = options_;
+      o.precision = precision::fp64;
 #ifdef FLASHSINKHORN_HAS_CUDA
-    if (device_inputs_) {
-      device_preparation_summary summary;
-      replica = traced_if_requested(make_cuda_backend_on_device_inputs(problem_, o, &transfers_, summary));
-    }
+      if (device_inputs_) {
+        device_preparation_summary summary;
+        replica_ = traced_if_requested(make_cuda_backend_on_device_inputs(problem_, o, &transfers_, summary));
+      }
 #endif
-    if (!replica) {
-      o.device = compute_->name() == "cpu" ? device_kind::cpu : device_kind::cuda;
-      replica = make_backend(host_inputs().kernel, o, &transfers_);
+      if (!replica_) {
+        o.device = compute_->name() == "cpu" ? device_kind::cpu : device_kind::cuda;
+        replica_ = make_backend(host_inputs().kernel, o, &transfers_);
+      }
     }
-    replica->write_potential(slot::f, compute_->read_potential(slot::f));
-    replica->write_potential(slot::g, compute_->read_potential(slot::g));
-    return replica;
+    replica_->write_potential(slot::f, compute_->read_potential(slot::f));
+    replica_->write_potential(slot::g, compute_->read_potential(slot::g));
+    fell_short_since_solve_ = true;
+    return *replica_;
   }
 
  private:
@@ -524,6 +532,10 @@ class solver_state {
   mutable host_copy_of_problem host_copy_;  // the host copy of CUDA inputs, when a path needed it
 #endif
   std::unique_ptr<backend> compute_;
+  // Single-precision solves: the float64 replica of the products that fall short
+  // (float64_replica_backend), and whether one did since the last solve.
+  mutable std::unique_ptr<backend> replica_;
+  mutable bool fell_short_since_solve_ = false;
   bool warm_ = false;
   bool solved_ = false;
   double prepare_seconds_ = 0;

@@ -108,6 +108,34 @@ TEST(SparsePlanPreconditioner, NearMatchingFp32PlanIsRedoneInFloat64) {
   EXPECT_LT(relative_max_error(got, reference_product), 5e-2);
 }
 
+// Once a product of a solve fell short in single precision, the later ones of the same solve go to
+// the solver's float64 replica at once: the same product (the same float64 passes from the same
+// potentials), without the single-precision attempt's passes and iterations. A new solve tries
+// single precision first again.
+TEST(SparsePlanPreconditioner, LaterProductsOfTheSameSolveStartInFloat64) {
+  const reference::cloud x = reference::random_cloud(300, 64, 91);
+  const reference::cloud y = reference::random_cloud(300, 64, 92);
+  const std::vector<double> a = random_direction(x.count * x.dim, 93);
+  const fs::hvp_options sparse = diagonal_and_sparse(1e-4, 600).second;
+  fs::solver s(make_problem(x, y, 0.1, 1.0), fixed_iterations(10, fs::precision::fp32));
+  s.solve();
+  fs::hvp_report first, second, after_solve;
+  const std::vector<double> want = library_hvp(s, x, true, a, sparse, &first);
+  const std::vector<double> got = library_hvp(s, x, true, a, sparse, &second);
+  std::cout << "[ fp32, 300 x 64 ] plan passes / CG iterations: first " << first.plan_passes << " / "
+            << first.cg_iterations << ", second " << second.plan_passes << " / " << second.cg_iterations << "\n";
+  ASSERT_TRUE(first.redone_in_float64);
+  EXPECT_TRUE(second.redone_in_float64);
+  EXPECT_TRUE(second.converged) << second.relative_residual;
+  EXPECT_LT(second.plan_passes, first.plan_passes);
+  EXPECT_LT(second.cg_iterations, first.cg_iterations);
+  EXPECT_LT(relative_max_error(got, want), 1e-12);
+  s.solve();  // 10 more iterations: another plan
+  library_hvp(s, x, true, a, sparse, &after_solve);
+  EXPECT_TRUE(after_solve.redone_in_float64);
+  EXPECT_GT(after_solve.plan_passes, second.plan_passes);  // the single-precision attempt again
+}
+
 // potential_vjp takes the same way: on an unconverged fp32 plan (5 iterations, 300 × 16, ε = 0.1) a
 // random cotangent's adjoint breaks the sparse CG down in fp32; redone on float64 passes it
 // converges to the float64 solve's adjoint (before the replica, the diagonal fallback did not

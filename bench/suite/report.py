@@ -171,7 +171,7 @@ def suite_row(r: dict, file: str) -> dict:
                own_marginal_error=r.get("own_marginal_error"), reach=bool(r.get("reach")),
                timed_calls=len(r["ms_all"]) if r.get("ms_all") else r.get("repeats"),
                hvp_method=r.get("hvp_method"), cg_iterations=r.get("cg_iterations"),
-               cg_relative_residual=r.get("cg_relative_residual"))
+               cg_relative_residual=r.get("cg_relative_residual"), redone_in_float64=r.get("redone_in_float64"))
     peak = r.get("peak_device_bytes") if out["device"] == "gpu" else r.get("peak_host_rss_bytes")
     source_name = r.get("peak_device_bytes_source") if out["device"] == "gpu" else r.get("peak_host_rss_source")
     if (impl == "flashsinkhorn-py" and out["device"] == "gpu" and "torch.cuda" in str(source_name)

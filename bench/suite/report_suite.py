@@ -214,7 +214,9 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
            + (f" Forward iterations in these rows: {', '.join(map(str, iterations))}." if base_op(op) != "converge" and iterations
               else "")
            + (" HVP: no ratio where our CG stopped above its tolerance ('–: our CG residual …'; the last column "
-              "names those rows: their time is that of an unfinished product)." if base_op(op) == "hvp" else "")
+              "names those rows: their time is that of an unfinished product); '(redone in float64)': our "
+              "single-precision CG fell short on a plan close to a matching and the product was redone on "
+              "float64 passes, the time including both attempts (docs/math.md)." if base_op(op) == "hvp" else "")
            + " § after a ratio: ours and the peer come from different runs (files), each cell being the newest "
              "run of its case; the claims above pair rows of one run only.", ""]
     body = []
@@ -225,6 +227,8 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
         for v in variants:
             r = _column(sel, v, key)
             text = cell(r)
+            if base_op(op) == "hvp" and r is not None and r.get("redone_in_float64"):
+                text += " (redone in float64)"
             if r is not None and r["impl"] != OURS and ours and r.get("status") == "ok" and r.get("ms"):
                 if base_op(op) == "converge" and not _comparable_errors(r, ours):
                     text += f" (–: error {r['marginal_error']:.1e} vs ours {ours['marginal_error']:.1e})"

@@ -258,6 +258,23 @@ def test_an_hvp_whose_cg_stopped_above_its_tolerance_gets_no_ratio_and_is_named(
     assert "41.8 (1.95×)" in text and "after 6 iterations" not in text
 
 
+def test_an_hvp_redone_in_float64_says_so_in_its_cell():
+    """A suite row whose product fell short in single precision and was redone on float64 passes
+    (redone_in_float64) is marked in its cell: its time includes both attempts."""
+    load_report()
+    from report_suite import _op_tables
+
+    key = dict(op="hvp", d=64, n=10_000, precision="tf32", device="gpu", file="suite_2099.jsonl")
+    ours = {**key, "impl": "flashsinkhorn", "variant": "flashsinkhorn-py", "status": "ok", "ms": 166.0,
+            "hvp_method": "Solver.hvp: implicit (exact) HVP, CG to 2e-05 relative", "cg_relative_residual": 1.5e-5,
+            "redone_in_float64": True}
+    peer = dict(key, impl="geomloss", variant="geomloss-tensorized", status="ok", ms=171.0)
+    text = "\n".join(_op_tables([ours, peer], "hvp", "gpu H100"))
+    assert "| 166 (redone in float64) | 171 (1.03×) |" in text
+    text = "\n".join(_op_tables([dict(ours, redone_in_float64=False), peer], "hvp", "gpu H100"))
+    assert "| 166 | 171 (1.03×) |" in text
+
+
 def test_rows_at_another_eps_get_an_operation_of_their_own():
     """run.py --eps: a row at ε ≠ 0.1 is labelled with its ε (its own tables), never merged with the
     protocol's rows of the same case."""

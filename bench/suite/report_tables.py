@@ -23,8 +23,9 @@ def fmt_bytes(value) -> str:
     if value is None:
         return "–"
     for unit, size in (("GB", 2 ** 30), ("MB", 2 ** 20), ("kB", 2 ** 10)):
-        if value >= size:
-            return f"{value / size:.3g} {unit}"
+        if value >= size:  # (1,000–1,023 of a unit: whole, not "1.02e+03")
+            scaled = value / size
+            return f"{scaled:.3g} {unit}" if scaled < 1000 else f"{scaled:,.0f} {unit}"
     return f"{value:.0f} B"
 
 

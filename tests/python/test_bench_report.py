@@ -697,3 +697,14 @@ def test_the_memory_claim_puts_each_line_of_ours_on_one_row_with_a_column_per_n(
     assert "| forward | 64 | flashsinkhorn-py | H200 | tf32 | 8 MB | 800 MB | 1.6 (n = 1,000,000) | allocator |" in text
     assert "| forward | 64 | flashsinkhorn-py | H100 | tf32 | 9 MB | – | 1.8 (n = 10,000) | allocator |" in text
     assert "Dense peers out of memory: ott-dense at n = 50,000 (d = 64)" in text
+
+
+def test_byte_counts_read_as_numbers_between_units():
+    """1,000–1,023 MiB is not yet a GiB: the cell reads "1,020 MB", not "1.02e+03 MB"."""
+    load_report()
+    from report_tables import fmt_bytes
+
+    assert fmt_bytes(1020 * 2 ** 20) == "1,020 MB"
+    assert fmt_bytes(513 * 2 ** 20) == "513 MB"
+    assert fmt_bytes(1.93 * 2 ** 30) == "1.93 GB"
+    assert fmt_bytes(None) == "–"

@@ -210,9 +210,10 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
   const std::int64_t row_count = p.rows - row0 < kRows ? p.rows - row0 : kRows;
   const bool first_chunk = blockIdx.y == 0;  // writes lse and cost
 
+  const double inv_eps = 1.0 / p.eps;
   auto tile_at = [&](std::int64_t key0) {
-    return simt_plan_tile<Point>{p, row0, key0, row_count, p.keys - key0 < kKeys ? p.keys - key0 : kKeys, rg, kg,
-                            1.0 / p.eps};
+    const std::int64_t key_count = p.keys - key0 < kKeys ? p.keys - key0 : kKeys;
+    return simt_plan_tile<Point>{p, row0, key0, row_count, key_count, rg, kg, inv_eps};
   };
 
   // One sweep with a running maximum per row, common to the row group (FlashAttention's online

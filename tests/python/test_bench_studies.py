@@ -141,3 +141,27 @@ def test_cpu_plan_pass_bench_runs_small(tmp_path):
     for r in rows[2:]:
         assert r["cg_iterations"] >= 1 and r["plan_passes"] >= r["cg_iterations"] and r["hvp_norm"] > 0
     assert all(r["label"] == "test" and r["benchmark"] == "cpu_plan_pass" for r in rows)
+
+
+def run_study(script: str, *arguments: str) -> str:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    return subprocess.run([sys.executable, str(STUDIES / script), *arguments], check=True, env=env,
+                          capture_output=True, text=True, timeout=300).stdout
+
+
+def test_hvp_trace_sums_the_traced_product_calls():
+    """One traced product's backend calls summed by name, then the product's report."""
+    text = run_study("hvp_trace.py", "--n", "60", "--d", "8", "--precision", "fp32")
+    assert "plan_rows" in text and "host time between calls" in text
+    assert "=== product" in text and "CG iterations" in text
+
+
+def test_repeated_hvp_reports_each_product_of_one_solve():
+    text = run_study("repeated_hvp.py", "--n", "60", "--d", "8", "--products", "2")
+    assert "product 1:" in text and "product 2:" in text and "product 3:" not in text
+
+
+def test_near_matching_predictor_prints_a_row_per_problem():
+    text = run_study("near_matching_predictor.py", "--ns", "50", "--ds", "3,8", "--epss", "0.1")
+    rows = [line for line in text.splitlines()[1:] if line.strip()]
+    assert len(rows) == 2 and all(row.split()[7] in ("True", "False") for row in rows)

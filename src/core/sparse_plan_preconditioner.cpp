@@ -51,7 +51,10 @@ struct sparse_plan_preconditioner::parts {
   std::vector<std::int64_t> keys;            // (n, k): j_iu, or −1
   std::vector<double> weights;               // (n, k): √a_i·s_iu
   std::vector<std::int64_t> column_offsets;  // (m + 1)
-  std::vector<std::int64_t> column_entries;  // entry ids e = i·k + u by column, ascending
+  // The entries by column, ascending entry id e = i·k + u within a column: their row i and weight
+  // (held apart from `weights` so that the products read them in order, without a division).
+  std::vector<std::int64_t> column_rows;
+  std::vector<double> column_weights;
   std::vector<double> diagonal;              // d = c (+ shift)
   std::vector<double> jacobi;                // diag(S_k)
 };
@@ -86,12 +89,14 @@ sparse_plan_preconditioner::sparse_plan_preconditioner(const solved_plan& plan, 
     if (j >= 0) ++p.column_offsets[static_cast<std::size_t>(j + 1)];
   }
   std::partial_sum(p.column_offsets.begin(), p.column_offsets.end(), p.column_offsets.begin());
-  p.column_entries.resize(static_cast<std::size_t>(p.column_offsets.back()));
+  p.column_rows.resize(static_cast<std::size_t>(p.column_offsets.back()));
+  p.column_weights.resize(p.column_rows.size());
   std::vector<std::int64_t> next(p.column_offsets.begin(), p.column_offsets.end() - 1);
   for (std::size_t e = 0; e < top.size(); ++e) {  // ascending e: a stable counting sort by key
     if (p.keys[e] < 0) continue;
-    std::int64_t& slot = next[static_cast<std::size_t>(p.keys[e])];
-    p.column_entries[static_cast<std::size_t>(slot++)] = static_cast<std::int64_t>(e);
+    const auto slot = static_cast<std::size_t>(next[static_cast<std::size_t>(p.keys[e])]++);
+    p.column_rows[slot] = static_cast<std::int64_t>(e / static_cast<std::size_t>(k));
+    p.column_weights[slot] = p.weights[e];
   }
   const double shift = sparse_plan_shift(c, exact);
   std::vector<double> row_sums(static_cast<std::size_t>(n), 0.0);  // W·1
@@ -101,9 +106,9 @@ sparse_plan_preconditioner::sparse_plan_preconditioner(const solved_plan& plan, 
   for (std::int64_t j = 0; j < m; ++j) {
     double squares = 0, coupling = 0;  // (WᵀW)_jj and (WᵀW·1)_j
     for (std::int64_t e = p.column_offsets[j]; e < p.column_offsets[j + 1]; ++e) {
-      const double w = p.weights[p.column_entries[e]];
+      const double w = p.column_weights[e];
       squares += w * w;
-      coupling += w * row_sums[p.column_entries[e] / k];
+      coupling += w * row_sums[p.column_rows[e]];
     }
     p.diagonal[j] = sparse_plan_diagonal(c[j], coupling, shift);
     p.jacobi[j] = p.diagonal[j] - squares;
@@ -114,14 +119,18 @@ sparse_plan_preconditioner::~sparse_plan_preconditioner() = default;
 
 std::vector<double> sparse_plan_preconditioner::apply(const std::vector<double>& v) const {
   const parts& p = *parts_;
-  std::vector<double> t(static_cast<std::size_t>(p.n), 0.0);  // W·v
-  for (std::int64_t e = 0; e < p.n * p.k; ++e)
-    if (p.keys[e] >= 0) t[e / p.k] += p.weights[e] * v[p.keys[e]];
+  std::vector<double> t(static_cast<std::size_t>(p.n));  // W·v, each row's entries in order
+  for (std::int64_t i = 0; i < p.n; ++i) {
+    double row = 0;
+    for (std::int64_t e = i * p.k; e < (i + 1) * p.k; ++e)
+      if (p.keys[e] >= 0) row += p.weights[e] * v[p.keys[e]];
+    t[i] = row;
+  }
   std::vector<double> out(static_cast<std::size_t>(p.m));
   for (std::int64_t j = 0; j < p.m; ++j) {
     double wt = 0;  // (Wᵀ·t)_j
     for (std::int64_t e = p.column_offsets[j]; e < p.column_offsets[j + 1]; ++e)
-      wt += p.weights[p.column_entries[e]] * t[p.column_entries[e] / p.k];
+      wt += p.column_weights[e] * t[p.column_rows[e]];
     out[j] = p.diagonal[j] * v[j] - wt;
   }
   return out;

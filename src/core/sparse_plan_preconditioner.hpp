@@ -11,7 +11,7 @@
 // (bench/studies/sparse_schur_preconditioner.py, 2,000 × 64, ε = 0.1, flash-sinkhorn's damping) CG
 // to 1e-4 takes 8 iterations with k = 4 and 1 with k = 8, against 113 with diag(c).
 // The top-k entries come from one host scan of the prepared points (O(n·m·d), the cost of a plan
-// pass): s_ij = softmax_j((g_j − s‖p_i − q_j‖²)/ε + log b_j) in float64.
+// pass; core/sparse_plan_top_entries.hpp): s_ij = softmax_j((g_j − s‖p_i − q_j‖²)/ε + log b_j) in float64.
 // Exact systems (ridge = 0, S·1 = 0): S_k is shifted by 1e-10·max c (positive definite), and
 // solutions are projected onto 1⊥ (projected_cg's contract). S_k's diagonal is kept dominant
 // (sparse_plan_diagonal). Before convergence in fp32, S is indefinite at its rounding's level and S_k

@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """Where one Solver.hvp spends its time: the backend calls FLASHSINKHORN_TRACE=1 prints, summed.
 
-The suite's HVP case (bench/suite/drv_flashsinkhorn.py): the suite's data (protocol.make_data: x, y ~
-N(0, I_d), random weights), ε = 0.1, 50 Sinkhorn iterations, then Solver.hvp along the suite's
-direction with the sparse preconditioner, CG to 2e-5. A warm-up product first (the kernels' and the
+The suite's HVP case (suite_hvp_case.py: the suite's data, ε = 0.1, 50 Sinkhorn iterations, then
+Solver.hvp along the suite's direction with the sparse preconditioner, CG to 2e-5). A warm-up product first (the kernels' and the
 replica's first-use costs), then one traced product: every backend call it makes is summed by name,
 in the order first seen, with the host's time between calls. The trace's lines after the
 replica's first call belong to the float64 redo (reports: redone_in_float64).
@@ -21,9 +20,9 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-SUITE = Path(__file__).resolve().parents[1] / "suite"
+from suite_hvp_case import add_case_arguments, case_tensors, product, solved
+
 LINE = re.compile(r"flashsinkhorn trace: (?P<call>.+?)\s+(?P<ms>[0-9.]+) ms\s+\(host (?P<host>[0-9.]+) ms before\)")
 
 
@@ -31,28 +30,20 @@ def traced_product(args) -> None:
     """The child: one warm-up and one traced product; the trace goes to stderr."""
     import torch
 
-    sys.path.insert(0, str(SUITE))
-    import flashsinkhorn as fs
-    from protocol import hvp_direction, make_data
+    x, y, a, b, direction = case_tensors(args)
 
-    x, y, a, b = (torch.as_tensor(v, device=args.device) for v in make_data(args.n, args.d))
-    dtype = torch.float64 if args.precision == "fp64" else torch.float32
-    x, y = x.to(dtype), y.to(dtype)
-    direction = torch.as_tensor(hvp_direction(args.n, args.d), dtype=dtype, device=args.device)
-
-    def product():
-        solver = fs.Solver(x, y, a, b, eps=0.1, iters=50, tol=0, precision=args.precision)
-        solver.solve()
+    def traced():
+        solver = solved(x, y, a, b, args.precision)
         print("=== hvp", file=sys.stderr, flush=True)
         started = time.perf_counter()
-        result = solver.hvp(direction, tol=2e-5, iters=1000, preconditioner="sparse")
+        result = product(solver, direction)
         if args.device == "cuda":
             torch.cuda.synchronize()
         return result, (time.perf_counter() - started) * 1e3
 
-    product()
+    traced()
     print("=== traced", file=sys.stderr, flush=True)
-    result, ms = product()
+    result, ms = traced()
     print(f"=== product {ms:.1f} ms, CG iterations {result.cg_iterations}, plan passes {result.plan_passes}, "
           f"redone in float64 {result.redone_in_float64}, relative residual {result.relative_residual:.2e}",
           file=sys.stderr, flush=True)
@@ -80,10 +71,7 @@ def summarise(trace: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=10000)
-    parser.add_argument("--d", type=int, default=64)
-    parser.add_argument("--precision", default="fp32", choices=("fp64", "fp32", "tf32", "bf16", "fp16"))
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    add_case_arguments(parser, n=10000)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

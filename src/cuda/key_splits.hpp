@@ -159,4 +159,14 @@ FS_HOST_DEVICE key_pair_cell key_pair_cell_of(const key_pair_layout& layout, std
 // (…_s43b.json). Hence from half a wave of row blocks (66 on 132 SMs, between the measured 63 and 79).
 inline bool streamed_key_pairs_pay(std::int64_t row_blocks, std::int64_t slots) { return 2 * row_blocks >= slots; }
 
+// One split when the scratch cannot hold the partial states of `splits` (`bytes_for(splits)`).
+template <class BytesFor>
+split_plan fit_splits_to_scratch(split_plan splits, std::int64_t capacity, BytesFor bytes_for) {
+  if (bytes_for(splits.splits) > capacity) {
+    splits.splits = 1;
+    splits.tiles_per_split = splits.key_tiles;
+  }
+  return splits;
+}
+
 }  // namespace flashsinkhorn::detail

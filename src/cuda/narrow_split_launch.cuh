@@ -25,16 +25,6 @@ split_plan plan_narrow_splits(void (*kernel)(Params), int block_rows, std::int64
                          static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, tile::kMinTilesPerSplit);
 }
 
-// One split when the scratch cannot hold the partial states of `splits` (`bytes_for(splits)`).
-template <class BytesFor>
-split_plan fit_splits_to_scratch(split_plan splits, std::int64_t capacity, BytesFor bytes_for) {
-  if (bytes_for(splits.splits) > capacity) {
-    splits.splits = 1;
-    splits.tiles_per_split = splits.key_tiles;
-  }
-  return splits;
-}
-
 // `pass` on the grid of `splits` (its params holding the splits' tiles and partials), then `combine`
 // when there is more than one split. The first failing launch's status.
 template <class Params>

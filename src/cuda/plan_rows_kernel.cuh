@@ -14,6 +14,9 @@
 // product with the keys' values (thread: rows rg + 16r, columns kg + 16c of its chunk) and the
 // row's Σ_j w_ij C_ij; what was summed before m_i moved is rescaled by exp(m_old − m_i), and the
 // sums are divided by Σ_j exp(S_ij − m_i) at the end (lse_i = m_i + log of it).
+// With k ≤ 1 (the CG's products, the LSE-only pass) and few row blocks the keys split over CTAs
+// (blockIdx.z, key_splits.hpp), each leaving its rows' (m, Σ, cost, P·v) states for
+// plan_rows_combine_kernel.
 // Float points are widened before they multiply: a product of two floats is exact in float64, and
 // every dot product is one FMA chain over the coordinates in ascending order, so the x-rows and
 // y-rows passes form the same C_ij to the bit (the Schur complement's two products then apply one
@@ -41,6 +44,16 @@ constexpr int kDimChunk = 8;                // coordinates staged at a time
 constexpr int kMaxColumnsPerThread = 8;
 }  // namespace plan_rows
 
+// A row's state over one key split of a pass with k ≤ 1 (blockIdx.z): the running maximum m, and
+// Σ exp(S − m), Σ exp(S − m)·C, Σ exp(S − m)·v over the split's keys; plan_rows_combine_kernel
+// merges the splits.
+struct plan_rows_partial {
+  double max;
+  double total;
+  double cost;
+  double weighted;
+};
+
 template <class Point>
 struct plan_rows_params {
   const Point* rows_points;  // (rows, padded_dim)
@@ -63,6 +76,11 @@ struct plan_rows_params {
   std::int64_t k;
   double cost_scale;
   double eps;
+  // Key splits (k ≤ 1 only): CTA blockIdx.z takes key tiles [z·tiles_per_split, …) and, with more
+  // than one split, leaves its rows' plan_rows_partial at partials[z·rows + i] instead of the outputs.
+  std::int64_t tiles_per_split;
+  int splits;
+  plan_rows_partial* partials;
 };
 
 // A CTA's shared memory: the operand slices of tile_dots (padded: the transposing stores and the
@@ -209,6 +227,8 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
   const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * kRows;
   const std::int64_t row_count = p.rows - row0 < kRows ? p.rows - row0 : kRows;
   const bool first_chunk = blockIdx.y == 0;  // writes lse and cost
+  const std::int64_t keys_begin = static_cast<std::int64_t>(blockIdx.z) * p.tiles_per_split * kKeys;
+  const std::int64_t keys_end = p.keys - keys_begin < p.tiles_per_split * kKeys ? p.keys : keys_begin + p.tiles_per_split * kKeys;
 
   const double inv_eps = 1.0 / p.eps;
   auto tile_at = [&](std::int64_t key0) {
@@ -224,7 +244,7 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
 #pragma unroll
   for (int r = 0; r < kPerThread; ++r) running_max[r] = -INFINITY;
   const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.y) * kGroups * kColumnsPerThread;
-  for (std::int64_t key0 = 0; key0 < p.keys; key0 += kKeys) {
+  for (std::int64_t key0 = keys_begin; key0 < keys_end; key0 += kKeys) {
     const simt_plan_tile<Point> tile = tile_at(key0);
     double c[kPerThread][kPerThread], u[kPerThread][kPerThread];
     tile.costs(shared, c);
@@ -289,6 +309,12 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
     const double row_total = row_group_sum(total[r]);
     const double row_cost = row_group_sum(cost_sum[r]);
     if (i >= p.rows) continue;
+    if (p.splits > 1) {  // k ≤ 1: lane kg = 0 holds column 0
+      if (kg == 0)
+        p.partials[static_cast<std::int64_t>(blockIdx.z) * p.rows + i] = {running_max[r], row_total, row_cost,
+                                                                            p.weighted != nullptr ? sums[r][0] : 0.0};
+      continue;
+    }
     const double inverse = row_total > 0 ? 1.0 / row_total : 0.0;
     if (kg == 0 && first_chunk) {
       p.lse[i] = running_max[r] + log(row_total);
@@ -301,6 +327,30 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
       if (column < p.k) p.weighted[i * p.k + column] = sums[r][cc] * inverse;
     }
   }
+}
+
+// Row i's splits merged (one thread a row): m = max_z m_z, T = Σ_z total_z·exp(m_z − m), and the
+// cost and the weighted sum alike, divided by T; lse_i = m + log T.
+template <class Point>
+__global__ void plan_rows_combine_kernel(const plan_rows_params<Point> p) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= p.rows) return;
+  double max = -INFINITY;
+  for (int z = 0; z < p.splits; ++z) max = fmax(max, p.partials[z * p.rows + i].max);
+  double total = 0, cost = 0, weighted = 0;
+  if (max != -INFINITY) {
+    for (int z = 0; z < p.splits; ++z) {
+      const plan_rows_partial& part = p.partials[z * p.rows + i];
+      const double scale = exp(part.max - max);  // 0 for a split without a finite score
+      total += part.total * scale;
+      cost += part.cost * scale;
+      weighted += part.weighted * scale;
+    }
+  }
+  const double inverse = total > 0 ? 1.0 / total : 0.0;
+  p.lse[i] = max + log(total);
+  if (p.cost != nullptr) p.cost[i] = cost * inverse;
+  if (p.weighted != nullptr && p.k == 1) p.weighted[i] = weighted * inverse;
 }
 
 }  // namespace flashsinkhorn::detail::kernels

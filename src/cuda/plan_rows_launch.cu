@@ -39,7 +39,22 @@ std::int64_t row_words(precision mode, std::int64_t padded_dim) {
   return mode == precision::bf16 ? padded_dim / 2 : padded_dim;
 }
 
-// The SIMT pass (plan_rows_kernel.cuh) on points stored as Point.
+// The key splits of the SIMT pass with k ≤ 1 (key_splits.hpp): 64-row blocks against 64-key
+// tiles, as many CTAs of it as fit on an SM. 1,000 rows are 16 row blocks on 132 SMs.
+template <class Point>
+split_plan plan_simt_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {
+  using namespace kernels::plan_rows;
+  const int ctas_per_sm = occupancy(&kernels::plan_rows_kernel<Point, 1>, kThreads, 0);
+  return plan_key_splits((rows.count + kRows - 1) / kRows, (keys.count + kKeys - 1) / kKeys,
+                         static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, tile::kMinTilesPerSplit);
+}
+
+std::int64_t simt_partial_bytes(std::int64_t rows, int splits) {
+  return splits > 1 ? splits * rows * static_cast<std::int64_t>(sizeof(kernels::plan_rows_partial)) : 0;
+}
+
+// The SIMT pass (plan_rows_kernel.cuh) on points stored as Point; with k ≤ 1 its keys split where
+// the partial scratch holds the states (plan_rows_combine_kernel merges them).
 template <class Point>
 cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t stream) {
   kernels::plan_rows_params<Point> p{};
@@ -64,19 +79,35 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   p.cost_scale = args.cost_scale;
   p.eps = args.eps;
   using namespace kernels::plan_rows;
+  split_plan splits;  // one split, all key tiles
+  splits.key_tiles = static_cast<int>(std::max<std::int64_t>(1, (p.keys + kKeys - 1) / kKeys));
+  splits.tiles_per_split = splits.key_tiles;
+  if (args.k <= 1)
+    splits = fit_splits_to_scratch(plan_simt_splits<Point>(args.rows, args.keys, args.sm_count),
+                                   args.partial_scratch_capacity,
+                                   [&](int count) { return simt_partial_bytes(p.rows, count); });
+  p.tiles_per_split = splits.tiles_per_split;
+  p.splits = splits.splits;
+  if (splits.splits > 1) p.partials = static_cast<kernels::plan_rows_partial*>(args.partial_scratch);
   // The narrowest column chunk that holds k (one chunk of kMaxColumnsPerThread columns per thread
   // beyond that): every chunk repeats the scores, so wide values pay them once per 128 columns.
   const std::int64_t k = p.weighted != nullptr ? args.k : 0;
   const int columns_per_thread = k <= kGroups ? 1 : k <= 2 * kGroups ? 2 : k <= 4 * kGroups ? 4 : kMaxColumnsPerThread;
   const std::int64_t chunk = static_cast<std::int64_t>(kGroups) * columns_per_thread;
   const dim3 blocks(static_cast<unsigned>((args.rows.count + kRows - 1) / kRows),
-                    static_cast<unsigned>(std::max<std::int64_t>(1, (k + chunk - 1) / chunk)));
+                    static_cast<unsigned>(std::max<std::int64_t>(1, (k + chunk - 1) / chunk)),
+                    static_cast<unsigned>(splits.splits));
   switch (columns_per_thread) {
     case 1: kernels::plan_rows_kernel<Point, 1><<<blocks, kThreads, 0, stream>>>(p); break;
     case 2: kernels::plan_rows_kernel<Point, 2><<<blocks, kThreads, 0, stream>>>(p); break;
     case 4: kernels::plan_rows_kernel<Point, 4><<<blocks, kThreads, 0, stream>>>(p); break;
     default: kernels::plan_rows_kernel<Point, kMaxColumnsPerThread><<<blocks, kThreads, 0, stream>>>(p); break;
   }
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess || splits.splits <= 1) return status;
+  constexpr int kCombineThreads = 256;
+  kernels::plan_rows_combine_kernel<Point>
+      <<<static_cast<unsigned>((p.rows + kCombineThreads - 1) / kCombineThreads), kCombineThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -353,7 +384,7 @@ std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& 
       return std::max(hopper, vector_partial_bytes(rows, plan_vector_splits<kernels::tf32_operands>(rows, keys, sm_count).splits));
     case precision::bf16:
       return std::max(hopper, vector_partial_bytes(rows, plan_vector_splits<kernels::bf16_operands>(rows, keys, sm_count).splits));
-    case precision::fp64: return 0;
+    case precision::fp64: return simt_partial_bytes(rows.count, plan_simt_splits<double>(rows, keys, sm_count).splits);
   }
   return 0;
 }

@@ -146,6 +146,43 @@ TEST_P(vector_pass_test, fp32_narrow_pass_is_the_float64_simt_pass) {
   EXPECT_LE(max_abs_diff(narrow.weighted, simt_first), tol * v_max) << "P·v";
 }
 
+// fp64 runs every pass on the SIMT kernel (plan_rows_kernel.cuh); with k ≤ 1 its keys split over
+// CTAs when there are few row blocks (1,000 rows: 16 on 132 SMs) and plan_rows_combine_kernel merges
+// the splits' states. The one-column pass (with the cost) and the LSE-only pass against the float64
+// CPU backend, and against a k = 2 pass of the same kernel, which never splits (its first column v):
+// all to float64 rounding of scores of size scale/ε.
+TEST_P(vector_pass_test, fp64_passes_with_split_keys_match_the_cpu_backend) {
+  const vector_case c = GetParam();
+  std::mt19937_64 rng(static_cast<std::uint64_t>(3 * c.n + 17 * c.m + c.d));
+  const gpu_tests::pass_problem made = gpu_tests::make_pass_problem(c, rng);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> two(static_cast<std::size_t>(2 * c.m)), v(static_cast<std::size_t>(c.m));
+  for (std::size_t j = 0; j < v.size(); ++j) {
+    v[j] = two[2 * j] = normal(rng);
+    two[2 * j + 1] = normal(rng);
+  }
+  double v_max = 0;
+  for (double e : v) v_max = std::max(v_max, std::abs(e));
+  auto gpu = make_cuda_backend(made.problem, precision::fp64, 0);
+  auto cpu = make_cpu_backend(made.problem, precision::fp64, 0);
+  gpu->write_potential(slot::g, made.g);
+  cpu->write_potential(slot::g, made.g);
+  const plan_rows_request with_cost = plan_pass_request(side::x, slot::g, made.eps, v.data(), 1, true);
+  const plan_rows_result one = gpu->plan_rows(with_cost);
+  const plan_rows_result want = cpu->plan_rows(with_cost);
+  const plan_rows_result lse_only = gpu->plan_rows(plan_pass_request(side::x, slot::g, made.eps, nullptr, 0));
+  const plan_rows_result unsplit = gpu->plan_rows(plan_pass_request(side::x, slot::g, made.eps, two.data(), 2));
+  std::vector<double> unsplit_first(static_cast<std::size_t>(c.n));
+  for (std::size_t i = 0; i < unsplit_first.size(); ++i) unsplit_first[i] = unsplit.weighted[2 * i];
+  const double tol = 1e-12 * (1 + made.scale / made.eps);
+  EXPECT_LE(max_abs_diff(one.lse, want.lse), tol) << "LSE, k = 1";
+  EXPECT_LE(max_abs_diff(lse_only.lse, want.lse), tol) << "LSE, k = 0";
+  EXPECT_LE(max_abs_diff(one.weighted, want.weighted), tol * v_max) << "P·v";
+  EXPECT_LE(max_abs_diff(one.cost, want.cost), tol * (1 + made.scale)) << "Σ P·C";
+  EXPECT_LE(max_abs_diff(one.lse, unsplit.lse), tol) << "LSE against k = 2";
+  EXPECT_LE(max_abs_diff(one.weighted, unsplit_first), tol * v_max) << "P·v against k = 2";
+}
+
 // (1000, 9000): 8 row blocks, the keys split; (20000, 2000): 157 row blocks fill the SMs, no split;
 // d = 3 and 20 pad to one 16-word row, d = 64 is the widest resident row, d = 100 takes the mma.sync
 // pass. fp32 on d ≤ 16 runs the float64 narrow-row pass (plan_vector_narrow_kernel.cuh):

@@ -40,13 +40,16 @@ std::int64_t row_words(precision mode, std::int64_t padded_dim) {
 }
 
 // The key splits of the SIMT pass with k ≤ 1 (key_splits.hpp): 64-row blocks against 64-key
-// tiles, as many CTAs of it as fit on an SM. 1,000 rows are 16 row blocks on 132 SMs.
+// tiles, as many CTAs of it as fit on an SM. 1,000 rows are 16 row blocks on 132 SMs. A split
+// needs 2 tiles, not the tensor-core passes' 4: a SIMT tile is 64·64·d float64 FMAs against the
+// 32 bytes a row its split leaves.
 template <class Point>
 split_plan plan_simt_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {
   using namespace kernels::plan_rows;
+  constexpr int kMinTilesPerSplit = 2;
   const int ctas_per_sm = occupancy(&kernels::plan_rows_kernel<Point, 1>, kThreads, 0);
   return plan_key_splits((rows.count + kRows - 1) / kRows, (keys.count + kKeys - 1) / kKeys,
-                         static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, tile::kMinTilesPerSplit);
+                         static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, kMinTilesPerSplit);
 }
 
 std::int64_t simt_partial_bytes(std::int64_t rows, int splits) {

@@ -217,10 +217,13 @@ struct simt_plan_tile {
   }
 };
 
-// kColumnsPerThread: each thread's value columns (kg + 16c of the CTA's chunk blockIdx.y).
-// (One CTA an SM: two, at 128 registers, spill up to 136 bytes.)
-template <class Point, int kColumnsPerThread>
-__global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const plan_rows_params<Point> p) {
+// kColumnsPerThread: each thread's value columns (kg + 16c of the CTA's chunk blockIdx.y);
+// kQuadratic: p.directions is set (the u_i·z_j tile beside the scores). The one-column and LSE-only
+// passes (one column, not quadratic: the CG's products) fit 128 registers without spills and run two
+// CTAs an SM; the others take up to 246 registers, one CTA.
+template <class Point, int kColumnsPerThread, bool kQuadratic>
+__global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 1 && !kQuadratic ? 2 : 1)
+    plan_rows_kernel(const plan_rows_params<Point> p) {
   using namespace plan_rows;
   __shared__ plan_rows_shared shared;
   const int rg = static_cast<int>(threadIdx.x) / kGroups, kg = static_cast<int>(threadIdx.x) % kGroups;
@@ -246,9 +249,12 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
   const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.y) * kGroups * kColumnsPerThread;
   for (std::int64_t key0 = keys_begin; key0 < keys_end; key0 += kKeys) {
     const simt_plan_tile<Point> tile = tile_at(key0);
-    double c[kPerThread][kPerThread], u[kPerThread][kPerThread];
+    double c[kPerThread][kPerThread];
+    [[maybe_unused]] double u[kQuadratic ? kPerThread : 1][kPerThread];
     tile.costs(shared, c);
-    if (p.directions != nullptr && p.weighted != nullptr) tile.direction_factors(shared, u);
+    if constexpr (kQuadratic) {
+      if (p.weighted != nullptr) tile.direction_factors(shared, u);
+    }
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) {
       double s[kPerThread], tile_max = -INFINITY;
@@ -278,7 +284,10 @@ __global__ void __launch_bounds__(plan_rows::kThreads) plan_rows_kernel(const pl
       if (p.weighted != nullptr)
 #pragma unroll
         for (int q = 0; q < kPerThread; ++q)
-          shared.weights[rg + kGroups * r][kg + kGroups * q] = p.directions != nullptr ? w[q] * u[r][q] : w[q];
+          if constexpr (kQuadratic)
+            shared.weights[rg + kGroups * r][kg + kGroups * q] = w[q] * u[r][q];
+          else
+            shared.weights[rg + kGroups * r][kg + kGroups * q] = w[q];
     }
     if (p.weighted == nullptr) continue;  // uniform over the CTA
     __syncthreads();

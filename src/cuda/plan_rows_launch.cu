@@ -47,7 +47,7 @@ template <class Point>
 split_plan plan_simt_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {
   using namespace kernels::plan_rows;
   constexpr int kMinTilesPerSplit = 2;
-  const int ctas_per_sm = occupancy(&kernels::plan_rows_kernel<Point, 1>, kThreads, 0);
+  const int ctas_per_sm = occupancy(&kernels::plan_rows_kernel<Point, 1, false>, kThreads, 0);
   return plan_key_splits((rows.count + kRows - 1) / kRows, (keys.count + kKeys - 1) / kKeys,
                          static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, kMinTilesPerSplit);
 }
@@ -100,11 +100,18 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   const dim3 blocks(static_cast<unsigned>((args.rows.count + kRows - 1) / kRows),
                     static_cast<unsigned>(std::max<std::int64_t>(1, (k + chunk - 1) / chunk)),
                     static_cast<unsigned>(splits.splits));
+  // The quadratic instance where the pass has directions.
+  const auto launch = [&](auto plain, auto quadratic) {
+    (p.directions != nullptr ? quadratic : plain)<<<blocks, kThreads, 0, stream>>>(p);
+  };
   switch (columns_per_thread) {
-    case 1: kernels::plan_rows_kernel<Point, 1><<<blocks, kThreads, 0, stream>>>(p); break;
-    case 2: kernels::plan_rows_kernel<Point, 2><<<blocks, kThreads, 0, stream>>>(p); break;
-    case 4: kernels::plan_rows_kernel<Point, 4><<<blocks, kThreads, 0, stream>>>(p); break;
-    default: kernels::plan_rows_kernel<Point, kMaxColumnsPerThread><<<blocks, kThreads, 0, stream>>>(p); break;
+    case 1: launch(kernels::plan_rows_kernel<Point, 1, false>, kernels::plan_rows_kernel<Point, 1, true>); break;
+    case 2: launch(kernels::plan_rows_kernel<Point, 2, false>, kernels::plan_rows_kernel<Point, 2, true>); break;
+    case 4: launch(kernels::plan_rows_kernel<Point, 4, false>, kernels::plan_rows_kernel<Point, 4, true>); break;
+    default:
+      launch(kernels::plan_rows_kernel<Point, kMaxColumnsPerThread, false>,
+             kernels::plan_rows_kernel<Point, kMaxColumnsPerThread, true>);
+      break;
   }
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess || splits.splits <= 1) return status;

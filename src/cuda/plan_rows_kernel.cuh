@@ -217,13 +217,18 @@ struct simt_plan_tile {
   }
 };
 
-// kColumnsPerThread: each thread's value columns (kg + 16c of the CTA's chunk blockIdx.y);
-// kQuadratic: p.directions is set (the u_i·z_j tile beside the scores). The one-column and LSE-only
-// passes (one column, not quadratic: the CG's products) fit 128 registers without spills and run two
-// CTAs an SM; the others take up to 246 registers, one CTA.
+// kColumnsPerThread: each thread's value columns (kg + 16c of the CTA's chunk blockIdx.y), the
+// weights going through shared memory; 0: the one-column and LSE-only passes (k ≤ 1, the CG's
+// products), each thread summing w_ij·v_j over its own pairs in registers and the row group adding
+// them up at the end (no shared weights, no value loop). kQuadratic: p.directions is set (the
+// u_i·z_j tile beside the scores). The k ≤ 1 instance fits 128 registers without spills and runs
+// two CTAs an SM; the others take up to 246 registers, one CTA.
 template <class Point, int kColumnsPerThread, bool kQuadratic>
-__global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 1 && !kQuadratic ? 2 : 1)
+__global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 2 : 1)
     plan_rows_kernel(const plan_rows_params<Point> p) {
+  static_assert(kColumnsPerThread > 0 || !kQuadratic, "the quadratic pass takes its weights through shared memory");
+  constexpr bool kRegisterVector = kColumnsPerThread == 0;
+  constexpr int kSumColumns = kRegisterVector ? 1 : kColumnsPerThread;
   using namespace plan_rows;
   __shared__ plan_rows_shared shared;
   const int rg = static_cast<int>(threadIdx.x) / kGroups, kg = static_cast<int>(threadIdx.x) % kGroups;
@@ -243,10 +248,10 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 1 &&
   // softmax): the tile's weights are exp(S_ij − m_i), and what was summed before m_i moved is
   // rescaled by exp(m_old − m_i).
   double running_max[kPerThread], total[kPerThread] = {}, cost_sum[kPerThread] = {};
-  double sums[kPerThread][kColumnsPerThread] = {};
+  double sums[kPerThread][kSumColumns] = {};
 #pragma unroll
   for (int r = 0; r < kPerThread; ++r) running_max[r] = -INFINITY;
-  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.y) * kGroups * kColumnsPerThread;
+  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.y) * kGroups * kSumColumns;
   for (std::int64_t key0 = keys_begin; key0 < keys_end; key0 += kKeys) {
     const simt_plan_tile<Point> tile = tile_at(key0);
     double c[kPerThread][kPerThread];
@@ -254,6 +259,15 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 1 &&
     tile.costs(shared, c);
     if constexpr (kQuadratic) {
       if (p.weighted != nullptr) tile.direction_factors(shared, u);
+    }
+    [[maybe_unused]] double key_values[kPerThread] = {};  // v_j of the thread's keys (k ≤ 1 instance)
+    if constexpr (kRegisterVector) {
+      if (p.weighted != nullptr)
+#pragma unroll
+        for (int q = 0; q < kPerThread; ++q) {
+          const std::int64_t j = key0 + kg + kGroups * q;
+          if (j < p.keys) key_values[q] = p.values[j * p.values_stride];
+        }
     }
 #pragma unroll
     for (int r = 0; r < kPerThread; ++r) {
@@ -271,7 +285,7 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 1 &&
           total[r] *= rescale;
           cost_sum[r] *= rescale;
 #pragma unroll
-          for (int cc = 0; cc < kColumnsPerThread; ++cc) sums[r][cc] *= rescale;
+          for (int cc = 0; cc < kSumColumns; ++cc) sums[r][cc] *= rescale;
           running_max[r] = new_max;
         }
 #pragma unroll
@@ -279,24 +293,27 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 1 &&
           w[q] = s[q] == -INFINITY ? 0.0 : exp(s[q] - new_max);
           total[r] += w[q];
           cost_sum[r] = fma(w[q], c[r][q], cost_sum[r]);
+          if constexpr (kRegisterVector) sums[r][0] = fma(w[q], key_values[q], sums[r][0]);
         }
       }
-      if (p.weighted != nullptr)
+      if constexpr (!kRegisterVector) {
+        if (p.weighted != nullptr)
 #pragma unroll
-        for (int q = 0; q < kPerThread; ++q)
-          if constexpr (kQuadratic)
-            shared.weights[rg + kGroups * r][kg + kGroups * q] = w[q] * u[r][q];
-          else
-            shared.weights[rg + kGroups * r][kg + kGroups * q] = w[q];
+          for (int q = 0; q < kPerThread; ++q)
+            if constexpr (kQuadratic)
+              shared.weights[rg + kGroups * r][kg + kGroups * q] = w[q] * u[r][q];
+            else
+              shared.weights[rg + kGroups * r][kg + kGroups * q] = w[q];
+      }
     }
-    if (p.weighted == nullptr) continue;  // uniform over the CTA
+    if (kRegisterVector || p.weighted == nullptr) continue;  // uniform over the CTA
     __syncthreads();
     const int key_count = static_cast<int>(tile.key_count);
     for (int t = 0; t < key_count; ++t) {
       const double* v = p.values + (key0 + t) * p.values_stride;
-      double value[kColumnsPerThread];
+      double value[kSumColumns];
 #pragma unroll
-      for (int cc = 0; cc < kColumnsPerThread; ++cc) {
+      for (int cc = 0; cc < kSumColumns; ++cc) {
         const std::int64_t column = column0 + kg + kGroups * cc;
         value[cc] = column < p.k ? v[column] : 0.0;
       }
@@ -304,7 +321,7 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 1 &&
       for (int r = 0; r < kPerThread; ++r) {
         const double weight = shared.weights[rg + kGroups * r][t];
 #pragma unroll
-        for (int cc = 0; cc < kColumnsPerThread; ++cc) sums[r][cc] = fma(weight, value[cc], sums[r][cc]);
+        for (int cc = 0; cc < kSumColumns; ++cc) sums[r][cc] = fma(weight, value[cc], sums[r][cc]);
       }
     }
     // (the next tile's tile_dots opens with a barrier before `weights` is written again)
@@ -317,11 +334,13 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 1 &&
     const std::int64_t i = row0 + rg + kGroups * r;
     const double row_total = row_group_sum(total[r]);
     const double row_cost = row_group_sum(cost_sum[r]);
+    // Column 0's sum: lane kg = 0's own, or (k ≤ 1 instance) the row group's partial sums added up.
+    const double first_column = kRegisterVector ? row_group_sum(sums[r][0]) : sums[r][0];
     if (i >= p.rows) continue;
-    if (p.splits > 1) {  // k ≤ 1: lane kg = 0 holds column 0
+    if (p.splits > 1) {  // k ≤ 1
       if (kg == 0)
         p.partials[static_cast<std::int64_t>(blockIdx.z) * p.rows + i] = {running_max[r], row_total, row_cost,
-                                                                            p.weighted != nullptr ? sums[r][0] : 0.0};
+                                                                            p.weighted != nullptr ? first_column : 0.0};
       continue;
     }
     const double inverse = row_total > 0 ? 1.0 / row_total : 0.0;
@@ -330,10 +349,14 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 1 &&
       if (p.cost != nullptr) p.cost[i] = row_cost * inverse;
     }
     if (p.weighted == nullptr) continue;
+    if constexpr (kRegisterVector) {
+      if (kg == 0) p.weighted[i] = first_column * inverse;  // k = 1
+    } else {
 #pragma unroll
-    for (int cc = 0; cc < kColumnsPerThread; ++cc) {
-      const std::int64_t column = column0 + kg + kGroups * cc;
-      if (column < p.k) p.weighted[i * p.k + column] = sums[r][cc] * inverse;
+      for (int cc = 0; cc < kColumnsPerThread; ++cc) {
+        const std::int64_t column = column0 + kg + kGroups * cc;
+        if (column < p.k) p.weighted[i * p.k + column] = sums[r][cc] * inverse;
+      }
     }
   }
 }

@@ -47,7 +47,7 @@ template <class Point>
 split_plan plan_simt_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {
   using namespace kernels::plan_rows;
   constexpr int kMinTilesPerSplit = 2;
-  const int ctas_per_sm = occupancy(&kernels::plan_rows_kernel<Point, 1, false>, kThreads, 0);
+  const int ctas_per_sm = occupancy(&kernels::plan_rows_kernel<Point, 0, false>, kThreads, 0);
   return plan_key_splits((rows.count + kRows - 1) / kRows, (keys.count + kKeys - 1) / kKeys,
                          static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, kMinTilesPerSplit);
 }
@@ -92,19 +92,26 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   p.tiles_per_split = splits.tiles_per_split;
   p.splits = splits.splits;
   if (splits.splits > 1) p.partials = static_cast<kernels::plan_rows_partial*>(args.partial_scratch);
-  // The narrowest column chunk that holds k (one chunk of kMaxColumnsPerThread columns per thread
-  // beyond that): every chunk repeats the scores, so wide values pay them once per 128 columns.
+  // k ≤ 1 without directions: the register instance (0). Otherwise the narrowest column chunk that
+  // holds k (one chunk of kMaxColumnsPerThread columns per thread beyond that): every chunk repeats
+  // the scores, so wide values pay them once per 128 columns.
   const std::int64_t k = p.weighted != nullptr ? args.k : 0;
-  const int columns_per_thread = k <= kGroups ? 1 : k <= 2 * kGroups ? 2 : k <= 4 * kGroups ? 4 : kMaxColumnsPerThread;
-  const std::int64_t chunk = static_cast<std::int64_t>(kGroups) * columns_per_thread;
+  const bool quadratic = p.directions != nullptr;
+  const int columns_per_thread = k <= 1 && !quadratic ? 0
+                                 : k <= kGroups       ? 1
+                                 : k <= 2 * kGroups   ? 2
+                                 : k <= 4 * kGroups   ? 4
+                                                      : kMaxColumnsPerThread;
+  const std::int64_t chunk = static_cast<std::int64_t>(kGroups) * std::max(1, columns_per_thread);
   const dim3 blocks(static_cast<unsigned>((args.rows.count + kRows - 1) / kRows),
                     static_cast<unsigned>(std::max<std::int64_t>(1, (k + chunk - 1) / chunk)),
                     static_cast<unsigned>(splits.splits));
   // The quadratic instance where the pass has directions.
-  const auto launch = [&](auto plain, auto quadratic) {
-    (p.directions != nullptr ? quadratic : plain)<<<blocks, kThreads, 0, stream>>>(p);
+  const auto launch = [&](auto plain, auto with_directions) {
+    (quadratic ? with_directions : plain)<<<blocks, kThreads, 0, stream>>>(p);
   };
   switch (columns_per_thread) {
+    case 0: kernels::plan_rows_kernel<Point, 0, false><<<blocks, kThreads, 0, stream>>>(p); break;
     case 1: launch(kernels::plan_rows_kernel<Point, 1, false>, kernels::plan_rows_kernel<Point, 1, true>); break;
     case 2: launch(kernels::plan_rows_kernel<Point, 2, false>, kernels::plan_rows_kernel<Point, 2, true>); break;
     case 4: launch(kernels::plan_rows_kernel<Point, 4, false>, kernels::plan_rows_kernel<Point, 4, true>); break;

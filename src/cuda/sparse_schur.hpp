@@ -2,8 +2,9 @@
 // from each x row's K largest plan entries (plan_top_entries.hpp),
 //   S_k = diag(d) − Σ_i a_i·s_i^(K)·s_i^(K)ᵀ,   d = the CG's (damped) column sums (+ shift), raised
 //   where needed to keep S_k diagonally dominant (sparse_plan_diagonal, the host's rule),
-// kept as W (n × K, W_iu = √a_i·s_iu) and its transpose by columns (a stable CUB radix sort of the
-// entries by key, so the layout and every sum in it are deterministic). solve enqueues
+// kept as W (n × K, W_iu = √a_i·s_iu) and by columns (a stable CUB radix sort of the entries by
+// key, so the layout and every sum in it are deterministic). K must be kTopEntries (the solve
+// kernel's unrolled rows). solve enqueues
 // x ≈ S_k⁻¹·r by an inner Jacobi-preconditioned CG in one cooperative kernel
 // (sparse_schur_kernels.cuh) to a relative residual of kInnerTolerance: at ε = 0.1 on N(0, I_64)
 // clouds S_k is within ~1e-8 of S, so the outer (flexible) CG needs a few iterations
@@ -24,9 +25,9 @@ namespace flashsinkhorn::detail {
 // backend owns one): building and solving allocate and free nothing once it is warm, so no
 // cudaFree synchronises the device in the middle of a CG.
 struct sparse_schur_buffers {
-  device_buffer<int> keys, sort_keys, sorted_keys, ids, column_offsets, column_entries;
-  device_buffer<double> weights, masses, sums, diagonal, inverse_diagonal;
-  device_buffer<double> row_values, residual, scaled, directions, product, partials;
+  device_buffer<int> keys, sort_keys, sorted_keys, ids, sorted_ids, column_offsets, column_rows, iterations;
+  device_buffer<double> weights, column_weights, masses, sums, diagonal, inverse_diagonal;
+  device_buffer<double> row_values, residual, scaled, product, direction, direction_product, partials;
   device_buffer<unsigned char> sort_temp;
 };
 
@@ -42,9 +43,14 @@ class sparse_schur {
                int entries_per_row, const std::vector<double>& row_masses, const std::vector<double>& column_sums,
                double shift, int device, cudaStream_t stream);
 
-  // Enqueues solution ≈ S_k⁻¹·rhs (device (m,) vectors, distinct); nothing happens when
-  // *skip ≠ 0 on the device at that point of the stream (skip may be nullptr).
-  void solve(const double* rhs, double* solution, const int* skip, cudaStream_t stream) const;
+  // Enqueues solution ≈ S_k⁻¹·rhs (device (m,) vectors, distinct) to a relative residual of
+  // `tolerance` within `max_iterations`; nothing happens when *skip ≠ 0 on the device at that point
+  // of the stream (skip may be nullptr).
+  void solve(const double* rhs, double* solution, const int* skip, cudaStream_t stream,
+             double tolerance = kInnerTolerance, int max_iterations = kInnerIterations) const;
+
+  // The iterations the last solve ran (synchronises the stream); 0 before any.
+  [[nodiscard]] int last_iterations(cudaStream_t stream) const;
 
  private:
   sparse_schur_buffers& buffers_;

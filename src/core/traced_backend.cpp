@@ -3,17 +3,119 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <utility>
+
+#include "core/matrix_store.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
 
 const char* side_name(side s) { return s == side::x ? "x" : "y"; }
+std::string pass_name(side rows, side keys) { return std::string(side_name(rows)) + "<-" + side_name(keys); }
+
+// Times calls and prints a line each; one per traced backend, shared with its store, so that "host
+// before" is the gap since whichever traced call returned last.
+class call_timer {
+ public:
+  template <class Call>
+  void timed(const std::string& what, Call&& call) const {
+    timed(what, std::forward<Call>(call), [] { return std::string(); });
+  }
+  template <class Call, class Suffix>
+  void timed(const std::string& what, Call&& call, Suffix&& suffix) const {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    call();
+    const auto end = clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(end - start).count();
+    const double host_ms = std::chrono::duration<double, std::milli>(start - last_end_).count();
+    std::fprintf(stderr, "flashsinkhorn trace: %s%s  %.3f ms  (host %.3f ms before)\n", what.c_str(),
+                 suffix().c_str(), ms, host_ms);
+    last_end_ = end;
+  }
+
+ private:
+  // When the last traced call returned: the gap to the next one is the caller's host work (and
+  // untraced calls: single half-steps, copies, swaps).
+  mutable std::chrono::steady_clock::time_point last_end_ = std::chrono::steady_clock::now();
+};
+
+// The backend's matrix store (the HVP's O(n·d) arrays and their passes), its operations timed.
+// On the CUDA backend only the reads to the host (read, column, row_dots, first_nonfinite,
+// read_into to host memory) wait for the device; the rest are marked "(enqueue)".
+class traced_matrix_store final : public matrix_store {
+ public:
+  traced_matrix_store(matrix_store& inner, const call_timer& timer, bool enqueues)
+      : inner_(inner), timer_(timer), enqueue_(enqueues ? " (enqueue)" : "") {}
+
+  void write(int id, const std::vector<double>& values, std::int64_t rows, std::int64_t cols) override {
+    timer_.timed("store write" + enqueue_, [&] { inner_.write(id, values, rows, cols); });
+  }
+  void write_view(int id, const matrix_view& view, const std::string& name) override {
+    timer_.timed("store write_view" + enqueue_, [&] { inner_.write_view(id, view, name); });
+  }
+  void read_into(int id, const mutable_matrix_view& out, const std::string& name) const override {
+    timer_.timed("store read_into", [&] { inner_.read_into(id, out, name); });
+  }
+  [[nodiscard]] std::int64_t first_nonfinite(int id) const override {
+    std::int64_t index = -1;
+    timer_.timed("store first_nonfinite", [&] { index = inner_.first_nonfinite(id); });
+    return index;
+  }
+  void load_points(int id, side s) override {
+    timer_.timed(std::string("store load_points ") + side_name(s) + enqueue_, [&] { inner_.load_points(id, s); });
+  }
+  void round_to_operands(int id) override {
+    timer_.timed("store round_to_operands" + enqueue_, [&] { inner_.round_to_operands(id); });
+  }
+  [[nodiscard]] std::vector<double> read(int id) const override {
+    std::vector<double> values;
+    timer_.timed("store read", [&] { values = inner_.read(id); });
+    return values;
+  }
+  [[nodiscard]] std::vector<double> column(int id, std::int64_t column) const override {
+    std::vector<double> values;
+    timer_.timed("store column", [&] { values = inner_.column(id, column); });
+    return values;
+  }
+  [[nodiscard]] std::int64_t rows(int id) const override { return inner_.rows(id); }
+  [[nodiscard]] std::int64_t cols(int id) const override { return inner_.cols(id); }
+  void combine(int target, std::int64_t column, std::int64_t width, bool accumulate,
+               const std::vector<matrix_term>& terms) override {
+    timer_.timed("store combine" + enqueue_, [&] { inner_.combine(target, column, width, accumulate, terms); });
+  }
+  [[nodiscard]] std::vector<double> row_dots(int a, std::int64_t a_column, int b, std::int64_t b_column,
+                                             std::int64_t width) const override {
+    std::vector<double> dots;
+    timer_.timed("store row_dots", [&] { dots = inner_.row_dots(a, a_column, b, b_column, width); });
+    return dots;
+  }
+  void plan_rows(const plan_rows_request& request, int values, int out) override {
+    timer_.timed("store plan_rows " + pass_name(request.rows, request.keys) + " k=" + std::to_string(inner_.cols(values)) +
+                     enqueue_,
+                 [&] { inner_.plan_rows(request, values, out); });
+  }
+  void plan_quadratic_rows(const plan_quadratic_request& request, int directions, int values, int key_directions,
+                           int out) override {
+    timer_.timed("store plan_quadratic_rows " + pass_name(request.rows, request.keys) +
+                     " k=" + std::to_string(inner_.cols(values)) + enqueue_,
+                 [&] { inner_.plan_quadratic_rows(request, directions, values, key_directions, out); });
+  }
+
+ private:
+  matrix_store& inner_;
+  const call_timer& timer_;
+  std::string enqueue_;
+};
 
 class traced_backend final : public backend {
  public:
-  explicit traced_backend(std::unique_ptr<backend> inner) : inner_(std::move(inner)) {}
+  explicit traced_backend(std::unique_ptr<backend> inner) : inner_(std::move(inner)) {
+    if (matrix_store* store = inner_->matrices())
+      store_ = std::make_unique<traced_matrix_store>(*store, timer_, inner_->name() != "cpu");
+  }
 
   [[nodiscard]] std::string name() const override { return inner_->name(); }
 
@@ -49,8 +151,7 @@ class traced_backend final : public backend {
     return result;
   }
   [[nodiscard]] bool supports_key_directions() const override { return inner_->supports_key_directions(); }
-  // (the store's operations are not traced; its passes run inside the backend)
-  [[nodiscard]] matrix_store* matrices() const override { return inner_->matrices(); }
+  [[nodiscard]] matrix_store* matrices() const override { return store_.get(); }
   void point_gradient(const point_gradient_request& request) override {
     timed("point_gradient " + pass_name(request.rows, request.keys) + " (enqueue)",
           [&] { inner_->point_gradient(request); });
@@ -89,29 +190,14 @@ class traced_backend final : public backend {
   }
 
  private:
-  static std::string pass_name(side rows, side keys) { return std::string(side_name(rows)) + "<-" + side_name(keys); }
-
-  template <class Call>
-  void timed(const std::string& what, Call&& call) const {
-    timed(what, std::forward<Call>(call), [] { return std::string(); });
-  }
-  template <class Call, class Suffix>
-  void timed(const std::string& what, Call&& call, Suffix&& suffix) const {
-    using clock = std::chrono::steady_clock;
-    const auto start = clock::now();
-    call();
-    const auto end = clock::now();
-    const double ms = std::chrono::duration<double, std::milli>(end - start).count();
-    const double host_ms = std::chrono::duration<double, std::milli>(start - last_end_).count();
-    std::fprintf(stderr, "flashsinkhorn trace: %s%s  %.3f ms  (host %.3f ms before)\n", what.c_str(),
-                 suffix().c_str(), ms, host_ms);
-    last_end_ = end;
+  template <class... Args>
+  void timed(Args&&... args) const {
+    timer_.timed(std::forward<Args>(args)...);
   }
 
   std::unique_ptr<backend> inner_;
-  // When the last traced call returned: the gap to the next one is the caller's host work (and
-  // untraced calls: single half-steps, copies, swaps).
-  mutable std::chrono::steady_clock::time_point last_end_ = std::chrono::steady_clock::now();
+  call_timer timer_;
+  std::unique_ptr<traced_matrix_store> store_;  // over inner_'s store, if it has one
 };
 
 }  // namespace

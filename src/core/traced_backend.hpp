@@ -6,7 +6,8 @@
 // has neither nsys nor hardware counters). Calls that return host results (plan passes, reads,
 // solve_schur, take_error) synchronise, so their times include the device's work; a block of
 // iterations and a point gradient are only enqueued (marked "enqueue": the next read waits for
-// them). Single half-steps, copies and swaps are not printed. Results pass through unchanged.
+// them). The backend's matrix store (the HVP's arrays and passes) is traced too, its device-side
+// operations marked "enqueue". Single half-steps, copies and swaps are not printed. Results pass through unchanged.
 // Every virtual of backend.hpp is forwarded: one added there with a default (supports_key_directions,
 // matrices, solve_schur, read_potential_into, weighted_dual_terms, primal_terms) must be added here
 // too, or the traced solver silently takes the default (for the last three: the copying host path).

@@ -3,8 +3,9 @@
 // each row of P (P_ij = a_i s_ij, s_i the row softmax of core/solved_plan.hpp),
 //   S_k = diag(c)(1 + ridge) − Σ_i a_i s_i^(k) s_i^(k)ᵀ,
 // kept as W (n × k, W_iu = √a_i·s_iu) and its transpose by columns, S_k = diag(c) − WᵀW, and
-// solved at every CG iteration by an inner Jacobi CG to kSparsePlanInnerTolerance — the same
-// algorithm as the CUDA backend's (cuda/sparse_schur.hpp), so the outer CG is the flexible one
+// solved at every CG iteration by an inner Jacobi CG to kSparsePlanInnerTolerance — the CUDA
+// backend's algorithm (cuda/sparse_schur.hpp, which runs the Chronopoulos–Gear form of the same CG:
+// equal in exact arithmetic, one grid barrier fewer an iteration), so the outer CG is the flexible one
 // (projected_cg_settings::flexible). A sparse LDLᵀ of S_k, the first version, fills in like a dense
 // matrix beyond a few thousand points (10,000 × 64: ~2·10⁷ entries, 30 s). At small ε the plan is
 // nearly that sparse: in a numpy study

@@ -37,6 +37,32 @@ double operand_roundoff(precision mode) { return mode == precision::bf16 ? 0x1p-
 
 using vector_case = gpu_tests::pass_shape;  // k unused (one column)
 
+// A value column v (m,) and a two-column V (m, 2) whose first column is v: the k = 2 pass's first
+// column must be the one-column pass.
+struct value_columns {
+  std::vector<double> v, two;
+  double v_max = 0;  // max |v_j|
+};
+value_columns make_value_columns(std::int64_t m, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  value_columns out;
+  out.v.resize(static_cast<std::size_t>(m));
+  out.two.resize(static_cast<std::size_t>(2 * m));
+  for (std::size_t j = 0; j < out.v.size(); ++j) {
+    out.v[j] = out.two[2 * j] = normal(rng);
+    out.two[2 * j + 1] = normal(rng);
+    out.v_max = std::max(out.v_max, std::abs(out.v[j]));
+  }
+  return out;
+}
+
+// Column 0 of a (rows, 2) result.
+std::vector<double> first_of_two(const std::vector<double>& weighted) {
+  std::vector<double> first(weighted.size() / 2);
+  for (std::size_t i = 0; i < first.size(); ++i) first[i] = weighted[2 * i];
+  return first;
+}
+
 class vector_pass_test : public ::testing::TestWithParam<vector_case> {
  protected:
   void SetUp() override {
@@ -125,25 +151,16 @@ TEST_P(vector_pass_test, fp32_narrow_pass_is_the_float64_simt_pass) {
   if (!fp32_fma_dots_for(tile::kSimtFp32MaxDim)) GTEST_SKIP() << "FLASHSINKHORN_FP32_DOTS=3xtf32: fp32 passes on the tensor cores";
   std::mt19937_64 rng(static_cast<std::uint64_t>(5 * c.n + 11 * c.m + c.d));
   const gpu_tests::pass_problem made = gpu_tests::make_pass_problem(c, rng);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> two(static_cast<std::size_t>(2 * c.m)), v(static_cast<std::size_t>(c.m));
-  for (std::size_t j = 0; j < v.size(); ++j) {
-    v[j] = two[2 * j] = normal(rng);
-    two[2 * j + 1] = normal(rng);
-  }
+  const value_columns values = make_value_columns(c.m, rng);
   auto gpu = make_cuda_backend(made.problem, precision::fp32, 0);
   gpu->write_potential(slot::g, made.g);
-  const plan_rows_result simt = gpu->plan_rows(plan_pass_request(side::x, slot::g, made.eps, two.data(), 2));
-  const plan_rows_result narrow = gpu->plan_rows(plan_pass_request(side::x, slot::g, made.eps, v.data(), 1));
+  const plan_rows_result simt = gpu->plan_rows(plan_pass_request(side::x, slot::g, made.eps, values.two.data(), 2));
+  const plan_rows_result narrow = gpu->plan_rows(plan_pass_request(side::x, slot::g, made.eps, values.v.data(), 1));
   const plan_rows_result lse_only = gpu->plan_rows(plan_pass_request(side::x, slot::g, made.eps, nullptr, 0));
-  std::vector<double> simt_first(static_cast<std::size_t>(c.n));
-  for (std::size_t i = 0; i < simt_first.size(); ++i) simt_first[i] = simt.weighted[2 * i];
   const double tol = 1e-12 * (1 + made.scale / made.eps);
   EXPECT_LE(max_abs_diff(narrow.lse, simt.lse), tol) << "LSE, k = 1";
   EXPECT_LE(max_abs_diff(lse_only.lse, simt.lse), tol) << "LSE, k = 0";
-  double v_max = 0;
-  for (double e : v) v_max = std::max(v_max, std::abs(e));
-  EXPECT_LE(max_abs_diff(narrow.weighted, simt_first), tol * v_max) << "P·v";
+  EXPECT_LE(max_abs_diff(narrow.weighted, first_of_two(simt.weighted)), tol * values.v_max) << "P·v";
 }
 
 // fp64 runs every pass on the SIMT kernel (plan_rows_kernel.cuh); with k ≤ 1 its keys split over
@@ -155,32 +172,23 @@ TEST_P(vector_pass_test, fp64_passes_with_split_keys_match_the_cpu_backend) {
   const vector_case c = GetParam();
   std::mt19937_64 rng(static_cast<std::uint64_t>(3 * c.n + 17 * c.m + c.d));
   const gpu_tests::pass_problem made = gpu_tests::make_pass_problem(c, rng);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> two(static_cast<std::size_t>(2 * c.m)), v(static_cast<std::size_t>(c.m));
-  for (std::size_t j = 0; j < v.size(); ++j) {
-    v[j] = two[2 * j] = normal(rng);
-    two[2 * j + 1] = normal(rng);
-  }
-  double v_max = 0;
-  for (double e : v) v_max = std::max(v_max, std::abs(e));
+  const value_columns values = make_value_columns(c.m, rng);
   auto gpu = make_cuda_backend(made.problem, precision::fp64, 0);
   auto cpu = make_cpu_backend(made.problem, precision::fp64, 0);
   gpu->write_potential(slot::g, made.g);
   cpu->write_potential(slot::g, made.g);
-  const plan_rows_request with_cost = plan_pass_request(side::x, slot::g, made.eps, v.data(), 1, true);
+  const plan_rows_request with_cost = plan_pass_request(side::x, slot::g, made.eps, values.v.data(), 1, true);
   const plan_rows_result one = gpu->plan_rows(with_cost);
   const plan_rows_result want = cpu->plan_rows(with_cost);
   const plan_rows_result lse_only = gpu->plan_rows(plan_pass_request(side::x, slot::g, made.eps, nullptr, 0));
-  const plan_rows_result unsplit = gpu->plan_rows(plan_pass_request(side::x, slot::g, made.eps, two.data(), 2));
-  std::vector<double> unsplit_first(static_cast<std::size_t>(c.n));
-  for (std::size_t i = 0; i < unsplit_first.size(); ++i) unsplit_first[i] = unsplit.weighted[2 * i];
+  const plan_rows_result unsplit = gpu->plan_rows(plan_pass_request(side::x, slot::g, made.eps, values.two.data(), 2));
   const double tol = 1e-12 * (1 + made.scale / made.eps);
   EXPECT_LE(max_abs_diff(one.lse, want.lse), tol) << "LSE, k = 1";
   EXPECT_LE(max_abs_diff(lse_only.lse, want.lse), tol) << "LSE, k = 0";
-  EXPECT_LE(max_abs_diff(one.weighted, want.weighted), tol * v_max) << "P·v";
+  EXPECT_LE(max_abs_diff(one.weighted, want.weighted), tol * values.v_max) << "P·v";
   EXPECT_LE(max_abs_diff(one.cost, want.cost), tol * (1 + made.scale)) << "Σ P·C";
   EXPECT_LE(max_abs_diff(one.lse, unsplit.lse), tol) << "LSE against k = 2";
-  EXPECT_LE(max_abs_diff(one.weighted, unsplit_first), tol * v_max) << "P·v against k = 2";
+  EXPECT_LE(max_abs_diff(one.weighted, first_of_two(unsplit.weighted)), tol * values.v_max) << "P·v against k = 2";
 }
 
 // (1000, 9000): 8 row blocks, the keys split; (20000, 2000): 157 row blocks fill the SMs, no split;

@@ -72,7 +72,7 @@ if has build; then
   # shellcheck disable=SC2086
   cmake --build "$build" -j "$jobs" --target ${BUILD_TARGETS:-flashsinkhorn_gpu_tests flashsinkhorn_gpu_bench \
     flashsinkhorn_cli flashsinkhorn_precision_study flashsinkhorn_block_bench flashsinkhorn_call_overhead \
-    flashsinkhorn_plan_bench} >> "$logs/build.log" 2>&1 || { echo "GPU targets failed to build" | tee -a "$logs/build.log"; status=1; }
+    flashsinkhorn_plan_bench flashsinkhorn_sparse_schur_bench} >> "$logs/build.log" 2>&1 || { echo "GPU targets failed to build" | tee -a "$logs/build.log"; status=1; }
   if listed cpu; then
     cmake --build "$build" -j "$jobs" >> "$logs/build.log" 2>&1 || { echo "full build failed" | tee -a "$logs/build.log"; status=1; }
   fi

@@ -3,8 +3,7 @@
 // (docs/cuda_backend.md, session 53). S_k is built from entries shaped like a near-matching plan:
 // row i keeps a dominant key σ(i) (a random permutation) with share 1 − Σ of seven others, random
 // keys with shares 10⁻²·2⁻ᵘ; the column sums carry 1 + 10⁻⁹ of the kept mass, so S_k is as
-// ill-conditioned as the real one and the CG runs to its cap. Axes: n = m; the iteration cap; the
-// layout (one CTA, timed up to sparse_schur::kOneBlockLimit, and the cooperative grid).
+// ill-conditioned as the real one and the CG runs to its cap. Axes: n = m; the iteration cap.
 // Per case: one warm-up solve, then --repeats solves timed with CUDA events; the median, the
 // iterations the solve ran (read back from the device), and µs per iteration.
 // Output: one JSON object per line on stdout.
@@ -113,31 +112,27 @@ int main(int argc, char** argv) {
     const device_buffer<double> d_rhs = upload(rhs);
     device_buffer<double> solution(rhs.size(), nullptr);
     sparse_schur_buffers buffers;
-    // Up to kOneBlockLimit the solve runs in one CTA: timed there and on the grid it replaces.
-    for (const bool one_block : {true, false}) {
-      if (one_block && n > sparse_schur::kOneBlockLimit) continue;
-      const sparse_schur s_k(buffers, keys.data(), values.data(), n, kTopEntries, e.row_masses, e.column_sums, 0.0, 0,
-                             stream, one_block);
-      std::vector<float> ms;
-      for (int r = 0; r <= repeats; ++r) {
-        FS_CUDA_CHECK(cudaEventRecord(start, stream));
-        s_k.solve(d_rhs.data(), solution.data(), nullptr, stream, 1e-14, cap);
-        FS_CUDA_CHECK(cudaEventRecord(stop, stream));
-        FS_CUDA_CHECK(cudaEventSynchronize(stop));
-        float elapsed = 0;
-        FS_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
-        if (r > 0) ms.push_back(elapsed);
-      }
-      std::sort(ms.begin(), ms.end());
-      const double median = ms[ms.size() / 2];
-      const int iterations = s_k.last_iterations(stream);
-      std::printf(
-          "{\"bench\": \"sparse_schur_solve\", \"n\": %lld, \"layout\": \"%s\", \"entries_per_row\": %d, "
-          "\"cap\": %d, \"iterations\": %d, \"median_ms\": %.4f, \"us_per_iteration\": %.3f}\n",
-          static_cast<long long>(n), one_block ? "one CTA" : "cooperative grid", kTopEntries, cap, iterations, median,
-          iterations > 0 ? 1e3 * median / iterations : 0.0);
-      std::fflush(stdout);
+    const sparse_schur s_k(buffers, keys.data(), values.data(), n, kTopEntries, e.row_masses, e.column_sums, 0.0, 0,
+                           stream);
+    std::vector<float> ms;
+    for (int r = 0; r <= repeats; ++r) {
+      FS_CUDA_CHECK(cudaEventRecord(start, stream));
+      s_k.solve(d_rhs.data(), solution.data(), nullptr, stream, 1e-14, cap);
+      FS_CUDA_CHECK(cudaEventRecord(stop, stream));
+      FS_CUDA_CHECK(cudaEventSynchronize(stop));
+      float elapsed = 0;
+      FS_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
+      if (r > 0) ms.push_back(elapsed);
     }
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    const int iterations = s_k.last_iterations(stream);
+    std::printf(
+        "{\"bench\": \"sparse_schur_solve\", \"n\": %lld, \"entries_per_row\": %d, \"cap\": %d, \"iterations\": %d, "
+        "\"median_ms\": %.4f, \"us_per_iteration\": %.3f}\n",
+        static_cast<long long>(n), kTopEntries, cap, iterations, median,
+        iterations > 0 ? 1e3 * median / iterations : 0.0);
+    std::fflush(stdout);
   }
   FS_CUDA_CHECK(cudaEventDestroy(start));
   FS_CUDA_CHECK(cudaEventDestroy(stop));

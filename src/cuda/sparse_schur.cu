@@ -52,10 +52,8 @@ int bits_for(std::int64_t largest) {
 
 sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys, const double* entry_values,
                            std::int64_t n, int entries_per_row, const std::vector<double>& row_masses,
-                           const std::vector<double>& column_sums, double shift, int device, cudaStream_t stream,
-                           bool allow_one_block)
-    : buffers_(buffers), n_(n), m_(static_cast<std::int64_t>(column_sums.size())), entries_per_row_(entries_per_row),
-      one_block_(allow_one_block && std::max(n, m_) <= kOneBlockLimit) {
+                           const std::vector<double>& column_sums, double shift, int device, cudaStream_t stream)
+    : buffers_(buffers), n_(n), m_(static_cast<std::int64_t>(column_sums.size())), entries_per_row_(entries_per_row) {
   const std::int64_t entries = n * entries_per_row;
   if (entries >= INT_MAX || m_ >= INT_MAX)
     throw unsupported("the sparse_plan preconditioner indexes its entries with 32 bits: n·K and m must be < 2^31");
@@ -110,18 +108,13 @@ sparse_schur::sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys,
     FS_CUDA_CHECK(cudaGetLastError());
   }
 
-  // The solve's CTAs: one, or a cooperative grid with every CTA resident and no more CTAs than
-  // there is work for.
-  if (one_block_) {
-    blocks_ = 1;
-  } else {
-    int sm_count = 0, per_sm = 0;
-    FS_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-    FS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, kernels::sparse_schur_solve_kernel<kTopEntries, false>, kernels::kSparseSchurThreads, 0));
-    const std::int64_t wanted = (std::max(n_, m_) + kernels::kSparseSchurThreads - 1) / kernels::kSparseSchurThreads;
-    blocks_ = static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::int64_t{sm_count} * std::max(per_sm, 1)));
-  }
+  // The cooperative solve's grid: every CTA resident, and no more CTAs than there is work for.
+  int sm_count = 0, per_sm = 0;
+  FS_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  FS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels::sparse_schur_solve_kernel<kTopEntries>,
+                                                              kernels::kSparseSchurThreads, 0));
+  const std::int64_t wanted = (std::max(n_, m_) + kernels::kSparseSchurThreads - 1) / kernels::kSparseSchurThreads;
+  blocks_ = static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::int64_t{sm_count} * std::max(per_sm, 1)));
   reserve(b.row_values, static_cast<std::size_t>(std::max<std::int64_t>(n_, 1)), stream);
   for (device_buffer<double>* vector : {&b.residual, &b.scaled, &b.product, &b.direction, &b.direction_product})
     reserve(*vector, columns, stream);
@@ -144,15 +137,9 @@ void sparse_schur::solve(const double* rhs, double* solution, const int* skip, c
   work.direction_product = b.direction_product.data();
   work.partials = b.partials.data();
   work.iterations = b.iterations.data();
-  if (one_block_) {
-    kernels::sparse_schur_solve_kernel<kTopEntries, true><<<1, kernels::kSparseSchurOneBlockThreads, 0, stream>>>(
-        view, work, rhs, solution, tolerance, max_iterations, skip);
-    FS_CUDA_CHECK(cudaGetLastError());
-    return;
-  }
   void* args[] = {&view,      &work,           const_cast<double**>(&rhs), &solution,
                   &tolerance, &max_iterations, const_cast<int**>(&skip)};
-  FS_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernels::sparse_schur_solve_kernel<kTopEntries, false>),
+  FS_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernels::sparse_schur_solve_kernel<kTopEntries>),
                                             dim3(static_cast<unsigned>(blocks_)), dim3(kernels::kSparseSchurThreads),
                                             args, 0, stream));
 }

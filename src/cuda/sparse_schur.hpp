@@ -3,10 +3,10 @@
 //   S_k = diag(d) − Σ_i a_i·s_i^(K)·s_i^(K)ᵀ,   d = the CG's (damped) column sums (+ shift), raised
 //   where needed to keep S_k diagonally dominant (sparse_plan_diagonal, the host's rule),
 // kept as W (n × K, W_iu = √a_i·s_iu) and by columns (a stable CUB radix sort of the entries by
-// key, so the layout and every sum in it are deterministic); K must be kTopEntries (the solve
-// kernel's unrolled rows). solve enqueues x ≈ S_k⁻¹·r by an inner Jacobi-preconditioned CG in one
-// kernel — one CTA up to kOneBlockLimit rows and columns, else a cooperative grid
-// (sparse_schur_kernels.cuh) — to a relative residual of kInnerTolerance: at ε = 0.1 on N(0, I_64)
+// key, so the layout and every sum in it are deterministic). K must be kTopEntries (the solve
+// kernel's unrolled rows). solve enqueues
+// x ≈ S_k⁻¹·r by an inner Jacobi-preconditioned CG in one cooperative kernel
+// (sparse_schur_kernels.cuh) to a relative residual of kInnerTolerance: at ε = 0.1 on N(0, I_64)
 // clouds S_k is within ~1e-8 of S, so the outer (flexible) CG needs a few iterations
 // (bench/studies/sparse_schur_preconditioner.py).
 #pragma once
@@ -35,16 +35,13 @@ class sparse_schur {
  public:
   static constexpr double kInnerTolerance = kSparsePlanInnerTolerance;  // the host preconditioner's rule
   static constexpr int kInnerIterations = kSparsePlanInnerIterations;
-  // Up to this many rows and columns the solve runs in one CTA (CTA barriers, not grid-wide ones).
-  static constexpr std::int64_t kOneBlockLimit = 2048;
 
   // Enqueues the build on `stream` into `buffers` (which must outlive this object and serve no
   // other sparse_schur meanwhile). entry_keys, entry_values: the top entries (n, K) on the device;
   // row_masses: a (n,) on the host; column_sums: d (m,) on the host, + `shift` on the diagonal.
-  // allow_one_block = false keeps small systems on the grid-wide solve (bench/sparse_schur_bench.cu).
   sparse_schur(sparse_schur_buffers& buffers, const int* entry_keys, const double* entry_values, std::int64_t n,
                int entries_per_row, const std::vector<double>& row_masses, const std::vector<double>& column_sums,
-               double shift, int device, cudaStream_t stream, bool allow_one_block = true);
+               double shift, int device, cudaStream_t stream);
 
   // Enqueues solution ≈ S_k⁻¹·rhs (device (m,) vectors, distinct) to a relative residual of
   // `tolerance` within `max_iterations`; nothing happens when *skip ≠ 0 on the device at that point
@@ -59,8 +56,7 @@ class sparse_schur {
   sparse_schur_buffers& buffers_;
   std::int64_t n_ = 0, m_ = 0;
   int entries_per_row_ = 0;
-  int blocks_ = 0;  // of the solve: 1 (one CTA), or a cooperative grid, all resident at once
-  bool one_block_ = false;
+  int blocks_ = 0;  // of the cooperative solve: all resident at once
 };
 
 }  // namespace flashsinkhorn::detail

@@ -16,8 +16,7 @@
 
 namespace flashsinkhorn::detail::kernels {
 
-inline constexpr int kSparseSchurThreads = 256;          // a CTA of the grid-wide solve
-inline constexpr int kSparseSchurOneBlockThreads = 512;  // the solve in one CTA (small systems)
+inline constexpr int kSparseSchurThreads = 256;
 
 struct sparse_schur_view {
   std::int64_t n = 0, m = 0;
@@ -54,9 +53,8 @@ __device__ __forceinline__ double transposed_row(const sparse_schur_view& s, con
 }
 
 // This CTA's sums of three per-thread values, written to partials[blockIdx.x].
-template <int kThreads>
 __device__ __forceinline__ void cta_partials(double a, double b, double c, double* partials) {
-  __shared__ double warp_sums[kThreads / 32][3];
+  __shared__ double warp_sums[kSparseSchurThreads / 32][3];
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) {
     a += __shfl_xor_sync(0xffffffffu, a, offset);
@@ -72,7 +70,7 @@ __device__ __forceinline__ void cta_partials(double a, double b, double c, doubl
   __syncthreads();
   if (threadIdx.x == 0) {
     double sums[3] = {0, 0, 0};
-    for (int w = 0; w < kThreads / 32; ++w)
+    for (int w = 0; w < kSparseSchurThreads / 32; ++w)
       for (int v = 0; v < 3; ++v) sums[v] += warp_sums[w][v];
     for (int v = 0; v < 3; ++v) partials[3 * blockIdx.x + v] = sums[v];
   }
@@ -109,21 +107,12 @@ __device__ __forceinline__ void grid_totals(const double* partials, double (&tot
 // Only the rows phase reads other columns' entries, and only the columns phase writes them, each
 // column by its own thread: the two barriers are all the ordering needed. The first pass through
 // the loop (α = 0, u = p = s = w = 0) only forms u₀ and w₀.
-// kOneBlock: the whole solve in one CTA of kSparseSchurOneBlockThreads (an ordinary launch), its
-// barriers __syncthreads; else a cooperative grid of kSparseSchurThreads a CTA, its barriers
-// grid-wide.
-template <int K, bool kOneBlock>
-__global__ void __launch_bounds__(kOneBlock ? kSparseSchurOneBlockThreads : kSparseSchurThreads, 1)
+template <int K>
+__global__ void __launch_bounds__(kSparseSchurThreads, 1)
     sparse_schur_solve_kernel(const sparse_schur_view s, const sparse_schur_work w, const double* rhs, double* solution,
                               double tolerance, int max_iterations, const int* skip) {
-  constexpr int kThreads = kOneBlock ? kSparseSchurOneBlockThreads : kSparseSchurThreads;
   if (skip != nullptr && *skip != 0) return;
-  const auto barrier = [] {
-    if constexpr (kOneBlock)
-      __syncthreads();
-    else
-      cooperative_groups::this_grid().sync();
-  };
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
 
@@ -138,8 +127,8 @@ __global__ void __launch_bounds__(kOneBlock ? kSparseSchurOneBlockThreads : kSpa
     solution[j] = 0;
     rr += r * r;
   }
-  cta_partials<kThreads>(rr, 0.0, 0.0, w.partials);
-  barrier();
+  cta_partials(rr, 0.0, 0.0, w.partials);
+  grid.sync();
   double totals[3];
   grid_totals(w.partials, totals);
   const double initial_norm = sqrt(totals[0]);
@@ -159,7 +148,7 @@ __global__ void __launch_bounds__(kOneBlock ? kSparseSchurOneBlockThreads : kSpa
         }
         w.row_values[i] = t;
       }
-      barrier();
+      grid.sync();
       double gamma = 0, delta = 0;
       rr = 0;
       for (std::int64_t j = first; j < s.m; j += stride) {
@@ -178,8 +167,8 @@ __global__ void __launch_bounds__(kOneBlock ? kSparseSchurOneBlockThreads : kSpa
         delta += u * q;
         rr += r * r;
       }
-      cta_partials<kThreads>(gamma, delta, rr, w.partials);
-      barrier();
+      cta_partials(gamma, delta, rr, w.partials);
+      grid.sync();
       grid_totals(w.partials, totals);
       if (sqrt(totals[2]) <= tolerance * initial_norm || iterations == max_iterations) break;
       gamma = totals[0];

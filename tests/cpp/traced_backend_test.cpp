@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hvp_support.hpp"
+#include "trace_capture.hpp"
 
 namespace {
 
@@ -21,16 +22,10 @@ std::vector<double> hvp_of(const reference::cloud& x, const reference::cloud& y,
 TEST(TracedBackend, PrintsEachCallAndChangesNothing) {
   const reference::cloud x = reference::random_cloud(23, 3, 1), y = reference::random_cloud(17, 3, 2);
   const std::vector<double> a = random_direction(x.count * x.dim, 3);
-  ASSERT_EQ(unsetenv("FLASHSINKHORN_TRACE"), 0);
-  const std::vector<double> plain = hvp_of(x, y, a);
+  const auto runs = run_plain_and_traced([&] { return hvp_of(x, y, a); });
+  const std::string& log = runs.log;
 
-  ASSERT_EQ(setenv("FLASHSINKHORN_TRACE", "1", 1), 0);
-  ::testing::internal::CaptureStderr();
-  const std::vector<double> traced = hvp_of(x, y, a);
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  ASSERT_EQ(unsetenv("FLASHSINKHORN_TRACE"), 0);
-
-  EXPECT_EQ(traced, plain);
+  EXPECT_EQ(runs.traced, runs.plain);
   for (const char* call : {"flashsinkhorn trace: run_block of ", "flashsinkhorn trace: take_error",
                            "flashsinkhorn trace: plan_rows x<-y k=3", "flashsinkhorn trace: plan_rows y<-x k=1",
                            "flashsinkhorn trace: plan_quadratic_rows x<-y k=3", " ms before)\n"})

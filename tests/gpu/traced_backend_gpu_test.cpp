@@ -3,11 +3,11 @@
 // product does not change. Skips without a GPU.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "cpp/hvp_support.hpp"
+#include "cpp/trace_capture.hpp"
 
 namespace {
 
@@ -25,16 +25,10 @@ TEST(TracedBackendOnGpu, PrintsTheMatrixStoresPassesAndChangesNothing) {
   if (!fs::cuda_available()) GTEST_SKIP() << "no CUDA device";
   const reference::cloud x = reference::random_cloud(41, 5, 1), y = reference::random_cloud(37, 5, 2);
   const std::vector<double> a = random_direction(x.count * x.dim, 3);
-  ASSERT_EQ(unsetenv("FLASHSINKHORN_TRACE"), 0);
-  const std::vector<double> plain = gpu_hvp_of(x, y, a);
+  const auto runs = run_plain_and_traced([&] { return gpu_hvp_of(x, y, a); });
+  const std::string& log = runs.log;
 
-  ASSERT_EQ(setenv("FLASHSINKHORN_TRACE", "1", 1), 0);
-  ::testing::internal::CaptureStderr();
-  const std::vector<double> traced = gpu_hvp_of(x, y, a);
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  ASSERT_EQ(unsetenv("FLASHSINKHORN_TRACE"), 0);
-
-  EXPECT_EQ(traced, plain);
+  EXPECT_EQ(runs.traced, runs.plain);
   for (const char* call : {"flashsinkhorn trace: store plan_quadratic_rows ", "flashsinkhorn trace: store row_dots",
                            " (enqueue)  ", "flashsinkhorn trace: plan_rows y<-x k=1"})
     EXPECT_NE(log.find(call), std::string::npos) << call << " missing from:\n" << log.substr(0, 3000);

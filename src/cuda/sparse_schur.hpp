@@ -3,12 +3,11 @@
 //   S_k = diag(d) − Σ_i a_i·s_i^(K)·s_i^(K)ᵀ,   d = the CG's (damped) column sums (+ shift), raised
 //   where needed to keep S_k diagonally dominant (sparse_plan_diagonal, the host's rule),
 // kept as W (n × K, W_iu = √a_i·s_iu) and by columns (a stable CUB radix sort of the entries by
-// key, so the layout and every sum in it are deterministic). K must be kTopEntries (the solve
-// kernel's unrolled rows). solve enqueues
-// x ≈ S_k⁻¹·r by an inner Jacobi-preconditioned CG in one cooperative kernel
-// (sparse_schur_kernels.cuh) to a relative residual of kInnerTolerance: at ε = 0.1 on N(0, I_64)
-// clouds S_k is within ~1e-8 of S, so the outer (flexible) CG needs a few iterations
-// (bench/studies/sparse_schur_preconditioner.py).
+// key, so the layout and every sum in it are deterministic); K must be kTopEntries (the solve
+// kernel's unrolled rows). solve enqueues x ≈ S_k⁻¹·r by an inner Jacobi-preconditioned CG in one
+// cooperative kernel (sparse_schur_kernels.cuh) to a relative residual of kInnerTolerance: at
+// ε = 0.1 on N(0, I_64) clouds S_k is within ~1e-8 of S, so the outer (flexible) CG needs a few
+// iterations (bench/studies/sparse_schur_preconditioner.py).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -190,6 +190,19 @@ def test_suite_rows_merge_across_files_newest_run_first(tmp_path):
     assert "| `suite_h200_2026-11-30_s10a_lane0.jsonl` | flashsinkhorn-cli | forward | f73d02b: every solve" in text
 
 
+def test_a_superseded_entry_may_cover_some_sizes_only():
+    # suite_h100_2026-12-07_s53b.jsonl: its n = 1,000 HVP rows of ours ran a reverted solve, the rest stand
+    load_report()
+    from report_suite import superseded_by
+
+    def row(n):
+        return {"file": "suite_h100_2026-12-07_s53b.jsonl", "variant": "flashsinkhorn-py", "op": "hvp", "n": n}
+
+    assert "reverted" in superseded_by(row(1000))
+    assert superseded_by(row(10000)) is None
+    assert superseded_by({**row(1000), "variant": "geomloss-tensorized"}) is None
+
+
 def test_a_suite_run_under_kernel_options_stays_out_of_the_tables(tmp_path):
     # run.py records the FLASHSINKHORN_* choices of its environment (protocol.machine): such a run is
     # an A/B of an option, so its rows must not stand for the defaults in the tables and claims.

@@ -48,4 +48,13 @@ class float64_replica {
   backend& compute_;
 };
 
+// `product` (a function of a context returning a report with redone_in_float64) run on the replica of
+// `context`, its report marked redone: what a product does when it starts there or falls short.
+template <class Product>
+auto on_float64_replica(const potential_vjp_context& context, Product&& product) {
+  auto report = product(float64_replica(context).context());
+  report.redone_in_float64 = true;
+  return report;
+}
+
 }  // namespace flashsinkhorn::detail

@@ -195,11 +195,9 @@ side_view view_of(side rows, std::int64_t n_rows, std::int64_t n_keys, bool own,
 
 hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_hvp_views& views,
                               const hvp_options& settings) {
-  if (starts_in_float64(context)) {  // an earlier product of this solve fell short (float64_replica.hpp)
-    hvp_report again = joint_hvp_products(float64_replica(context).context(), views, settings);
-    again.redone_in_float64 = true;
-    return again;
-  }
+  const auto this_product = [&](const potential_vjp_context& on) { return joint_hvp_products(on, views, settings); };
+  // An earlier product of this solve fell short (float64_replica.hpp).
+  if (starts_in_float64(context)) return on_float64_replica(context, this_product);
   const prepared_problem& kernel = context.inputs.kernel;
   const std::int64_t n = kernel.x.count, m = kernel.y.count, d = kernel.x.dim;
   const double two_s = 2 * kernel.cost_scale;
@@ -243,10 +241,9 @@ hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_
         views.symmetric ? solve_symmetric_potential_system(plan, a, average(x.rho, y.rho), solve)
                         : solve_potential_system(plan, a, x.rho, y.rho, solve);
     if (delta.sparse_fell_short) {  // the whole product again, on float64 passes (float64_replica.hpp)
-      hvp_report again = joint_hvp_products(float64_replica(context).context(), views, settings);
+      hvp_report again = on_float64_replica(context, this_product);
       again.cg_iterations += delta.iterations;
       again.plan_passes += plan.passes();
-      again.redone_in_float64 = true;
       return again;
     }
     report.cg_iterations = delta.iterations;

@@ -211,18 +211,17 @@ potential_vjp_report potential_vjp(const potential_vjp_context& context, const v
   validate_output(outputs.grad_a, n, "grad_a");
   validate_output(outputs.grad_b, m, "grad_b");
 
-  if (starts_in_float64(context)) {  // an earlier product of this solve fell short (float64_replica.hpp)
-    potential_vjp_report again = potential_vjp(float64_replica(context).context(), df_view, dg_view, outputs, settings);
-    again.redone_in_float64 = true;
-    return again;
-  }
+  const auto this_product = [&](const potential_vjp_context& on) {
+    return potential_vjp(on, df_view, dg_view, outputs, settings);
+  };
+  // An earlier product of this solve fell short (float64_replica.hpp).
+  if (starts_in_float64(context)) return on_float64_replica(context, this_product);
   const solved_plan plan(context.compute, in.kernel, context.eps);
   adjoint lambda = solve_adjoint(plan, x.weights, df, dg, settings, redone_in_float64(context));
   if (lambda.sparse_fell_short) {  // the whole product again, on float64 passes (float64_replica.hpp)
-    potential_vjp_report again = potential_vjp(float64_replica(context).context(), df_view, dg_view, outputs, settings);
+    potential_vjp_report again = on_float64_replica(context, this_product);
     again.iterations += lambda.report.iterations;
     again.plan_passes += plan.passes();
-    again.redone_in_float64 = true;
     return again;
   }
 

@@ -9,7 +9,9 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
+#include "cuda/cuda_check.hpp"
 #include "cuda/device_memory_pool.hpp"
 
 namespace flashsinkhorn::detail {
@@ -63,6 +65,15 @@ T* reserve(device_buffer<T>& buffer, std::size_t count, cudaStream_t stream) {
     buffer = device_buffer<T>(count, stream);
   }
   return buffer.data();
+}
+
+// Grows `buffer` to hold `values` and copies them in on `stream` (pageable memory: the copy has read
+// `values` when this returns); returns its data.
+template <class T>
+T* upload(device_buffer<T>& buffer, const std::vector<T>& values, cudaStream_t stream) {
+  T* data = reserve(buffer, values.size(), stream);
+  FS_CUDA_CHECK(cudaMemcpyAsync(data, values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+  return data;
 }
 
 }  // namespace flashsinkhorn::detail

@@ -49,12 +49,6 @@ class state_ring {
   std::array<cudaEvent_t, kSlots> events_{};
 };
 
-double* upload(device_buffer<double>& buffer, const std::vector<double>& values, cudaStream_t stream) {
-  double* data = reserve(buffer, values.size(), stream);
-  FS_CUDA_CHECK(cudaMemcpyAsync(data, values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice, stream));
-  return data;
-}
-
 }  // namespace
 
 struct schur_cg_workspace::impl {

@@ -18,14 +18,6 @@ constexpr int kThreads = 256;
 
 unsigned blocks_for(std::int64_t count) { return static_cast<unsigned>((count + kThreads - 1) / kThreads); }
 
-// Copies host values into `buffer` (grown as needed) on the stream; pageable memory: the copy has
-// read `values` when this returns.
-double* upload(device_buffer<double>& buffer, const std::vector<double>& values, cudaStream_t stream) {
-  double* data = reserve(buffer, values.size(), stream);
-  FS_CUDA_CHECK(cudaMemcpyAsync(data, values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice, stream));
-  return data;
-}
-
 // S_k as the kernels see it, over `b` (its diagonal parts once they are reserved).
 kernels::sparse_schur_view view_of(const sparse_schur_buffers& b, std::int64_t n, std::int64_t m, int entries_per_row) {
   kernels::sparse_schur_view view;

@@ -113,6 +113,11 @@ if has gpu; then
   # 51 lost a device call's suite to them).
   passes=1 default_pairings="split multicast"
   if [[ -n "${GPU_TEST_FILTER:-}" ]]; then passes=0 default_mma=0 default_variants="" default_pairings=""; fi
+  # The HVP's sparse_plan preconditioner by the inner CG on S_k at every size (small problems
+  # otherwise factor the dense S: FLASHSINKHORN_SCHUR_SOLVE, kernel_variant.hpp).
+  if [[ "${GPU_TEST_SPARSE_SCHUR:-$passes}" != 0 ]]; then
+    test_pass '*Sparse*:*sparse*:*schur*:*Schur*:*Hvp*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" FLASHSINKHORN_SCHUR_SOLVE=sparse
+  fi
   # The same backend cases on the mma.sync kernel family (sm_90a builds pick wgmma for tf32/bf16).
   if [[ "${GPU_TEST_MMA:-$default_mma}" != 0 ]]; then
     test_pass 'sizes/*' "${GPU_TEST_TIMEOUT:-240}" FLASHSINKHORN_KERNEL=mma

@@ -41,6 +41,7 @@
 #include "cuda/device_prepare.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/graph_cache.hpp"
+#include "cuda/kernel_variant.hpp"
 #include "cuda/plan_rows_launch.hpp"
 #include "cuda/plan_top_entries.hpp"
 #include "cuda/schur_cg.hpp"
@@ -48,6 +49,7 @@
 #include "cuda/point_gradient_launch.hpp"
 #include "cuda/softmin_launch.hpp"
 #include "cuda/solve_summary_launch.hpp"
+#include "cuda/dense_schur.hpp"
 #include "cuda/sparse_schur.hpp"
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
@@ -609,6 +611,14 @@ class cuda_backend final : public backend {
     const auto m = static_cast<std::size_t>(cloud(side::y).count);
     if (system.key_reweight->size() != n || rhs.size() != m || diagonal.size() != m)
       throw invalid_argument("solve_schur: vector sizes do not match the clouds");
+    // Small systems: the sparse_plan preconditioner with every entry kept, factored (dense_schur.hpp),
+    // built before the CG's scratch is sized (its pass grows the staged values).
+    std::optional<dense_schur> dense;
+    if (system.sparse_row_masses != nullptr && dense_schur_enabled() &&
+        dense_schur_fits(static_cast<std::int64_t>(n), static_cast<std::int64_t>(m), dim_)) {
+      dense.emplace(dense_plan(system));
+      if (!dense->factored()) dense.reset();  // not positive definite in float64: the sparse path
+    }
     // All scratch at its final size first: nothing is reallocated while passes are in flight.
     reserve(plan_.lse, std::max(n, m), stream_.get());
     reserve(plan_.weighted, std::max(n, m), stream_.get());
@@ -638,11 +648,32 @@ class cuda_backend final : public backend {
     inputs.diagonal = &diagonal;
     inputs.rhs = &rhs;
     if (system.sparse_row_masses == nullptr) return device_schur_cg(cg_workspace_, product, inputs, settings, stream_.get());
+    if (dense) {
+      const schur_preconditioner precondition = [&](const double* residual, double* out, const int* /*skip*/) {
+        dense->solve(residual, out, stream_.get());  // (after the CG is done its output is not read)
+      };
+      return device_schur_cg(cg_workspace_, product, inputs, settings, stream_.get(), &precondition);
+    }
     const sparse_schur preconditioner = sparse_plan(system);
     const schur_preconditioner precondition = [&](const double* residual, double* out, const int* skip) {
       preconditioner.solve(residual, out, skip, stream_.get());
     };
     return device_schur_cg(cg_workspace_, product, inputs, settings, stream_.get(), &precondition);
+  }
+
+  // The dense preconditioner of `system` (dense_schur.hpp): the x rows' softmax keyed by g, as a plan
+  // pass with V = I_m, then S and its factor.
+  [[nodiscard]] dense_schur dense_plan(const schur_system& system) const {
+    const auto m = static_cast<std::int64_t>(cloud(side::y).count);
+    const auto n = static_cast<std::int64_t>(cloud(side::x).count);
+    plan_rows_launch_args args = plan_args(side::x, side::y, slot::g, system.eps, static_cast<std::size_t>(m), false);
+    args.values = dense_schur_identity(plan_.dense, m, stream_.get());
+    args.weighted = reserve(plan_.dense.softmax, static_cast<std::size_t>(n * m), stream_.get());
+    if (!plan_pass_is_float64(mode_, cloud(side::x).padded_dim))
+      args.values_scratch = reserve(plan_.staged, staged_bytes(side::y, m, false), stream_.get());
+    FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
+    return dense_schur(plan_.dense, n, m, *system.sparse_row_masses, *system.column_sums, system.sparse_shift,
+                       stream_.get());
   }
 
   // The sparse_plan preconditioner of `system` (sparse_schur.hpp): the x rows' top entries keyed by
@@ -934,6 +965,7 @@ class cuda_backend final : public backend {
     device_buffer<int> top_keys;                                // its output: (n, K) key indices
     device_buffer<double> top_values;                           // and values
     sparse_schur_buffers sparse;                                // S_k and its solve (sparse_schur.hpp)
+    dense_schur_buffers dense;                                  // S, its factor and handles (dense_schur.hpp)
     device_buffer<unsigned char> partials;                      // key-split states of one-column passes
     std::array<device_buffer<unsigned char>, 2> staged_points;  // Vᵀ of each side's exact points
   };

@@ -21,6 +21,7 @@ constexpr named_choice<narrow_reference> kNarrowReferences[] = {
     {"auto", narrow_reference::automatic}, {"online", narrow_reference::online},
     {"predicted", narrow_reference::predicted}};
 constexpr named_choice<bool> kExp2Splits[] = {{"mufu", false}, {"split", true}};
+constexpr named_choice<bool> kSchurSolves[] = {{"auto", true}, {"sparse", false}};
 constexpr named_choice<bool> kOffOn[] = {{"on", true}, {"off", false}};
 constexpr named_choice<key_pairs_mode> kKeyPairsModes[] = {
     {"auto", key_pairs_mode::automatic}, {"on", key_pairs_mode::on}, {"off", key_pairs_mode::off}};
@@ -84,6 +85,15 @@ bool exp2_split_choice() {
 }
 
 const char* exp2_name(bool split) { return name_of(kExp2Splits, split); }
+
+bool parse_dense_schur(const char* name) {
+  return parse_named_setting(name, "FLASHSINKHORN_SCHUR_SOLVE", kSchurSolves, true);
+}
+
+bool dense_schur_enabled() {
+  static const bool chosen = parse_dense_schur(std::getenv("FLASHSINKHORN_SCHUR_SOLVE"));  // read once
+  return chosen;
+}
 
 // The default margin (kernel_variant.hpp), measured with FLASHSINKHORN_NARROW_REFERENCE=predicted (fp32,
 // the forward benchmark, ms an iteration). H200, 2026-12-05, M = 0 / 32 / 64 / 96 against online

@@ -75,6 +75,16 @@ bool parse_exp2_split(const char* name);
 // The choice of this process; its name as FLASHSINKHORN_EXP2 spells it.
 bool exp2_split_choice();
 const char* exp2_name(bool split);
+// How the HVP's CG solves its sparse_plan preconditioner on the GPU, from FLASHSINKHORN_SCHUR_SOLVE
+// (read once):
+//   auto    (unset or empty: the default) every plan entry kept and S factored where it fits
+//           (dense_schur.hpp, dense_schur_fits), else the top entries' S_k by the inner CG
+//   sparse  S_k by the inner CG at every size (sparse_schur.hpp): its tests on small problems
+// An unknown value throws invalid_argument.
+bool parse_dense_schur(const char* name);
+// The choice of this process: whether the dense preconditioner may be taken.
+bool dense_schur_enabled();
+
 // Wider rows are bound by the tensor cores, not the exponentials: their instances keep the MUFU
 // (fewer kernel instances to build). 8 k-steps: tf32 rows of ≤ 64 coordinates, bf16 of ≤ 128.
 inline constexpr int kExp2SplitMaxSteps = 8;

@@ -209,4 +209,10 @@ TEST(kernel_variant, exponentials_stay_on_the_mufu_unless_split_is_asked_for) {
     EXPECT_EQ(flashsinkhorn::detail::parse_exp2_split(flashsinkhorn::detail::exp2_name(split)), split);
 }
 
+TEST(kernel_variant, the_hvp_factors_small_schur_systems_unless_sparse_is_asked_for) {
+  expect_switch(flashsinkhorn::detail::parse_dense_schur,
+                {{nullptr, true}, {"", true}, {"auto", true}, {"sparse", false}}, "dense",
+                "auto or sparse (or unset), got 'dense'");
+}
+
 }  // namespace

@@ -28,6 +28,8 @@
 #include "core/solved_plan.hpp"
 #include "cpp/backend_sinkhorn.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/dense_schur.hpp"
+#include "cuda/kernel_variant.hpp"
 #include "flashsinkhorn/options.hpp"
 #include "gpu/gpu_test_support.hpp"
 
@@ -142,6 +144,34 @@ TEST_P(schur_cg_test, device_sparse_plan_cg_needs_a_fraction_of_the_iterations) 
     EXPECT_LE(sparse.iterations, 2 * host_sparse.iterations + 3);
     EXPECT_LT(relative_distance(sparse.g, diagonal.g), mode == precision::fp64 ? 1e-6 : 3e-3);
     EXPECT_LT(relative_distance(sparse.f, diagonal.f), mode == precision::fp64 ? 1e-6 : 3e-3);
+  }
+}
+
+// At this size the device takes the dense preconditioner (cuda/dense_schur.hpp: every plan entry
+// kept, S factored): with S itself as the preconditioner the flexible CG takes a few iterations, to
+// the same solution as the diagonal's. FLASHSINKHORN_SCHUR_SOLVE=sparse (gpu_check's variant pass)
+// keeps it on S_k: the test then only checks the solution.
+TEST_P(schur_cg_test, device_dense_schur_cg_takes_a_few_iterations) {
+  const precision mode = GetParam();
+  if (mode != precision::fp64) GTEST_SKIP() << "float64 passes: the single-precision ones are redone there";
+  const sharp_system made(mode, 79, 900, 700, 16, 0.5);
+  ASSERT_TRUE(dense_schur_fits(900, 700, 16));
+  const prepared_problem& problem = made.problem;
+  const solved_plan& plan = *made.plan;
+  for (const double ridge : {0.0, 0.01}) {
+    using flashsinkhorn::cg_preconditioner;
+    potential_system_settings settings{1e-9, 3000, cg_preconditioner::sparse_plan, ridge};
+    const potential_system_solution dense = solve_potential_system(plan, problem.x.weights, made.r_f, made.r_g, settings);
+    settings.preconditioner = cg_preconditioner::diagonal;
+    const potential_system_solution diagonal = solve_potential_system(plan, problem.x.weights, made.r_f, made.r_g, settings);
+    std::cout << "[ dense schur cg, ridge " << ridge << " ] " << dense.iterations << " iterations, residual "
+              << dense.relative_residual << "; diagonal " << diagonal.iterations << "\n";
+    EXPECT_TRUE(dense.converged) << dense.relative_residual;
+    if (dense_schur_enabled()) {
+      EXPECT_LE(dense.iterations, 4);
+    }
+    EXPECT_LT(relative_distance(dense.g, diagonal.g), 1e-6);
+    EXPECT_LT(relative_distance(dense.f, diagonal.f), 1e-6);
   }
 }
 

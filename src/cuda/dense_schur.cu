@@ -1,0 +1,152 @@
+// The dense Schur preconditioner (dense_schur.hpp).
+#include "cuda/dense_schur.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/sparse_plan_preconditioner.hpp"
+#include "cuda/cuda_check.hpp"
+#include "flashsinkhorn/error.hpp"
+
+namespace flashsinkhorn::detail {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(std::int64_t count) { return static_cast<unsigned>((count + kThreads - 1) / kThreads); }
+
+void check_blas(cublasStatus_t status, const char* call) {
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) throw out_of_memory(std::string("cuBLAS call `") + call + "` ran out of memory");
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw cuda_error(std::string("cuBLAS call `") + call + "` failed: " + cublasGetStatusString(status));
+}
+
+void check_solver(cusolverStatus_t status, const char* call) {
+  if (status == CUSOLVER_STATUS_ALLOC_FAILED)
+    throw out_of_memory(std::string("cuSOLVER call `") + call + "` ran out of memory");
+  if (status != CUSOLVER_STATUS_SUCCESS)
+    throw cuda_error(std::string("cuSOLVER call `") + call + "` failed with status " + std::to_string(status));
+}
+
+double* upload(device_buffer<double>& buffer, const std::vector<double>& values, cudaStream_t stream) {
+  double* data = reserve(buffer, values.size(), stream);
+  FS_CUDA_CHECK(cudaMemcpyAsync(data, values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice, stream));
+  return data;
+}
+
+__global__ void identity_kernel(double* identity, std::int64_t m) {
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j < m) identity[j * m + j] = 1.0;
+}
+
+__global__ void root_kernel(const double* values, double* roots, std::int64_t count) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) roots[i] = sqrt(values[i]);
+}
+
+// B_ij = √a_i·s_ij in place (row-major n × m).
+__global__ void scale_rows_kernel(double* matrix, const double* row_scale, std::int64_t n, std::int64_t m) {
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e < n * m) matrix[e] *= row_scale[e / m];
+}
+
+// S_jj += d_j = max(c_j, (1 + dominance)·coupling_j) + shift (sparse_plan_diagonal).
+__global__ void add_diagonal_kernel(double* matrix, const double* column_sums, const double* coupling,
+                                    double dominance, double shift, std::int64_t m) {
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j < m) matrix[j * m + j] += fmax(column_sums[j], (1 + dominance) * coupling[j]) + shift;
+}
+
+}  // namespace
+
+bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d) {
+  constexpr std::int64_t kMaxColumns = 2048;
+  constexpr double kMaxPassMultiplyAdds = 1e10;
+  return n > 0 && m > 0 && m <= kMaxColumns &&
+         static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(d + m) <= kMaxPassMultiplyAdds;
+}
+
+dense_schur_buffers::~dense_schur_buffers() {
+  if (blas_ != nullptr) (void)cublasDestroy(blas_);
+  if (solver_ != nullptr) (void)cusolverDnDestroy(solver_);
+}
+
+cublasHandle_t dense_schur_buffers::blas(cudaStream_t stream) {
+  if (blas_ == nullptr) check_blas(cublasCreate(&blas_), "cublasCreate");
+  check_blas(cublasSetStream(blas_, stream), "cublasSetStream");
+  return blas_;
+}
+
+cusolverDnHandle_t dense_schur_buffers::solver(cudaStream_t stream) {
+  if (solver_ == nullptr) check_solver(cusolverDnCreate(&solver_), "cusolverDnCreate");
+  check_solver(cusolverDnSetStream(solver_, stream), "cusolverDnSetStream");
+  return solver_;
+}
+
+const double* dense_schur_identity(dense_schur_buffers& b, std::int64_t m, cudaStream_t stream) {
+  const auto count = static_cast<std::size_t>(m * m);
+  if (b.identity_size != m || b.identity.size() < count) {
+    double* identity = reserve(b.identity, count, stream);
+    FS_CUDA_CHECK(cudaMemsetAsync(identity, 0, count * sizeof(double), stream));
+    identity_kernel<<<blocks_for(m), kThreads, 0, stream>>>(identity, m);
+    FS_CUDA_CHECK(cudaGetLastError());
+    b.identity_size = m;
+  }
+  return b.identity.data();
+}
+
+dense_schur::dense_schur(dense_schur_buffers& buffers, std::int64_t n, std::int64_t m,
+                         const std::vector<double>& row_masses, const std::vector<double>& column_sums, double shift,
+                         cudaStream_t stream)
+    : buffers_(buffers), m_(m) {
+  if (static_cast<std::int64_t>(row_masses.size()) != n || static_cast<std::int64_t>(column_sums.size()) != m)
+    throw invalid_argument("dense_schur: vector sizes do not match the plan");
+  if (m <= 0) return;
+  dense_schur_buffers& b = buffers_;
+  double* softmax = b.softmax.data();  // written by the caller's pass
+  if (b.softmax.size() < static_cast<std::size_t>(n * m)) throw invalid_argument("dense_schur: the softmax is not there");
+  const double* masses = upload(b.masses, row_masses, stream);
+  double* roots = reserve(b.root_masses, static_cast<std::size_t>(n), stream);
+  root_kernel<<<blocks_for(n), kThreads, 0, stream>>>(masses, roots, n);
+  FS_CUDA_CHECK(cudaGetLastError());
+  scale_rows_kernel<<<blocks_for(n * m), kThreads, 0, stream>>>(softmax, roots, n, m);
+  FS_CUDA_CHECK(cudaGetLastError());
+
+  // Column-major, the row-major B (n × m) is Bᶜ = Bᵀ (m × n, leading dimension m):
+  // coupling = sᵀa = Bᶜ·√a, and S = −Bᶜ·Bᶜᵀ = −BᵀB (lower triangle), then its diagonal.
+  cublasHandle_t blas = b.blas(stream);
+  const auto mi = static_cast<int>(m), ni = static_cast<int>(n);
+  double* coupling = reserve(b.coupling, static_cast<std::size_t>(m), stream);
+  const double one = 1.0, zero = 0.0, minus_one = -1.0;
+  check_blas(cublasDgemv(blas, CUBLAS_OP_N, mi, ni, &one, softmax, mi, roots, 1, &zero, coupling, 1), "cublasDgemv");
+  double* matrix = reserve(b.matrix, static_cast<std::size_t>(m * m), stream);
+  check_blas(cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, mi, ni, &minus_one, softmax, mi, &zero, matrix, mi),
+             "cublasDsyrk");
+  const double* sums = upload(b.column_sums, column_sums, stream);
+  add_diagonal_kernel<<<blocks_for(m), kThreads, 0, stream>>>(matrix, sums, coupling, kSparsePlanDominance, shift, m);
+  FS_CUDA_CHECK(cudaGetLastError());
+
+  cusolverDnHandle_t solver = b.solver(stream);
+  int work = 0;
+  check_solver(cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_LOWER, mi, matrix, mi, &work), "potrf_bufferSize");
+  double* workspace = reserve(b.workspace, static_cast<std::size_t>(std::max(work, 1)), stream);
+  int* info = reserve(b.info, 1, stream);
+  check_solver(cusolverDnDpotrf(solver, CUBLAS_FILL_MODE_LOWER, mi, matrix, mi, workspace, work, info), "potrf");
+  int host_info = -1;
+  FS_CUDA_CHECK(cudaMemcpyAsync(&host_info, info, sizeof(int), cudaMemcpyDeviceToHost, stream));
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  factored_ = host_info == 0;
+}
+
+void dense_schur::solve(const double* rhs, double* solution, cudaStream_t stream) const {
+  if (m_ <= 0) return;
+  FS_CUDA_CHECK(cudaMemcpyAsync(solution, rhs, static_cast<std::size_t>(m_) * sizeof(double), cudaMemcpyDeviceToDevice,
+                                stream));
+  const auto mi = static_cast<int>(m_);
+  check_solver(cusolverDnDpotrs(buffers_.solver(stream), CUBLAS_FILL_MODE_LOWER, mi, 1, buffers_.matrix.data(), mi,
+                                solution, mi, buffers_.info.data()),
+               "potrs");
+}
+
+}  // namespace flashsinkhorn::detail

@@ -1,0 +1,75 @@
+// The sparse_plan preconditioner with every entry kept, for systems small enough to factor:
+//   S = diag(d) − sᵀ·diag(a)·s,   s the x rows' softmax keyed by g (n × m, rows summing to 1),
+//   d = max(c, (1 + kSparsePlanDominance)·sᵀa) + shift   (sparse_plan_diagonal: S_k's rule at k = m),
+// i.e. S_k of sparse_schur.hpp with K = m. Built on the stream from s (a plan pass with V = I):
+// B = diag(√a)·s, S = diag(d) − BᵀB (cuBLAS SYRK), its Cholesky factor (cuSOLVER potrf); solve
+// enqueues x = S⁻¹·r (potrs). Why: the inner Jacobi CG on the sparse S_k costs ~1,000 latency-bound
+// iterations a product (docs/cuda_backend.md, session 53), while at 1,000 points the plan pass with
+// V = I, the SYRK and the factor are each a few 10⁹ flops, and with S itself as the preconditioner
+// the outer CG takes one or two iterations. dense_schur_fits says where.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda/device_buffer.hpp"
+
+namespace flashsinkhorn::detail {
+
+// Whether the dense preconditioner replaces the sparse one for n x rows, m y columns, d coordinates:
+// m ≤ 2,048 (S ≤ 32 MiB) and the plan pass with m value columns, n·m·(d + m) multiply-adds, at most
+// 10¹⁰ (1,000 × 1,000 × 64: 1.1·10⁹; 2,000 × 2,000: 8.5·10⁹).
+[[nodiscard]] bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d);
+
+// The handles and device memory of the dense preconditioner, kept between products by the backend.
+class dense_schur_buffers {
+ public:
+  dense_schur_buffers() = default;
+  ~dense_schur_buffers();
+  dense_schur_buffers(const dense_schur_buffers&) = delete;
+  dense_schur_buffers& operator=(const dense_schur_buffers&) = delete;
+
+  // The handles, made on first use and bound to `stream`.
+  cublasHandle_t blas(cudaStream_t stream);
+  cusolverDnHandle_t solver(cudaStream_t stream);
+
+  device_buffer<double> identity;  // I_m, the plan pass's values
+  device_buffer<double> softmax;   // s, then B (n × m)
+  device_buffer<double> matrix;    // S, then its Cholesky factor (m × m, column-major, lower)
+  device_buffer<double> masses, root_masses, column_sums, coupling, workspace;
+  device_buffer<int> info;
+  std::int64_t identity_size = 0;  // m of the identity written
+
+ private:
+  cublasHandle_t blas_ = nullptr;
+  cusolverDnHandle_t solver_ = nullptr;
+};
+
+// Enqueues I_m into buffers.identity (once per m) and returns it.
+const double* dense_schur_identity(dense_schur_buffers& buffers, std::int64_t m, cudaStream_t stream);
+
+class dense_schur {
+ public:
+  // From s = buffers.softmax (n × m row-major on the device, written by the caller's plan pass on
+  // `stream`), the row masses a and the damped column sums c (host), and the diagonal shift. Waits
+  // for the factor (one host synchronisation) to learn whether S was positive definite.
+  dense_schur(dense_schur_buffers& buffers, std::int64_t n, std::int64_t m, const std::vector<double>& row_masses,
+              const std::vector<double>& column_sums, double shift, cudaStream_t stream);
+
+  // Whether potrf succeeded (S numerically positive definite); else the caller takes the sparse path.
+  [[nodiscard]] bool factored() const { return factored_; }
+
+  // Enqueues solution = S⁻¹·rhs (device (m,) vectors, distinct).
+  void solve(const double* rhs, double* solution, cudaStream_t stream) const;
+
+ private:
+  dense_schur_buffers& buffers_;
+  std::int64_t m_ = 0;
+  bool factored_ = false;
+};
+
+}  // namespace flashsinkhorn::detail

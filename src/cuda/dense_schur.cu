@@ -62,9 +62,11 @@ __global__ void add_diagonal_kernel(double* matrix, const double* column_sums, c
 
 bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d) {
   constexpr std::int64_t kMaxColumns = 2048;
+  constexpr double kMaxEntries = double{1 << 24};  // s: 128 MiB
   constexpr double kMaxPassMultiplyAdds = 1e10;
-  return n > 0 && m > 0 && m <= kMaxColumns &&
-         static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(d + m) <= kMaxPassMultiplyAdds;
+  const double entries = static_cast<double>(n) * static_cast<double>(m);
+  return n > 0 && m > 0 && m <= kMaxColumns && entries <= kMaxEntries &&
+         entries * static_cast<double>(d + m) <= kMaxPassMultiplyAdds;
 }
 
 dense_schur_buffers::~dense_schur_buffers() {

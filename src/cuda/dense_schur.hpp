@@ -21,8 +21,8 @@
 namespace flashsinkhorn::detail {
 
 // Whether the dense preconditioner replaces the sparse one for n x rows, m y columns, d coordinates:
-// m ≤ 2,048 (S ≤ 32 MiB) and the plan pass with m value columns, n·m·(d + m) multiply-adds, at most
-// 10¹⁰ (1,000 × 1,000 × 64: 1.1·10⁹; 2,000 × 2,000: 8.5·10⁹).
+// m ≤ 2,048 (S ≤ 32 MiB), n·m ≤ 2²⁴ (s ≤ 128 MiB), and the plan pass with m value columns,
+// n·m·(d + m) multiply-adds, at most 10¹⁰ (1,000 × 1,000 × 64: 1.1·10⁹; 2,000 × 2,000: 8.5·10⁹).
 [[nodiscard]] bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d);
 
 // The handles and device memory of the dense preconditioner, kept between products by the backend.

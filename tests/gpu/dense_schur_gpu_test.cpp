@@ -26,6 +26,7 @@ TEST(dense_schur_fits, small_systems_only) {
   EXPECT_TRUE(dense_schur_fits(3000, 1500, 512));
   EXPECT_FALSE(dense_schur_fits(1000, 2049, 3));        // S over 32 MiB
   EXPECT_FALSE(dense_schur_fits(10000, 2000, 64));      // the pass with V = I: 4·10¹⁰
+  EXPECT_FALSE(dense_schur_fits(20000000, 1, 3));       // s over 128 MiB
   EXPECT_FALSE(dense_schur_fits(0, 10, 3));
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "core/sparse_plan_preconditioner.hpp"
@@ -69,21 +70,46 @@ bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d) {
          entries * static_cast<double>(d + m) <= kMaxPassMultiplyAdds;
 }
 
-dense_schur_buffers::~dense_schur_buffers() {
-  if (blas_ != nullptr) (void)cublasDestroy(blas_);
-  if (solver_ != nullptr) (void)cusolverDnDestroy(solver_);
+namespace {
+
+// A thread's handles, one pair per device, destroyed with the thread.
+struct thread_handles {
+  std::map<int, cublasHandle_t> blas;
+  std::map<int, cusolverDnHandle_t> solver;
+  thread_handles() = default;
+  thread_handles(const thread_handles&) = delete;
+  thread_handles& operator=(const thread_handles&) = delete;
+  ~thread_handles() {
+    for (const auto& entry : blas) (void)cublasDestroy(entry.second);
+    for (const auto& entry : solver) (void)cusolverDnDestroy(entry.second);
+  }
+};
+
+thread_handles& handles_of_this_thread() {
+  thread_local thread_handles handles;
+  return handles;
 }
 
-cublasHandle_t dense_schur_buffers::blas(cudaStream_t stream) {
-  if (blas_ == nullptr) check_blas(cublasCreate(&blas_), "cublasCreate");
-  check_blas(cublasSetStream(blas_, stream), "cublasSetStream");
-  return blas_;
+int current_device() {
+  int device = 0;
+  FS_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
 }
 
-cusolverDnHandle_t dense_schur_buffers::solver(cudaStream_t stream) {
-  if (solver_ == nullptr) check_solver(cusolverDnCreate(&solver_), "cusolverDnCreate");
-  check_solver(cusolverDnSetStream(solver_, stream), "cusolverDnSetStream");
-  return solver_;
+}  // namespace
+
+cublasHandle_t dense_schur_blas(cudaStream_t stream) {
+  cublasHandle_t& handle = handles_of_this_thread().blas[current_device()];
+  if (handle == nullptr) check_blas(cublasCreate(&handle), "cublasCreate");
+  check_blas(cublasSetStream(handle, stream), "cublasSetStream");
+  return handle;
+}
+
+cusolverDnHandle_t dense_schur_solver(cudaStream_t stream) {
+  cusolverDnHandle_t& handle = handles_of_this_thread().solver[current_device()];
+  if (handle == nullptr) check_solver(cusolverDnCreate(&handle), "cusolverDnCreate");
+  check_solver(cusolverDnSetStream(handle, stream), "cusolverDnSetStream");
+  return handle;
 }
 
 const double* dense_schur_identity(dense_schur_buffers& b, std::int64_t m, cudaStream_t stream) {
@@ -117,7 +143,7 @@ dense_schur::dense_schur(dense_schur_buffers& buffers, std::int64_t n, std::int6
 
   // Column-major, the row-major B (n × m) is Bᶜ = Bᵀ (m × n, leading dimension m):
   // coupling = sᵀa = Bᶜ·√a, and S = −Bᶜ·Bᶜᵀ = −BᵀB (lower triangle), then its diagonal.
-  cublasHandle_t blas = b.blas(stream);
+  cublasHandle_t blas = dense_schur_blas(stream);
   const auto mi = static_cast<int>(m), ni = static_cast<int>(n);
   double* coupling = reserve(b.coupling, static_cast<std::size_t>(m), stream);
   const double one = 1.0, zero = 0.0, minus_one = -1.0;
@@ -129,7 +155,7 @@ dense_schur::dense_schur(dense_schur_buffers& buffers, std::int64_t n, std::int6
   add_diagonal_kernel<<<blocks_for(m), kThreads, 0, stream>>>(matrix, sums, coupling, kSparsePlanDominance, shift, m);
   FS_CUDA_CHECK(cudaGetLastError());
 
-  cusolverDnHandle_t solver = b.solver(stream);
+  cusolverDnHandle_t solver = dense_schur_solver(stream);
   int work = 0;
   check_solver(cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_LOWER, mi, matrix, mi, &work), "potrf_bufferSize");
   double* workspace = reserve(b.workspace, static_cast<std::size_t>(std::max(work, 1)), stream);
@@ -146,7 +172,7 @@ void dense_schur::solve(const double* rhs, double* solution, cudaStream_t stream
   FS_CUDA_CHECK(cudaMemcpyAsync(solution, rhs, static_cast<std::size_t>(m_) * sizeof(double), cudaMemcpyDeviceToDevice,
                                 stream));
   const auto mi = static_cast<int>(m_);
-  check_solver(cusolverDnDpotrs(buffers_.solver(stream), CUBLAS_FILL_MODE_LOWER, mi, 1, buffers_.matrix.data(), mi,
+  check_solver(cusolverDnDpotrs(dense_schur_solver(stream), CUBLAS_FILL_MODE_LOWER, mi, 1, buffers_.matrix.data(), mi,
                                 solution, mi, buffers_.info.data()),
                "potrs");
 }

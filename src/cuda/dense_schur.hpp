@@ -25,28 +25,21 @@ namespace flashsinkhorn::detail {
 // n·m·(d + m) multiply-adds, at most 10¹⁰ (1,000 × 1,000 × 64: 1.1·10⁹; 2,000 × 2,000: 8.5·10⁹).
 [[nodiscard]] bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d);
 
-// The handles and device memory of the dense preconditioner, kept between products by the backend.
-class dense_schur_buffers {
- public:
-  dense_schur_buffers() = default;
-  ~dense_schur_buffers();
-  dense_schur_buffers(const dense_schur_buffers&) = delete;
-  dense_schur_buffers& operator=(const dense_schur_buffers&) = delete;
+// The cuBLAS and cuSOLVER handles of the calling thread on the current device, made on first use
+// and kept for the thread's life (one per thread and device, as cuBLAS advises: a solver made per
+// call, as the benchmark suite does, would otherwise create both, and their workspaces, every
+// time), bound to `stream` before they are returned.
+cublasHandle_t dense_schur_blas(cudaStream_t stream);
+cusolverDnHandle_t dense_schur_solver(cudaStream_t stream);
 
-  // The handles, made on first use and bound to `stream`.
-  cublasHandle_t blas(cudaStream_t stream);
-  cusolverDnHandle_t solver(cudaStream_t stream);
-
+// The device memory of the dense preconditioner, kept between products by the backend.
+struct dense_schur_buffers {
   device_buffer<double> identity;  // I_m, the plan pass's values
   device_buffer<double> softmax;   // s, then B (n × m)
   device_buffer<double> matrix;    // S, then its Cholesky factor (m × m, column-major, lower)
   device_buffer<double> masses, root_masses, column_sums, coupling, workspace;
   device_buffer<int> info;
   std::int64_t identity_size = 0;  // m of the identity written
-
- private:
-  cublasHandle_t blas_ = nullptr;
-  cusolverDnHandle_t solver_ = nullptr;
 };
 
 // Enqueues I_m into buffers.identity (once per m) and returns it.

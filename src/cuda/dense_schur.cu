@@ -30,12 +30,6 @@ void check_solver(cusolverStatus_t status, const char* call) {
     throw cuda_error(std::string("cuSOLVER call `") + call + "` failed with status " + std::to_string(status));
 }
 
-double* upload(device_buffer<double>& buffer, const std::vector<double>& values, cudaStream_t stream) {
-  double* data = reserve(buffer, values.size(), stream);
-  FS_CUDA_CHECK(cudaMemcpyAsync(data, values.data(), values.size() * sizeof(double), cudaMemcpyHostToDevice, stream));
-  return data;
-}
-
 __global__ void identity_kernel(double* identity, std::int64_t m) {
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j < m) identity[j * m + j] = 1.0;

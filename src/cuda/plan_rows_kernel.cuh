@@ -13,7 +13,10 @@
 // to the row group (shuffles), the tile's weights exp(S_ij − m_i) into shared memory, then their
 // product with the keys' values (thread: rows rg + 16r, columns kg + 16c of its chunk) and the
 // row's Σ_j w_ij C_ij; what was summed before m_i moved is rescaled by exp(m_old − m_i), and the
-// sums are divided by Σ_j exp(S_ij − m_i) at the end (lse_i = m_i + log of it).
+// sums are divided by Σ_j exp(S_ij − m_i) at the end (lse_i = m_i + log of it). The keys' values
+// come through shared memory too, a tile's copy (cp.async, two buffers) in flight during the
+// previous tile's products and the tile's scores: read from L1/L2 at every key, with two warps a
+// scheduler, they left the value loop waiting on its loads (docs/cuda_backend.md, session 53).
 // With k ≤ 1 (the CG's products, the LSE-only pass) and few row blocks the keys split over CTAs
 // (blockIdx.z, key_splits.hpp), each leaving its rows' (m, Σ, cost, P·v) states for
 // plan_rows_combine_kernel.
@@ -27,6 +30,7 @@
 // (weighted_i = Σ_j softmax_ij (u_i·z_j) V_j); lse and cost unchanged.
 #pragma once
 
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -83,13 +87,38 @@ struct plan_rows_params {
   plan_rows_partial* partials;
 };
 
-// A CTA's shared memory: the operand slices of tile_dots (padded: the transposing stores and the
-// reads stay conflict-free) and the tile's weights for the value product.
+// A CTA's shared memory (dynamic): the operand slices of tile_dots (padded: the transposing stores
+// and the reads stay conflict-free) and the tile's weights for the value product; the value tiles
+// follow it (plan_rows_shared_bytes).
 struct plan_rows_shared {
   double row_slice[plan_rows::kDimChunk][plan_rows::kRows + 1];
   double key_slice[plan_rows::kDimChunk][plan_rows::kKeys + 1];
   double weights[plan_rows::kRows][plan_rows::kKeys + 1];
 };
+
+// With value columns (kColumnsPerThread > 0), two tiles of the keys' values, kKeys × the CTA's chunk
+// of columns each: a tile's copy (cp.async) runs during the previous tile's products and the
+// tile's own scores.
+constexpr int plan_rows_shared_bytes(int columns_per_thread) {
+  return static_cast<int>(sizeof(plan_rows_shared)) +
+         2 * plan_rows::kKeys * plan_rows::kGroups * columns_per_thread * static_cast<int>(sizeof(double));
+}
+static_assert(sizeof(plan_rows_shared) % 16 == 0, "the value tiles start 16-byte aligned");
+
+// Starts the copy of the values of keys [key0, key0 + kKeys), columns [column0, column0 + kColumns),
+// into `tile` (key-major, kColumns a key; zeros past the keys and past k), as one commit group.
+template <int kColumns, class Point>
+__device__ __forceinline__ void copy_value_tile(double* tile, const plan_rows_params<Point>& p, std::int64_t key0,
+                                                std::int64_t column0) {
+  using namespace plan_rows;
+  for (int e = static_cast<int>(threadIdx.x); e < kKeys * kColumns; e += kThreads) {
+    const std::int64_t j = key0 + e / kColumns, column = column0 + e % kColumns;
+    const bool inside = j < p.keys && column < p.k;
+    __pipeline_memcpy_async(tile + e, inside ? p.values + j * p.values_stride + column : p.values, sizeof(double),
+                            inside ? 0 : sizeof(double));
+  }
+  __pipeline_commit();
+}
 
 // A thread's share of the slice of coordinates [c0, c0 + kDimChunk) of `count` (≤ kRows) operand
 // rows, `stride` apart: element e is row idx / kDimChunk, coordinate idx % kDimChunk of
@@ -230,7 +259,10 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 
   constexpr bool kRegisterVector = kColumnsPerThread == 0;
   constexpr int kSumColumns = kRegisterVector ? 1 : kColumnsPerThread;
   using namespace plan_rows;
-  __shared__ plan_rows_shared shared;
+  constexpr int kChunk = kGroups * kSumColumns;  // the CTA's value columns
+  extern __shared__ __align__(16) unsigned char plan_rows_memory[];
+  plan_rows_shared& shared = *reinterpret_cast<plan_rows_shared*>(plan_rows_memory);
+  double* const value_tiles = reinterpret_cast<double*>(plan_rows_memory + sizeof(plan_rows_shared));
   const int rg = static_cast<int>(threadIdx.x) / kGroups, kg = static_cast<int>(threadIdx.x) % kGroups;
   const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * kRows;
   const std::int64_t row_count = p.rows - row0 < kRows ? p.rows - row0 : kRows;
@@ -251,7 +283,10 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 
   double sums[kPerThread][kSumColumns] = {};
 #pragma unroll
   for (int r = 0; r < kPerThread; ++r) running_max[r] = -INFINITY;
-  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.y) * kGroups * kSumColumns;
+  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.y) * kChunk;
+  const bool stage_values = !kRegisterVector && p.weighted != nullptr;
+  if (stage_values && keys_begin < keys_end) copy_value_tile<kChunk>(value_tiles, p, keys_begin, column0);
+  int value_buffer = 0;  // the current tile's
   for (std::int64_t key0 = keys_begin; key0 < keys_end; key0 += kKeys) {
     const simt_plan_tile<Point> tile = tile_at(key0);
     double c[kPerThread][kPerThread];
@@ -306,17 +341,19 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 
               shared.weights[rg + kGroups * r][kg + kGroups * q] = w[q];
       }
     }
-    if (kRegisterVector || p.weighted == nullptr) continue;  // uniform over the CTA
+    if (!stage_values) continue;  // uniform over the CTA
+    __pipeline_wait_prior(0);  // this thread's copies of the tile's values, then everyone's
     __syncthreads();
+    // The next tile's values into the other buffer: its last readers, the previous tile's
+    // products, are behind this tile's barriers.
+    const double* const values_tile = value_tiles + value_buffer * kKeys * kChunk;
+    value_buffer ^= 1;
+    if (key0 + kKeys < keys_end) copy_value_tile<kChunk>(value_tiles + value_buffer * kKeys * kChunk, p, key0 + kKeys, column0);
     const int key_count = static_cast<int>(tile.key_count);
     for (int t = 0; t < key_count; ++t) {
-      const double* v = p.values + (key0 + t) * p.values_stride;
       double value[kSumColumns];
 #pragma unroll
-      for (int cc = 0; cc < kSumColumns; ++cc) {
-        const std::int64_t column = column0 + kg + kGroups * cc;
-        value[cc] = column < p.k ? v[column] : 0.0;
-      }
+      for (int cc = 0; cc < kSumColumns; ++cc) value[cc] = values_tile[t * kChunk + kg + kGroups * cc];
 #pragma unroll
       for (int r = 0; r < kPerThread; ++r) {
         const double weight = shared.weights[rg + kGroups * r][t];

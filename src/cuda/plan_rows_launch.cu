@@ -47,7 +47,8 @@ template <class Point>
 split_plan plan_simt_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {
   using namespace kernels::plan_rows;
   constexpr int kMinTilesPerSplit = 2;
-  const int ctas_per_sm = occupancy(&kernels::plan_rows_kernel<Point, 0, false>, kThreads, 0);
+  const int ctas_per_sm =
+      occupancy(&kernels::plan_rows_kernel<Point, 0, false>, kThreads, kernels::plan_rows_shared_bytes(0));
   return plan_key_splits((rows.count + kRows - 1) / kRows, (keys.count + kKeys - 1) / kKeys,
                          static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, kMinTilesPerSplit);
 }
@@ -106,21 +107,26 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   const dim3 blocks(static_cast<unsigned>((args.rows.count + kRows - 1) / kRows),
                     static_cast<unsigned>(std::max<std::int64_t>(1, (k + chunk - 1) / chunk)),
                     static_cast<unsigned>(splits.splits));
-  // The quadratic instance where the pass has directions.
+  // The quadratic instance where the pass has directions; the value tiles' shared memory where it
+  // has values.
+  const int shared_bytes = kernels::plan_rows_shared_bytes(p.weighted != nullptr ? columns_per_thread : 0);
   const auto launch = [&](auto plain, auto with_directions) {
-    (quadratic ? with_directions : plain)<<<blocks, kThreads, 0, stream>>>(p);
+    const auto kernel = quadratic ? with_directions : plain;
+    if (const cudaError_t status = allow_shared(kernel, shared_bytes); status != cudaSuccess) return status;
+    kernel<<<blocks, kThreads, shared_bytes, stream>>>(p);
+    return cudaGetLastError();
   };
+  cudaError_t status = cudaSuccess;
   switch (columns_per_thread) {
-    case 0: kernels::plan_rows_kernel<Point, 0, false><<<blocks, kThreads, 0, stream>>>(p); break;
-    case 1: launch(kernels::plan_rows_kernel<Point, 1, false>, kernels::plan_rows_kernel<Point, 1, true>); break;
-    case 2: launch(kernels::plan_rows_kernel<Point, 2, false>, kernels::plan_rows_kernel<Point, 2, true>); break;
-    case 4: launch(kernels::plan_rows_kernel<Point, 4, false>, kernels::plan_rows_kernel<Point, 4, true>); break;
+    case 0: status = launch(kernels::plan_rows_kernel<Point, 0, false>, kernels::plan_rows_kernel<Point, 0, false>); break;
+    case 1: status = launch(kernels::plan_rows_kernel<Point, 1, false>, kernels::plan_rows_kernel<Point, 1, true>); break;
+    case 2: status = launch(kernels::plan_rows_kernel<Point, 2, false>, kernels::plan_rows_kernel<Point, 2, true>); break;
+    case 4: status = launch(kernels::plan_rows_kernel<Point, 4, false>, kernels::plan_rows_kernel<Point, 4, true>); break;
     default:
-      launch(kernels::plan_rows_kernel<Point, kMaxColumnsPerThread, false>,
-             kernels::plan_rows_kernel<Point, kMaxColumnsPerThread, true>);
+      status = launch(kernels::plan_rows_kernel<Point, kMaxColumnsPerThread, false>,
+                      kernels::plan_rows_kernel<Point, kMaxColumnsPerThread, true>);
       break;
   }
-  cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess || splits.splits <= 1) return status;
   constexpr int kCombineThreads = 256;
   kernels::plan_rows_combine_kernel<Point>

@@ -844,9 +844,14 @@ class cuda_backend final : public backend {
     args.bias_scratch = reinterpret_cast<float*>(bias_);  // the softmin's β buffer, 8 bytes a key
     args.max_shared_bytes = max_shared_bytes_;
     args.sm_count = sm_count_;
-    if (k <= 1) {  // the one-column and the LSE-only passes split their keys
-      args.partial_scratch_capacity = vector_partial_bytes(rows, keys);
-      args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(args.partial_scratch_capacity), stream_.get());
+    // The one-column and LSE-only passes split their keys, and so does the SIMT pass with any k.
+    std::int64_t partial_bytes = k <= 1 ? vector_partial_bytes(rows, keys) : 0;
+    if (plan_pass_is_float64(mode_, args.rows.padded_dim))
+      partial_bytes = std::max(partial_bytes, plan_simt_partial_bytes(mode_, args.rows, args.keys,
+                                                                      static_cast<std::int64_t>(k), sm_count_));
+    if (partial_bytes > 0) {
+      args.partial_scratch_capacity = partial_bytes;
+      args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(partial_bytes), stream_.get());
     }
     return args;
   }

@@ -17,9 +17,9 @@
 // come through shared memory too, a tile's copy (cp.async, two buffers) in flight during the
 // previous tile's products and the tile's scores: read from L1/L2 at every key, with two warps a
 // scheduler, they left the value loop waiting on its loads (docs/cuda_backend.md, session 53).
-// With k ≤ 1 (the CG's products, the LSE-only pass) and few row blocks the keys split over CTAs
-// (blockIdx.z, key_splits.hpp), each leaving its rows' (m, Σ, cost, P·v) states for
-// plan_rows_combine_kernel.
+// With few row blocks the keys split over CTAs (blockIdx.z, key_splits.hpp), each leaving its rows'
+// (m, Σ, cost) states and unnormalised P·V sums for plan_rows_combine_kernel: 10,000 rows are 157
+// row blocks, one CTA an SM, two waves on 132 SMs with the second a fifth full.
 // Float points are widened before they multiply: a product of two floats is exact in float64, and
 // every dot product is one FMA chain over the coordinates in ascending order, so the x-rows and
 // y-rows passes form the same C_ij to the bit (the Schur complement's two products then apply one
@@ -48,14 +48,13 @@ constexpr int kDimChunk = 8;                // coordinates staged at a time
 constexpr int kMaxColumnsPerThread = 8;
 }  // namespace plan_rows
 
-// A row's state over one key split of a pass with k ≤ 1 (blockIdx.z): the running maximum m, and
-// Σ exp(S − m), Σ exp(S − m)·C, Σ exp(S − m)·v over the split's keys; plan_rows_combine_kernel
-// merges the splits.
+// A row's state over one key split (blockIdx.z): the running maximum m, and Σ exp(S − m) and
+// Σ exp(S − m)·C over the split's keys; its value columns' Σ exp(S − m)·V_j lie beside
+// (plan_rows_params::partial_weighted). plan_rows_combine_kernel merges the splits.
 struct plan_rows_partial {
   double max;
   double total;
   double cost;
-  double weighted;
 };
 
 template <class Point>
@@ -80,11 +79,13 @@ struct plan_rows_params {
   std::int64_t k;
   double cost_scale;
   double eps;
-  // Key splits (k ≤ 1 only): CTA blockIdx.z takes key tiles [z·tiles_per_split, …) and, with more
-  // than one split, leaves its rows' plan_rows_partial at partials[z·rows + i] instead of the outputs.
+  // Key splits: CTA blockIdx.z takes key tiles [z·tiles_per_split, …) and, with more than one
+  // split, leaves its rows' plan_rows_partial at partials[z·rows + i] and their value columns'
+  // unnormalised sums at partial_weighted[(z·rows + i)·k + column] instead of the outputs.
   std::int64_t tiles_per_split;
   int splits;
   plan_rows_partial* partials;
+  double* partial_weighted;
 };
 
 // A CTA's shared memory (dynamic): the operand slices of tile_dots (padded: the transposing stores
@@ -374,10 +375,20 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 
     // Column 0's sum: lane kg = 0's own, or (k ≤ 1 instance) the row group's partial sums added up.
     const double first_column = kRegisterVector ? row_group_sum(sums[r][0]) : sums[r][0];
     if (i >= p.rows) continue;
-    if (p.splits > 1) {  // k ≤ 1
-      if (kg == 0)
-        p.partials[static_cast<std::int64_t>(blockIdx.z) * p.rows + i] = {running_max[r], row_total, row_cost,
-                                                                            p.weighted != nullptr ? first_column : 0.0};
+    if (p.splits > 1) {
+      const std::int64_t state = static_cast<std::int64_t>(blockIdx.z) * p.rows + i;
+      if (kg == 0 && first_chunk) p.partials[state] = {running_max[r], row_total, row_cost};
+      if (p.weighted == nullptr) continue;
+      double* const partial_row = p.partial_weighted + state * p.k;
+      if constexpr (kRegisterVector) {
+        if (kg == 0) partial_row[0] = first_column;  // k = 1
+      } else {
+#pragma unroll
+        for (int cc = 0; cc < kColumnsPerThread; ++cc) {
+          const std::int64_t column = column0 + kg + kGroups * cc;
+          if (column < p.k) partial_row[column] = sums[r][cc];
+        }
+      }
       continue;
     }
     const double inverse = row_total > 0 ? 1.0 / row_total : 0.0;
@@ -398,28 +409,34 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 
   }
 }
 
-// Row i's splits merged (one thread a row): m = max_z m_z, T = Σ_z total_z·exp(m_z − m), and the
-// cost and the weighted sum alike, divided by T; lse_i = m + log T.
+// The splits merged, one thread per row and value column (one per row without values):
+// m = max_z m_z, T = Σ_z total_z·exp(m_z − m), and the cost and the column's sum alike, divided by
+// T; column 0's thread writes lse_i = m + log T and the cost.
 template <class Point>
 __global__ void plan_rows_combine_kernel(const plan_rows_params<Point> p) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= p.rows) return;
+  const std::int64_t columns = p.weighted != nullptr ? p.k : 1;
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= p.rows * columns) return;
+  const std::int64_t i = e / columns, column = e % columns;
   double max = -INFINITY;
   for (int z = 0; z < p.splits; ++z) max = fmax(max, p.partials[z * p.rows + i].max);
   double total = 0, cost = 0, weighted = 0;
   if (max != -INFINITY) {
     for (int z = 0; z < p.splits; ++z) {
-      const plan_rows_partial& part = p.partials[z * p.rows + i];
+      const std::int64_t state = z * p.rows + i;
+      const plan_rows_partial& part = p.partials[state];
       const double scale = exp(part.max - max);  // 0 for a split without a finite score
       total += part.total * scale;
       cost += part.cost * scale;
-      weighted += part.weighted * scale;
+      if (p.weighted != nullptr) weighted += p.partial_weighted[state * columns + column] * scale;
     }
   }
   const double inverse = total > 0 ? 1.0 / total : 0.0;
-  p.lse[i] = max + log(total);
-  if (p.cost != nullptr) p.cost[i] = cost * inverse;
-  if (p.weighted != nullptr && p.k == 1) p.weighted[i] = weighted * inverse;
+  if (column == 0) {
+    p.lse[i] = max + log(total);
+    if (p.cost != nullptr) p.cost[i] = cost * inverse;
+  }
+  if (p.weighted != nullptr) p.weighted[i * p.k + column] = weighted * inverse;
 }
 
 }  // namespace flashsinkhorn::detail::kernels

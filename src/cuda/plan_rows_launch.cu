@@ -39,26 +39,63 @@ std::int64_t row_words(precision mode, std::int64_t padded_dim) {
   return mode == precision::bf16 ? padded_dim / 2 : padded_dim;
 }
 
-// The key splits of the SIMT pass with k ≤ 1 (key_splits.hpp): 64-row blocks against 64-key
-// tiles, as many CTAs of it as fit on an SM. 1,000 rows are 16 row blocks on 132 SMs. A split
-// needs 2 tiles, not the tensor-core passes' 4: a SIMT tile is 64·64·d float64 FMAs against the
-// 32 bytes a row its split leaves.
+// The SIMT pass's value columns per thread: 0 for k ≤ 1 without directions (the register instance),
+// else the narrowest chunk (kGroups × that) that holds k, kMaxColumnsPerThread beyond: every chunk
+// repeats the scores, so wide values pay them once per 128 columns.
+int simt_columns_per_thread(std::int64_t k, bool quadratic) {
+  using namespace kernels::plan_rows;
+  return k <= 1 && !quadratic ? 0 : k <= kGroups ? 1 : k <= 2 * kGroups ? 2 : k <= 4 * kGroups ? 4 : kMaxColumnsPerThread;
+}
+
+std::int64_t simt_column_chunks(std::int64_t k, int columns_per_thread) {
+  const std::int64_t chunk = static_cast<std::int64_t>(kernels::plan_rows::kGroups) * std::max(1, columns_per_thread);
+  return std::max<std::int64_t>(1, (k + chunk - 1) / chunk);
+}
+
 template <class Point>
-split_plan plan_simt_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {
+using simt_kernel_t = void (*)(kernels::plan_rows_params<Point>);
+
+template <class Point>
+simt_kernel_t<Point> simt_kernel(int columns_per_thread, bool quadratic) {
+  using kernels::plan_rows_kernel;
+  using kernels::plan_rows::kMaxColumnsPerThread;
+  switch (columns_per_thread) {
+    case 0: return plan_rows_kernel<Point, 0, false>;
+    case 1: return quadratic ? plan_rows_kernel<Point, 1, true> : plan_rows_kernel<Point, 1, false>;
+    case 2: return quadratic ? plan_rows_kernel<Point, 2, true> : plan_rows_kernel<Point, 2, false>;
+    case 4: return quadratic ? plan_rows_kernel<Point, 4, true> : plan_rows_kernel<Point, 4, false>;
+    default:
+      return quadratic ? plan_rows_kernel<Point, kMaxColumnsPerThread, true>
+                       : plan_rows_kernel<Point, kMaxColumnsPerThread, false>;
+  }
+}
+
+// The key splits of the SIMT pass with k value columns (0: none; key_splits.hpp): 64-row blocks ×
+// column chunks against 64-key tiles, as many CTAs of the instance as fit on an SM. 1,000 rows are
+// 16 row blocks on 132 SMs; 10,000 rows with 64 columns 157 CTAs of one an SM. A split needs 2
+// tiles, not the tensor-core passes' 4: a SIMT tile is 64·64·(d + k) float64 FMAs against the
+// 24 + 8k bytes a row its split leaves.
+template <class Point>
+split_plan plan_simt_splits(const device_cloud_view& rows, const device_cloud_view& keys, std::int64_t k,
+                            bool quadratic, int sm_count) {
   using namespace kernels::plan_rows;
   constexpr int kMinTilesPerSplit = 2;
-  const int ctas_per_sm =
-      occupancy(&kernels::plan_rows_kernel<Point, 0, false>, kThreads, kernels::plan_rows_shared_bytes(0));
-  return plan_key_splits((rows.count + kRows - 1) / kRows, (keys.count + kKeys - 1) / kKeys,
-                         static_cast<std::int64_t>(sm_count) * ctas_per_sm, tile::kMaxSplits, kMinTilesPerSplit);
+  const int columns_per_thread = simt_columns_per_thread(k, quadratic);
+  const int ctas_per_sm = occupancy(simt_kernel<Point>(columns_per_thread, quadratic), kThreads,
+                                    kernels::plan_rows_shared_bytes(k > 0 ? columns_per_thread : 0));
+  return plan_key_splits((rows.count + kRows - 1) / kRows * simt_column_chunks(k, columns_per_thread),
+                         (keys.count + kKeys - 1) / kKeys, static_cast<std::int64_t>(sm_count) * ctas_per_sm,
+                         tile::kMaxSplits, kMinTilesPerSplit);
 }
 
-std::int64_t simt_partial_bytes(std::int64_t rows, int splits) {
-  return splits > 1 ? splits * rows * static_cast<std::int64_t>(sizeof(kernels::plan_rows_partial)) : 0;
+// The partial states of `splits` key splits: plan_rows_partial, then the k columns' sums.
+std::int64_t simt_partial_bytes(std::int64_t rows, std::int64_t k, int splits) {
+  const auto per_row = static_cast<std::int64_t>(sizeof(kernels::plan_rows_partial) + k * sizeof(double));
+  return splits > 1 ? splits * rows * per_row : 0;
 }
 
-// The SIMT pass (plan_rows_kernel.cuh) on points stored as Point; with k ≤ 1 its keys split where
-// the partial scratch holds the states (plan_rows_combine_kernel merges them).
+// The SIMT pass (plan_rows_kernel.cuh) on points stored as Point; its keys split where the partial
+// scratch holds the states (plan_rows_combine_kernel merges them).
 template <class Point>
 cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t stream) {
   kernels::plan_rows_params<Point> p{};
@@ -83,54 +120,30 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   p.cost_scale = args.cost_scale;
   p.eps = args.eps;
   using namespace kernels::plan_rows;
-  split_plan splits;  // one split, all key tiles
-  splits.key_tiles = static_cast<int>(std::max<std::int64_t>(1, (p.keys + kKeys - 1) / kKeys));
-  splits.tiles_per_split = splits.key_tiles;
-  if (args.k <= 1)
-    splits = fit_splits_to_scratch(plan_simt_splits<Point>(args.rows, args.keys, args.sm_count),
-                                   args.partial_scratch_capacity,
-                                   [&](int count) { return simt_partial_bytes(p.rows, count); });
+  const std::int64_t k = p.weighted != nullptr ? args.k : 0;  // value columns
+  const bool quadratic = p.directions != nullptr;
+  const int columns_per_thread = simt_columns_per_thread(k, quadratic);
+  const split_plan splits =
+      fit_splits_to_scratch(plan_simt_splits<Point>(args.rows, args.keys, k, quadratic, args.sm_count),
+                            args.partial_scratch_capacity, [&](int count) { return simt_partial_bytes(p.rows, k, count); });
   p.tiles_per_split = splits.tiles_per_split;
   p.splits = splits.splits;
-  if (splits.splits > 1) p.partials = static_cast<kernels::plan_rows_partial*>(args.partial_scratch);
-  // k ≤ 1 without directions: the register instance (0). Otherwise the narrowest column chunk that
-  // holds k (one chunk of kMaxColumnsPerThread columns per thread beyond that): every chunk repeats
-  // the scores, so wide values pay them once per 128 columns.
-  const std::int64_t k = p.weighted != nullptr ? args.k : 0;
-  const bool quadratic = p.directions != nullptr;
-  const int columns_per_thread = k <= 1 && !quadratic ? 0
-                                 : k <= kGroups       ? 1
-                                 : k <= 2 * kGroups   ? 2
-                                 : k <= 4 * kGroups   ? 4
-                                                      : kMaxColumnsPerThread;
-  const std::int64_t chunk = static_cast<std::int64_t>(kGroups) * std::max(1, columns_per_thread);
-  const dim3 blocks(static_cast<unsigned>((args.rows.count + kRows - 1) / kRows),
-                    static_cast<unsigned>(std::max<std::int64_t>(1, (k + chunk - 1) / chunk)),
-                    static_cast<unsigned>(splits.splits));
-  // The quadratic instance where the pass has directions; the value tiles' shared memory where it
-  // has values.
-  const int shared_bytes = kernels::plan_rows_shared_bytes(p.weighted != nullptr ? columns_per_thread : 0);
-  const auto launch = [&](auto plain, auto with_directions) {
-    const auto kernel = quadratic ? with_directions : plain;
-    if (const cudaError_t status = allow_shared(kernel, shared_bytes); status != cudaSuccess) return status;
-    kernel<<<blocks, kThreads, shared_bytes, stream>>>(p);
-    return cudaGetLastError();
-  };
-  cudaError_t status = cudaSuccess;
-  switch (columns_per_thread) {
-    case 0: status = launch(kernels::plan_rows_kernel<Point, 0, false>, kernels::plan_rows_kernel<Point, 0, false>); break;
-    case 1: status = launch(kernels::plan_rows_kernel<Point, 1, false>, kernels::plan_rows_kernel<Point, 1, true>); break;
-    case 2: status = launch(kernels::plan_rows_kernel<Point, 2, false>, kernels::plan_rows_kernel<Point, 2, true>); break;
-    case 4: status = launch(kernels::plan_rows_kernel<Point, 4, false>, kernels::plan_rows_kernel<Point, 4, true>); break;
-    default:
-      status = launch(kernels::plan_rows_kernel<Point, kMaxColumnsPerThread, false>,
-                      kernels::plan_rows_kernel<Point, kMaxColumnsPerThread, true>);
-      break;
+  if (splits.splits > 1) {
+    p.partials = static_cast<kernels::plan_rows_partial*>(args.partial_scratch);
+    p.partial_weighted = reinterpret_cast<double*>(p.partials + splits.splits * p.rows);
   }
-  if (status != cudaSuccess || splits.splits <= 1) return status;
+  const dim3 blocks(static_cast<unsigned>((args.rows.count + kRows - 1) / kRows),
+                    static_cast<unsigned>(simt_column_chunks(k, columns_per_thread)),
+                    static_cast<unsigned>(splits.splits));
+  const simt_kernel_t<Point> kernel = simt_kernel<Point>(columns_per_thread, quadratic);
+  const int shared_bytes = kernels::plan_rows_shared_bytes(k > 0 ? columns_per_thread : 0);
+  if (const cudaError_t status = allow_shared(kernel, shared_bytes); status != cudaSuccess) return status;
+  kernel<<<blocks, kThreads, shared_bytes, stream>>>(p);
+  if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess || splits.splits <= 1) return status;
   constexpr int kCombineThreads = 256;
+  const std::int64_t combined = p.rows * std::max<std::int64_t>(1, k);  // a thread per row and column
   kernels::plan_rows_combine_kernel<Point>
-      <<<static_cast<unsigned>((p.rows + kCombineThreads - 1) / kCombineThreads), kCombineThreads, 0, stream>>>(p);
+      <<<static_cast<unsigned>((combined + kCombineThreads - 1) / kCombineThreads), kCombineThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -407,9 +420,19 @@ std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& 
       return std::max(hopper, vector_partial_bytes(rows, plan_vector_splits<kernels::tf32_operands>(rows, keys, sm_count).splits));
     case precision::bf16:
       return std::max(hopper, vector_partial_bytes(rows, plan_vector_splits<kernels::bf16_operands>(rows, keys, sm_count).splits));
-    case precision::fp64: return simt_partial_bytes(rows.count, plan_simt_splits<double>(rows, keys, sm_count).splits);
+    case precision::fp64: return plan_simt_partial_bytes(mode, rows, keys, 1, sm_count);
   }
   return 0;
+}
+
+std::int64_t plan_simt_partial_bytes(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
+                                     std::int64_t k, int sm_count) {
+  const auto bytes = [&](bool quadratic) {
+    const split_plan splits = mode == precision::fp64 ? plan_simt_splits<double>(rows, keys, k, quadratic, sm_count)
+                                                      : plan_simt_splits<float>(rows, keys, k, quadratic, sm_count);
+    return simt_partial_bytes(rows.count, k, splits.splits);
+  };
+  return std::max(bytes(false), bytes(true));  // enough for either instance
 }
 
 cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const float* values, std::int64_t stride,

@@ -61,8 +61,8 @@ struct plan_rows_launch_args {
   // (plan_values_bytes); unused in fp64.
   float* bias_scratch = nullptr;
   void* values_scratch = nullptr;
-  // The one-column pass's key-split partial states (plan_vector_partial_bytes); with less, it
-  // runs with fewer splits (at least one).
+  // The key-split partial states of the one-column pass (plan_vector_partial_bytes) and of the SIMT
+  // pass (plan_simt_partial_bytes); with less, a pass runs with fewer splits (at least one).
   void* partial_scratch = nullptr;
   std::int64_t partial_scratch_capacity = 0;
   int sm_count = 132;
@@ -98,6 +98,11 @@ cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const
 // against `keys` splits its keys into on a device of `sm_count` SMs (0 when it does not split).
 std::int64_t plan_vector_partial_bytes(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
                                        int sm_count, int max_shared_bytes);
+
+// Bytes of the partial states the SIMT pass (plan_pass_is_float64) with k value columns splits its
+// keys into on a device of `sm_count` SMs (0 when it does not split), with or without directions.
+std::int64_t plan_simt_partial_bytes(precision mode, const device_cloud_view& rows, const device_cloud_view& keys,
+                                     std::int64_t k, int sm_count);
 
 // Whether the mode's plan passes run the SIMT kernel in float64 arithmetic (and so take float64
 // directions): fp64, and fp32 with FMA dots (kernel_variant.hpp, fp32_fma_dots_for), whose softmin

@@ -39,6 +39,7 @@
 #include "cuda/device_matrix_store.hpp"
 #include "cuda/device_cloud.hpp"
 #include "cuda/device_prepare.hpp"
+#include "cuda/dense_schur.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/graph_cache.hpp"
 #include "cuda/kernel_variant.hpp"
@@ -49,7 +50,6 @@
 #include "cuda/point_gradient_launch.hpp"
 #include "cuda/softmin_launch.hpp"
 #include "cuda/solve_summary_launch.hpp"
-#include "cuda/dense_schur.hpp"
 #include "cuda/sparse_schur.hpp"
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/error.hpp"
@@ -971,7 +971,7 @@ class cuda_backend final : public backend {
     device_buffer<double> top_values;                           // and values
     sparse_schur_buffers sparse;                                // S_k and its solve (sparse_schur.hpp)
     dense_schur_buffers dense;                                  // S, its factor and handles (dense_schur.hpp)
-    device_buffer<unsigned char> partials;                      // key-split states of one-column passes
+    device_buffer<unsigned char> partials;                      // key-split states of the plan passes
     std::array<device_buffer<unsigned char>, 2> staged_points;  // Vᵀ of each side's exact points
   };
   mutable plan_scratch plan_;

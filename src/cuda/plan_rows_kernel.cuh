@@ -252,7 +252,8 @@ struct simt_plan_tile {
 // products), each thread summing w_ij·v_j over its own pairs in registers and the row group adding
 // them up at the end (no shared weights, no value loop). kQuadratic: p.directions is set (the
 // u_i·z_j tile beside the scores). The k ≤ 1 instance fits 128 registers without spills and runs
-// two CTAs an SM; the others take up to 246 registers, one CTA.
+// two CTAs an SM; the others take up to 255 registers (the float quadratic one with 128 columns
+// spills 8 bytes), one CTA.
 template <class Point, int kColumnsPerThread, bool kQuadratic>
 __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 2 : 1)
     plan_rows_kernel(const plan_rows_params<Point> p) {

@@ -1,10 +1,11 @@
 // How many key splits a streamed pass uses (FlashDecoding): with few row blocks the key range of
 // each row block is cut into splits that run as separate CTAs, each leaving a partial state
 // (max, sums) per row, merged after them (the softmin: by the row block's last CTA, finish_block;
-// the one-column plan pass: by a combine kernel). The count minimises
+// the plan passes: by a combine kernel). The count minimises
 // (waves of CTAs) × (key tiles per CTA + 1): 1,000 rows are 8 row blocks, so the keys are cut until
 // the SMs are busy; 50,000 rows may still gain from a split that rounds the last wave up. Used by
-// the softmin half-steps (softmin_launch.cu) and the one-column plan pass (plan_rows_launch.cu).
+// the softmin half-steps (softmin_launch.cu), the one-column plan passes and the float64 SIMT pass
+// with any number of value columns (plan_rows_launch.cu).
 // The streamed softmin kernels ask for a least count as well (streamed_query_splits).
 #pragma once
 

@@ -52,6 +52,11 @@ std::int64_t simt_column_chunks(std::int64_t k, int columns_per_thread) {
   return std::max<std::int64_t>(1, (k + chunk - 1) / chunk);
 }
 
+// Its dynamic shared memory: the value tiles only where the pass has values.
+int simt_shared_bytes(std::int64_t k, int columns_per_thread) {
+  return kernels::plan_rows_shared_bytes(k > 0 ? columns_per_thread : 0);
+}
+
 template <class Point>
 using simt_kernel_t = void (*)(kernels::plan_rows_params<Point>);
 
@@ -81,8 +86,8 @@ split_plan plan_simt_splits(const device_cloud_view& rows, const device_cloud_vi
   using namespace kernels::plan_rows;
   constexpr int kMinTilesPerSplit = 2;
   const int columns_per_thread = simt_columns_per_thread(k, quadratic);
-  const int ctas_per_sm = occupancy(simt_kernel<Point>(columns_per_thread, quadratic), kThreads,
-                                    kernels::plan_rows_shared_bytes(k > 0 ? columns_per_thread : 0));
+  const int ctas_per_sm =
+      occupancy(simt_kernel<Point>(columns_per_thread, quadratic), kThreads, simt_shared_bytes(k, columns_per_thread));
   return plan_key_splits((rows.count + kRows - 1) / kRows * simt_column_chunks(k, columns_per_thread),
                          (keys.count + kKeys - 1) / kKeys, static_cast<std::int64_t>(sm_count) * ctas_per_sm,
                          tile::kMaxSplits, kMinTilesPerSplit);
@@ -136,7 +141,7 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
                     static_cast<unsigned>(simt_column_chunks(k, columns_per_thread)),
                     static_cast<unsigned>(splits.splits));
   const simt_kernel_t<Point> kernel = simt_kernel<Point>(columns_per_thread, quadratic);
-  const int shared_bytes = kernels::plan_rows_shared_bytes(k > 0 ? columns_per_thread : 0);
+  const int shared_bytes = simt_shared_bytes(k, columns_per_thread);
   if (const cudaError_t status = allow_shared(kernel, shared_bytes); status != cudaSuccess) return status;
   kernel<<<blocks, kThreads, shared_bytes, stream>>>(p);
   if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess || splits.splits <= 1) return status;

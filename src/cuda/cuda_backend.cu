@@ -661,17 +661,26 @@ class cuda_backend final : public backend {
     return device_schur_cg(cg_workspace_, product, inputs, settings, stream_.get(), &precondition);
   }
 
-  // The dense preconditioner of `system` (dense_schur.hpp): the x rows' softmax keyed by g, as a plan
-  // pass with V = I_m, then S and its factor.
+  // The dense preconditioner of `system` (dense_schur.hpp): the x rows' softmax keyed by g, then S
+  // and its factor. Float64 passes write s from an LSE-only pass (launch_plan_softmax: n·m·d
+  // FMAs); the tensor-core modes' passes form it as P·I_m (n·m·(d + m) on the tensor cores).
   [[nodiscard]] dense_schur dense_plan(const schur_system& system) const {
     const auto m = static_cast<std::int64_t>(cloud(side::y).count);
     const auto n = static_cast<std::int64_t>(cloud(side::x).count);
-    plan_rows_launch_args args = plan_args(side::x, side::y, slot::g, system.eps, static_cast<std::size_t>(m), false);
-    args.values = dense_schur_identity(plan_.dense, m, stream_.get());
-    args.weighted = reserve(plan_.dense.softmax, static_cast<std::size_t>(n * m), stream_.get());
-    if (!plan_pass_is_float64(mode_, cloud(side::x).padded_dim))
+    const bool float64_passes = plan_pass_is_float64(mode_, cloud(side::x).padded_dim);
+    plan_rows_launch_args args =
+        plan_args(side::x, side::y, slot::g, system.eps, float64_passes ? 0 : static_cast<std::size_t>(m), false);
+    double* softmax = reserve(plan_.dense.softmax, static_cast<std::size_t>(n * m), stream_.get());
+    if (float64_passes) {
+      FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));  // lse
+      args.weighted = softmax;
+      FS_CUDA_CHECK(launch_plan_softmax(mode_, args, stream_.get()));
+    } else {
+      args.values = dense_schur_identity(plan_.dense, m, stream_.get());
+      args.weighted = softmax;
       args.values_scratch = reserve(plan_.staged, staged_bytes(side::y, m, false), stream_.get());
-    FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
+      FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
+    }
     return dense_schur(plan_.dense, n, m, *system.sparse_row_masses, *system.column_sums, system.sparse_shift,
                        stream_.get());
   }

@@ -1,7 +1,8 @@
 // The sparse_plan preconditioner with every entry kept, for systems small enough to factor:
 //   S = diag(d) − sᵀ·diag(a)·s,   s the x rows' softmax keyed by g (n × m, rows summing to 1),
 //   d = max(c, (1 + kSparsePlanDominance)·sᵀa) + shift   (sparse_plan_diagonal: S_k's rule at k = m),
-// i.e. S_k of sparse_schur.hpp with K = m. Built on the stream from s (a plan pass with V = I):
+// i.e. S_k of sparse_schur.hpp with K = m. Built on the stream from s (written by the backend:
+// launch_plan_softmax on float64 passes, a plan pass with V = I in the tensor-core modes):
 // B = diag(√a)·s, S = diag(d) − BᵀB (cuBLAS SYRK), its Cholesky factor (cuSOLVER potrf); solve
 // enqueues x = S⁻¹·r (potrs). Why: the inner Jacobi CG on the sparse S_k costs ~1,000 latency-bound
 // iterations a product (docs/cuda_backend.md, session 53), while at 1,000 points the plan pass with
@@ -34,7 +35,7 @@ cusolverDnHandle_t dense_schur_solver(cudaStream_t stream);
 
 // The device memory of the dense preconditioner, kept between products by the backend.
 struct dense_schur_buffers {
-  device_buffer<double> identity;  // I_m, the plan pass's values
+  device_buffer<double> identity;  // I_m, the values of the tensor-core modes' pass
   device_buffer<double> softmax;   // s, then B (n × m)
   device_buffer<double> matrix;    // S, then its Cholesky factor (m × m, column-major, lower)
   device_buffer<double> masses, root_masses, column_sums, coupling, workspace;

@@ -410,6 +410,37 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 
   }
 }
 
+// The plan's rows themselves, s_ij = exp(S_ij − lse_i), one 64 × 64 tile a CTA (blockIdx.x rows,
+// blockIdx.y keys), into p.weighted (rows × keys, row-major), lse_i read from p.lse (an LSE-only
+// pass over the same scores: the same FMA chains, so Σ_j s_ij = 1 to rounding); 0 in a row without
+// a finite score. The dense Schur preconditioner's s (dense_schur.hpp) in n·m·d FMAs, where a pass
+// with V = I took n·m·(d + m) and an m × m identity.
+template <class Point>
+__global__ void __launch_bounds__(plan_rows::kThreads) plan_softmax_kernel(const plan_rows_params<Point> p) {
+  using namespace plan_rows;
+  extern __shared__ __align__(16) unsigned char plan_rows_memory[];
+  plan_rows_shared& shared = *reinterpret_cast<plan_rows_shared*>(plan_rows_memory);
+  const int rg = static_cast<int>(threadIdx.x) / kGroups, kg = static_cast<int>(threadIdx.x) % kGroups;
+  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * kRows;
+  const std::int64_t key0 = static_cast<std::int64_t>(blockIdx.y) * kKeys;
+  const std::int64_t row_count = p.rows - row0 < kRows ? p.rows - row0 : kRows;
+  const std::int64_t key_count = p.keys - key0 < kKeys ? p.keys - key0 : kKeys;
+  const simt_plan_tile<Point> tile{p, row0, key0, row_count, key_count, rg, kg, 1.0 / p.eps};
+  double c[kPerThread][kPerThread];
+  tile.costs(shared, c);
+#pragma unroll
+  for (int r = 0; r < kPerThread; ++r) {
+    const std::int64_t i = row0 + rg + kGroups * r;
+    if (i >= p.rows) continue;
+    const double lse = p.lse[i];
+#pragma unroll
+    for (int q = 0; q < kPerThread; ++q) {
+      const std::int64_t j = key0 + kg + kGroups * q;
+      if (j < p.keys) p.weighted[i * p.keys + j] = lse == -INFINITY ? 0.0 : exp(tile.score(q, c[r][q]) - lse);
+    }
+  }
+}
+
 // The splits merged, one thread per row and value column (one per row without values):
 // m = max_z m_z, T = Σ_z total_z·exp(m_z − m), and the cost and the column's sum alike, divided by
 // T; column 0's thread writes lse_i = m + log T and the cost.

@@ -99,10 +99,9 @@ std::int64_t simt_partial_bytes(std::int64_t rows, std::int64_t k, int splits) {
   return splits > 1 ? splits * rows * per_row : 0;
 }
 
-// The SIMT pass (plan_rows_kernel.cuh) on points stored as Point; its keys split where the partial
-// scratch holds the states (plan_rows_combine_kernel merges them).
+// The SIMT kernels' parameters from a launch's arguments (no key splits yet).
 template <class Point>
-cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t stream) {
+kernels::plan_rows_params<Point> simt_params(const plan_rows_launch_args& args) {
   kernels::plan_rows_params<Point> p{};
   p.rows_points = static_cast<const Point*>(args.rows.points);
   p.key_points = static_cast<const Point*>(args.keys.points);
@@ -124,6 +123,14 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   p.k = args.k;
   p.cost_scale = args.cost_scale;
   p.eps = args.eps;
+  return p;
+}
+
+// The SIMT pass (plan_rows_kernel.cuh) on points stored as Point; its keys split where the partial
+// scratch holds the states (plan_rows_combine_kernel merges them).
+template <class Point>
+cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t stream) {
+  kernels::plan_rows_params<Point> p = simt_params<Point>(args);
   using namespace kernels::plan_rows;
   const std::int64_t k = p.weighted != nullptr ? args.k : 0;  // value columns
   const bool quadratic = p.directions != nullptr;
@@ -149,6 +156,19 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   const std::int64_t combined = p.rows * std::max<std::int64_t>(1, k);  // a thread per row and column
   kernels::plan_rows_combine_kernel<Point>
       <<<static_cast<unsigned>((combined + kCombineThreads - 1) / kCombineThreads), kCombineThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <class Point>
+cudaError_t launch_plan_softmax_as(const plan_rows_launch_args& args, cudaStream_t stream) {
+  kernels::plan_rows_params<Point> p = simt_params<Point>(args);
+  p.weighted = args.weighted;
+  using namespace kernels::plan_rows;
+  const dim3 blocks(static_cast<unsigned>((p.rows + kRows - 1) / kRows), static_cast<unsigned>((p.keys + kKeys - 1) / kKeys));
+  constexpr int kSharedBytes = kernels::plan_rows_shared_bytes(0);
+  if (const cudaError_t status = allow_shared(kernels::plan_softmax_kernel<Point>, kSharedBytes); status != cudaSuccess)
+    return status;
+  kernels::plan_softmax_kernel<Point><<<blocks, kThreads, kSharedBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -448,6 +468,14 @@ cudaError_t stage_plan_values(precision mode, staged_values_layout layout, const
 
 bool plan_pass_is_float64(precision mode, std::int64_t padded_dim) {
   return mode == precision::fp64 || (mode == precision::fp32 && fp32_fma_dots_for(padded_dim));
+}
+
+cudaError_t launch_plan_softmax(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
+  if (!plan_pass_is_float64(mode, args.rows.padded_dim) || args.lse == nullptr || args.weighted == nullptr ||
+      args.rows.padded_dim != args.keys.padded_dim)
+    return cudaErrorInvalidValue;
+  if (args.rows.count <= 0 || args.keys.count <= 0) return cudaSuccess;
+  return mode == precision::fp64 ? launch_plan_softmax_as<double>(args, stream) : launch_plan_softmax_as<float>(args, stream);
 }
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {

@@ -113,4 +113,9 @@ bool plan_pass_is_float64(precision mode, std::int64_t padded_dim);
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
 
+// The plan's rows s_ij = exp(S_ij − lse_i) into args.weighted (rows.count × keys.count, row-major)
+// from args.lse, the LSE of an LSE-only pass with the same arguments (plan_softmax_kernel,
+// plan_rows_kernel.cuh); float64 passes only (plan_pass_is_float64), else cudaErrorInvalidValue.
+cudaError_t launch_plan_softmax(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
+
 }  // namespace flashsinkhorn::detail

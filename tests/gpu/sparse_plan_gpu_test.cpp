@@ -2,7 +2,9 @@
 //   - the top-entries pass (cuda/plan_top_entries.hpp) against a float64 host scan of the same
 //     stored points: every entry clearly among a row's 8 largest is found, with its softmax value;
 //   - the cooperative solve of S_k (cuda/sparse_schur.hpp) reaches its inner tolerance on S_k as
-//     the host rebuilds it from the same entries.
+//     the host rebuilds it from the same entries;
+//   - every entry kept (the dense preconditioner, cuda/dense_schur.hpp): launch_plan_softmax after
+//     an LSE-only pass writes the whole softmax, as the float64 host scan forms it.
 // (schur_cg_gpu_test.cpp checks the whole preconditioned CG against the host's.)
 #include <gtest/gtest.h>
 
@@ -16,6 +18,7 @@
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/plan_rows_launch.hpp"
 #include "cuda/plan_top_entries.hpp"
 #include "cuda/sparse_schur.hpp"
 #include "flashsinkhorn/options.hpp"
@@ -162,6 +165,52 @@ TEST_F(sparse_plan_gpu_test, top_entries_match_a_float64_scan) {
     }
   }
   EXPECT_GT(clear_entries, 300 * 6);  // the check above is not vacuous
+}
+
+// 300 rows against 517 keys (partial row block and key tile), d = 12 (fp32 with FMA dots: a float64
+// pass on float points), zero-weight keys (s = 0 there): s_ij from the LSE-only pass's lse_i and
+// the softmax kernel, to float64 rounding of scores of size ~10 (and of the narrow pass's LSE).
+TEST_F(sparse_plan_gpu_test, softmax_rows_match_a_float64_scan) {
+  if (!plan_pass_is_float64(flashsinkhorn::precision::fp32, 12)) GTEST_SKIP() << "fp32 passes on the tensor cores here";
+  std::mt19937_64 rng(54);
+  const double s = 0.5, eps = 2.0;
+  const host_cloud x = random_cloud(300, 12, 0.0, s, rng), y = random_cloud(517, 12, 0.3, s, rng);
+  std::normal_distribution<double> normal(0.0, 0.3 * eps);
+  std::vector<double> h(static_cast<std::size_t>(y.count));
+  for (double& v : h) v = normal(rng);
+  const uploaded_cloud rows(x), keys(y);
+  const device_buffer<double> potential = upload(h);
+  device_buffer<double> lse(static_cast<std::size_t>(x.count), nullptr);
+  device_buffer<double> softmax(static_cast<std::size_t>(x.count * y.count), nullptr);
+  device_buffer<double> bias(static_cast<std::size_t>(y.count), nullptr);  // the narrow LSE pass's, 8 bytes a key
+  plan_rows_launch_args args;
+  args.bias_scratch = reinterpret_cast<float*>(bias.data());
+  args.rows = rows.view;
+  args.keys = keys.view;
+  args.key_potential = potential.data();
+  args.cost_scale = s;
+  args.eps = eps;
+  args.lse = lse.data();
+  ASSERT_EQ(launch_plan_rows(flashsinkhorn::precision::fp32, args, nullptr), cudaSuccess);  // lse (no split scratch)
+  args.weighted = softmax.data();
+  ASSERT_EQ(launch_plan_softmax(flashsinkhorn::precision::fp32, args, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<double> got = download(softmax);
+  for (std::int64_t i = 0; i < x.count; ++i) {
+    const std::vector<double> want = row_softmax(x, y, h, s, eps, i);
+    double total = 0;
+    for (std::int64_t j = 0; j < y.count; ++j) {
+      const double entry = got[static_cast<std::size_t>(i * y.count + j)];
+      total += entry;
+      if (y.weights[j] == 0) {
+        EXPECT_EQ(entry, 0.0) << "row " << i << " key " << j;
+      }
+      EXPECT_NEAR(entry, want[j], 1e-11 * want[j] + 1e-300) << "row " << i << " key " << j;
+    }
+    EXPECT_NEAR(total, 1.0, 1e-11) << "row " << i;
+  }
+  plan_rows_launch_args tensor_core = args;  // the tensor-core modes' passes do not write s this way
+  EXPECT_EQ(launch_plan_softmax(flashsinkhorn::precision::tf32, tensor_core, nullptr), cudaErrorInvalidValue);
 }
 
 // S_k from random entries (some missing), then x = S_k⁻¹·r by the cooperative CG: the host's

@@ -108,14 +108,24 @@ static_assert(sizeof(plan_rows_shared) % 16 == 0, "the value tiles start 16-byte
 
 // Starts the copy of the values of keys [key0, key0 + kKeys), columns [column0, column0 + kColumns),
 // into `tile` (key-major, kColumns a key; zeros past the keys and past k), as one commit group.
+// kColumns divides kThreads, so a thread keeps one column and steps kThreads / kColumns keys at a
+// time: one 64-bit add an element (the form with e / kColumns and e % kColumns spent ~15 issue
+// slots a copied double on index arithmetic, ~10% of a tile's at d = 64).
 template <int kColumns, class Point>
 __device__ __forceinline__ void copy_value_tile(double* tile, const plan_rows_params<Point>& p, std::int64_t key0,
                                                 std::int64_t column0) {
   using namespace plan_rows;
-  for (int e = static_cast<int>(threadIdx.x); e < kKeys * kColumns; e += kThreads) {
-    const std::int64_t j = key0 + e / kColumns, column = column0 + e % kColumns;
-    const bool inside = j < p.keys && column < p.k;
-    __pipeline_memcpy_async(tile + e, inside ? p.values + j * p.values_stride + column : p.values, sizeof(double),
+  static_assert(kThreads % kColumns == 0, "a thread keeps its column");
+  constexpr int kKeysPerStep = kThreads / kColumns;
+  const int c = static_cast<int>(threadIdx.x) % kColumns;
+  const bool column_inside = column0 + c < p.k;
+  int t = static_cast<int>(threadIdx.x) / kColumns;
+  std::int64_t offset = (key0 + t) * p.values_stride + column0 + c;  // of key key0 + t, column column0 + c
+  const std::int64_t step = kKeysPerStep * p.values_stride;
+#pragma unroll 4
+  for (; t < kKeys; t += kKeysPerStep, offset += step) {
+    const bool inside = column_inside && key0 + t < p.keys;
+    __pipeline_memcpy_async(tile + t * kColumns + c, inside ? p.values + offset : p.values, sizeof(double),
                             inside ? 0 : sizeof(double));
   }
   __pipeline_commit();
@@ -252,8 +262,7 @@ struct simt_plan_tile {
 // products), each thread summing w_ij·v_j over its own pairs in registers and the row group adding
 // them up at the end (no shared weights, no value loop). kQuadratic: p.directions is set (the
 // u_i·z_j tile beside the scores). The k ≤ 1 instance fits 128 registers without spills and runs
-// two CTAs an SM; the others take up to 255 registers (the float quadratic one with 128 columns
-// spills 8 bytes), one CTA.
+// two CTAs an SM; the others take up to 250 registers, one CTA.
 template <class Point, int kColumnsPerThread, bool kQuadratic>
 __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 2 : 1)
     plan_rows_kernel(const plan_rows_params<Point> p) {

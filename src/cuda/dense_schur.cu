@@ -40,12 +40,6 @@ __global__ void root_kernel(const double* values, double* roots, std::int64_t co
   if (i < count) roots[i] = sqrt(values[i]);
 }
 
-// B_ij = √a_i·s_ij in place (row-major n × m).
-__global__ void scale_rows_kernel(double* matrix, const double* row_scale, std::int64_t n, std::int64_t m) {
-  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e < n * m) matrix[e] *= row_scale[e / m];
-}
-
 // S_jj += d_j = max(c_j, (1 + dominance)·coupling_j) + shift (sparse_plan_diagonal).
 __global__ void add_diagonal_kernel(double* matrix, const double* column_sums, const double* coupling,
                                     double dominance, double shift, std::int64_t m) {
@@ -132,13 +126,13 @@ dense_schur::dense_schur(dense_schur_buffers& buffers, std::int64_t n, std::int6
   double* roots = reserve(b.root_masses, static_cast<std::size_t>(n), stream);
   root_kernel<<<blocks_for(n), kThreads, 0, stream>>>(masses, roots, n);
   FS_CUDA_CHECK(cudaGetLastError());
-  scale_rows_kernel<<<blocks_for(n * m), kThreads, 0, stream>>>(softmax, roots, n, m);
-  FS_CUDA_CHECK(cudaGetLastError());
 
-  // Column-major, the row-major B (n × m) is Bᶜ = Bᵀ (m × n, leading dimension m):
-  // coupling = sᵀa = Bᶜ·√a, and S = −Bᶜ·Bᶜᵀ = −BᵀB (lower triangle), then its diagonal.
+  // Column-major, the row-major s and B (n × m) are sᵀ and Bᶜ = Bᵀ (m × n, leading dimension m):
+  // Bᶜ = sᵀ·diag(√a) in place (DGMM), coupling = sᵀa = Bᶜ·√a, and S = −Bᶜ·Bᶜᵀ = −BᵀB (lower
+  // triangle), then its diagonal.
   cublasHandle_t blas = dense_schur_blas(stream);
   const auto mi = static_cast<int>(m), ni = static_cast<int>(n);
+  check_blas(cublasDdgmm(blas, CUBLAS_SIDE_RIGHT, mi, ni, softmax, mi, roots, 1, softmax, mi), "cublasDdgmm");
   double* coupling = reserve(b.coupling, static_cast<std::size_t>(m), stream);
   const double one = 1.0, zero = 0.0, minus_one = -1.0;
   check_blas(cublasDgemv(blas, CUBLAS_OP_N, mi, ni, &one, softmax, mi, roots, 1, &zero, coupling, 1), "cublasDgemv");

@@ -3,7 +3,7 @@
 //   d = max(c, (1 + kSparsePlanDominance)·sᵀa) + shift   (sparse_plan_diagonal: S_k's rule at k = m),
 // i.e. S_k of sparse_schur.hpp with K = m. Built on the stream from s (written by the backend:
 // launch_plan_softmax on float64 passes, a plan pass with V = I in the tensor-core modes):
-// B = diag(√a)·s, S = diag(d) − BᵀB (cuBLAS SYRK), its Cholesky factor (cuSOLVER potrf); solve
+// B = diag(√a)·s (cuBLAS DGMM), S = diag(d) − BᵀB (SYRK), its Cholesky factor (cuSOLVER potrf); solve
 // enqueues x = S⁻¹·r (potrs). Why: the inner Jacobi CG on the sparse S_k costs ~1,000 latency-bound
 // iterations a product (docs/cuda_backend.md, session 53), while at 1,000 points the plan pass with
 // V = I, the SYRK and the factor are each a few 10⁹ flops, and with S itself as the preconditioner

@@ -21,6 +21,7 @@
 #include "cuda/plan_rows_launch.hpp"
 #include "cuda/plan_top_entries.hpp"
 #include "cuda/sparse_schur.hpp"
+#include "cuda/tile_config.hpp"
 #include "flashsinkhorn/options.hpp"
 
 namespace {
@@ -71,12 +72,23 @@ std::vector<T> download(const device_buffer<T>& buffer) {
   return values;
 }
 
+// The points as the backend stores a float cloud (device_cloud_view): (padded_count, padded_dim)
+// with zeros in the padding, rows to a multiple of tile::kRowPadding and the stride to one of
+// tile::kRowWordMultiple, for the passes (the narrow LSE pass among them) read whole key tiles.
+std::vector<float> padded_points(const host_cloud& c, std::int64_t padded_count, std::int64_t padded_dim) {
+  std::vector<float> padded(static_cast<std::size_t>(padded_count * padded_dim), 0.0f);
+  for (std::int64_t i = 0; i < c.count; ++i)
+    std::copy_n(c.points.begin() + i * c.dim, c.dim, padded.begin() + i * padded_dim);
+  return padded;
+}
+
 struct uploaded_cloud {
   device_buffer<float> points;
   device_buffer<double> scaled_sq_norm, weights, log_weights;
   device_cloud_view view;
   explicit uploaded_cloud(const host_cloud& c)
-      : points(upload(c.points)),
+      : points(upload(padded_points(c, tile::round_up(c.count, tile::kRowPadding),
+                                    tile::round_up(c.dim, tile::kRowWordMultiple)))),
         scaled_sq_norm(upload(c.scaled_sq_norm)),
         weights(upload(c.weights)),
         log_weights(upload(c.log_weights)) {
@@ -84,8 +96,10 @@ struct uploaded_cloud {
     view.scaled_sq_norm = scaled_sq_norm.data();
     view.weights = weights.data();
     view.log_weights = log_weights.data();
-    view.count = view.padded_count = c.count;
-    view.dim = view.padded_dim = c.dim;
+    view.count = c.count;
+    view.padded_count = tile::round_up(c.count, tile::kRowPadding);
+    view.dim = c.dim;
+    view.padded_dim = tile::round_up(c.dim, tile::kRowWordMultiple);
   }
 };
 
@@ -182,7 +196,7 @@ TEST_F(sparse_plan_gpu_test, softmax_rows_match_a_float64_scan) {
   const device_buffer<double> potential = upload(h);
   device_buffer<double> lse(static_cast<std::size_t>(x.count), nullptr);
   device_buffer<double> softmax(static_cast<std::size_t>(x.count * y.count), nullptr);
-  device_buffer<double> bias(static_cast<std::size_t>(y.count), nullptr);  // the narrow LSE pass's, 8 bytes a key
+  device_buffer<double> bias(static_cast<std::size_t>(keys.view.padded_count), nullptr);  // the narrow LSE pass's, 8 bytes a key
   plan_rows_launch_args args;
   args.bias_scratch = reinterpret_cast<float*>(bias.data());
   args.rows = rows.view;

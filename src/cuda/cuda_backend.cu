@@ -662,17 +662,17 @@ class cuda_backend final : public backend {
   }
 
   // The dense preconditioner of `system` (dense_schur.hpp): the x rows' softmax keyed by g, then S
-  // and its factor. Float64 passes write s from an LSE-only pass (launch_plan_softmax: n·m·d
-  // FMAs); the tensor-core modes' passes form it as P·I_m (n·m·(d + m) on the tensor cores).
+  // and its factor. s in float64 from the stored points where they are double or float
+  // (launch_plan_softmax: 2·n·m·d FMAs, also in tf32, where s only preconditions); bf16 points by a
+  // pass with V = I_m (n·m·(d + m) on the tensor cores).
   [[nodiscard]] dense_schur dense_plan(const schur_system& system) const {
     const auto m = static_cast<std::int64_t>(cloud(side::y).count);
     const auto n = static_cast<std::int64_t>(cloud(side::x).count);
-    const bool float64_passes = plan_pass_is_float64(mode_, cloud(side::x).padded_dim);
+    const bool softmax_pass = plan_softmax_applies(mode_);
     plan_rows_launch_args args =
-        plan_args(side::x, side::y, slot::g, system.eps, float64_passes ? 0 : static_cast<std::size_t>(m), false);
+        plan_args(side::x, side::y, slot::g, system.eps, softmax_pass ? 0 : static_cast<std::size_t>(m), false);
     double* softmax = reserve(plan_.dense.softmax, static_cast<std::size_t>(n * m), stream_.get());
-    if (float64_passes) {
-      FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));  // lse
+    if (softmax_pass) {
       args.weighted = softmax;
       FS_CUDA_CHECK(launch_plan_softmax(mode_, args, stream_.get()));
     } else {

@@ -2,11 +2,11 @@
 //   S = diag(d) − sᵀ·diag(a)·s,   s the x rows' softmax keyed by g (n × m, rows summing to 1),
 //   d = max(c, (1 + kSparsePlanDominance)·sᵀa) + shift   (sparse_plan_diagonal: S_k's rule at k = m),
 // i.e. S_k of sparse_schur.hpp with K = m. Built on the stream from s (written by the backend:
-// launch_plan_softmax on float64 passes, a plan pass with V = I in the tensor-core modes):
+// launch_plan_softmax from float or double points, a plan pass with V = I on bf16 ones):
 // B = diag(√a)·s (cuBLAS DGMM), S = diag(d) − BᵀB (SYRK), its Cholesky factor (cuSOLVER potrf); solve
 // enqueues x = S⁻¹·r (potrs). Why: the inner Jacobi CG on the sparse S_k costs ~1,000 latency-bound
-// iterations a product (docs/cuda_backend.md, session 53), while at 1,000 points the plan pass with
-// V = I, the SYRK and the factor are each a few 10⁹ flops, and with S itself as the preconditioner
+// iterations a product (docs/cuda_backend.md, session 53), while at 1,000 points s (2·n·m·d FMAs),
+// the SYRK and the factor are each at most a few 10⁹ flops, and with S itself as the preconditioner
 // the outer CG takes one or two iterations. dense_schur_fits says where.
 #pragma once
 

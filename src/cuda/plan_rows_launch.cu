@@ -159,9 +159,17 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   return cudaGetLastError();
 }
 
+// lse by the SIMT pass on the same points (its LSE-only instance), then the softmax kernel.
 template <class Point>
 cudaError_t launch_plan_softmax_as(const plan_rows_launch_args& args, cudaStream_t stream) {
-  kernels::plan_rows_params<Point> p = simt_params<Point>(args);
+  plan_rows_launch_args lse_only = args;
+  lse_only.k = 0;
+  lse_only.weighted = nullptr;
+  lse_only.cost = nullptr;
+  lse_only.values = nullptr;
+  lse_only.directions = lse_only.key_directions = nullptr;
+  if (const cudaError_t status = launch_plan_simt<Point>(lse_only, stream); status != cudaSuccess) return status;
+  kernels::plan_rows_params<Point> p = simt_params<Point>(lse_only);
   p.weighted = args.weighted;
   using namespace kernels::plan_rows;
   const dim3 blocks(static_cast<unsigned>((p.rows + kRows - 1) / kRows), static_cast<unsigned>((p.keys + kKeys - 1) / kKeys));
@@ -470,8 +478,10 @@ bool plan_pass_is_float64(precision mode, std::int64_t padded_dim) {
   return mode == precision::fp64 || (mode == precision::fp32 && fp32_fma_dots_for(padded_dim));
 }
 
+bool plan_softmax_applies(precision mode) { return mode != precision::bf16; }
+
 cudaError_t launch_plan_softmax(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
-  if (!plan_pass_is_float64(mode, args.rows.padded_dim) || args.lse == nullptr || args.weighted == nullptr ||
+  if (!plan_softmax_applies(mode) || args.lse == nullptr || args.weighted == nullptr ||
       args.rows.padded_dim != args.keys.padded_dim)
     return cudaErrorInvalidValue;
   if (args.rows.count <= 0 || args.keys.count <= 0) return cudaSuccess;

@@ -3,8 +3,8 @@
 //     stored points: every entry clearly among a row's 8 largest is found, with its softmax value;
 //   - the cooperative solve of S_k (cuda/sparse_schur.hpp) reaches its inner tolerance on S_k as
 //     the host rebuilds it from the same entries;
-//   - every entry kept (the dense preconditioner, cuda/dense_schur.hpp): launch_plan_softmax after
-//     an LSE-only pass writes the whole softmax, as the float64 host scan forms it.
+//   - every entry kept (the dense preconditioner, cuda/dense_schur.hpp): launch_plan_softmax writes
+//     the whole softmax from float points, as the float64 host scan forms it, in fp32 and tf32.
 // (schur_cg_gpu_test.cpp checks the whole preconditioned CG against the host's.)
 #include <gtest/gtest.h>
 
@@ -103,9 +103,10 @@ struct uploaded_cloud {
   }
 };
 
-// Row i's softmax s_ij = softmax_j((h_j − C_ij)/ε + log w_j) in float64 from the float points.
+// Row i's softmax s_ij = softmax_j((h_j − C_ij)/ε + log w_j) in float64 from the float points
+// (and its normaliser, lse_i = log Σ_j exp((h_j − C_ij)/ε + log w_j), where `lse` is given).
 std::vector<double> row_softmax(const host_cloud& x, const host_cloud& y, const std::vector<double>& h, double s,
-                                double eps, std::int64_t i) {
+                                double eps, std::int64_t i, double* lse = nullptr) {
   std::vector<double> t(static_cast<std::size_t>(y.count));
   for (std::int64_t j = 0; j < y.count; ++j) {
     double dot = 0;
@@ -116,6 +117,7 @@ std::vector<double> row_softmax(const host_cloud& x, const host_cloud& y, const 
   double sum = 0;
   for (double v : t) sum += std::exp(v - top);
   for (double& v : t) v = std::exp(v - top) / sum;
+  if (lse != nullptr) *lse = top + std::log(sum);
   return t;
 }
 
@@ -181,11 +183,11 @@ TEST_F(sparse_plan_gpu_test, top_entries_match_a_float64_scan) {
   EXPECT_GT(clear_entries, 300 * 6);  // the check above is not vacuous
 }
 
-// 300 rows against 517 keys (partial row block and key tile), d = 12 (fp32 with FMA dots: a float64
-// pass on float points), zero-weight keys (s = 0 there): s_ij from the LSE-only pass's lse_i and
-// the softmax kernel, to float64 rounding of scores of size ~10 (and of the narrow pass's LSE).
+// 300 rows against 517 keys (partial row block and key tile), d = 12, zero-weight keys (s = 0
+// there): s_ij and lse_i in float64 from the stored float points in every mode that stores floats
+// (fp32, tf32: whatever their own passes compute in), to float64 rounding of scores of size ~10;
+// bf16 points refused.
 TEST_F(sparse_plan_gpu_test, softmax_rows_match_a_float64_scan) {
-  if (!plan_pass_is_float64(flashsinkhorn::precision::fp32, 12)) GTEST_SKIP() << "fp32 passes on the tensor cores here";
   std::mt19937_64 rng(54);
   const double s = 0.5, eps = 2.0;
   const host_cloud x = random_cloud(300, 12, 0.0, s, rng), y = random_cloud(517, 12, 0.3, s, rng);
@@ -196,35 +198,38 @@ TEST_F(sparse_plan_gpu_test, softmax_rows_match_a_float64_scan) {
   const device_buffer<double> potential = upload(h);
   device_buffer<double> lse(static_cast<std::size_t>(x.count), nullptr);
   device_buffer<double> softmax(static_cast<std::size_t>(x.count * y.count), nullptr);
-  device_buffer<double> bias(static_cast<std::size_t>(keys.view.padded_count), nullptr);  // the narrow LSE pass's, 8 bytes a key
   plan_rows_launch_args args;
-  args.bias_scratch = reinterpret_cast<float*>(bias.data());
   args.rows = rows.view;
   args.keys = keys.view;
   args.key_potential = potential.data();
   args.cost_scale = s;
   args.eps = eps;
   args.lse = lse.data();
-  ASSERT_EQ(launch_plan_rows(flashsinkhorn::precision::fp32, args, nullptr), cudaSuccess);  // lse (no split scratch)
   args.weighted = softmax.data();
-  ASSERT_EQ(launch_plan_softmax(flashsinkhorn::precision::fp32, args, nullptr), cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<double> got = download(softmax);
-  for (std::int64_t i = 0; i < x.count; ++i) {
-    const std::vector<double> want = row_softmax(x, y, h, s, eps, i);
-    double total = 0;
-    for (std::int64_t j = 0; j < y.count; ++j) {
-      const double entry = got[static_cast<std::size_t>(i * y.count + j)];
-      total += entry;
-      if (y.weights[j] == 0) {
-        EXPECT_EQ(entry, 0.0) << "row " << i << " key " << j;
+  for (const flashsinkhorn::precision mode : {flashsinkhorn::precision::fp32, flashsinkhorn::precision::tf32}) {
+    SCOPED_TRACE(mode == flashsinkhorn::precision::fp32 ? "fp32" : "tf32");
+    ASSERT_EQ(cudaMemset(softmax.data(), 0xff, softmax.bytes()), cudaSuccess);  // NaN where nothing is written
+    ASSERT_EQ(cudaMemset(lse.data(), 0xff, lse.bytes()), cudaSuccess);
+    ASSERT_EQ(launch_plan_softmax(mode, args, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<double> got = download(softmax), got_lse = download(lse);
+    for (std::int64_t i = 0; i < x.count; ++i) {
+      double want_lse = 0;
+      const std::vector<double> want = row_softmax(x, y, h, s, eps, i, &want_lse);
+      double total = 0;
+      for (std::int64_t j = 0; j < y.count; ++j) {
+        const double entry = got[static_cast<std::size_t>(i * y.count + j)];
+        total += entry;
+        if (y.weights[j] == 0) {
+          EXPECT_EQ(entry, 0.0) << "row " << i << " key " << j;
+        }
+        EXPECT_NEAR(entry, want[j], 1e-11 * want[j] + 1e-300) << "row " << i << " key " << j;
       }
-      EXPECT_NEAR(entry, want[j], 1e-11 * want[j] + 1e-300) << "row " << i << " key " << j;
+      EXPECT_NEAR(total, 1.0, 1e-11) << "row " << i;
+      EXPECT_NEAR(got_lse[static_cast<std::size_t>(i)], want_lse, 1e-12 * std::abs(want_lse) + 1e-12) << "row " << i;
     }
-    EXPECT_NEAR(total, 1.0, 1e-11) << "row " << i;
   }
-  plan_rows_launch_args tensor_core = args;  // the tensor-core modes' passes do not write s this way
-  EXPECT_EQ(launch_plan_softmax(flashsinkhorn::precision::tf32, tensor_core, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_plan_softmax(flashsinkhorn::precision::bf16, args, nullptr), cudaErrorInvalidValue);
 }
 
 // S_k from random entries (some missing), then x = S_k⁻¹·r by the cooperative CG: the host's

@@ -121,6 +121,23 @@ std::vector<double> row_softmax(const host_cloud& x, const host_cloud& y, const 
   return t;
 }
 
+// 300 rows N(0, 1) against 517 keys N(0.3, 1) of `dim` coordinates (a partial row block and key
+// tile, every seventh weight 0), cost scale 0.5, ε = 2 and key potentials h ~ N(0, 0.6): scores of
+// size ~10, as the host scans below form them.
+struct scan_problem {
+  double s = 0.5, eps = 2.0;
+  host_cloud x, y;
+  std::vector<double> h;
+  scan_problem(std::int64_t dim, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    x = random_cloud(300, dim, 0.0, s, rng);
+    y = random_cloud(517, dim, 0.3, s, rng);
+    std::normal_distribution<double> normal(0.0, 0.3 * eps);
+    h.resize(static_cast<std::size_t>(y.count));
+    for (double& v : h) v = normal(rng);
+  }
+};
+
 class sparse_plan_gpu_test : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -131,12 +148,8 @@ class sparse_plan_gpu_test : public ::testing::Test {
 // n = 300 rows against 517 keys (several key splits, a partial last tile), d = 20 (a partial
 // dimension chunk), zero-weight keys (scores −∞, never kept).
 TEST_F(sparse_plan_gpu_test, top_entries_match_a_float64_scan) {
-  std::mt19937_64 rng(5);
-  const double s = 0.5, eps = 2.0;
-  const host_cloud x = random_cloud(300, 20, 0.0, s, rng), y = random_cloud(517, 20, 0.3, s, rng);
-  std::normal_distribution<double> normal(0.0, 0.3 * eps);
-  std::vector<double> h(static_cast<std::size_t>(y.count));
-  for (double& v : h) v = normal(rng);
+  const scan_problem problem(20, 5);
+  const auto& [s, eps, x, y, h] = problem;
   const uploaded_cloud rows(x), keys(y);
   const device_buffer<double> potential = upload(h);
   device_buffer<int> entry_keys(static_cast<std::size_t>(x.count * kTopEntries), nullptr);
@@ -188,12 +201,8 @@ TEST_F(sparse_plan_gpu_test, top_entries_match_a_float64_scan) {
 // (fp32, tf32: whatever their own passes compute in), to float64 rounding of scores of size ~10;
 // bf16 points refused.
 TEST_F(sparse_plan_gpu_test, softmax_rows_match_a_float64_scan) {
-  std::mt19937_64 rng(54);
-  const double s = 0.5, eps = 2.0;
-  const host_cloud x = random_cloud(300, 12, 0.0, s, rng), y = random_cloud(517, 12, 0.3, s, rng);
-  std::normal_distribution<double> normal(0.0, 0.3 * eps);
-  std::vector<double> h(static_cast<std::size_t>(y.count));
-  for (double& v : h) v = normal(rng);
+  const scan_problem problem(12, 54);
+  const auto& [s, eps, x, y, h] = problem;
   const uploaded_cloud rows(x), keys(y);
   const device_buffer<double> potential = upload(h);
   device_buffer<double> lse(static_cast<std::size_t>(x.count), nullptr);

@@ -138,6 +138,23 @@ struct scan_problem {
   }
 };
 
+// The problem on the device, and the arguments every pass takes from it (clouds, h, scale, ε).
+struct uploaded_problem {
+  uploaded_cloud rows, keys;
+  device_buffer<double> potential;
+  explicit uploaded_problem(const scan_problem& p) : rows(p.x), keys(p.y), potential(upload(p.h)) {}
+  template <class Args>
+  [[nodiscard]] Args pass_args(const scan_problem& p) const {
+    Args args;
+    args.rows = rows.view;
+    args.keys = keys.view;
+    args.key_potential = potential.data();
+    args.cost_scale = p.s;
+    args.eps = p.eps;
+    return args;
+  }
+};
+
 class sparse_plan_gpu_test : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -150,17 +167,11 @@ class sparse_plan_gpu_test : public ::testing::Test {
 TEST_F(sparse_plan_gpu_test, top_entries_match_a_float64_scan) {
   const scan_problem problem(20, 5);
   const auto& [s, eps, x, y, h] = problem;
-  const uploaded_cloud rows(x), keys(y);
-  const device_buffer<double> potential = upload(h);
+  const uploaded_problem on_device(problem);
   device_buffer<int> entry_keys(static_cast<std::size_t>(x.count * kTopEntries), nullptr);
   device_buffer<double> entry_values(static_cast<std::size_t>(x.count * kTopEntries), nullptr);
   device_buffer<unsigned char> scratch;
-  plan_top_entries_args args;
-  args.rows = rows.view;
-  args.keys = keys.view;
-  args.key_potential = potential.data();
-  args.cost_scale = s;
-  args.eps = eps;
+  auto args = on_device.pass_args<plan_top_entries_args>(problem);
   args.sm_count = 16;  // splits the keys
   args.entry_keys = entry_keys.data();
   args.entry_values = entry_values.data();
@@ -203,16 +214,10 @@ TEST_F(sparse_plan_gpu_test, top_entries_match_a_float64_scan) {
 TEST_F(sparse_plan_gpu_test, softmax_rows_match_a_float64_scan) {
   const scan_problem problem(12, 54);
   const auto& [s, eps, x, y, h] = problem;
-  const uploaded_cloud rows(x), keys(y);
-  const device_buffer<double> potential = upload(h);
+  const uploaded_problem on_device(problem);
   device_buffer<double> lse(static_cast<std::size_t>(x.count), nullptr);
   device_buffer<double> softmax(static_cast<std::size_t>(x.count * y.count), nullptr);
-  plan_rows_launch_args args;
-  args.rows = rows.view;
-  args.keys = keys.view;
-  args.key_potential = potential.data();
-  args.cost_scale = s;
-  args.eps = eps;
+  auto args = on_device.pass_args<plan_rows_launch_args>(problem);
   args.lse = lse.data();
   args.weighted = softmax.data();
   for (const flashsinkhorn::precision mode : {flashsinkhorn::precision::fp32, flashsinkhorn::precision::tf32}) {

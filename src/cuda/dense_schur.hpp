@@ -35,7 +35,7 @@ cusolverDnHandle_t dense_schur_solver(cudaStream_t stream);
 
 // The device memory of the dense preconditioner, kept between products by the backend.
 struct dense_schur_buffers {
-  device_buffer<double> identity;  // I_m, the values of the tensor-core modes' pass
+  device_buffer<double> identity;  // I_m, the values of the bf16 mode's pass (the others: launch_plan_softmax)
   device_buffer<double> softmax;   // s, then B (n × m)
   device_buffer<double> matrix;    // S, then its Cholesky factor (m × m, column-major, lower)
   device_buffer<double> masses, root_masses, column_sums, coupling, workspace;

@@ -38,19 +38,22 @@ def base_op(op: str | None) -> str | None:
     """'converge (ε = 1)' → 'converge': the operation of a row labelled with a non-protocol ε (report.py)."""
     return None if op is None else op.split(" (", 1)[0]
 
-# (file name prefix, implementation, operation, the sizes n it covers (None: all), why the rows no
-# longer describe the library)
+# (file name prefix, implementation, operation, the sizes n it covers (None: all), the precisions it
+# covers (None: all), why the rows no longer describe the library)
 SUPERSEDED = (
-    ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-cli", "forward", None,
+    ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-cli", "forward", None, None,
      "f73d02b: every solve also ran the primal-terms pass (about three half-steps); dc2c7b8 made it on demand"),
-    ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-py", "forward", None,
+    ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-py", "forward", None, None,
      "f73d02b: every solve also ran the primal-terms pass; re-measured at d6397f0 (s10b)"),
-    ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-py", "forward_gradient", None,
+    ("suite_h200_2026-11-30_s10a_", "flashsinkhorn-py", "forward_gradient", None, None,
      "f73d02b: every solve also ran the primal-terms pass; re-measured at d6397f0 (s10b)"),
-    ("suite_cpu_2026-12-07_s49_hvp.jsonl", "flashsinkhorn-py", "hvp", None,
+    ("suite_cpu_2026-12-07_s49_hvp.jsonl", "flashsinkhorn-py", "hvp", None, None,
      "the diagonal preconditioner (~950 CG iterations at d = 64); re-measured with the sparse one (s49_hvp_sparse)"),
-    ("suite_h100_2026-12-07_s53b.jsonl", "flashsinkhorn-py", "hvp", (1000,),
+    ("suite_h100_2026-12-07_s53b.jsonl", "flashsinkhorn-py", "hvp", (1000,), None,
      "n = 1,000: 9a491d9 solved S_k in one CTA there, slower, reverted in b6779ce (the s53a rows stand)"),
+    ("suite_h100_2026-12-07_s55b.jsonl", "flashsinkhorn-py", "hvp", (1000, 2000), ("tf32",),
+     "tf32 at 1,000 and 2,000: e9b273d built its dense preconditioner's s in float64 (4 CG iterations instead of 1 at "
+     "1,000), kept for fp64 and fp32 only since (the s55a tf32 rows stand)"),
 )
 
 
@@ -66,9 +69,9 @@ def is_kernel_row(row: dict) -> bool:
 
 
 def superseded_by(row: dict) -> str | None:
-    for prefix, variant, op, ns, why in SUPERSEDED:
+    for prefix, variant, op, ns, precisions, why in SUPERSEDED:
         if row["file"].startswith(prefix) and row["variant"] == variant and row["op"] == op and \
-                (ns is None or row.get("n") in ns):
+                (ns is None or row.get("n") in ns) and (precisions is None or row.get("precision") in precisions):
             return why
     return None
 

@@ -662,9 +662,9 @@ class cuda_backend final : public backend {
   }
 
   // The dense preconditioner of `system` (dense_schur.hpp): the x rows' softmax keyed by g, then S
-  // and its factor. s in float64 from the stored points where they are double or float
-  // (launch_plan_softmax: 2·n·m·d FMAs, also in tf32, where s only preconditions); bf16 points by a
-  // pass with V = I_m (n·m·(d + m) on the tensor cores).
+  // and its factor. s in float64 from the stored points in fp64 and fp32 (launch_plan_softmax:
+  // 2·n·m·d FMAs); in tf32 and bf16 by the mode's own pass with V = I_m (n·m·(d + m) on the tensor
+  // cores), whose rounding s then shares with the operator it preconditions (plan_softmax_applies).
   [[nodiscard]] dense_schur dense_plan(const schur_system& system) const {
     const auto m = static_cast<std::int64_t>(cloud(side::y).count);
     const auto n = static_cast<std::int64_t>(cloud(side::x).count);

@@ -2,7 +2,7 @@
 //   S = diag(d) − sᵀ·diag(a)·s,   s the x rows' softmax keyed by g (n × m, rows summing to 1),
 //   d = max(c, (1 + kSparsePlanDominance)·sᵀa) + shift   (sparse_plan_diagonal: S_k's rule at k = m),
 // i.e. S_k of sparse_schur.hpp with K = m. Built on the stream from s (written by the backend:
-// launch_plan_softmax from float or double points, a plan pass with V = I on bf16 ones):
+// launch_plan_softmax in fp64 and fp32, a plan pass with V = I in tf32 and bf16):
 // B = diag(√a)·s (cuBLAS DGMM), S = diag(d) − BᵀB (SYRK), its Cholesky factor (cuSOLVER potrf); solve
 // enqueues x = S⁻¹·r (potrs). Why: the inner Jacobi CG on the sparse S_k costs ~1,000 latency-bound
 // iterations a product (docs/cuda_backend.md, session 53), while at 1,000 points s (2·n·m·d FMAs),
@@ -35,7 +35,7 @@ cusolverDnHandle_t dense_schur_solver(cudaStream_t stream);
 
 // The device memory of the dense preconditioner, kept between products by the backend.
 struct dense_schur_buffers {
-  device_buffer<double> identity;  // I_m, the values of the bf16 mode's pass (the others: launch_plan_softmax)
+  device_buffer<double> identity;  // I_m, the values of the tf32 and bf16 passes (plan_softmax_applies)
   device_buffer<double> softmax;   // s, then B (n × m)
   device_buffer<double> matrix;    // S, then its Cholesky factor (m × m, column-major, lower)
   device_buffer<double> masses, root_masses, column_sums, coupling, workspace;

@@ -478,7 +478,7 @@ bool plan_pass_is_float64(precision mode, std::int64_t padded_dim) {
   return mode == precision::fp64 || (mode == precision::fp32 && fp32_fma_dots_for(padded_dim));
 }
 
-bool plan_softmax_applies(precision mode) { return mode != precision::bf16; }
+bool plan_softmax_applies(precision mode) { return mode == precision::fp64 || mode == precision::fp32; }
 
 cudaError_t launch_plan_softmax(precision mode, const plan_rows_launch_args& args, cudaStream_t stream) {
   if (!plan_softmax_applies(mode) || args.lse == nullptr || args.weighted == nullptr ||

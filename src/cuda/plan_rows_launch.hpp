@@ -113,12 +113,15 @@ bool plan_pass_is_float64(precision mode, std::int64_t padded_dim);
 
 cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);
 
-// Whether launch_plan_softmax takes the mode's stored points: double (fp64) or float (fp32, tf32),
-// not bf16.
+// Whether the dense preconditioner's s comes from launch_plan_softmax in the mode: fp64 and fp32,
+// whose passes are accurate to ~1e-6 an entry or better. Not tf32 and bf16: their tensor-core
+// passes round the plan to ~1e-3, and an s from the same passes (P·I_m) preconditions their
+// operator better — on an H100 at 1,000 × 64 the tf32 attempt took 4 CG iterations with a float64
+// s against 1 with its own (bench/results/suite_h100_2026-12-07_s55b.jsonl against _s55a).
 bool plan_softmax_applies(precision mode);
 
-// The plan's rows s_ij = exp(S_ij − lse_i) in float64 from the stored points, whatever the mode's
-// own passes compute in: lse_i into args.lse by the SIMT LSE-only pass, then s into args.weighted
+// The plan's rows s_ij = exp(S_ij − lse_i) in float64 from the stored points (double or float),
+// whatever the mode's own passes compute in: lse_i into args.lse by the SIMT LSE-only pass, then s into args.weighted
 // (rows.count × keys.count, row-major) by plan_softmax_kernel (plan_rows_kernel.cuh), whose score
 // FMA chains are that pass's, so Σ_j s_ij = 1 to rounding. n·m·d float64 FMAs twice, where a pass
 // with V = I_m took n·m·(d + m) and an m × m identity. cudaErrorInvalidValue where

@@ -203,6 +203,22 @@ def test_a_superseded_entry_may_cover_some_sizes_only():
     assert superseded_by({**row(1000), "variant": "geomloss-tensorized"}) is None
 
 
+def test_a_superseded_entry_may_cover_some_precisions_only():
+    # suite_h100_2026-12-07_s55b.jsonl: its tf32 HVP rows at 1,000 and 2,000 ran a preconditioner
+    # kept for fp64 and fp32 only; its fp32 rows and its tf32 row at 10,000 stand
+    load_report()
+    from report_suite import superseded_by
+
+    def row(n, precision):
+        return {"file": "suite_h100_2026-12-07_s55b.jsonl", "variant": "flashsinkhorn-py", "op": "hvp", "n": n,
+                "precision": precision}
+
+    assert "tf32" in superseded_by(row(1000, "tf32"))
+    assert superseded_by(row(2000, "tf32")) is not None
+    assert superseded_by(row(10000, "tf32")) is None
+    assert superseded_by(row(1000, "fp32")) is None
+
+
 def test_a_suite_run_under_kernel_options_stays_out_of_the_tables(tmp_path):
     # run.py records the FLASHSINKHORN_* choices of its environment (protocol.machine): such a run is
     # an A/B of an option, so its rows must not stand for the defaults in the tables and claims.

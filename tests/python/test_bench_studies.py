@@ -165,3 +165,19 @@ def test_near_matching_predictor_prints_a_row_per_problem():
     text = run_study("near_matching_predictor.py", "--ns", "50", "--ds", "3,8", "--epss", "0.1")
     rows = [line for line in text.splitlines()[1:] if line.strip()]
     assert len(rows) == 2 and all(row.split()[7] in ("True", "False") for row in rows)
+
+
+def test_single_precision_shortfall_on_the_cpu(tmp_path):
+    """One JSON row a case, the product's report beside the plan's statistics (shares and leaks in
+    [0, 1]); a blurry plan (ε = 10 on 60 points) has no row that float32 sees as a single match."""
+    out = tmp_path / "shortfall.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    subprocess.run([sys.executable, str(STUDIES / "single_precision_shortfall.py"), "--ns", "60", "--ds", "8",
+                    "--eps", "0.05,10", "--precisions", "fp32", "--out", str(out)],
+                   check=True, env=env, capture_output=True, text=True, timeout=300)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["n"], r["d"], r["eps"], r["precision"]) for r in rows] == [(60, 8, 0.05, "fp32"), (60, 8, 10.0, "fp32")]
+    for r in rows:
+        assert isinstance(r["redone_in_float64"], bool) and r["cg_iterations"] > 0
+        assert 0 <= r["rows_leak_below_1e-6"] <= 1 and 0 <= r["leak_p10"] <= r["leak_median"] < 1
+    assert rows[1]["rows_leak_below_1e-6"] == 0 and rows[1]["leak_median"] > 0.5

@@ -15,10 +15,10 @@ formed in float64 from the solve's potentials:
 
     PYTHONPATH=build/python python3 bench/studies/single_precision_shortfall.py --ns 300,1000 \\
         --ds 3,8,64 --eps 0.03,0.1,0.3,1 --precisions fp32,tf32,bf16 --out shortfall.jsonl
-Measured on the 2-core development VM, 2026-12-07 (session 55, 15703ab; 260 cases,
+Measured on the 2-core development VM, 2026-12-07 (session 55, 15703ab; 275 cases, n = 300–5,000,
 bench/results/single_precision_shortfall_cpu_2026-12-07_s55.json): every case with ≥ 9% of its rows
-below a leak of 1e-6 fell short (94 of 94) in fp32, tf32 and bf16 alike; below 9%, 7 of 166 did
-(d = 3 at ε ≤ 0.02 with 4%, and a band at 5.5–8.3%). One-sided: a high share foresees the fall, a
+below a leak of 1e-6 fell short (100 of 100) in fp32, tf32 and bf16 alike; below 9%, 9 of 175 did
+(d = 3 at ε ≤ 0.02 with 4%, 5,000 × 16 at ε = 0.2 with 2.7%, and a band at 5.5–8.3%). One-sided: a high share foresees the fall, a
 low one does not promise success. The median leak and the score size do not separate the cases.
 """
 

@@ -11,6 +11,9 @@ formed in float64 from the solve's potentials:
     how far the row is from a single match (the weak couplings of docs/math.md's near-matching S);
     its median and 10th percentile over the rows, and the share of rows with leak < 1e-6 (rows that
     float32 sums, u = 6e-8, see as a single match);
+  - entropy: the share of rows with H_i = −Σ_j s_ij log s_ij < 1e-5, the same rows seen through a
+    quantity that passes give without a row maximum (H_i = lse_i − Σ_j s_ij S_ij: one float64 pass
+    with one value column and the cost);
   - score: max_ij C_ij / ε, the size of the scores whose rounding (u of the mode) the passes carry.
 
     PYTHONPATH=build/python python3 bench/studies/single_precision_shortfall.py --ns 300,1000 \\
@@ -44,8 +47,10 @@ def plan_statistics(x: np.ndarray, y: np.ndarray, b: np.ndarray, g: np.ndarray, 
     rows = np.exp(scores)
     rows /= rows.sum(axis=1, keepdims=True)
     leak = 1.0 - rows.max(axis=1)
+    entropy = -(rows * np.log(np.where(rows > 0, rows, 1.0))).sum(axis=1)
     return {"leak_median": float(np.median(leak)), "leak_p10": float(np.quantile(leak, 0.1)),
-            "rows_leak_below_1e-6": float(np.mean(leak < 1e-6)), "score_max": float(cost.max() / eps)}
+            "rows_leak_below_1e-6": float(np.mean(leak < 1e-6)),
+            "rows_entropy_below_1e-5": float(np.mean(entropy < 1e-5)), "score_max": float(cost.max() / eps)}
 
 
 def run_case(n: int, d: int, eps: float, precision: str) -> dict:

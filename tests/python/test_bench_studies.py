@@ -180,4 +180,6 @@ def test_single_precision_shortfall_on_the_cpu(tmp_path):
     for r in rows:
         assert isinstance(r["redone_in_float64"], bool) and r["cg_iterations"] > 0
         assert 0 <= r["rows_leak_below_1e-6"] <= 1 and 0 <= r["leak_p10"] <= r["leak_median"] < 1
-    assert rows[1]["rows_leak_below_1e-6"] == 0 and rows[1]["leak_median"] > 0.5
+        assert 0 <= r["rows_entropy_below_1e-5"] <= 1
+    assert rows[1]["rows_leak_below_1e-6"] == 0 and rows[1]["rows_entropy_below_1e-5"] == 0
+    assert rows[1]["leak_median"] > 0.5

@@ -18,11 +18,14 @@ formed in float64 from the solve's potentials:
 
     PYTHONPATH=build/python python3 bench/studies/single_precision_shortfall.py --ns 300,1000 \\
         --ds 3,8,64 --eps 0.03,0.1,0.3,1 --precisions fp32,tf32,bf16 --out shortfall.jsonl
+
 Measured on the 2-core development VM, 2026-12-07 (session 55, 15703ab; 275 cases, n = 300–5,000,
 bench/results/single_precision_shortfall_cpu_2026-12-07_s55.json): every case with ≥ 9% of its rows
 below a leak of 1e-6 fell short (100 of 100) in fp32, tf32 and bf16 alike; below 9%, 9 of 175 did
-(d = 3 at ε ≤ 0.02 with 4%, 5,000 × 16 at ε = 0.2 with 2.7%, and a band at 5.5–8.3%). One-sided: a high share foresees the fall, a
-low one does not promise success. The median leak and the score size do not separate the cases.
+(d = 3 at ε ≤ 0.02 with 4%, 5,000 × 16 at ε = 0.2 with 2.7%, and a band at 5.5–8.3%). One-sided: a
+high share foresees the fall, a low one does not promise success. The entropy share sorts the same
+rows (fp32, 111 cases, ..._s55b.json: ≥ 9% → 44 of 44 fell short, 6 of 67 below). The median leak
+and the score size do not separate the cases.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "suite"))
 
 
 def plan_statistics(x: np.ndarray, y: np.ndarray, b: np.ndarray, g: np.ndarray, eps: float) -> dict:
-    """leak (median, 10th percentile) and score of the docstring, in float64."""
+    """The leak, entropy and score statistics of the docstring, in float64."""
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
     cost = (x64 ** 2).sum(1)[:, None] + (y64 ** 2).sum(1)[None, :] - 2.0 * x64 @ y64.T
     scores = (g[None, :] - cost) / eps + np.log(b)[None, :]

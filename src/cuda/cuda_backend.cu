@@ -671,13 +671,11 @@ class cuda_backend final : public backend {
     const bool softmax_pass = plan_softmax_applies(mode_);
     plan_rows_launch_args args =
         plan_args(side::x, side::y, slot::g, system.eps, softmax_pass ? 0 : static_cast<std::size_t>(m), false);
-    double* softmax = reserve(plan_.dense.softmax, static_cast<std::size_t>(n * m), stream_.get());
+    args.weighted = reserve(plan_.dense.softmax, static_cast<std::size_t>(n * m), stream_.get());
     if (softmax_pass) {
-      args.weighted = softmax;
       FS_CUDA_CHECK(launch_plan_softmax(mode_, args, stream_.get()));
     } else {
       args.values = dense_schur_identity(plan_.dense, m, stream_.get());
-      args.weighted = softmax;
       args.values_scratch = reserve(plan_.staged, staged_bytes(side::y, m, false), stream_.get());
       FS_CUDA_CHECK(launch_plan_rows(mode_, args, stream_.get()));
     }

@@ -121,9 +121,9 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
 bool plan_softmax_applies(precision mode);
 
 // The plan's rows s_ij = exp(S_ij − lse_i) in float64 from the stored points (double or float),
-// whatever the mode's own passes compute in: lse_i into args.lse by the SIMT LSE-only pass, then s into args.weighted
-// (rows.count × keys.count, row-major) by plan_softmax_kernel (plan_rows_kernel.cuh), whose score
-// FMA chains are that pass's, so Σ_j s_ij = 1 to rounding. n·m·d float64 FMAs twice, where a pass
+// whatever the mode's own passes compute in: lse_i into args.lse by the SIMT LSE-only pass, then s
+// into args.weighted (rows.count × keys.count, row-major) by plan_softmax_kernel
+// (plan_rows_kernel.cuh), whose score FMA chains are that pass's, so Σ_j s_ij = 1 to rounding. n·m·d float64 FMAs twice, where a pass
 // with V = I_m took n·m·(d + m) and an m × m identity. cudaErrorInvalidValue where
 // !plan_softmax_applies(mode) or without args.lse / args.weighted.
 cudaError_t launch_plan_softmax(precision mode, const plan_rows_launch_args& args, cudaStream_t stream);

@@ -27,10 +27,13 @@ namespace flashsinkhorn::detail {
 inline bool redone_in_float64(const potential_vjp_context& context) { return static_cast<bool>(context.float64_backend); }
 
 // Whether a product on `context` skips the single-precision attempt: an earlier one of the same
-// solve fell short (potential_vjp_context::start_in_float64). The wasted attempt cost ~25 of
-// 178 ms at 10,000 × 64 on an H100 (docs/cuda_backend.md, session 52).
-inline bool starts_in_float64(const potential_vjp_context& context) {
-  return context.start_in_float64 && redone_in_float64(context);
+// solve fell short (potential_vjp_context::start_in_float64), or — for a product that solves a
+// sparse-preconditioned system (`sparse_system`), the only kind that falls short
+// (potential_system.hpp) — the solved plan foresees the fall (shortfall_forecast.hpp). The wasted
+// attempt cost ~25 of 178 ms at 10,000 × 64 on an H100 (docs/cuda_backend.md, session 52).
+inline bool starts_in_float64(const potential_vjp_context& context, bool sparse_system) {
+  if (!redone_in_float64(context)) return false;
+  return context.start_in_float64 || (sparse_system && context.foresees_shortfall && context.foresees_shortfall());
 }
 
 // The replica's context: the solver's float64 backend (made on first use, then kept) holding the

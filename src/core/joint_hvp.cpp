@@ -196,8 +196,10 @@ side_view view_of(side rows, std::int64_t n_rows, std::int64_t n_keys, bool own,
 hvp_report joint_hvp_products(const potential_vjp_context& context, const joint_hvp_views& views,
                               const hvp_options& settings) {
   const auto this_product = [&](const potential_vjp_context& on) { return joint_hvp_products(on, views, settings); };
-  // An earlier product of this solve fell short (float64_replica.hpp).
-  if (starts_in_float64(context)) return on_float64_replica(context, this_product);
+  // An earlier product of this solve fell short, or the plan foresees it (float64_replica.hpp).
+  const bool sparse_system =
+      settings.part != hvp_part::fixed_potential && settings.preconditioner == cg_preconditioner::sparse_plan;
+  if (starts_in_float64(context, sparse_system)) return on_float64_replica(context, this_product);
   const prepared_problem& kernel = context.inputs.kernel;
   const std::int64_t n = kernel.x.count, m = kernel.y.count, d = kernel.x.dim;
   const double two_s = 2 * kernel.cost_scale;

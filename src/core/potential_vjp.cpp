@@ -214,8 +214,9 @@ potential_vjp_report potential_vjp(const potential_vjp_context& context, const v
   const auto this_product = [&](const potential_vjp_context& on) {
     return potential_vjp(on, df_view, dg_view, outputs, settings);
   };
-  // An earlier product of this solve fell short (float64_replica.hpp).
-  if (starts_in_float64(context)) return on_float64_replica(context, this_product);
+  // An earlier product of this solve fell short, or the plan foresees it (float64_replica.hpp).
+  if (starts_in_float64(context, settings.preconditioner == cg_preconditioner::sparse_plan))
+    return on_float64_replica(context, this_product);
   const solved_plan plan(context.compute, in.kernel, context.eps);
   adjoint lambda = solve_adjoint(plan, x.weights, df, dg, settings, redone_in_float64(context));
   if (lambda.sparse_fell_short) {  // the whole product again, on float64 passes (float64_replica.hpp)

@@ -49,7 +49,8 @@ namespace flashsinkhorn::detail {
 // first use and kept by the solver, handed back holding the current potentials
 // (core/float64_replica.hpp); empty where there is none. start_in_float64: an earlier product of
 // this solve fell short in single precision, so this one goes to the replica at once (the plan,
-// close to a matching, is the same).
+// close to a matching, is the same). foresees_shortfall: whether the solved plan foresees the fall
+// (core/shortfall_forecast.hpp; asked once a solve, on the replica; empty with no replica).
 struct potential_vjp_context {
   const backend& compute;
   const prepared_inputs& inputs;
@@ -57,6 +58,7 @@ struct potential_vjp_context {
   const options& solve_options;
   std::function<backend&()> float64_backend = {};
   bool start_in_float64 = false;
+  std::function<bool()> foresees_shortfall = {};
 };
 
 // Validates (invalid_argument / unsupported naming the problem), solves, writes the outputs.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "core/backend.hpp"
@@ -16,6 +17,7 @@
 #include "core/point_hvp.hpp"
 #include "core/potential_vjp.hpp"
 #include "core/prepare.hpp"
+#include "core/shortfall_forecast.hpp"
 #include "core/solver_loop.hpp"
 #include "core/traced_backend.hpp"
 #include "core/validate.hpp"
@@ -240,7 +242,8 @@ class solver_state {
     config.on_progress = options_.on_progress;
     const loop_outcome outcome = run_sinkhorn_loop(*compute_, config);
     solved_ = true;
-    fell_short_since_solve_ = false;  // a new plan: its products try single precision first again
+    fell_short_since_solve_ = false;  // a new plan: its products try single precision first again,
+    shortfall_foreseen_.reset();      // unless it foresees their fall
 
     result r;
     r.iterations = outcome.iterations;
@@ -408,15 +411,33 @@ class solver_state {
     if (options_.precision != precision::fp64) {
       context.float64_backend = [this]() -> backend& { return float64_replica_backend(); };
       context.start_in_float64 = fell_short_since_solve_;
+      context.foresees_shortfall = [this]() { return shortfall_foreseen(); };
     }
     return context;
   }
 
+  // Whether this solve's plan foresees its single-precision products' fall (shortfall_forecast.hpp):
+  // one float64 pass on the replica, the first time a product of the solve asks.
+  [[nodiscard]] bool shortfall_foreseen() const {
+    if (!shortfall_foreseen_)
+      shortfall_foreseen_ = shortfall_forecast_enabled() &&
+                            single_match_share(replica_holding_potentials(), host_inputs().kernel, eps_) >=
+                                kForeseenShortfallShare;
+    return *shortfall_foreseen_;
+  }
+
+  // The float64 backend of the kind that solved, holding the current potentials (below). Being
+  // asked for it means a product fell short in single precision: later ones of this solve start here.
+  [[nodiscard]] backend& float64_replica_backend() const {
+    backend& replica = replica_holding_potentials();
+    fell_short_since_solve_ = true;
+    return replica;
+  }
+
   // The float64 backend of the kind that solved (CPU or CUDA) over the same inputs — CUDA inputs
   // prepared again where they are — made on first use and kept (its prepared clouds and scratch
-  // serve the later products), handed back holding the current potentials f and g. Being asked for
-  // it means a product fell short in single precision: later ones of this solve start here.
-  [[nodiscard]] backend& float64_replica_backend() const {
+  // serve the later products), handed back holding the current potentials f and g.
+  [[nodiscard]] backend& replica_holding_potentials() const {
     if (!replica_) {
       options o = options_;
       o.precision = precision::fp64;
@@ -433,7 +454,6 @@ class solver_state {
     }
     replica_->write_potential(slot::f, compute_->read_potential(slot::f));
     replica_->write_potential(slot::g, compute_->read_potential(slot::g));
-    fell_short_since_solve_ = true;
     return *replica_;
   }
 
@@ -536,6 +556,7 @@ class solver_state {
   // (float64_replica_backend), and whether one did since the last solve.
   mutable std::unique_ptr<backend> replica_;
   mutable bool fell_short_since_solve_ = false;
+  mutable std::optional<bool> shortfall_foreseen_;  // this solve's forecast, once a product asked
   bool warm_ = false;
   bool solved_ = false;
   double prepare_seconds_ = 0;

@@ -4,10 +4,12 @@
 // fraction of the iterations — on the exact system (projected CG) and the damped one.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <utility>
 #include <vector>
 
+#include "core/shortfall_forecast.hpp"
 #include "cpp/hvp_support.hpp"
 
 namespace fs = flashsinkhorn;
@@ -111,8 +113,9 @@ TEST(SparsePlanPreconditioner, NearMatchingFp32PlanIsRedoneInFloat64) {
 // Once a product of a solve fell short in single precision, the later ones of the same solve go to
 // the solver's float64 replica at once: the same product (the same float64 passes from the same
 // potentials), without the single-precision attempt's passes and iterations. A new solve tries
-// single precision first again.
+// single precision first again. (The forecast, which would start the first product there too, off.)
 TEST(SparsePlanPreconditioner, LaterProductsOfTheSameSolveStartInFloat64) {
+  ASSERT_EQ(setenv("FLASHSINKHORN_SHORTFALL_FORECAST", "off", 1), 0);
   const reference::cloud x = reference::random_cloud(300, 64, 91);
   const reference::cloud y = reference::random_cloud(300, 64, 92);
   const std::vector<double> a = random_direction(x.count * x.dim, 93);
@@ -134,6 +137,47 @@ TEST(SparsePlanPreconditioner, LaterProductsOfTheSameSolveStartInFloat64) {
   library_hvp(s, x, true, a, sparse, &after_solve);
   EXPECT_TRUE(after_solve.redone_in_float64);
   EXPECT_GT(after_solve.plan_passes, second.plan_passes);  // the single-precision attempt again
+  ASSERT_EQ(unsetenv("FLASHSINKHORN_SHORTFALL_FORECAST"), 0);
+}
+
+// The forecast (core/shortfall_forecast.hpp): the same near-matching plan (300 × 64, ε = 0.1, most
+// rows a single match) starts its first product on the float64 replica — the product of a float64
+// start, without a single-precision attempt — while a blurry plan (ε = 10) keeps single precision.
+TEST(SparsePlanPreconditioner, ForecastStartsNearMatchingProductsInFloat64) {
+  const reference::cloud x = reference::random_cloud(300, 64, 91);
+  const reference::cloud y = reference::random_cloud(300, 64, 92);
+  const std::vector<double> a = random_direction(x.count * x.dim, 93);
+  const fs::hvp_options sparse = diagonal_and_sparse(1e-4, 600).second;
+  fs::hvp_report attempted, later, foreseen, blurry;
+  ASSERT_EQ(setenv("FLASHSINKHORN_SHORTFALL_FORECAST", "off", 1), 0);
+  fs::solver without(make_problem(x, y, 0.1, 1.0), fixed_iterations(10, fs::precision::fp32));
+  without.solve();
+  library_hvp(without, x, true, a, sparse, &attempted);
+  const std::vector<double> want = library_hvp(without, x, true, a, sparse, &later);  // started in float64
+  ASSERT_EQ(unsetenv("FLASHSINKHORN_SHORTFALL_FORECAST"), 0);
+  fs::solver with(make_problem(x, y, 0.1, 1.0), fixed_iterations(10, fs::precision::fp32));
+  with.solve();
+  const std::vector<double> got = library_hvp(with, x, true, a, sparse, &foreseen);
+  std::cout << "[ fp32, 300 x 64 ] plan passes: attempted " << attempted.plan_passes << ", foreseen "
+            << foreseen.plan_passes << "\n";
+  ASSERT_TRUE(attempted.redone_in_float64);
+  EXPECT_TRUE(foreseen.redone_in_float64);
+  EXPECT_EQ(foreseen.plan_passes, later.plan_passes);
+  EXPECT_LT(foreseen.plan_passes, attempted.plan_passes);
+  EXPECT_LT(relative_max_error(got, want), 1e-12);
+
+  fs::solver smooth(make_problem(x, y, 10.0, 1.0), fixed_iterations(10, fs::precision::fp32));
+  smooth.solve();
+  library_hvp(smooth, x, true, a, sparse, &blurry);
+  EXPECT_FALSE(blurry.redone_in_float64);
+  EXPECT_TRUE(blurry.converged) << blurry.relative_residual;
+}
+
+TEST(SparsePlanPreconditioner, ForecastSettingIsCheckedByName) {
+  ASSERT_EQ(setenv("FLASHSINKHORN_SHORTFALL_FORECAST", "maybe", 1), 0);
+  EXPECT_THROW((void)flashsinkhorn::detail::shortfall_forecast_enabled(), fs::invalid_argument);
+  ASSERT_EQ(unsetenv("FLASHSINKHORN_SHORTFALL_FORECAST"), 0);
+  EXPECT_TRUE(flashsinkhorn::detail::shortfall_forecast_enabled());
 }
 
 // potential_vjp takes the same way: on an unconverged fp32 plan (5 iterations, 300 × 16, ε = 0.1) a

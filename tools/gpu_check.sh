@@ -21,7 +21,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/out}"
-# At most 8 files come back from the device: results (JSON) stay in $out; logs are written outside it
+# At most 8 files come back from the device: results (JSON) stay in $out (bundled on exit, below,
+# where there are more); logs are written outside it
 # and packed into $out/logs.tgz after every stage, so a run cut short by the device's time limit
 # still returns the logs of the stages it finished.
 logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
@@ -36,10 +37,20 @@ status=0
 # by default: the device stops a command at 600 s).
 deadline="${DEADLINE:-540}"
 pack() { tar czf "$out/logs.tgz" -C "$(dirname "$logs")" logs 2> /dev/null; }
+# On the way out, results beyond what comes back (8 files with logs.tgz) go into $out/results.tgz
+# whole (session 56 lost a call's suite files, the 9th to 20th, to that limit).
+bundle() {
+  local files
+  files="$(find "$out" -type f ! -name logs.tgz ! -name results.tgz | wc -l)"
+  (( files > 7 )) || return 0
+  local bundled="$logs/../results.tgz"
+  tar czf "$bundled" -C "$out" --exclude=./logs.tgz --exclude=./results.tgz . &&
+    find "$out" -mindepth 1 ! -name logs.tgz -delete && mv "$bundled" "$out/results.tgz"
+}
 # A `timeout` around this script stops it mid-stage (bash takes the signal once the running command
 # returns; commands under their own `timeout` are in another process group and finish first): the
 # logs written so far are packed on the way out (session 51 lost a cut gpu stage's).
-trap pack EXIT
+trap 'pack; bundle' EXIT
 trap 'echo "== stopped by a signal at ${SECONDS}s" >> "$logs/stages.log"; exit 143' TERM INT
 listed() { [[ " $stages " == *" $1 "* ]]; }
 # The card's name for result file names and labels (h100, h200): the device lends either.

@@ -15,10 +15,18 @@ C_ij)/ε) with f̃ = T_f(g) (core/solved_plan.hpp), ridge = ε·1e-5·n, a rando
 mean, CG to relative residual 1e-4 and 2e-5. Prints the iteration counts and ‖S − S_k‖_F/‖S‖_F.
 
     python3 bench/studies/sparse_schur_preconditioner.py   # ~2 min on 2 cores, ~2 GB
+    python3 bench/studies/sparse_schur_preconditioner.py --d 3 --ks 4,8,16,32
 Measured on the 2-core development VM, 2026-11-30 (session 8):
     none 151 / 177, diag(c) 113 / 130, diag(S) 105 / 122; top-1 122 / 146, top-2 44 / 51,
     top-4 8 / 9, top-8 1 / 1.
+At d = 3 the plan is blurry (session 56, same VM, 2026-12-07; the largest entry's mean share of its
+row 0.161, against 0.710 at d = 8) and S_k barely helps: diag(c) 24 / 28, top-4 23 / 25, top-8
+19 / 22, top-16 16 / 17, top-32 11 / 12 (the suite's GPU product at 10,000 × 3 took 16 iterations
+with top-8, most of its time in the inner solves). d = 8: diag(c) 103 / 122, top-4 8 / 9, top-8
+4 / 5, top-16 2 / 2, top-32 1 / 1.
 """
+
+import argparse
 
 import numpy as np
 import scipy.sparse as sp
@@ -62,12 +70,18 @@ def cg_iterations(matrix, rhs, precondition, tolerance, max_iterations=2000):
 
 
 def main():
-    p, rng = plan()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=N)
+    ap.add_argument("--d", type=int, default=D)
+    ap.add_argument("--ks", default="1,2,4,8", help="the numbers k of entries kept per row")
+    args = ap.parse_args()
+    n = args.n
+    p, rng = plan(n=n, d=args.d)
     a = p.sum(1)
     c = p.sum(0)
-    ridge = EPS * 1e-5 * N
+    ridge = EPS * 1e-5 * n
     schur = np.diag(c * (1 + ridge)) - p.T @ (p / a[:, None])
-    rhs = rng.normal(size=N)
+    rhs = rng.normal(size=n)
     rhs -= rhs.mean()
     print(f"largest entry's share of its row (mean): {(p.max(1) / p.sum(1)).mean():.3f}")
     tolerances = (1e-4, 2e-5)
@@ -76,8 +90,8 @@ def main():
                                ("diag(S)", lambda r: r / diagonal)):
         print(f"{name:8s} CG iterations {[cg_iterations(schur, rhs, precondition, t) for t in tolerances]}")
     order = np.argsort(-p, axis=1)
-    for k in (1, 2, 4, 8):
-        rows = np.repeat(np.arange(N), k)
+    for k in (int(v) for v in args.ks.split(",")):
+        rows = np.repeat(np.arange(n), k)
         cols = order[:, :k].ravel()
         p_k = sp.csr_matrix((p[rows, cols], (rows, cols)), shape=p.shape)
         s_k = sp.diags(c * (1 + ridge)) - p_k.T @ sp.diags(1 / a) @ p_k

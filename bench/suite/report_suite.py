@@ -221,9 +221,10 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
            + (f" Forward iterations in these rows: {', '.join(map(str, iterations))}." if base_op(op) != "converge" and iterations
               else "")
            + (" HVP: no ratio where our CG stopped above its tolerance ('–: our CG residual …'; the last column "
-              "names those rows: their time is that of an unfinished product); '(redone in float64)': our "
-              "single-precision CG fell short on a plan close to a matching and the product was redone on "
-              "float64 passes, the time including both attempts (docs/math.md)." if base_op(op) == "hvp" else "")
+              "names those rows: their time is that of an unfinished product); '(redone in float64)': on a plan "
+              "close to a matching our single-precision product ran on float64 passes — after its CG fell short, "
+              "the time including both attempts, or from the start where the plan foresaw the fall (rows from "
+              "session 56 on; docs/math.md)." if base_op(op) == "hvp" else "")
            + " § after a ratio: ours and the peer come from different runs (files), each cell being the newest "
              "run of its case; the claims above pair rows of one run only.", ""]
     body = []

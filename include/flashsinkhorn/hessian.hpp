@@ -68,7 +68,9 @@ struct hvp_report {
   // A single-precision solve whose sparse-preconditioned CG fell short of the tolerance (broke down,
   // or ran through 50 iterations): the product was redone, whole, on float64 passes (docs/math.md);
   // cg_iterations and plan_passes count both attempts. Once that happened, later products of the
-  // same solve run on float64 passes at once (also reported here; no single-precision attempt).
+  // same solve run on float64 passes at once (also reported here; no single-precision attempt), and
+  // so does the first where the solved plan foresees the fall (≥ 9% of its rows single matches:
+  // core/shortfall_forecast.hpp; FLASHSINKHORN_SHORTFALL_FORECAST=off tries single precision first).
   bool redone_in_float64 = false;
 };
 

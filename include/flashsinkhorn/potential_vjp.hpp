@@ -30,7 +30,8 @@ enum class cg_preconditioner {
   // to a matching, the CG can break down or crawl short of the tolerance: after a breakdown or 50
   // iterations the whole product is redone on float64 passes (reports: redone_in_float64), and the
   // later products of the same solve skip the single-precision attempt (the solver keeps its
-  // float64 backend until it is destroyed); in float64 a breakdown starts over with the diagonal.
+  // float64 backend until it is destroyed), as does the first where the solved plan foresees the
+  // fall (core/shortfall_forecast.hpp); in float64 a breakdown starts over with the diagonal.
   // The reported iterations count both attempts.
   sparse_plan,
 };
@@ -70,7 +71,8 @@ struct potential_vjp_report {
   // A single-precision solve whose sparse-preconditioned CG fell short of the tolerance (broke down,
   // or ran through 50 iterations): redone, whole, on float64 passes (docs/math.md); iterations and
   // plan_passes count both attempts. Once that happened, later products of the same solve run on
-  // float64 passes at once (also reported here; no single-precision attempt).
+  // float64 passes at once (also reported here; no single-precision attempt), and so does the first
+  // where the solved plan foresees the fall (core/shortfall_forecast.hpp).
   bool redone_in_float64 = false;
 };
 

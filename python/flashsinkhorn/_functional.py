@@ -325,7 +325,9 @@ class PotentialVjp:
     `redone_in_float64`: a single-precision solve whose sparse-preconditioned CG fell short of the
     tolerance (broke down, or ran through 50 iterations) was redone on float64 passes (iterations and
     plan_passes count both attempts); the later products of the same solve then run on float64 passes
-    at once (the Solver keeps its float64 backend)."""
+    at once (the Solver keeps its float64 backend), and so does the first where the solved plan
+    foresees the fall (≥ 9% of its rows single matches; FLASHSINKHORN_SHORTFALL_FORECAST=off tries
+    single precision first)."""
 
     grad_x: Array | None
     grad_y: Array | None

@@ -18,7 +18,7 @@ mean, CG to relative residual 1e-4 and 2e-5. Prints the iteration counts and ‖
     python3 bench/studies/sparse_schur_preconditioner.py --d 3 --ks 4,8,16,32
 Measured on the 2-core development VM, 2026-11-30 (session 8):
     none 151 / 177, diag(c) 113 / 130, diag(S) 105 / 122; top-1 122 / 146, top-2 44 / 51,
-    top-4 8 / 9, top-8 1 / 1.
+    top-4 8 / 9, top-8 1 / 1. (Session 56, the cost by the GEMM form: the same but none 151 / 178.)
 At d = 3 the plan is blurry (session 56, same VM, 2026-12-07; the largest entry's mean share of its
 row 0.161, against 0.710 at d = 8) and S_k barely helps: diag(c) 24 / 28, top-4 23 / 25, top-8
 19 / 22, top-16 16 / 17, top-32 11 / 12 (the suite's GPU product at 10,000 × 3 took 16 iterations

@@ -17,6 +17,16 @@ using namespace testing_support;
 
 namespace {
 
+// FLASHSINKHORN_SHORTFALL_FORECAST set for a scope and unset at its end, also where an assertion
+// returns early (the forecast reads it at every solve's first product).
+struct forecast_setting {
+  explicit forecast_setting(const char* value) : set(setenv("FLASHSINKHORN_SHORTFALL_FORECAST", value, 1) == 0) {}
+  ~forecast_setting() { unsetenv("FLASHSINKHORN_SHORTFALL_FORECAST"); }
+  forecast_setting(const forecast_setting&) = delete;
+  forecast_setting& operator=(const forecast_setting&) = delete;
+  const bool set;
+};
+
 TEST(SparsePlanPreconditioner, SameProductInAFractionOfTheIterations) {
   const reference::cloud x = reference::random_cloud(90, 3, 61);
   const reference::cloud y = reference::random_cloud(110, 3, 62, 1.0, 0.3);
@@ -115,7 +125,8 @@ TEST(SparsePlanPreconditioner, NearMatchingFp32PlanIsRedoneInFloat64) {
 // potentials), without the single-precision attempt's passes and iterations. A new solve tries
 // single precision first again. (The forecast, which would start the first product there too, off.)
 TEST(SparsePlanPreconditioner, LaterProductsOfTheSameSolveStartInFloat64) {
-  ASSERT_EQ(setenv("FLASHSINKHORN_SHORTFALL_FORECAST", "off", 1), 0);
+  const forecast_setting off("off");
+  ASSERT_TRUE(off.set);
   const reference::cloud x = reference::random_cloud(300, 64, 91);
   const reference::cloud y = reference::random_cloud(300, 64, 92);
   const std::vector<double> a = random_direction(x.count * x.dim, 93);
@@ -137,7 +148,6 @@ TEST(SparsePlanPreconditioner, LaterProductsOfTheSameSolveStartInFloat64) {
   library_hvp(s, x, true, a, sparse, &after_solve);
   EXPECT_TRUE(after_solve.redone_in_float64);
   EXPECT_GT(after_solve.plan_passes, second.plan_passes);  // the single-precision attempt again
-  ASSERT_EQ(unsetenv("FLASHSINKHORN_SHORTFALL_FORECAST"), 0);
 }
 
 // The forecast (core/shortfall_forecast.hpp): the same near-matching plan (300 × 64, ε = 0.1, most
@@ -149,12 +159,15 @@ TEST(SparsePlanPreconditioner, ForecastStartsNearMatchingProductsInFloat64) {
   const std::vector<double> a = random_direction(x.count * x.dim, 93);
   const fs::hvp_options sparse = diagonal_and_sparse(1e-4, 600).second;
   fs::hvp_report attempted, later, foreseen, blurry;
-  ASSERT_EQ(setenv("FLASHSINKHORN_SHORTFALL_FORECAST", "off", 1), 0);
-  fs::solver without(make_problem(x, y, 0.1, 1.0), fixed_iterations(10, fs::precision::fp32));
-  without.solve();
-  library_hvp(without, x, true, a, sparse, &attempted);
-  const std::vector<double> want = library_hvp(without, x, true, a, sparse, &later);  // started in float64
-  ASSERT_EQ(unsetenv("FLASHSINKHORN_SHORTFALL_FORECAST"), 0);
+  std::vector<double> want;
+  {
+    const forecast_setting off("off");
+    ASSERT_TRUE(off.set);
+    fs::solver without(make_problem(x, y, 0.1, 1.0), fixed_iterations(10, fs::precision::fp32));
+    without.solve();
+    library_hvp(without, x, true, a, sparse, &attempted);
+    want = library_hvp(without, x, true, a, sparse, &later);  // started in float64
+  }
   fs::solver with(make_problem(x, y, 0.1, 1.0), fixed_iterations(10, fs::precision::fp32));
   with.solve();
   const std::vector<double> got = library_hvp(with, x, true, a, sparse, &foreseen);
@@ -174,9 +187,11 @@ TEST(SparsePlanPreconditioner, ForecastStartsNearMatchingProductsInFloat64) {
 }
 
 TEST(SparsePlanPreconditioner, ForecastSettingIsCheckedByName) {
-  ASSERT_EQ(setenv("FLASHSINKHORN_SHORTFALL_FORECAST", "maybe", 1), 0);
-  EXPECT_THROW((void)flashsinkhorn::detail::shortfall_forecast_enabled(), fs::invalid_argument);
-  ASSERT_EQ(unsetenv("FLASHSINKHORN_SHORTFALL_FORECAST"), 0);
+  {
+    const forecast_setting unknown("maybe");
+    ASSERT_TRUE(unknown.set);
+    EXPECT_THROW((void)flashsinkhorn::detail::shortfall_forecast_enabled(), fs::invalid_argument);
+  }
   EXPECT_TRUE(flashsinkhorn::detail::shortfall_forecast_enabled());
 }
 

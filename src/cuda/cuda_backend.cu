@@ -611,13 +611,19 @@ class cuda_backend final : public backend {
     const auto m = static_cast<std::size_t>(cloud(side::y).count);
     if (system.key_reweight->size() != n || rhs.size() != m || diagonal.size() != m)
       throw invalid_argument("solve_schur: vector sizes do not match the clouds");
-    // Small systems: the sparse_plan preconditioner with every entry kept, factored (dense_schur.hpp),
-    // built before the CG's scratch is sized (its pass grows the staged values).
+    // Systems that fit (dense_schur_fits: up to m = 12,288 where s is written directly): the
+    // sparse_plan preconditioner with every entry kept, factored (dense_schur.hpp), built before the
+    // CG's scratch is sized (its pass grows the staged values).
     std::optional<dense_schur> dense;
     if (system.sparse_row_masses != nullptr && dense_schur_enabled() &&
-        dense_schur_fits(static_cast<std::int64_t>(n), static_cast<std::int64_t>(m), dim_)) {
-      dense.emplace(dense_plan(system));
-      if (!dense->factored()) dense.reset();  // not positive definite in float64: the sparse path
+        dense_schur_fits(static_cast<std::int64_t>(n), static_cast<std::int64_t>(m), dim_, plan_softmax_applies(mode_))) {
+      try {
+        dense.emplace(dense_plan(system));
+        if (!dense->factored()) dense.reset();  // not positive definite in float64: the sparse path
+      } catch (const out_of_memory&) {          // s and S did not fit beside the caller's memory: the sparse path
+        plan_.dense = dense_schur_buffers{};
+        dense.reset();
+      }
     }
     // All scratch at its final size first: nothing is reallocated while passes are in flight.
     reserve(plan_.lse, std::max(n, m), stream_.get());

@@ -20,14 +20,25 @@ namespace {
 
 using namespace flashsinkhorn::detail;
 
-TEST(dense_schur_fits, small_systems_only) {
-  EXPECT_TRUE(dense_schur_fits(1000, 1000, 64));
-  EXPECT_TRUE(dense_schur_fits(2000, 2000, 64));
-  EXPECT_TRUE(dense_schur_fits(3000, 1500, 512));
-  EXPECT_FALSE(dense_schur_fits(1000, 2049, 3));        // S over 32 MiB
-  EXPECT_FALSE(dense_schur_fits(10000, 2000, 64));      // the pass with V = I: 4·10¹⁰
-  EXPECT_FALSE(dense_schur_fits(20000000, 1, 3));       // s over 128 MiB
-  EXPECT_FALSE(dense_schur_fits(0, 10, 3));
+TEST(dense_schur_fits, small_systems_only_where_s_needs_the_identity_pass) {
+  EXPECT_TRUE(dense_schur_fits(1000, 1000, 64, false));
+  EXPECT_TRUE(dense_schur_fits(2000, 2000, 64, false));
+  EXPECT_TRUE(dense_schur_fits(3000, 1500, 512, false));
+  EXPECT_FALSE(dense_schur_fits(1000, 2049, 3, false));        // S over 32 MiB
+  EXPECT_FALSE(dense_schur_fits(10000, 2000, 64, false));      // the pass with V = I: 4·10¹⁰
+  EXPECT_FALSE(dense_schur_fits(20000000, 1, 3, false));       // s over 128 MiB
+  EXPECT_FALSE(dense_schur_fits(0, 10, 3, false));
+}
+
+TEST(dense_schur_fits, larger_systems_where_s_is_written_directly) {
+  EXPECT_TRUE(dense_schur_fits(2000, 2000, 64, true));
+  EXPECT_TRUE(dense_schur_fits(10000, 2000, 64, true));
+  EXPECT_TRUE(dense_schur_fits(10000, 10000, 64, true));
+  EXPECT_TRUE(dense_schur_fits(10000, 10000, 1024, true));     // 1.5·10¹² float64 operations
+  EXPECT_FALSE(dense_schur_fits(12289, 12289, 3, true));       // S over 1.2 GB
+  EXPECT_FALSE(dense_schur_fits(200000, 1000, 3, true));       // s over 1 GiB
+  EXPECT_FALSE(dense_schur_fits(12000, 11000, 8192, true));    // the build over 3·10¹²
+  EXPECT_FALSE(dense_schur_fits(10, 0, 3, true));
 }
 
 TEST(dense_schur_gpu_test, solves_its_definition) {

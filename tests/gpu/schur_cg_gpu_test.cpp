@@ -155,7 +155,7 @@ TEST_P(schur_cg_test, device_dense_schur_cg_takes_a_few_iterations) {
   const precision mode = GetParam();
   if (mode != precision::fp64) GTEST_SKIP() << "float64 passes: the single-precision ones are redone there";
   const sharp_system made(mode, 79, 900, 700, 16, 0.5);
-  ASSERT_TRUE(dense_schur_fits(900, 700, 16));
+  ASSERT_TRUE(dense_schur_fits(900, 700, 16, false));
   const prepared_problem& problem = made.problem;
   const solved_plan& plan = *made.plan;
   for (const double ridge : {0.0, 0.01}) {

@@ -52,18 +52,20 @@ __global__ void add_diagonal_kernel(double* matrix, const double* column_sums, c
 bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softmax_direct) {
   if (n <= 0 || m <= 0) return false;
   const double entries = static_cast<double>(n) * static_cast<double>(m);
-  if (!softmax_direct) {  // s by the pass with V = I_m
-    constexpr std::int64_t kMaxColumns = 2048;
-    constexpr double kMaxEntries = double{1 << 24};  // s: 128 MiB
-    constexpr double kMaxPassMultiplyAdds = 1e10;
-    return m <= kMaxColumns && entries <= kMaxEntries && entries * static_cast<double>(d + m) <= kMaxPassMultiplyAdds;
-  }
-  constexpr std::int64_t kMaxColumns = 12288;        // S: 1.2 GB
-  constexpr double kMaxEntries = double{1 << 27};     // s: 1 GiB
-  constexpr double kMaxBuildOperations = 3e12;        // s, SYRK and potrf in float64
   const double columns = static_cast<double>(m);
+  constexpr std::int64_t kSmallColumns = 2048;
+  constexpr double kSmallEntries = double{1 << 24};  // s: 128 MiB
+  constexpr double kMaxIdentityPassMultiplyAdds = 1e10;
+  const bool small = m <= kSmallColumns && entries <= kSmallEntries &&
+                     entries * static_cast<double>(d + m) <= kMaxIdentityPassMultiplyAdds;
+  if (small || !softmax_direct) return small;
+  // Larger S only where a plan pass (n·m·d) is dear beside the SYRK (n·m²): m ≤ 32·d.
+  constexpr std::int64_t kColumnsPerCoordinate = 32;
+  constexpr std::int64_t kMaxColumns = 12288;     // S: 1.2 GB
+  constexpr double kMaxEntries = double{1 << 27};  // s: 1 GiB
+  constexpr double kMaxBuildOperations = 3e12;     // s, SYRK and potrf in float64
   const double build = entries * static_cast<double>(2 * d) + entries * columns + columns * columns * columns / 3;
-  return m <= kMaxColumns && entries <= kMaxEntries && build <= kMaxBuildOperations;
+  return m <= kColumnsPerCoordinate * d && m <= kMaxColumns && entries <= kMaxEntries && build <= kMaxBuildOperations;
 }
 
 namespace {

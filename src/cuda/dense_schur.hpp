@@ -22,13 +22,17 @@
 namespace flashsinkhorn::detail {
 
 // Whether the dense preconditioner replaces the sparse one for n x rows, m y columns, d coordinates.
-// s by a plan pass with V = I_m (tf32, bf16): m ≤ 2,048 (S ≤ 32 MiB), n·m ≤ 2²⁴ (s ≤ 128 MiB), and
-// that pass's n·m·(d + m) multiply-adds at most 10¹⁰ (1,000 × 1,000 × 64: 1.1·10⁹; 2,000 × 2,000:
-// 8.5·10⁹). s written directly (`softmax_direct`: launch_plan_softmax, fp64 and fp32 — and so every
-// product the float64 replica runs): m ≤ 12,288 (S ≤ 1.2 GB), n·m ≤ 2²⁷ (s ≤ 1 GiB), and the build's
-// float64 work — 2·n·m·d for s, n·m² for the SYRK, m³/3 for the factor — at most 3·10¹² (10,000 ×
-// 10,000 × 1,024: 1.5·10¹²). Where S_k's inner CG takes 15–23 outer iterations (10,000 × 512 and
-// 1,024 on the replica, session 56) the exact S should take 1–2 (bench/studies/sparse_schur_preconditioner.py).
+// Small systems, in every mode: m ≤ 2,048 (S ≤ 32 MiB), n·m ≤ 2²⁴ (s ≤ 128 MiB), and the plan pass
+// with V = I_m that writes s in tf32 / bf16, n·m·(d + m) multiply-adds, at most 10¹⁰ (1,000 × 1,000
+// × 64: 1.1·10⁹; 2,000 × 2,000: 8.5·10⁹). Larger ones only where s is written directly
+// (`softmax_direct`: launch_plan_softmax, fp64 and fp32 — and so every product the float64 replica
+// runs) and only where a plan pass is dear beside the factor: m ≤ 32·d, m ≤ 12,288 (S ≤ 1.2 GB),
+// n·m ≤ 2²⁷ (s ≤ 1 GiB), and the build's float64 work — 2·n·m·d for s, n·m² for the SYRK, m³/3 for
+// the factor — at most 3·10¹². Why m ≤ 32·d (H100, session 57, Solver.hvp at 10,000 points, dense
+// vs FLASHSINKHORN_SCHUR_SOLVE=sparse): at d = 512 / 1,024 the outer CG drops from 23 / 15
+// iterations to 1 and the product from 1.45 / 3.10 s to 0.99 / 2.60 s; at d = 3 / 8 / 64 the build
+// (~50 ms: s, SYRK, potrf at m = 10,000) outweighs the 8–30 plan passes it saves (37 → 68,
+// 34 → 73, 108 → 132 ms).
 [[nodiscard]] bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softmax_direct);
 
 // The cuBLAS and cuSOLVER handles of the calling thread on the current device, made on first use

@@ -30,13 +30,16 @@ TEST(dense_schur_fits, small_systems_only_where_s_needs_the_identity_pass) {
   EXPECT_FALSE(dense_schur_fits(0, 10, 3, false));
 }
 
-TEST(dense_schur_fits, larger_systems_where_s_is_written_directly) {
-  EXPECT_TRUE(dense_schur_fits(2000, 2000, 64, true));
-  EXPECT_TRUE(dense_schur_fits(10000, 2000, 64, true));
-  EXPECT_TRUE(dense_schur_fits(10000, 10000, 64, true));
+TEST(dense_schur_fits, larger_systems_where_s_is_written_directly_and_passes_are_dear) {
+  EXPECT_TRUE(dense_schur_fits(2000, 2000, 3, true));
+  EXPECT_TRUE(dense_schur_fits(10000, 2000, 64, true));        // m ≤ 32·d
+  EXPECT_TRUE(dense_schur_fits(10000, 10000, 512, true));
   EXPECT_TRUE(dense_schur_fits(10000, 10000, 1024, true));     // 1.5·10¹² float64 operations
-  EXPECT_FALSE(dense_schur_fits(12289, 12289, 3, true));       // S over 1.2 GB
-  EXPECT_FALSE(dense_schur_fits(200000, 1000, 3, true));       // s over 1 GiB
+  EXPECT_FALSE(dense_schur_fits(10000, 10000, 64, true));      // m > 32·d: the build outweighs the passes
+  EXPECT_FALSE(dense_schur_fits(10000, 10000, 3, true));
+  EXPECT_FALSE(dense_schur_fits(10000, 2000, 64, false));      // s by the pass with V = I
+  EXPECT_FALSE(dense_schur_fits(12289, 12289, 1024, true));    // S over 1.2 GB
+  EXPECT_FALSE(dense_schur_fits(200000, 1000, 64, true));      // s over 1 GiB
   EXPECT_FALSE(dense_schur_fits(12000, 11000, 8192, true));    // the build over 3·10¹²
   EXPECT_FALSE(dense_schur_fits(10, 0, 3, true));
 }

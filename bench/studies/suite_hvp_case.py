@@ -46,8 +46,8 @@ def solved(x: Any, y: Any, a: Any, b: Any, precision: str) -> Any:
     return solver
 
 
-def product(solver: Any, direction: Any) -> Any:
-    """The case's Solver.hvp."""
+def product(solver: Any, direction: Any, preconditioner: str = "sparse") -> Any:
+    """The case's Solver.hvp (another `preconditioner` for hvp_preconditioners.py)."""
     from drv_flashsinkhorn import HVP_CG_TOL
 
-    return solver.hvp(direction, tol=HVP_CG_TOL, iters=1000, preconditioner="sparse")
+    return solver.hvp(direction, tol=HVP_CG_TOL, iters=1000, preconditioner=preconditioner)

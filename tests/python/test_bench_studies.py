@@ -161,6 +161,18 @@ def test_repeated_hvp_reports_each_product_of_one_solve():
     assert "product 1:" in text and "product 2:" in text and "product 3:" not in text
 
 
+def test_hvp_preconditioners_times_each_preconditioner_on_one_solve(tmp_path):
+    """One row a preconditioner, the same product from each (CG to the suite's 2e-5)."""
+    out = tmp_path / "preconditioners.json"
+    text = run_study("hvp_preconditioners.py", "--n", "60", "--d", "3", "--repeats", "2", "--out", str(out))
+    assert "sparse:" in text and "diagonal:" in text
+    record = json.loads(out.read_text())
+    rows = {r["preconditioner"]: r for r in record["rows"]}
+    assert set(rows) == {"sparse", "diagonal"} and record["n"] == 60 and record["commit"]
+    assert all(len(r["ms_all"]) == 2 and r["ms"] > 0 and r["relative_residual"] <= 2e-5 for r in rows.values())
+    assert rows["sparse"]["product_norm"] == pytest.approx(rows["diagonal"]["product_norm"], rel=1e-3)
+
+
 def test_near_matching_predictor_prints_a_row_per_problem():
     text = run_study("near_matching_predictor.py", "--ns", "50", "--ds", "3,8", "--epss", "0.1")
     rows = [line for line in text.splitlines()[1:] if line.strip()]

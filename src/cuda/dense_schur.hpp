@@ -31,8 +31,8 @@ namespace flashsinkhorn::detail {
 // the factor — at most 3·10¹². Why m ≤ 32·d (H100, session 57, Solver.hvp at 10,000 points, dense
 // vs FLASHSINKHORN_SCHUR_SOLVE=sparse): at d = 512 / 1,024 the outer CG drops from 23 / 15
 // iterations to 1 and the product from 1.45 / 3.10 s to 0.99 / 2.60 s; at d = 3 / 8 / 64 the build
-// (~50 ms: s, SYRK, potrf at m = 10,000) outweighs the 8–30 plan passes it saves (37 → 68,
-// 34 → 73, 108 → 132 ms).
+// (s, SYRK, potrf at m = 10,000) outweighs the 6–30 plan passes it saves (37 → 68, 34 → 73,
+// 108 → 132 ms; docs/cuda_backend.md, session 57).
 [[nodiscard]] bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softmax_direct);
 
 // The cuBLAS and cuSOLVER handles of the calling thread on the current device, made on first use

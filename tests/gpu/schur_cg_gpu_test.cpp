@@ -30,6 +30,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/dense_schur.hpp"
 #include "cuda/kernel_variant.hpp"
+#include "cuda/plan_rows_launch.hpp"
 #include "flashsinkhorn/options.hpp"
 #include "gpu/gpu_test_support.hpp"
 
@@ -147,31 +148,38 @@ TEST_P(schur_cg_test, device_sparse_plan_cg_needs_a_fraction_of_the_iterations) 
   }
 }
 
-// At this size the device takes the dense preconditioner (cuda/dense_schur.hpp: every plan entry
-// kept, S factored): with S itself as the preconditioner the flexible CG takes a few iterations, to
-// the same solution as the diagonal's. FLASHSINKHORN_SCHUR_SOLVE=sparse (gpu_check's variant pass)
-// keeps it on S_k: the test then only checks the solution.
+// At these sizes the device takes the dense preconditioner (cuda/dense_schur.hpp: every plan entry
+// kept, S factored) — 900 × 700 × 16 by the small-system rule, 2,600 × 2,300 × 96 by the larger one
+// (m > 2,048, m ≤ 32·d, s written directly in fp64): with S itself as the preconditioner the flexible
+// CG takes a few iterations, to the same solution as the diagonal's. FLASHSINKHORN_SCHUR_SOLVE=sparse
+// (gpu_check's variant pass) keeps it on S_k: the test then only checks the solution.
 TEST_P(schur_cg_test, device_dense_schur_cg_takes_a_few_iterations) {
   const precision mode = GetParam();
   if (mode != precision::fp64) GTEST_SKIP() << "float64 passes: the single-precision ones are redone there";
-  const sharp_system made(mode, 79, 900, 700, 16, 0.5);
-  ASSERT_TRUE(dense_schur_fits(900, 700, 16, false));
-  const prepared_problem& problem = made.problem;
-  const solved_plan& plan = *made.plan;
-  for (const double ridge : {0.0, 0.01}) {
-    using flashsinkhorn::cg_preconditioner;
-    potential_system_settings settings{1e-9, 3000, cg_preconditioner::sparse_plan, ridge};
-    const potential_system_solution dense = solve_potential_system(plan, problem.x.weights, made.r_f, made.r_g, settings);
-    settings.preconditioner = cg_preconditioner::diagonal;
-    const potential_system_solution diagonal = solve_potential_system(plan, problem.x.weights, made.r_f, made.r_g, settings);
-    std::cout << "[ dense schur cg, ridge " << ridge << " ] " << dense.iterations << " iterations, residual "
-              << dense.relative_residual << "; diagonal " << diagonal.iterations << "\n";
-    EXPECT_TRUE(dense.converged) << dense.relative_residual;
-    if (dense_schur_enabled()) {
-      EXPECT_LE(dense.iterations, 4);
+  struct size { std::int64_t n, m, d; double eps; bool small; };  // ε: about as sharp a plan at either d
+  for (const size& size : {size{900, 700, 16, 0.5, true}, size{2600, 2300, 96, 2.0, false}}) {
+    ASSERT_EQ(dense_schur_fits(size.n, size.m, size.d, false), size.small);
+    ASSERT_TRUE(dense_schur_fits(size.n, size.m, size.d, plan_softmax_applies(mode)));
+    const sharp_system made(mode, 79, size.n, size.m, size.d, size.eps);
+    const prepared_problem& problem = made.problem;
+    const solved_plan& plan = *made.plan;
+    for (const double ridge : {0.0, 0.01}) {
+      using flashsinkhorn::cg_preconditioner;
+      potential_system_settings settings{1e-9, 3000, cg_preconditioner::sparse_plan, ridge};
+      const potential_system_solution dense = solve_potential_system(plan, problem.x.weights, made.r_f, made.r_g, settings);
+      settings.preconditioner = cg_preconditioner::diagonal;
+      const potential_system_solution diagonal = solve_potential_system(plan, problem.x.weights, made.r_f, made.r_g, settings);
+      std::cout << "[ dense schur cg, " << size.n << " x " << size.m << " x " << size.d << ", ridge " << ridge << " ] "
+                << dense.iterations << " iterations, residual " << dense.relative_residual << "; diagonal "
+                << diagonal.iterations << "\n";
+      EXPECT_TRUE(dense.converged) << dense.relative_residual;
+      EXPECT_TRUE(diagonal.converged) << diagonal.relative_residual;
+      if (dense_schur_enabled()) {
+        EXPECT_LE(dense.iterations, 4);
+      }
+      EXPECT_LT(relative_distance(dense.g, diagonal.g), 1e-6);
+      EXPECT_LT(relative_distance(dense.f, diagonal.f), 1e-6);
     }
-    EXPECT_LT(relative_distance(dense.g, diagonal.g), 1e-6);
-    EXPECT_LT(relative_distance(dense.f, diagonal.f), 1e-6);
   }
 }
 

@@ -156,11 +156,11 @@ TEST_P(schur_cg_test, device_sparse_plan_cg_needs_a_fraction_of_the_iterations) 
 TEST_P(schur_cg_test, device_dense_schur_cg_takes_a_few_iterations) {
   const precision mode = GetParam();
   if (mode != precision::fp64) GTEST_SKIP() << "float64 passes: the single-precision ones are redone there";
-  struct size { std::int64_t n, m, d; double eps; bool small; };  // ε: about as sharp a plan at either d
-  for (const size& size : {size{900, 700, 16, 0.5, true}, size{2600, 2300, 96, 2.0, false}}) {
-    ASSERT_EQ(dense_schur_fits(size.n, size.m, size.d, false), size.small);
-    ASSERT_TRUE(dense_schur_fits(size.n, size.m, size.d, plan_softmax_applies(mode)));
-    const sharp_system made(mode, 79, size.n, size.m, size.d, size.eps);
+  struct case_shape { std::int64_t n, m, d; double eps; bool small; };  // ε: about as sharp a plan at either d
+  for (const case_shape& shape : {case_shape{900, 700, 16, 0.5, true}, case_shape{2600, 2300, 96, 2.0, false}}) {
+    ASSERT_EQ(dense_schur_fits(shape.n, shape.m, shape.d, false), shape.small);
+    ASSERT_TRUE(dense_schur_fits(shape.n, shape.m, shape.d, plan_softmax_applies(mode)));
+    const sharp_system made(mode, 79, shape.n, shape.m, shape.d, shape.eps);
     const prepared_problem& problem = made.problem;
     const solved_plan& plan = *made.plan;
     for (const double ridge : {0.0, 0.01}) {
@@ -169,7 +169,7 @@ TEST_P(schur_cg_test, device_dense_schur_cg_takes_a_few_iterations) {
       const potential_system_solution dense = solve_potential_system(plan, problem.x.weights, made.r_f, made.r_g, settings);
       settings.preconditioner = cg_preconditioner::diagonal;
       const potential_system_solution diagonal = solve_potential_system(plan, problem.x.weights, made.r_f, made.r_g, settings);
-      std::cout << "[ dense schur cg, " << size.n << " x " << size.m << " x " << size.d << ", ridge " << ridge << " ] "
+      std::cout << "[ dense schur cg, " << shape.n << " x " << shape.m << " x " << shape.d << ", ridge " << ridge << " ] "
                 << dense.iterations << " iterations, residual " << dense.relative_residual << "; diagonal "
                 << diagonal.iterations << "\n";
       EXPECT_TRUE(dense.converged) << dense.relative_residual;

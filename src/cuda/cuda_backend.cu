@@ -615,8 +615,9 @@ class cuda_backend final : public backend {
     // sparse_plan preconditioner with every entry kept, factored (dense_schur.hpp), built before the
     // CG's scratch is sized (its pass grows the staged values).
     std::optional<dense_schur> dense;
-    if (system.sparse_row_masses != nullptr && dense_schur_enabled() &&
-        dense_schur_fits(static_cast<std::int64_t>(n), static_cast<std::int64_t>(m), dim_, plan_softmax_applies(mode_))) {
+    if (system.sparse_row_masses != nullptr &&
+        dense_schur_fits(static_cast<std::int64_t>(n), static_cast<std::int64_t>(m), dim_, plan_softmax_applies(mode_),
+                         schur_solve_choice())) {
       try {
         dense.emplace(dense_plan(system));
         if (!dense->factored()) dense.reset();  // not positive definite in float64: the sparse path

@@ -49,8 +49,8 @@ __global__ void add_diagonal_kernel(double* matrix, const double* column_sums, c
 
 }  // namespace
 
-bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softmax_direct) {
-  if (n <= 0 || m <= 0) return false;
+bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softmax_direct, schur_solve choice) {
+  if (n <= 0 || m <= 0 || choice == schur_solve::sparse) return false;
   const double entries = static_cast<double>(n) * static_cast<double>(m);
   const double columns = static_cast<double>(m);
   constexpr std::int64_t kSmallColumns = 2048;
@@ -59,13 +59,14 @@ bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softm
   const bool small = m <= kSmallColumns && entries <= kSmallEntries &&
                      entries * static_cast<double>(d + m) <= kMaxIdentityPassMultiplyAdds;
   if (small || !softmax_direct) return small;
-  // Larger S only where a plan pass (n·m·d) is dear beside the SYRK (n·m²): m ≤ 32·d.
+  // Larger S only where a plan pass (n·m·d) is dear beside the SYRK (n·m²): m ≤ 32·d (unless `dense`).
   constexpr std::int64_t kColumnsPerCoordinate = 32;
   constexpr std::int64_t kMaxColumns = 12288;     // S: 1.2 GB
   constexpr double kMaxEntries = double{1 << 27};  // s: 1 GiB
   constexpr double kMaxBuildOperations = 3e12;     // s, SYRK and potrf in float64
   const double build = entries * static_cast<double>(2 * d) + entries * columns + columns * columns * columns / 3;
-  return m <= kColumnsPerCoordinate * d && m <= kMaxColumns && entries <= kMaxEntries && build <= kMaxBuildOperations;
+  const bool passes_dear = m <= kColumnsPerCoordinate * d || choice == schur_solve::dense;
+  return passes_dear && m <= kMaxColumns && entries <= kMaxEntries && build <= kMaxBuildOperations;
 }
 
 namespace {

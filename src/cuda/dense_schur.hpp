@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cuda/device_buffer.hpp"
+#include "cuda/kernel_variant.hpp"
 
 namespace flashsinkhorn::detail {
 
@@ -32,8 +33,10 @@ namespace flashsinkhorn::detail {
 // vs FLASHSINKHORN_SCHUR_SOLVE=sparse): at d = 512 / 1,024 the outer CG drops from 23 / 15
 // iterations to 1 and the product from 1.45 / 3.10 s to 0.99 / 2.60 s; at d = 3 / 8 / 64 the build
 // (s, SYRK, potrf at m = 10,000) outweighs the 6–30 plan passes it saves (37 → 68, 34 → 73,
-// 108 → 132 ms; docs/cuda_backend.md, session 57).
-[[nodiscard]] bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softmax_direct);
+// 108 → 132 ms; docs/cuda_backend.md, session 57). `choice` (FLASHSINKHORN_SCHUR_SOLVE,
+// kernel_variant.hpp): `sparse` never, `dense` without the m ≤ 32·d condition.
+[[nodiscard]] bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softmax_direct,
+                                    schur_solve choice = schur_solve::automatic);
 
 // The cuBLAS and cuSOLVER handles of the calling thread on the current device, made on first use
 // and kept for the thread's life (one per thread and device, as cuBLAS advises: a solver made per

@@ -21,7 +21,8 @@ constexpr named_choice<narrow_reference> kNarrowReferences[] = {
     {"auto", narrow_reference::automatic}, {"online", narrow_reference::online},
     {"predicted", narrow_reference::predicted}};
 constexpr named_choice<bool> kExp2Splits[] = {{"mufu", false}, {"split", true}};
-constexpr named_choice<bool> kSchurSolves[] = {{"auto", true}, {"sparse", false}};
+constexpr named_choice<schur_solve> kSchurSolves[] = {
+    {"auto", schur_solve::automatic}, {"sparse", schur_solve::sparse}, {"dense", schur_solve::dense}};
 constexpr named_choice<bool> kOffOn[] = {{"on", true}, {"off", false}};
 constexpr named_choice<key_pairs_mode> kKeyPairsModes[] = {
     {"auto", key_pairs_mode::automatic}, {"on", key_pairs_mode::on}, {"off", key_pairs_mode::off}};
@@ -86,12 +87,12 @@ bool exp2_split_choice() {
 
 const char* exp2_name(bool split) { return name_of(kExp2Splits, split); }
 
-bool parse_dense_schur(const char* name) {
-  return parse_named_setting(name, "FLASHSINKHORN_SCHUR_SOLVE", kSchurSolves, true);
+schur_solve parse_schur_solve(const char* name) {
+  return parse_named_setting(name, "FLASHSINKHORN_SCHUR_SOLVE", kSchurSolves, schur_solve::automatic);
 }
 
-bool dense_schur_enabled() {
-  static const bool chosen = parse_dense_schur(std::getenv("FLASHSINKHORN_SCHUR_SOLVE"));  // read once
+schur_solve schur_solve_choice() {
+  static const schur_solve chosen = parse_schur_solve(std::getenv("FLASHSINKHORN_SCHUR_SOLVE"));  // read once
   return chosen;
 }
 

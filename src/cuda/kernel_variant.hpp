@@ -77,13 +77,18 @@ bool exp2_split_choice();
 const char* exp2_name(bool split);
 // How the HVP's CG solves its sparse_plan preconditioner on the GPU, from FLASHSINKHORN_SCHUR_SOLVE
 // (read once):
-//   auto    (unset or empty: the default) every plan entry kept and S factored where it fits
-//           (dense_schur.hpp, dense_schur_fits), else the top entries' S_k by the inner CG
+//   auto    (unset or empty: the default) every plan entry kept and S factored where it fits and
+//           pays (dense_schur.hpp, dense_schur_fits), else the top entries' S_k by the inner CG
 //   sparse  S_k by the inner CG at every size (sparse_schur.hpp): its tests on small problems
+//   dense   S factored wherever it fits, whether or not a pass is dear beside the factor (the
+//           m ≤ 32·d condition dropped): for A/B runs of that condition
 // An unknown value throws invalid_argument.
-bool parse_dense_schur(const char* name);
-// The choice of this process: whether the dense preconditioner may be taken.
-bool dense_schur_enabled();
+enum class schur_solve { automatic, sparse, dense };
+schur_solve parse_schur_solve(const char* name);
+// The choice of this process.
+schur_solve schur_solve_choice();
+// Whether the dense preconditioner may be taken at all (not `sparse`).
+inline bool dense_schur_enabled() { return schur_solve_choice() != schur_solve::sparse; }
 
 // Wider rows are bound by the tensor cores, not the exponentials: their instances keep the MUFU
 // (fewer kernel instances to build). 8 k-steps: tf32 rows of ≤ 64 coordinates, bf16 of ≤ 128.

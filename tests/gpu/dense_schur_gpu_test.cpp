@@ -44,6 +44,16 @@ TEST(dense_schur_fits, larger_systems_where_s_is_written_directly_and_passes_are
   EXPECT_FALSE(dense_schur_fits(10, 0, 3, true));
 }
 
+TEST(dense_schur_fits, sparse_never_and_dense_without_the_pass_cost_condition) {
+  EXPECT_FALSE(dense_schur_fits(1000, 1000, 64, true, schur_solve::sparse));
+  EXPECT_FALSE(dense_schur_fits(1000, 1000, 64, false, schur_solve::sparse));
+  EXPECT_TRUE(dense_schur_fits(10000, 10000, 64, true, schur_solve::dense));   // m > 32·d, factored anyway
+  EXPECT_TRUE(dense_schur_fits(10000, 10000, 3, true, schur_solve::dense));
+  EXPECT_FALSE(dense_schur_fits(10000, 10000, 64, false, schur_solve::dense));  // s by the pass with V = I
+  EXPECT_FALSE(dense_schur_fits(12289, 12289, 3, true, schur_solve::dense));    // the caps stay: S over 1.2 GB
+  EXPECT_FALSE(dense_schur_fits(200000, 1000, 3, true, schur_solve::dense));    // s over 1 GiB
+}
+
 TEST(dense_schur_gpu_test, solves_its_definition) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   const std::int64_t n = 700, m = 500;

@@ -209,10 +209,15 @@ TEST(kernel_variant, exponentials_stay_on_the_mufu_unless_split_is_asked_for) {
     EXPECT_EQ(flashsinkhorn::detail::parse_exp2_split(flashsinkhorn::detail::exp2_name(split)), split);
 }
 
-TEST(kernel_variant, the_hvp_factors_small_schur_systems_unless_sparse_is_asked_for) {
-  expect_switch(flashsinkhorn::detail::parse_dense_schur,
-                {{nullptr, true}, {"", true}, {"auto", true}, {"sparse", false}}, "dense",
-                "auto or sparse (or unset), got 'dense'");
+TEST(kernel_variant, the_hvp_factors_schur_systems_where_they_fit_unless_sparse_is_asked_for) {
+  using flashsinkhorn::detail::schur_solve;
+  expect_switch<schur_solve>(flashsinkhorn::detail::parse_schur_solve,
+                             {{nullptr, schur_solve::automatic},
+                              {"", schur_solve::automatic},
+                              {"auto", schur_solve::automatic},
+                              {"sparse", schur_solve::sparse},
+                              {"dense", schur_solve::dense}},
+                             "factor", "auto, sparse or dense (or unset), got 'factor'");
 }
 
 }  // namespace

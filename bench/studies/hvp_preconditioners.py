@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -49,13 +48,12 @@ def main() -> None:
     add_case_arguments(parser, n=2000)
     parser.add_argument("--preconditioners", default="sparse,diagonal")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--commit", default="", help="the tree's commit for --out (the device has no .git)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
 
-    from protocol import machine
+    from protocol import commit, machine  # commit(): FS_COMMIT where set (the device has no .git)
 
     x, y, a, b, direction = case_tensors(args)
     solver = solved(x, y, a, b, args.precision)
@@ -67,10 +65,8 @@ def main() -> None:
         print(f"  {preconditioner:>9}: {row['ms']:8.2f} ms, CG iterations {row['cg_iterations']}, plan passes "
               f"{row['plan_passes']}, residual {row['relative_residual']:.1e}, float64 {row['redone_in_float64']}")
     if args.out:
-        commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                               text=True, check=False).stdout.strip()
         record = {"study": "bench/studies/hvp_preconditioners.py", "command": " ".join(sys.argv),
-                  "commit": commit, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "commit": commit(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                   "machine": machine(), "n": args.n, "d": args.d, "precision": args.precision,
                   "device": args.device, "rows": rows}
         args.out.write_text(json.dumps(record, indent=1) + "\n")

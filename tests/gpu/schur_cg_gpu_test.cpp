@@ -12,8 +12,10 @@
 // The tf32 and bf16 cases are the reason for the FMA pass (plan_mma_kernel.cuh,
 // k = 1): with P and v rounded to tf32 in the products, CG stalled at a
 // residual of 0.15 on 10,000 × 64.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -29,6 +31,7 @@
 #include "cpp/backend_sinkhorn.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/dense_schur.hpp"
+#include "cuda/device_memory_pool.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "cuda/plan_rows_launch.hpp"
 #include "flashsinkhorn/options.hpp"
@@ -181,6 +184,67 @@ TEST_P(schur_cg_test, device_dense_schur_cg_takes_a_few_iterations) {
       EXPECT_LT(relative_distance(dense.f, diagonal.f), 1e-6);
     }
   }
+}
+
+// Device memory held by someone else: all of the device's free memory but `left` bytes, in
+// 1 GiB pieces (one allocation of ~100 GB can fail where pieces fit), given back on destruction.
+class memory_hog {
+ public:
+  explicit memory_hog(std::size_t left) {
+    constexpr std::size_t piece = std::size_t{1} << 30;
+    for (;;) {
+      std::size_t free_bytes = 0, total_bytes = 0;
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || free_bytes <= left) break;
+      void* held = nullptr;
+      if (cudaMalloc(&held, std::min(piece, free_bytes - left)) != cudaSuccess) break;
+      pieces_.push_back(held);
+    }
+    (void)cudaGetLastError();  // a refused piece leaves no error behind
+  }
+  memory_hog(const memory_hog&) = delete;
+  memory_hog& operator=(const memory_hog&) = delete;
+  ~memory_hog() {
+    for (void* held : pieces_) (void)cudaFree(held);
+  }
+
+ private:
+  std::vector<void*> pieces_;
+};
+
+// The factored S needs s (n·m doubles) and S (m²): 4,000 × 3,500 × 128 in float64 is inside the
+// larger rule (m ≤ 32·d) and needs 112 + 98 MB. With all but 48 MB of the device held elsewhere the
+// build runs out of memory and solve_schur must fall back to S_k — converged, to the diagonal's
+// solution, in S_k's iterations — and, once the memory is back, factor S again (≤ 2 iterations).
+TEST(schur_cg_memory, device_dense_schur_out_of_memory_takes_s_k) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  if (!dense_schur_enabled()) GTEST_SKIP() << "FLASHSINKHORN_SCHUR_SOLVE=sparse: S is never factored";
+  const std::int64_t n = 4000, m = 3500, d = 128;
+  ASSERT_TRUE(dense_schur_fits(n, m, d, plan_softmax_applies(precision::fp64)));
+  const sharp_system made(precision::fp64, 80, n, m, d, 2.5);
+  using flashsinkhorn::cg_preconditioner;
+  potential_system_settings settings{1e-9, 3000, cg_preconditioner::diagonal, 0.0};
+  const potential_system_solution diagonal =
+      solve_potential_system(*made.plan, made.problem.x.weights, made.r_f, made.r_g, settings);
+  settings.preconditioner = cg_preconditioner::sparse_plan;
+  potential_system_solution squeezed;
+  {
+    release_device_pools();
+    const memory_hog hog(std::size_t{48} << 20);
+    squeezed = solve_potential_system(*made.plan, made.problem.x.weights, made.r_f, made.r_g, settings);
+  }
+  const potential_system_solution factored =
+      solve_potential_system(*made.plan, made.problem.x.weights, made.r_f, made.r_g, settings);
+  std::cout << "[ dense schur out of memory ] squeezed " << squeezed.iterations << " iterations, residual "
+            << squeezed.relative_residual << "; memory back " << factored.iterations << "; diagonal "
+            << diagonal.iterations << "\n";
+  EXPECT_TRUE(diagonal.converged) << diagonal.relative_residual;
+  EXPECT_TRUE(squeezed.converged) << squeezed.relative_residual;
+  EXPECT_GT(squeezed.iterations, 2);  // S_k's iterations, not the factor's
+  EXPECT_LT(relative_distance(squeezed.g, diagonal.g), 1e-6);
+  EXPECT_LT(relative_distance(squeezed.f, diagonal.f), 1e-6);
+  EXPECT_TRUE(factored.converged) << factored.relative_residual;
+  EXPECT_LE(factored.iterations, 2);
+  EXPECT_LT(relative_distance(factored.g, diagonal.g), 1e-6);
 }
 
 std::string name_of(const ::testing::TestParamInfo<precision>& info) {

@@ -42,6 +42,7 @@
 #include "cuda/dense_schur.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/graph_cache.hpp"
+#include "cuda/plan_gemm_pass.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "cuda/plan_rows_launch.hpp"
 #include "cuda/plan_top_entries.hpp"
@@ -867,6 +868,10 @@ class cuda_backend final : public backend {
       args.partial_scratch_capacity = partial_bytes;
       args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(partial_bytes), stream_.get());
     }
+    if (plan_gemm_pass_enabled(mode_, args.rows.padded_dim)) {
+      args.gemm_scratch_elements = plan_gemm_scratch_elements(args.rows.count, args.keys.count);
+      args.gemm_scratch = reserve(plan_.gemm, static_cast<std::size_t>(args.gemm_scratch_elements), stream_.get());
+    }
     return args;
   }
 
@@ -986,6 +991,7 @@ class cuda_backend final : public backend {
     sparse_schur_buffers sparse;                                // S_k and its solve (sparse_schur.hpp)
     dense_schur_buffers dense;                                  // S, its factor and handles (dense_schur.hpp)
     device_buffer<unsigned char> partials;                      // key-split states of the plan passes
+    device_buffer<double> gemm;                                 // the fp64 GEMM pass's block (plan_gemm_pass.hpp)
     std::array<device_buffer<unsigned char>, 2> staged_points;  // Vᵀ of each side's exact points
   };
   mutable plan_scratch plan_;

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <string>
 
 #include "core/sparse_plan_preconditioner.hpp"
+#include "cuda/blas_handles.hpp"
 #include "cuda/cuda_check.hpp"
 #include "flashsinkhorn/error.hpp"
 
@@ -16,19 +16,6 @@ namespace {
 constexpr int kThreads = 256;
 
 unsigned blocks_for(std::int64_t count) { return static_cast<unsigned>((count + kThreads - 1) / kThreads); }
-
-void check_blas(cublasStatus_t status, const char* call) {
-  if (status == CUBLAS_STATUS_ALLOC_FAILED) throw out_of_memory(std::string("cuBLAS call `") + call + "` ran out of memory");
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw cuda_error(std::string("cuBLAS call `") + call + "` failed: " + cublasGetStatusString(status));
-}
-
-void check_solver(cusolverStatus_t status, const char* call) {
-  if (status == CUSOLVER_STATUS_ALLOC_FAILED)
-    throw out_of_memory(std::string("cuSOLVER call `") + call + "` ran out of memory");
-  if (status != CUSOLVER_STATUS_SUCCESS)
-    throw cuda_error(std::string("cuSOLVER call `") + call + "` failed with status " + std::to_string(status));
-}
 
 __global__ void identity_kernel(double* identity, std::int64_t m) {
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -69,48 +56,6 @@ bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softm
   return passes_dear && m <= kMaxColumns && entries <= kMaxEntries && build <= kMaxBuildOperations;
 }
 
-namespace {
-
-// A thread's handles, one pair per device, destroyed with the thread.
-struct thread_handles {
-  std::map<int, cublasHandle_t> blas;
-  std::map<int, cusolverDnHandle_t> solver;
-  thread_handles() = default;
-  thread_handles(const thread_handles&) = delete;
-  thread_handles& operator=(const thread_handles&) = delete;
-  ~thread_handles() {
-    for (const auto& entry : blas) (void)cublasDestroy(entry.second);
-    for (const auto& entry : solver) (void)cusolverDnDestroy(entry.second);
-  }
-};
-
-thread_handles& handles_of_this_thread() {
-  thread_local thread_handles handles;
-  return handles;
-}
-
-int current_device() {
-  int device = 0;
-  FS_CUDA_CHECK(cudaGetDevice(&device));
-  return device;
-}
-
-}  // namespace
-
-cublasHandle_t dense_schur_blas(cudaStream_t stream) {
-  cublasHandle_t& handle = handles_of_this_thread().blas[current_device()];
-  if (handle == nullptr) check_blas(cublasCreate(&handle), "cublasCreate");
-  check_blas(cublasSetStream(handle, stream), "cublasSetStream");
-  return handle;
-}
-
-cusolverDnHandle_t dense_schur_solver(cudaStream_t stream) {
-  cusolverDnHandle_t& handle = handles_of_this_thread().solver[current_device()];
-  if (handle == nullptr) check_solver(cusolverDnCreate(&handle), "cusolverDnCreate");
-  check_solver(cusolverDnSetStream(handle, stream), "cusolverDnSetStream");
-  return handle;
-}
-
 const double* dense_schur_identity(dense_schur_buffers& b, std::int64_t m, cudaStream_t stream) {
   const auto count = static_cast<std::size_t>(m * m);
   if (b.identity_size != m || b.identity.size() < count) {
@@ -141,7 +86,7 @@ dense_schur::dense_schur(dense_schur_buffers& buffers, std::int64_t n, std::int6
   // Column-major, the row-major s and B (n × m) are sᵀ and Bᶜ = Bᵀ (m × n, leading dimension m):
   // Bᶜ = sᵀ·diag(√a) in place (DGMM), coupling = sᵀa = Bᶜ·√a, and S = −Bᶜ·Bᶜᵀ = −BᵀB (lower
   // triangle), then its diagonal.
-  cublasHandle_t blas = dense_schur_blas(stream);
+  cublasHandle_t blas = thread_blas(stream);
   const auto mi = static_cast<int>(m), ni = static_cast<int>(n);
   check_blas(cublasDdgmm(blas, CUBLAS_SIDE_RIGHT, mi, ni, softmax, mi, roots, 1, softmax, mi), "cublasDdgmm");
   double* coupling = reserve(b.coupling, static_cast<std::size_t>(m), stream);
@@ -154,7 +99,7 @@ dense_schur::dense_schur(dense_schur_buffers& buffers, std::int64_t n, std::int6
   add_diagonal_kernel<<<blocks_for(m), kThreads, 0, stream>>>(matrix, sums, coupling, kSparsePlanDominance, shift, m);
   FS_CUDA_CHECK(cudaGetLastError());
 
-  cusolverDnHandle_t solver = dense_schur_solver(stream);
+  cusolverDnHandle_t solver = thread_solver(stream);
   int work = 0;
   check_solver(cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_LOWER, mi, matrix, mi, &work), "potrf_bufferSize");
   double* workspace = reserve(b.workspace, static_cast<std::size_t>(std::max(work, 1)), stream);
@@ -171,7 +116,7 @@ void dense_schur::solve(const double* rhs, double* solution, cudaStream_t stream
   FS_CUDA_CHECK(cudaMemcpyAsync(solution, rhs, static_cast<std::size_t>(m_) * sizeof(double), cudaMemcpyDeviceToDevice,
                                 stream));
   const auto mi = static_cast<int>(m_);
-  check_solver(cusolverDnDpotrs(dense_schur_solver(stream), CUBLAS_FILL_MODE_LOWER, mi, 1, buffers_.matrix.data(), mi,
+  check_solver(cusolverDnDpotrs(thread_solver(stream), CUBLAS_FILL_MODE_LOWER, mi, 1, buffers_.matrix.data(), mi,
                                 solution, mi, buffers_.info.data()),
                "potrs");
 }

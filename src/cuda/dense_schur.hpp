@@ -38,13 +38,6 @@ namespace flashsinkhorn::detail {
 [[nodiscard]] bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softmax_direct,
                                     schur_solve choice = schur_solve::automatic);
 
-// The cuBLAS and cuSOLVER handles of the calling thread on the current device, made on first use
-// and kept for the thread's life (one per thread and device, as cuBLAS advises: a solver made per
-// call, as the benchmark suite does, would otherwise create both, and their workspaces, every
-// time), bound to `stream` before they are returned.
-cublasHandle_t dense_schur_blas(cudaStream_t stream);
-cusolverDnHandle_t dense_schur_solver(cudaStream_t stream);
-
 // The device memory of the dense preconditioner, kept between products by the backend.
 struct dense_schur_buffers {
   device_buffer<double> identity;  // I_m, the values of the tf32 and bf16 passes (plan_softmax_applies)

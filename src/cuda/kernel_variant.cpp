@@ -23,6 +23,8 @@ constexpr named_choice<narrow_reference> kNarrowReferences[] = {
 constexpr named_choice<bool> kExp2Splits[] = {{"mufu", false}, {"split", true}};
 constexpr named_choice<schur_solve> kSchurSolves[] = {
     {"auto", schur_solve::automatic}, {"sparse", schur_solve::sparse}, {"dense", schur_solve::dense}};
+constexpr named_choice<float64_pass> kFloat64Passes[] = {
+    {"auto", float64_pass::automatic}, {"simt", float64_pass::simt}, {"gemm", float64_pass::gemm}};
 constexpr named_choice<bool> kOffOn[] = {{"on", true}, {"off", false}};
 constexpr named_choice<key_pairs_mode> kKeyPairsModes[] = {
     {"auto", key_pairs_mode::automatic}, {"on", key_pairs_mode::on}, {"off", key_pairs_mode::off}};
@@ -93,6 +95,15 @@ schur_solve parse_schur_solve(const char* name) {
 
 schur_solve schur_solve_choice() {
   static const schur_solve chosen = parse_schur_solve(std::getenv("FLASHSINKHORN_SCHUR_SOLVE"));  // read once
+  return chosen;
+}
+
+float64_pass parse_float64_pass(const char* name) {
+  return parse_named_setting(name, "FLASHSINKHORN_FLOAT64_PASS", kFloat64Passes, float64_pass::automatic);
+}
+
+float64_pass float64_pass_choice() {
+  static const float64_pass chosen = parse_float64_pass(std::getenv("FLASHSINKHORN_FLOAT64_PASS"));  // read once
   return chosen;
 }
 

@@ -90,6 +90,19 @@ schur_solve schur_solve_choice();
 // Whether the dense preconditioner may be taken at all (not `sparse`).
 inline bool dense_schur_enabled() { return schur_solve_choice() != schur_solve::sparse; }
 
+// How the fp64 mode's plan passes form their dot products, from FLASHSINKHORN_FLOAT64_PASS (read once):
+//   auto   (unset or empty: the default) the SIMT pass (plan_rows_kernel.cuh) — the GEMM pass below
+//          becomes the default on wide rows once a GPU run has measured where it wins
+//   simt   the SIMT pass: one FMA chain a dot product on the SIMT pipe
+//   gemm   the GEMM pass (plan_gemm_pass.hpp: the float64 tensor cores' DGEMM a block of rows at a
+//          time) wherever it applies (no quadratic directions, its scratch reserved): for its tests
+//          and A/B runs
+// An unknown value throws invalid_argument.
+enum class float64_pass { automatic, simt, gemm };
+float64_pass parse_float64_pass(const char* name);
+// The choice of this process.
+float64_pass float64_pass_choice();
+
 // Wider rows are bound by the tensor cores, not the exponentials: their instances keep the MUFU
 // (fewer kernel instances to build). 8 k-steps: tf32 rows of ≤ 64 coordinates, bf16 of ≤ 128.
 inline constexpr int kExp2SplitMaxSteps = 8;

@@ -8,6 +8,7 @@
 #include "cuda/kernel_occupancy.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "cuda/key_splits.hpp"
+#include "cuda/plan_gemm_pass.hpp"
 #include "cuda/plan_mma_kernel.cuh"
 #include "cuda/plan_rows_kernel.cuh"
 #include "cuda/plan_points_narrow_launch.hpp"
@@ -485,6 +486,10 @@ cudaError_t launch_plan_softmax(precision mode, const plan_rows_launch_args& arg
       args.rows.padded_dim != args.keys.padded_dim)
     return cudaErrorInvalidValue;
   if (args.rows.count <= 0 || args.keys.count <= 0) return cudaSuccess;
+  if (plan_gemm_pass_enabled(mode, args.rows.padded_dim)) {
+    enqueue_plan_gemm_softmax(args, stream);
+    return cudaSuccess;
+  }
   return mode == precision::fp64 ? launch_plan_softmax_as<double>(args, stream) : launch_plan_softmax_as<float>(args, stream);
 }
 
@@ -498,6 +503,10 @@ cudaError_t launch_plan_rows(precision mode, const plan_rows_launch_args& args, 
   }
   if (plan_pass_is_float64(mode, args.rows.padded_dim) && !args.values_staged) {
     if (args.stored_directions != nullptr || args.stored_key_directions != nullptr) return cudaErrorInvalidValue;
+    if (plan_gemm_pass_applies(mode, args)) {
+      enqueue_plan_gemm_rows(args, stream);
+      return cudaSuccess;
+    }
     cudaError_t status = cudaSuccess;
     if (launch_plan_vector_narrow(mode, args, stream, status)) return status;
     return mode == precision::fp64 ? launch_plan_simt<double>(args, stream) : launch_plan_simt<float>(args, stream);

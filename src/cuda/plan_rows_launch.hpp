@@ -65,6 +65,10 @@ struct plan_rows_launch_args {
   // pass (plan_simt_partial_bytes); with less, a pass runs with fewer splits (at least one).
   void* partial_scratch = nullptr;
   std::int64_t partial_scratch_capacity = 0;
+  // The fp64 GEMM pass's block of dot products (plan_gemm_pass.hpp, plan_gemm_scratch_elements):
+  // without it, or too small, the pass runs on the SIMT kernel.
+  double* gemm_scratch = nullptr;
+  std::int64_t gemm_scratch_elements = 0;
   int sm_count = 132;
   int max_shared_bytes = 48 * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
 };

@@ -220,4 +220,15 @@ TEST(kernel_variant, the_hvp_factors_schur_systems_where_they_fit_unless_sparse_
                              "factor", "auto, sparse or dense (or unset), got 'factor'");
 }
 
+TEST(kernel_variant, float64_passes_stay_on_the_simt_kernel_unless_gemm_is_asked_for) {
+  using flashsinkhorn::detail::float64_pass;
+  expect_switch<float64_pass>(flashsinkhorn::detail::parse_float64_pass,
+                              {{nullptr, float64_pass::automatic},
+                               {"", float64_pass::automatic},
+                               {"auto", float64_pass::automatic},
+                               {"simt", float64_pass::simt},
+                               {"gemm", float64_pass::gemm}},
+                              "dgemm", "auto, simt or gemm (or unset), got 'dgemm'");
+}
+
 }  // namespace

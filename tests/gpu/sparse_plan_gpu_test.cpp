@@ -23,85 +23,17 @@
 #include "cuda/sparse_schur.hpp"
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/options.hpp"
+#include "gpu/stored_cloud.hpp"
 
 namespace {
 
 using namespace flashsinkhorn::detail;
 
-// Points (count, dim) float row-major, N(shift, 1); weights U[0,1) + 0.1 with every seventh 0.
-struct host_cloud {
-  std::int64_t count = 0, dim = 0;
-  std::vector<float> points;
-  std::vector<double> scaled_sq_norm, weights, log_weights;
-};
-
-host_cloud random_cloud(std::int64_t count, std::int64_t dim, double shift, double cost_scale, std::mt19937_64& rng) {
-  host_cloud c;
-  c.count = count;
-  c.dim = dim;
-  std::normal_distribution<double> normal(shift, 1.0);
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  c.points.resize(static_cast<std::size_t>(count * dim));
-  for (float& v : c.points) v = static_cast<float>(normal(rng));
-  for (std::int64_t i = 0; i < count; ++i) {
-    double sq = 0;
-    for (std::int64_t k = 0; k < dim; ++k) sq += double{c.points[i * dim + k]} * c.points[i * dim + k];
-    c.scaled_sq_norm.push_back(cost_scale * sq);
-    c.weights.push_back(i % 7 == 3 ? 0.0 : uniform(rng) + 0.1);
-  }
-  const double total = std::accumulate(c.weights.begin(), c.weights.end(), 0.0);
-  for (double& w : c.weights) {
-    w /= total;
-    c.log_weights.push_back(w > 0 ? std::log(w) : -std::numeric_limits<double>::infinity());
-  }
-  return c;
-}
-
-// (on the legacy default stream, as every call of these tests)
-template <class T>
-device_buffer<T> upload(const std::vector<T>& values) {
-  device_buffer<T> buffer(values.size(), nullptr);
-  EXPECT_EQ(cudaMemcpy(buffer.data(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  return buffer;
-}
-
-template <class T>
-std::vector<T> download(const device_buffer<T>& buffer) {
-  std::vector<T> values(buffer.size());
-  EXPECT_EQ(cudaMemcpy(values.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-  return values;
-}
-
-// The points as the backend stores a float cloud (device_cloud_view): (padded_count, padded_dim)
-// with zeros in the padding, rows to a multiple of tile::kRowPadding and the stride to one of
-// tile::kRowWordMultiple, for the passes (the narrow LSE pass among them) read whole key tiles.
-std::vector<float> padded_points(const host_cloud& c, std::int64_t padded_count, std::int64_t padded_dim) {
-  std::vector<float> padded(static_cast<std::size_t>(padded_count * padded_dim), 0.0f);
-  for (std::int64_t i = 0; i < c.count; ++i)
-    std::copy_n(c.points.begin() + i * c.dim, c.dim, padded.begin() + i * padded_dim);
-  return padded;
-}
-
-struct uploaded_cloud {
-  device_buffer<float> points;
-  device_buffer<double> scaled_sq_norm, weights, log_weights;
-  device_cloud_view view;
-  explicit uploaded_cloud(const host_cloud& c)
-      : points(upload(padded_points(c, tile::round_up(c.count, tile::kRowPadding),
-                                    tile::round_up(c.dim, tile::kRowWordMultiple)))),
-        scaled_sq_norm(upload(c.scaled_sq_norm)),
-        weights(upload(c.weights)),
-        log_weights(upload(c.log_weights)) {
-    view.points = points.data();
-    view.scaled_sq_norm = scaled_sq_norm.data();
-    view.weights = weights.data();
-    view.log_weights = log_weights.data();
-    view.count = c.count;
-    view.padded_count = tile::round_up(c.count, tile::kRowPadding);
-    view.dim = c.dim;
-    view.padded_dim = tile::round_up(c.dim, tile::kRowWordMultiple);
-  }
-};
+using stored_cloud::download;
+using stored_cloud::upload;
+using host_cloud = stored_cloud::host_cloud<float>;
+using uploaded_cloud = stored_cloud::uploaded_cloud<float>;
+constexpr auto random_cloud = stored_cloud::random_cloud<float>;
 
 // Row i's softmax s_ij = softmax_j((h_j − C_ij)/ε + log w_j) in float64 from the float points
 // (and its normaliser, lse_i = log Σ_j exp((h_j − C_ij)/ε + log w_j), where `lse` is given).

@@ -869,8 +869,13 @@ class cuda_backend final : public backend {
       args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(partial_bytes), stream_.get());
     }
     if (plan_gemm_pass_enabled(mode_, args.rows.padded_dim)) {
-      args.gemm_scratch_elements = plan_gemm_scratch_elements(args.rows.count, args.keys.count);
-      args.gemm_scratch = reserve(plan_.gemm, static_cast<std::size_t>(args.gemm_scratch_elements), stream_.get());
+      const std::int64_t elements = plan_gemm_scratch_elements(args.rows.count, args.keys.count);
+      try {
+        args.gemm_scratch = reserve(plan_.gemm, static_cast<std::size_t>(elements), stream_.get());
+        args.gemm_scratch_elements = elements;
+      } catch (const out_of_memory&) {  // the SIMT pass needs no block: it runs instead
+        plan_.gemm = device_buffer<double>{};
+      }
     }
     return args;
   }

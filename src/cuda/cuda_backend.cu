@@ -612,7 +612,7 @@ class cuda_backend final : public backend {
     const auto m = static_cast<std::size_t>(cloud(side::y).count);
     if (system.key_reweight->size() != n || rhs.size() != m || diagonal.size() != m)
       throw invalid_argument("solve_schur: vector sizes do not match the clouds");
-    // Systems that fit (dense_schur_fits: m ≤ 2,048, or up to 12,288 where s is written directly and m ≤ 32·d): the
+    // Systems that fit (dense_schur_fits: m ≤ 2,048, or up to 12,288 where s is written directly and m ≤ 80·d): the
     // sparse_plan preconditioner with every entry kept, factored (dense_schur.hpp), built before the
     // CG's scratch is sized (its pass grows the staged values).
     std::optional<dense_schur> dense;

@@ -46,8 +46,8 @@ bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softm
   const bool small = m <= kSmallColumns && entries <= kSmallEntries &&
                      entries * static_cast<double>(d + m) <= kMaxIdentityPassMultiplyAdds;
   if (small || !softmax_direct) return small;
-  // Larger S only where a plan pass (n·m·d) is dear beside the SYRK (n·m²): m ≤ 32·d (unless `dense`).
-  constexpr std::int64_t kColumnsPerCoordinate = 32;
+  // Larger S only where a plan pass (n·m·d) is dear beside the SYRK (n·m²): m ≤ 80·d (unless `dense`).
+  constexpr std::int64_t kColumnsPerCoordinate = 80;
   constexpr std::int64_t kMaxColumns = 12288;     // S: 1.2 GB
   constexpr double kMaxEntries = double{1 << 27};  // s: 1 GiB
   constexpr double kMaxBuildOperations = 3e12;     // s, SYRK and potrf in float64

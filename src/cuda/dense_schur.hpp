@@ -27,14 +27,16 @@ namespace flashsinkhorn::detail {
 // with V = I_m that writes s in tf32 / bf16, n·m·(d + m) multiply-adds, at most 10¹⁰ (1,000 × 1,000
 // × 64: 1.1·10⁹; 2,000 × 2,000: 8.5·10⁹). Larger ones only where s is written directly
 // (`softmax_direct`: launch_plan_softmax, fp64 and fp32 — and so every product the float64 replica
-// runs) and only where a plan pass is dear beside the factor: m ≤ 32·d, m ≤ 12,288 (S ≤ 1.2 GB),
+// runs) and only where a plan pass is dear beside the factor: m ≤ 80·d, m ≤ 12,288 (S ≤ 1.2 GB),
 // n·m ≤ 2²⁷ (s ≤ 1 GiB), and the build's float64 work — 2·n·m·d for s, n·m² for the SYRK, m³/3 for
-// the factor — at most 3·10¹². Why m ≤ 32·d (H100, session 57, Solver.hvp at 10,000 points, dense
-// vs FLASHSINKHORN_SCHUR_SOLVE=sparse): at d = 512 / 1,024 the outer CG drops from 23 / 15
-// iterations to 1 and the product from 1.45 / 3.10 s to 0.99 / 2.60 s; at d = 3 / 8 / 64 the build
-// (s, SYRK, potrf at m = 10,000) outweighs the 6–30 plan passes it saves (37 → 68, 34 → 73,
-// 108 → 132 ms; docs/cuda_backend.md, session 57). `choice` (FLASHSINKHORN_SCHUR_SOLVE,
-// kernel_variant.hpp): `sparse` never, `dense` without the m ≤ 32·d condition.
+// the factor — at most 3·10¹². Why m ≤ 80·d (H100, Solver.hvp at 10,000 points, dense vs S_k by
+// FLASHSINKHORN_SCHUR_SOLVE): at d = 512 / 1,024 the outer CG drops from 23 / 15 iterations to 1
+// and the product from 1.45 / 3.10 s to 0.99 / 2.60 s (session 57), at d = 256 / 128 from 15 / 8
+// to 1 and 523 / 226 ms to 386 / 215 ms (session 58, m/d = 39 / 78); at d = 3 / 8 / 64 (m/d = 156
+// and more) the build (s, SYRK, potrf at m = 10,000) outweighs the 6–30 plan passes it saves
+// (37 → 68, 34 → 73, 108 → 132 ms; docs/cuda_backend.md, sessions 57–58). `choice`
+// (FLASHSINKHORN_SCHUR_SOLVE, kernel_variant.hpp): `sparse` never, `dense` without the m ≤ 80·d
+// condition.
 [[nodiscard]] bool dense_schur_fits(std::int64_t n, std::int64_t m, std::int64_t d, bool softmax_direct,
                                     schur_solve choice = schur_solve::automatic);
 

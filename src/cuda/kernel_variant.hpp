@@ -81,7 +81,7 @@ const char* exp2_name(bool split);
 //           pays (dense_schur.hpp, dense_schur_fits), else the top entries' S_k by the inner CG
 //   sparse  S_k by the inner CG at every size (sparse_schur.hpp): its tests on small problems
 //   dense   S factored wherever it fits, whether or not a pass is dear beside the factor (the
-//           m ≤ 32·d condition dropped): for A/B runs of that condition
+//           m ≤ 80·d condition dropped): for A/B runs of that condition
 // An unknown value throws invalid_argument.
 enum class schur_solve { automatic, sparse, dense };
 schur_solve parse_schur_solve(const char* name);
@@ -91,8 +91,8 @@ schur_solve schur_solve_choice();
 inline bool dense_schur_enabled() { return schur_solve_choice() != schur_solve::sparse; }
 
 // How the fp64 mode's plan passes form their dot products, from FLASHSINKHORN_FLOAT64_PASS (read once):
-//   auto   (unset or empty: the default) the SIMT pass (plan_rows_kernel.cuh) — the GEMM pass below
-//          becomes the default on wide rows once a GPU run has measured where it wins
+//   auto   (unset or empty: the default) the GEMM pass on rows of ≥ 512 coordinates, where it was
+//          measured to win (plan_gemm_pass.hpp, kPlanGemmMinAutoDim), the SIMT pass on narrower ones
 //   simt   the SIMT pass: one FMA chain a dot product on the SIMT pipe
 //   gemm   the GEMM pass (plan_gemm_pass.hpp: the float64 tensor cores' DGEMM a block of rows at a
 //          time) wherever it applies (no quadratic directions, its scratch reserved): for its tests

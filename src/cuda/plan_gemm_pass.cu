@@ -126,8 +126,14 @@ void block_weights(const plan_rows_launch_args& args, std::int64_t row0, std::in
 
 }  // namespace
 
-bool plan_gemm_pass_enabled(precision mode, std::int64_t /*padded_dim*/) {
-  return mode == precision::fp64 && float64_pass_choice() == float64_pass::gemm;
+bool plan_gemm_pass_enabled(precision mode, std::int64_t padded_dim) {
+  if (mode != precision::fp64) return false;
+  switch (float64_pass_choice()) {
+    case float64_pass::automatic: return padded_dim >= kPlanGemmMinAutoDim;
+    case float64_pass::gemm: return true;
+    case float64_pass::simt: return false;
+  }
+  return false;
 }
 
 std::int64_t plan_gemm_scratch_elements(std::int64_t rows, std::int64_t keys) {

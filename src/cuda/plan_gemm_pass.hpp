@@ -23,7 +23,13 @@
 namespace flashsinkhorn::detail {
 
 // Whether the fp64 mode's passes over rows of `padded_dim` coordinates run here when their scratch
-// is there (FLASHSINKHORN_FLOAT64_PASS, kernel_variant.hpp).
+// is there (FLASHSINKHORN_FLOAT64_PASS, kernel_variant.hpp): by default on rows of at least
+// kPlanGemmMinAutoDim coordinates. Measured (H100, session 58, 941e956, Solver.hvp at 10,000 fp32,
+// its products on the float64 replica, GEMM vs SIMT in one call,
+// bench/results/float64_pass_ab_h100_2026-12-07_s58.json): d = 512 713 vs 967 ms, d = 1,024 1,571
+// vs 2,533 ms, but d = 64 121 vs 103 ms (the row kernel's two sweeps and the block's memory traffic
+// outweigh dot products that short); d = 128–256 unmeasured, so they stay SIMT.
+inline constexpr std::int64_t kPlanGemmMinAutoDim = 512;
 bool plan_gemm_pass_enabled(precision mode, std::int64_t padded_dim);
 
 // The scratch (float64 elements) a pass of `rows` against `keys` asks for: B·keys for the largest

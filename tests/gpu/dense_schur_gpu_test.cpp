@@ -32,10 +32,13 @@ TEST(dense_schur_fits, small_systems_only_where_s_needs_the_identity_pass) {
 
 TEST(dense_schur_fits, larger_systems_where_s_is_written_directly_and_passes_are_dear) {
   EXPECT_TRUE(dense_schur_fits(2000, 2000, 3, true));
-  EXPECT_TRUE(dense_schur_fits(10000, 2000, 64, true));        // m ≤ 32·d
+  EXPECT_TRUE(dense_schur_fits(10000, 2000, 64, true));        // m ≤ 80·d
+  EXPECT_TRUE(dense_schur_fits(10000, 10000, 128, true));      // m/d = 78: measured to win (session 58)
+  EXPECT_TRUE(dense_schur_fits(10000, 8000, 100, true));       // m = 80·d
+  EXPECT_FALSE(dense_schur_fits(10000, 8001, 100, true));      // m > 80·d
   EXPECT_TRUE(dense_schur_fits(10000, 10000, 512, true));
   EXPECT_TRUE(dense_schur_fits(10000, 10000, 1024, true));     // 1.5·10¹² float64 operations
-  EXPECT_FALSE(dense_schur_fits(10000, 10000, 64, true));      // m > 32·d: the build outweighs the passes
+  EXPECT_FALSE(dense_schur_fits(10000, 10000, 64, true));      // m > 80·d: the build outweighs the passes
   EXPECT_FALSE(dense_schur_fits(10000, 10000, 3, true));
   EXPECT_FALSE(dense_schur_fits(10000, 2000, 64, false));      // s by the pass with V = I
   EXPECT_FALSE(dense_schur_fits(12289, 12289, 1024, true));    // S over 1.2 GB
@@ -47,7 +50,7 @@ TEST(dense_schur_fits, larger_systems_where_s_is_written_directly_and_passes_are
 TEST(dense_schur_fits, sparse_never_and_dense_without_the_pass_cost_condition) {
   EXPECT_FALSE(dense_schur_fits(1000, 1000, 64, true, schur_solve::sparse));
   EXPECT_FALSE(dense_schur_fits(1000, 1000, 64, false, schur_solve::sparse));
-  EXPECT_TRUE(dense_schur_fits(10000, 10000, 64, true, schur_solve::dense));   // m > 32·d, factored anyway
+  EXPECT_TRUE(dense_schur_fits(10000, 10000, 64, true, schur_solve::dense));   // m > 80·d, factored anyway
   EXPECT_TRUE(dense_schur_fits(10000, 10000, 3, true, schur_solve::dense));
   EXPECT_FALSE(dense_schur_fits(10000, 10000, 64, false, schur_solve::dense));  // s by the pass with V = I
   EXPECT_FALSE(dense_schur_fits(12289, 12289, 3, true, schur_solve::dense));    // the caps stay: S over 1.2 GB

@@ -220,7 +220,7 @@ TEST(kernel_variant, the_hvp_factors_schur_systems_where_they_fit_unless_sparse_
                              "factor", "auto, sparse or dense (or unset), got 'factor'");
 }
 
-TEST(kernel_variant, float64_passes_stay_on_the_simt_kernel_unless_gemm_is_asked_for) {
+TEST(kernel_variant, float64_pass_names) {
   using flashsinkhorn::detail::float64_pass;
   expect_switch<float64_pass>(flashsinkhorn::detail::parse_float64_pass,
                               {{nullptr, float64_pass::automatic},

@@ -15,6 +15,7 @@
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/kernel_variant.hpp"
 #include "cuda/plan_gemm_pass.hpp"
 #include "cuda/plan_rows_launch.hpp"
 #include "flashsinkhorn/error.hpp"
@@ -195,7 +196,21 @@ TEST_F(plan_gemm_pass_test, refuses_short_scratch_and_directions) {
   EXPECT_FALSE(plan_gemm_pass_applies(flashsinkhorn::precision::fp32, a));
 }
 
-// (host arithmetic: runs without a GPU too)
+// (host rules: they run without a GPU too)
+TEST(plan_gemm_pass_enabled, on_wide_float64_rows_by_default) {
+  using flashsinkhorn::precision;
+  EXPECT_FALSE(plan_gemm_pass_enabled(precision::tf32, 1024));  // points not stored as double
+  EXPECT_FALSE(plan_gemm_pass_enabled(precision::fp32, 1024));
+  switch (float64_pass_choice()) {  // (the GPU tests' variant pass sets FLASHSINKHORN_FLOAT64_PASS=gemm)
+    case float64_pass::automatic:
+      EXPECT_TRUE(plan_gemm_pass_enabled(precision::fp64, 512));
+      EXPECT_FALSE(plan_gemm_pass_enabled(precision::fp64, 256));
+      break;
+    case float64_pass::gemm: EXPECT_TRUE(plan_gemm_pass_enabled(precision::fp64, 8)); break;
+    case float64_pass::simt: EXPECT_FALSE(plan_gemm_pass_enabled(precision::fp64, 1024)); break;
+  }
+}
+
 TEST(plan_gemm_scratch, holds_the_largest_block_within_256_mib) {
   EXPECT_EQ(plan_gemm_scratch_elements(10000, 10000), std::int64_t{3355} * 10000);  // 2²⁵ doubles / 10⁴
   EXPECT_EQ(plan_gemm_scratch_elements(700, 900), std::int64_t{700} * 900);         // every row

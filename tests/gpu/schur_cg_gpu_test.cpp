@@ -153,7 +153,7 @@ TEST_P(schur_cg_test, device_sparse_plan_cg_needs_a_fraction_of_the_iterations) 
 
 // At these sizes the device takes the dense preconditioner (cuda/dense_schur.hpp: every plan entry
 // kept, S factored) — 900 × 700 × 16 by the small-system rule, 2,600 × 2,300 × 96 by the larger one
-// (m > 2,048, m ≤ 32·d, s written directly in fp64): with S itself as the preconditioner the flexible
+// (m > 2,048, m ≤ 80·d, s written directly in fp64): with S itself as the preconditioner the flexible
 // CG takes a few iterations, to the same solution as the diagonal's. FLASHSINKHORN_SCHUR_SOLVE=sparse
 // (gpu_check's variant pass) keeps it on S_k: the test then only checks the solution.
 TEST_P(schur_cg_test, device_dense_schur_cg_takes_a_few_iterations) {
@@ -212,7 +212,7 @@ class memory_hog {
 };
 
 // The factored S needs s (n·m doubles) and S (m²): 4,000 × 3,500 × 128 in float64 is inside the
-// larger rule (m ≤ 32·d) and needs 112 + 98 MB. With all but 48 MB of the device held elsewhere the
+// larger rule (m ≤ 80·d) and needs 112 + 98 MB. With all but 48 MB of the device held elsewhere the
 // build runs out of memory and solve_schur must fall back to S_k — converged, to the diagonal's
 // solution, in S_k's iterations — and, once the memory is back, factor S again (≤ 2 iterations).
 TEST(schur_cg_memory, device_dense_schur_out_of_memory_takes_s_k) {

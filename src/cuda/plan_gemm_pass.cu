@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kThreads) plan_gemm_rows_kernel(const gemm_row
   } scratch;
   __shared__ double row_lse;
   const std::int64_t row = blockIdx.x;
-  double* const values = p.block + row * p.keys;
+  double* const entries = p.block + row * p.keys;  // G_ij, then C_ij, then W_ij
   const double row_norm = p.row_scaled_sq_norm[row];
   const double inv_eps = 1.0 / p.eps;
   auto score = [&](std::int64_t j, double c) {
@@ -66,8 +66,8 @@ __global__ void __launch_bounds__(kThreads) plan_gemm_rows_kernel(const gemm_row
   };
   lse_state state{-INFINITY, 0.0};
   for (std::int64_t j = threadIdx.x; j < p.keys; j += kThreads) {
-    const double c = row_norm + p.key_scaled_sq_norm[j] - 2.0 * p.cost_scale * values[j];
-    values[j] = c;
+    const double c = row_norm + p.key_scaled_sq_norm[j] - 2.0 * p.cost_scale * entries[j];
+    entries[j] = c;
     const double s = score(j, c);
     if (s > state.max) {
       state.total = state.total * exp(state.max - s) + 1.0;
@@ -82,9 +82,9 @@ __global__ void __launch_bounds__(kThreads) plan_gemm_rows_kernel(const gemm_row
   const double lse = row_lse;
   double cost = 0.0;
   for (std::int64_t j = threadIdx.x; j < p.keys; j += kThreads) {
-    const double c = values[j];
+    const double c = entries[j];
     const double w = lse == -INFINITY ? 0.0 : exp(score(j, c) - lse);
-    values[j] = w;
+    entries[j] = w;
     cost = fma(w, c, cost);
   }
   if (p.cost != nullptr) {

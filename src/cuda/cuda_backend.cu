@@ -868,8 +868,8 @@ class cuda_backend final : public backend {
       args.partial_scratch_capacity = partial_bytes;
       args.partial_scratch = reserve(plan_.partials, static_cast<std::size_t>(partial_bytes), stream_.get());
     }
-    if (plan_gemm_pass_enabled(mode_, args.rows.padded_dim)) {
-      const std::int64_t elements = plan_gemm_scratch_elements(args.rows.count, args.keys.count);
+    if (const std::int64_t elements = plan_gemm_scratch_elements(args.rows.count, args.keys.count);
+        elements > 0 && plan_gemm_pass_enabled(mode_, args.rows.padded_dim)) {
       try {
         args.gemm_scratch = reserve(plan_.gemm, static_cast<std::size_t>(elements), stream_.get());
         args.gemm_scratch_elements = elements;

@@ -138,8 +138,8 @@ bool plan_gemm_pass_enabled(precision mode, std::int64_t padded_dim) {
 
 std::int64_t plan_gemm_scratch_elements(std::int64_t rows, std::int64_t keys) {
   if (rows <= 0 || keys <= 0) return 0;
-  const std::int64_t fitting = kScratchBytes / static_cast<std::int64_t>(sizeof(double)) / keys;
-  return std::min(rows, std::max(fitting, kPlanGemmMinBlockRows)) * keys;
+  const std::int64_t block_rows = std::min(rows, kScratchBytes / static_cast<std::int64_t>(sizeof(double)) / keys);
+  return block_rows >= std::min(rows, kPlanGemmMinBlockRows) ? block_rows * keys : 0;
 }
 
 bool plan_gemm_pass_applies(precision mode, const plan_rows_launch_args& args) {

@@ -33,7 +33,8 @@ inline constexpr std::int64_t kPlanGemmMinAutoDim = 512;
 bool plan_gemm_pass_enabled(precision mode, std::int64_t padded_dim);
 
 // The scratch (float64 elements) a pass of `rows` against `keys` asks for: B·keys for the largest
-// B ≤ rows within 256 MiB, at least kPlanGemmMinBlockRows rows (or all of them).
+// B ≤ rows within 256 MiB; 0 (the SIMT pass) where that B is under kPlanGemmMinBlockRows and rows
+// (more than 2²⁵/64 = 524,288 keys).
 inline constexpr std::int64_t kPlanGemmMinBlockRows = 64;
 std::int64_t plan_gemm_scratch_elements(std::int64_t rows, std::int64_t keys);
 

@@ -214,8 +214,10 @@ TEST(plan_gemm_pass_enabled, on_wide_float64_rows_by_default) {
 TEST(plan_gemm_scratch, holds_the_largest_block_within_256_mib) {
   EXPECT_EQ(plan_gemm_scratch_elements(10000, 10000), std::int64_t{3355} * 10000);  // 2²⁵ doubles / 10⁴
   EXPECT_EQ(plan_gemm_scratch_elements(700, 900), std::int64_t{700} * 900);         // every row
-  EXPECT_EQ(plan_gemm_scratch_elements(1000, 10000000), kPlanGemmMinBlockRows * 10000000);  // at least 64 rows
-  EXPECT_EQ(plan_gemm_scratch_elements(30, 10000000), std::int64_t{30} * 10000000);  // fewer rows than that
+  EXPECT_EQ(plan_gemm_scratch_elements(1000, 524288), kPlanGemmMinBlockRows * 524288);  // 64 rows fit
+  EXPECT_EQ(plan_gemm_scratch_elements(1000, 524289), 0);      // fewer than 64 rows fit: the SIMT pass
+  EXPECT_EQ(plan_gemm_scratch_elements(30, 10000000), 0);      // fewer than the 30 rows fit
+  EXPECT_EQ(plan_gemm_scratch_elements(30, 1000000), std::int64_t{30} * 1000000);  // every row, 229 MiB
   EXPECT_EQ(plan_gemm_scratch_elements(0, 5), 0);
 }
 

@@ -129,9 +129,9 @@ if has gpu; then
   if [[ "${GPU_TEST_SPARSE_SCHUR:-$passes}" != 0 ]]; then
     test_pass '*Sparse*:*sparse*:*schur*:*Schur*:*Hvp*' "${GPU_VARIANT_TEST_TIMEOUT:-100}" FLASHSINKHORN_SCHUR_SOLVE=sparse
   fi
-  # The fp64 mode's plan passes by DGEMMs (FLASHSINKHORN_FLOAT64_PASS=gemm, plan_gemm_pass.hpp; the
-  # SIMT pass by default): the plan, Schur, HVP and fp64 families again (GPU_TEST_FLOAT64_GEMM=0
-  # leaves the pass out).
+  # The fp64 mode's plan passes by DGEMMs at every width (FLASHSINKHORN_FLOAT64_PASS=gemm,
+  # plan_gemm_pass.hpp; by default only from 512 coordinates): the plan, Schur, HVP and fp64 families
+  # again (GPU_TEST_FLOAT64_GEMM=0 leaves the pass out).
   if [[ "${GPU_TEST_FLOAT64_GEMM:-$passes}" != 0 ]]; then
     test_pass '*plan_pass*:*Sparse*:*sparse*:*schur*:*Schur*:*Hvp*:*hvp*:*dense*:*gemm*:*fp64*:*Fp64*:*Float64*' \
       "${GPU_VARIANT_TEST_TIMEOUT:-100}" FLASHSINKHORN_FLOAT64_PASS=gemm

@@ -124,6 +124,18 @@ void block_weights(const plan_rows_launch_args& args, std::int64_t row0, std::in
   FS_CUDA_CHECK(cudaGetLastError());
 }
 
+// The rows of a block the pass's scratch holds, 0 where that is fewer than kPlanGemmMinBlockRows
+// and the rows (or there is no scratch).
+std::int64_t scratch_block_rows(const plan_rows_launch_args& args) {
+  if (args.gemm_scratch == nullptr || args.keys.count <= 0) return 0;
+  const std::int64_t rows = std::min(args.rows.count, args.gemm_scratch_elements / args.keys.count);
+  return rows >= std::min(args.rows.count, kPlanGemmMinBlockRows) ? rows : 0;
+}
+
+bool has_directions(const plan_rows_launch_args& args) {
+  return args.directions != nullptr || args.key_directions != nullptr;
+}
+
 }  // namespace
 
 bool plan_gemm_pass_enabled(precision mode, std::int64_t padded_dim) {
@@ -143,20 +155,17 @@ std::int64_t plan_gemm_scratch_elements(std::int64_t rows, std::int64_t keys) {
 }
 
 bool plan_gemm_pass_applies(precision mode, const plan_rows_launch_args& args) {
-  if (!plan_gemm_pass_enabled(mode, args.rows.padded_dim) || args.directions != nullptr ||
-      args.key_directions != nullptr || args.gemm_scratch == nullptr || args.keys.count <= 0)
-    return false;
-  return args.gemm_scratch_elements / args.keys.count >= std::min(args.rows.count, kPlanGemmMinBlockRows);
+  return plan_gemm_pass_enabled(mode, args.rows.padded_dim) && !has_directions(args) && scratch_block_rows(args) > 0;
 }
 
 void enqueue_plan_gemm_rows(const plan_rows_launch_args& args, cudaStream_t stream) {
   const std::int64_t n = args.rows.count, m = args.keys.count;
   if (n <= 0 || m <= 0) return;
-  const std::int64_t block_rows = std::min(n, args.gemm_scratch_elements / m);
-  if (args.gemm_scratch == nullptr || block_rows < std::min(n, kPlanGemmMinBlockRows))
+  const std::int64_t block_rows = scratch_block_rows(args);
+  if (block_rows == 0)
     throw invalid_argument("plan GEMM pass: its scratch holds fewer than " + std::to_string(kPlanGemmMinBlockRows) +
                            " rows of the keys");
-  if (args.directions != nullptr || args.key_directions != nullptr)
+  if (has_directions(args))
     throw invalid_argument("plan GEMM pass: the quadratic pass (directions) runs on the SIMT kernel");
   const bool weighted = args.weighted != nullptr && args.k > 0;
   const std::int64_t stride = args.values_stride > 0 ? args.values_stride : args.k;

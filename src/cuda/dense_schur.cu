@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 
 #include "core/sparse_plan_preconditioner.hpp"
 #include "cuda/blas_handles.hpp"

@@ -10,9 +10,7 @@
 // the outer CG takes one or two iterations. dense_schur_fits says where.
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <cusolverDn.h>
 
 #include <cstdint>
 #include <vector>

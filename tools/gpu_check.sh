@@ -136,6 +136,13 @@ if has gpu; then
     test_pass '*plan_pass*:*Sparse*:*sparse*:*schur*:*Schur*:*Hvp*:*hvp*:*dense*:*gemm*:*fp64*:*Fp64*:*Float64*' \
       "${GPU_VARIANT_TEST_TIMEOUT:-100}" FLASHSINKHORN_FLOAT64_PASS=gemm
   fi
+  # The fp32 mode's float64 passes on narrow rows with their weights' e^x by math::exp_by_exp2
+  # (FLASHSINKHORN_FP32_PASS_EXP=ex2, kernel_variant.hpp; libdevice's exp by default): the pass, plan,
+  # Schur, HVP and fp32 families again (GPU_TEST_FP32_PASS_EXP=0 leaves the pass out).
+  if [[ "${GPU_TEST_FP32_PASS_EXP:-$passes}" != 0 ]]; then
+    test_pass '*vector_pass*:*plan_pass*:*quadratic*:*Sparse*:*sparse*:*schur*:*Schur*:*Hvp*:*hvp*:*fp32*:*Fp32*:*exp_by_exp2*' \
+      "${GPU_VARIANT_TEST_TIMEOUT:-100}" FLASHSINKHORN_FP32_PASS_EXP=ex2
+  fi
   # The same backend cases on the mma.sync kernel family (sm_90a builds pick wgmma for tf32/bf16).
   if [[ "${GPU_TEST_MMA:-$default_mma}" != 0 ]]; then
     test_pass 'sizes/*' "${GPU_TEST_TIMEOUT:-240}" FLASHSINKHORN_KERNEL=mma

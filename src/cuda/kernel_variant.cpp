@@ -21,6 +21,7 @@ constexpr named_choice<narrow_reference> kNarrowReferences[] = {
     {"auto", narrow_reference::automatic}, {"online", narrow_reference::online},
     {"predicted", narrow_reference::predicted}};
 constexpr named_choice<bool> kExp2Splits[] = {{"mufu", false}, {"split", true}};
+constexpr named_choice<bool> kFp32PassExps[] = {{"float64", false}, {"ex2", true}};
 constexpr named_choice<schur_solve> kSchurSolves[] = {
     {"auto", schur_solve::automatic}, {"sparse", schur_solve::sparse}, {"dense", schur_solve::dense}};
 constexpr named_choice<float64_pass> kFloat64Passes[] = {
@@ -88,6 +89,17 @@ bool exp2_split_choice() {
 }
 
 const char* exp2_name(bool split) { return name_of(kExp2Splits, split); }
+
+bool parse_fp32_pass_exp_by_ex2(const char* name) {
+  return parse_named_setting(name, "FLASHSINKHORN_FP32_PASS_EXP", kFp32PassExps, false);
+}
+
+bool fp32_pass_exp_by_ex2() {
+  static const bool chosen = parse_fp32_pass_exp_by_ex2(std::getenv("FLASHSINKHORN_FP32_PASS_EXP"));  // read once
+  return chosen;
+}
+
+const char* fp32_pass_exp_name(bool by_ex2) { return name_of(kFp32PassExps, by_ex2); }
 
 schur_solve parse_schur_solve(const char* name) {
   return parse_named_setting(name, "FLASHSINKHORN_SCHUR_SOLVE", kSchurSolves, schur_solve::automatic);

@@ -75,6 +75,20 @@ bool parse_exp2_split(const char* name);
 // The choice of this process; its name as FLASHSINKHORN_EXP2 spells it.
 bool exp2_split_choice();
 const char* exp2_name(bool split);
+// The exponential of the fp32 mode's float64 plan passes on narrow rows (plan_rows_launch.hpp,
+// plan_pass_is_float64: the one-column narrow pass and the SIMT pass on float points), from
+// FLASHSINKHORN_FP32_PASS_EXP (read once):
+//   float64  (unset or empty: the default) libdevice's exp in float64 (~20 FP64 instructions, which
+//            bound these passes at d ≤ 16)
+//   ex2      math/exp_by_exp2.hpp: the float64 reduction with 2^f by the MUFU (relative error
+//            ≤ 4·10⁻⁷ a weight, every score still formed and summed in float64)
+// The fp64 mode and the fp32 mode's float64 replica (double points) keep libdevice's exp. An
+// unknown value throws invalid_argument.
+bool parse_fp32_pass_exp_by_ex2(const char* name);
+// The choice of this process; its name as FLASHSINKHORN_FP32_PASS_EXP spells it.
+bool fp32_pass_exp_by_ex2();
+const char* fp32_pass_exp_name(bool by_ex2);
+
 // How the HVP's CG solves its sparse_plan preconditioner on the GPU, from FLASHSINKHORN_SCHUR_SOLVE
 // (read once):
 //   auto    (unset or empty: the default) every plan entry kept and S factored where it fits and

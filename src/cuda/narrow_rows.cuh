@@ -32,6 +32,7 @@
 
 #include "cuda/softmin_kernel.cuh"
 #include "cuda/tile_config.hpp"
+#include "math/exp_by_exp2.hpp"
 
 namespace flashsinkhorn::detail::kernels {
 
@@ -51,9 +52,12 @@ inline constexpr int block_rows = kThreads * rows_per_thread<Real>;
 template <class Real, int kDim>
 inline constexpr int sub_keys = sizeof(Real) == 8 ? 4 : kDim <= 4 ? 16 : 8;
 
-// The exponential of the arithmetic: 2^x in fp32 (log2 units, the MUFU), e^x in float64.
+// The exponential of the arithmetic: 2^x in fp32 (log2 units, the MUFU), e^x in float64 —
+// libdevice's, or with kByEx2 math::exp_by_exp2 (2^f on the MUFU; FLASHSINKHORN_FP32_PASS_EXP).
+template <bool kByEx2>
 __device__ __forceinline__ float exponential(float x) { return fast_exp2(x); }
-__device__ __forceinline__ double exponential(double x) { return exp(x); }
+template <bool kByEx2>
+__device__ __forceinline__ double exponential(double x) { return math::pass_exp<kByEx2>(x); }
 }  // namespace narrow
 
 // One key tile in shared memory: per key kVecs 16-byte words (coordinates, β, value, zeros).
@@ -143,8 +147,8 @@ struct narrow_row_states {
   }
 };
 
-// Folds one shared tile's keys into the thread's row states.
-template <class Real, int kDim, bool kValue>
+// Folds one shared tile's keys into the thread's row states (kByEx2: narrow::exponential's).
+template <class Real, int kDim, bool kValue, bool kByEx2 = false>
 __device__ __forceinline__ void fold_narrow_tile(const narrow_key_tile<Real, kDim, kValue>& tile,
                                                  const narrow_queries<Real, kDim>& rows, Real scale,
                                                  narrow_row_states<Real>& state) {
@@ -176,7 +180,7 @@ __device__ __forceinline__ void fold_narrow_tile(const narrow_key_tile<Real, kDi
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (top[r] > state.reference[r]) {  // rare once the row has met its largest scores
-        const Real rescale = narrow::exponential(state.reference[r] - top[r]);  // 0 from −∞
+        const Real rescale = narrow::exponential<false>(state.reference[r] - top[r]);  // 0 from −∞
         state.sum[r] *= rescale;
         if constexpr (kValue) state.weighted[r] *= rescale;
         state.reference[r] = top[r];
@@ -191,7 +195,7 @@ __device__ __forceinline__ void fold_narrow_tile(const narrow_key_tile<Real, kDi
     for (int jj = 0; jj < kSub; ++jj) {
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
-        const Real e = narrow::exponential(t[r][jj] - base[r]);
+        const Real e = narrow::exponential<kByEx2>(t[r][jj] - base[r]);
         sub_sum[r] += e;
         if constexpr (kValue) sub_weighted[r] = fma(e, value[jj], sub_weighted[r]);
       }
@@ -232,11 +236,12 @@ __device__ __forceinline__ void for_each_narrow_tile(narrow_key_tile<Real, kDim,
 }
 
 // A thread's rows over the key tiles [tile_begin, tile_end) with the online maximum.
-template <class Real, int kDim, bool kValue>
+template <class Real, int kDim, bool kValue, bool kByEx2 = false>
 __device__ __forceinline__ void fold_narrow_keys(narrow_key_tile<Real, kDim, kValue>& tile, const narrow_keys<Real>& keys,
                                                  int tile_begin, int tile_end, const narrow_queries<Real, kDim>& rows,
                                                  Real scale, narrow_row_states<Real>& state) {
-  for_each_narrow_tile(tile, keys, tile_begin, tile_end, [&] { fold_narrow_tile(tile, rows, scale, state); });
+  for_each_narrow_tile(tile, keys, tile_begin, tile_end,
+                       [&] { fold_narrow_tile<Real, kDim, kValue, kByEx2>(tile, rows, scale, state); });
 }
 
 }  // namespace flashsinkhorn::detail::kernels

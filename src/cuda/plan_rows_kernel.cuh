@@ -35,6 +35,8 @@
 
 #include <cstdint>
 
+#include "math/exp_by_exp2.hpp"
+
 namespace flashsinkhorn::detail::kernels {
 
 namespace plan_rows {
@@ -262,8 +264,9 @@ struct simt_plan_tile {
 // products), each thread summing w_ij·v_j over its own pairs in registers and the row group adding
 // them up at the end (no shared weights, no value loop). kQuadratic: p.directions is set (the
 // u_i·z_j tile beside the scores). The k ≤ 1 instance fits 128 registers without spills and runs
-// two CTAs an SM; the others take up to 250 registers, one CTA.
-template <class Point, int kColumnsPerThread, bool kQuadratic>
+// two CTAs an SM; the others take up to 250 registers, one CTA. kByEx2: the weights' e^x by
+// math::exp_by_exp2 (the fp32 mode's float points under FLASHSINKHORN_FP32_PASS_EXP=ex2).
+template <class Point, int kColumnsPerThread, bool kQuadratic, bool kByEx2 = false>
 __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 2 : 1)
     plan_rows_kernel(const plan_rows_params<Point> p) {
   static_assert(kColumnsPerThread > 0 || !kQuadratic, "the quadratic pass takes its weights through shared memory");
@@ -336,7 +339,7 @@ __global__ void __launch_bounds__(plan_rows::kThreads, kColumnsPerThread == 0 ? 
         }
 #pragma unroll
         for (int q = 0; q < kPerThread; ++q) {
-          w[q] = s[q] == -INFINITY ? 0.0 : exp(s[q] - new_max);
+          w[q] = s[q] == -INFINITY ? 0.0 : math::pass_exp<kByEx2>(s[q] - new_max);
           total[r] += w[q];
           cost_sum[r] = fma(w[q], c[r][q], cost_sum[r]);
           if constexpr (kRegisterVector) sums[r][0] = fma(w[q], key_values[q], sums[r][0]);

@@ -61,19 +61,33 @@ int simt_shared_bytes(std::int64_t k, int columns_per_thread) {
 template <class Point>
 using simt_kernel_t = void (*)(kernels::plan_rows_params<Point>);
 
-template <class Point>
-simt_kernel_t<Point> simt_kernel(int columns_per_thread, bool quadratic) {
+template <class Point, bool kByEx2>
+simt_kernel_t<Point> simt_kernel_with(int columns_per_thread, bool quadratic) {
   using kernels::plan_rows_kernel;
   using kernels::plan_rows::kMaxColumnsPerThread;
   switch (columns_per_thread) {
-    case 0: return plan_rows_kernel<Point, 0, false>;
-    case 1: return quadratic ? plan_rows_kernel<Point, 1, true> : plan_rows_kernel<Point, 1, false>;
-    case 2: return quadratic ? plan_rows_kernel<Point, 2, true> : plan_rows_kernel<Point, 2, false>;
-    case 4: return quadratic ? plan_rows_kernel<Point, 4, true> : plan_rows_kernel<Point, 4, false>;
+    case 0: return plan_rows_kernel<Point, 0, false, kByEx2>;
+    case 1: return quadratic ? plan_rows_kernel<Point, 1, true, kByEx2> : plan_rows_kernel<Point, 1, false, kByEx2>;
+    case 2: return quadratic ? plan_rows_kernel<Point, 2, true, kByEx2> : plan_rows_kernel<Point, 2, false, kByEx2>;
+    case 4: return quadratic ? plan_rows_kernel<Point, 4, true, kByEx2> : plan_rows_kernel<Point, 4, false, kByEx2>;
     default:
-      return quadratic ? plan_rows_kernel<Point, kMaxColumnsPerThread, true>
-                       : plan_rows_kernel<Point, kMaxColumnsPerThread, false>;
+      return quadratic ? plan_rows_kernel<Point, kMaxColumnsPerThread, true, kByEx2>
+                       : plan_rows_kernel<Point, kMaxColumnsPerThread, false, kByEx2>;
   }
+}
+
+// Whether a pass on points stored as Point takes its weights' e^x by math::exp_by_exp2: float points
+// (the fp32 mode) as this process chooses (kernel_variant.hpp, fp32_pass_exp_by_ex2), as its narrow
+// one-column pass does; double points never.
+template <class Point>
+bool weights_by_ex2() {
+  return std::is_same_v<Point, float> && fp32_pass_exp_by_ex2();
+}
+
+template <class Point>
+simt_kernel_t<Point> simt_kernel(int columns_per_thread, bool quadratic, bool by_ex2) {
+  return by_ex2 ? simt_kernel_with<Point, true>(columns_per_thread, quadratic)
+                : simt_kernel_with<Point, false>(columns_per_thread, quadratic);
 }
 
 // The key splits of the SIMT pass with k value columns (0: none; key_splits.hpp): 64-row blocks ×
@@ -87,8 +101,8 @@ split_plan plan_simt_splits(const device_cloud_view& rows, const device_cloud_vi
   using namespace kernels::plan_rows;
   constexpr int kMinTilesPerSplit = 2;
   const int columns_per_thread = simt_columns_per_thread(k, quadratic);
-  const int ctas_per_sm =
-      occupancy(simt_kernel<Point>(columns_per_thread, quadratic), kThreads, simt_shared_bytes(k, columns_per_thread));
+  const int ctas_per_sm = occupancy(simt_kernel<Point>(columns_per_thread, quadratic, weights_by_ex2<Point>()), kThreads,
+                                    simt_shared_bytes(k, columns_per_thread));
   return plan_key_splits((rows.count + kRows - 1) / kRows * simt_column_chunks(k, columns_per_thread),
                          (keys.count + kKeys - 1) / kKeys, static_cast<std::int64_t>(sm_count) * ctas_per_sm,
                          tile::kMaxSplits, kMinTilesPerSplit);
@@ -128,9 +142,11 @@ kernels::plan_rows_params<Point> simt_params(const plan_rows_launch_args& args) 
 }
 
 // The SIMT pass (plan_rows_kernel.cuh) on points stored as Point; its keys split where the partial
-// scratch holds the states (plan_rows_combine_kernel merges them).
+// scratch holds the states (plan_rows_combine_kernel merges them). by_ex2: the weights' e^x by
+// math::exp_by_exp2 (weights_by_ex2).
 template <class Point>
-cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t stream) {
+cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t stream,
+                             bool by_ex2 = weights_by_ex2<Point>()) {
   kernels::plan_rows_params<Point> p = simt_params<Point>(args);
   using namespace kernels::plan_rows;
   const std::int64_t k = p.weighted != nullptr ? args.k : 0;  // value columns
@@ -148,7 +164,7 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   const dim3 blocks(static_cast<unsigned>((args.rows.count + kRows - 1) / kRows),
                     static_cast<unsigned>(simt_column_chunks(k, columns_per_thread)),
                     static_cast<unsigned>(splits.splits));
-  const simt_kernel_t<Point> kernel = simt_kernel<Point>(columns_per_thread, quadratic);
+  const simt_kernel_t<Point> kernel = simt_kernel<Point>(columns_per_thread, quadratic, by_ex2);
   const int shared_bytes = simt_shared_bytes(k, columns_per_thread);
   if (const cudaError_t status = allow_shared(kernel, shared_bytes); status != cudaSuccess) return status;
   kernel<<<blocks, kThreads, shared_bytes, stream>>>(p);
@@ -160,7 +176,9 @@ cudaError_t launch_plan_simt(const plan_rows_launch_args& args, cudaStream_t str
   return cudaGetLastError();
 }
 
-// lse by the SIMT pass on the same points (its LSE-only instance), then the softmax kernel.
+// lse by the SIMT pass on the same points (its LSE-only instance, with libdevice's e^x whatever
+// FLASHSINKHORN_FP32_PASS_EXP says: the softmax's rows sum to 1 to float64 rounding), then the softmax
+// kernel.
 template <class Point>
 cudaError_t launch_plan_softmax_as(const plan_rows_launch_args& args, cudaStream_t stream) {
   plan_rows_launch_args lse_only = args;
@@ -169,7 +187,7 @@ cudaError_t launch_plan_softmax_as(const plan_rows_launch_args& args, cudaStream
   lse_only.cost = nullptr;
   lse_only.values = nullptr;
   lse_only.directions = lse_only.key_directions = nullptr;
-  if (const cudaError_t status = launch_plan_simt<Point>(lse_only, stream); status != cudaSuccess) return status;
+  if (const cudaError_t status = launch_plan_simt<Point>(lse_only, stream, false); status != cudaSuccess) return status;
   kernels::plan_rows_params<Point> p = simt_params<Point>(lse_only);
   p.weighted = args.weighted;
   using namespace kernels::plan_rows;

@@ -49,7 +49,9 @@ __device__ __forceinline__ void finish_narrow_vector_row(const plan_vector_narro
   if (p.weighted != nullptr) p.weighted[i] = sum > 0 ? weighted / sum : 0.0;
 }
 
-template <int kDim>
+// kByEx2: the weights' e^x by math::exp_by_exp2 (FLASHSINKHORN_FP32_PASS_EXP=ex2), as the SIMT pass
+// of the same process takes them.
+template <int kDim, bool kByEx2>
 __global__ void __launch_bounds__(narrow::kThreads) plan_vector_narrow_kernel(const plan_vector_narrow_params p) {
   constexpr int kRows = narrow::rows_per_thread<double>;
   __shared__ narrow_key_tile<double, kDim, true> tile;
@@ -60,7 +62,7 @@ __global__ void __launch_bounds__(narrow::kThreads) plan_vector_narrow_kernel(co
   state.reset();
   const int tile_begin = blockIdx.y * p.tiles_per_split;
   const int tile_end = min(p.key_tiles, tile_begin + p.tiles_per_split);
-  fold_narrow_keys(tile, p.keys, tile_begin, tile_end, rows, p.score_scale, state);
+  fold_narrow_keys<double, kDim, true, kByEx2>(tile, p.keys, tile_begin, tile_end, rows, p.score_scale, state);
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const std::int64_t i = narrow_queries<double, kDim>::row(row0, r);

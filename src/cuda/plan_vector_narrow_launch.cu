@@ -13,8 +13,14 @@ namespace {
 namespace narrow = kernels::narrow;
 constexpr int kElementThreads = 256;
 
+// The instance for rows of `dim` coordinates with this process's exponential (kernel_variant.hpp,
+// fp32_pass_exp_by_ex2).
 auto kernel_for(std::int64_t dim) {
-  return for_narrow_dim(dim, [](auto d) { return &kernels::plan_vector_narrow_kernel<decltype(d)::value>; });
+  return for_narrow_dim(dim, [](auto d) {
+    constexpr int kDim = decltype(d)::value;
+    return fp32_pass_exp_by_ex2() ? &kernels::plan_vector_narrow_kernel<kDim, true>
+                                  : &kernels::plan_vector_narrow_kernel<kDim, false>;
+  });
 }
 
 split_plan plan_splits(const device_cloud_view& rows, const device_cloud_view& keys, int sm_count) {

@@ -209,6 +209,15 @@ TEST(kernel_variant, exponentials_stay_on_the_mufu_unless_split_is_asked_for) {
     EXPECT_EQ(flashsinkhorn::detail::parse_exp2_split(flashsinkhorn::detail::exp2_name(split)), split);
 }
 
+TEST(kernel_variant, fp32_passes_keep_float64_exponentials_unless_ex2_is_asked_for) {
+  expect_switch(flashsinkhorn::detail::parse_fp32_pass_exp_by_ex2,
+                {{nullptr, false}, {"", false}, {"float64", false}, {"ex2", true}}, "mufu",
+                "float64 or ex2 (or unset), got 'mufu'");
+  for (const bool by_ex2 : {false, true})
+    EXPECT_EQ(flashsinkhorn::detail::parse_fp32_pass_exp_by_ex2(flashsinkhorn::detail::fp32_pass_exp_name(by_ex2)),
+              by_ex2);
+}
+
 TEST(kernel_variant, the_hvp_factors_schur_systems_where_they_fit_unless_sparse_is_asked_for) {
   using flashsinkhorn::detail::schur_solve;
   expect_switch<schur_solve>(flashsinkhorn::detail::parse_schur_solve,

@@ -25,8 +25,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
+#include "math/bit_cast.hpp"
 #include "math/host_device.hpp"
 
 namespace flashsinkhorn::math {
@@ -58,25 +58,8 @@ FS_HOST_DEVICE float saturated_fma(float a, float b, float c) {
 #endif
 }
 
-FS_HOST_DEVICE std::uint32_t float_bits(float x) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
-#else
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);  // (the CUDA sources are C++17: no std::bit_cast)
-  return bits;
-#endif
-}
-
-FS_HOST_DEVICE float float_of_bits(std::uint32_t bits) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-#endif
-}
+FS_HOST_DEVICE std::uint32_t float_bits(float x) { return bit_cast<std::uint32_t>(x); }
+FS_HOST_DEVICE float float_of_bits(std::uint32_t bits) { return bit_cast<float>(bits); }
 
 // o of a row whose reference (log₂ units) is `reference`: u = t·k + o = (t − reference − kLow)·k.
 // One FFMA (−reference·k exact, one rounding): o is within ulp(o)/2 of (−kLow − reference)·k.

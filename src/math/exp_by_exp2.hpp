@@ -21,8 +21,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
+#include "math/bit_cast.hpp"
 #include "math/host_device.hpp"
 
 namespace flashsinkhorn::math {
@@ -45,26 +45,6 @@ FS_HOST_DEVICE float single_exp2(float f) {
 #endif
 }
 
-FS_HOST_DEVICE std::int64_t double_bits(double x) {
-#if defined(__CUDA_ARCH__)
-  return __double_as_longlong(x);
-#else
-  std::int64_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-#endif
-}
-
-FS_HOST_DEVICE double double_of_bits(std::int64_t bits) {
-#if defined(__CUDA_ARCH__)
-  return __longlong_as_double(bits);
-#else
-  double x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-#endif
-}
-
 // e^x (header comment). Branch-free: the range is decided by selects on y.
 FS_HOST_DEVICE double exp_by_exp2(double x) {
   constexpr double kLog2e = 1.4426950408889634;
@@ -73,8 +53,10 @@ FS_HOST_DEVICE double exp_by_exp2(double x) {
   const double shifted = y + kRoundMagic;
   const double j = shifted - kRoundMagic;
   const double two_f = static_cast<double>(single_exp2(static_cast<float>(y - j)));
-  const auto power = static_cast<std::int32_t>(static_cast<std::uint32_t>(double_bits(shifted)));  // j, low word
-  const double scaled = double_of_bits(double_bits(two_f) + (static_cast<std::int64_t>(power) << 52));
+  // j from the low word (two's complement), added to 2^f's exponent field in modular arithmetic.
+  const auto power = static_cast<std::int32_t>(bit_cast<std::uint64_t>(shifted));
+  const std::uint64_t exponent_step = static_cast<std::uint64_t>(static_cast<std::int64_t>(power)) << 52;
+  const double scaled = bit_cast<double>(bit_cast<std::uint64_t>(two_f) + exponent_step);
   return y < exp_by_exp2_range::kLowestPower ? 0.0 : y <= exp_by_exp2_range::kHighestPower ? scaled : x * INFINITY;
 }
 

@@ -206,6 +206,19 @@ def _column(sel: list[dict], variant: str, key: tuple) -> dict | None:
     return next((r for r in sel if r["variant"] == variant and (r["d"], r["n"], r["precision"]) == key), None)
 
 
+def hvp_methods(sel: list[dict], variants: list[str]) -> list[str]:
+    """What each HVP column computes, from its rows' `hvp_method`: the ratios compare one H·v only where
+    both sides differentiate OT_ε implicitly (the potentials' linear system solved); a double backward
+    through an unrolled last step is another, cheaper product."""
+    out = ["What each column computes (its rows' `hvp_method`; the ratios compare one product only where both "
+           "differentiate OT_ε implicitly, solving the potentials' linear system — a double backward through "
+           "the loop's last step differentiates that step alone):", ""]
+    for v in variants:
+        methods = sorted({str(r["hvp_method"]) for r in sel if r["variant"] == v and r.get("hvp_method")})
+        out.append(f"- {v}: {'; '.join(methods) or 'not recorded'}")
+    return out + [""]
+
+
 def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
     variants = sorted({r["variant"] for r in sel}, key=lambda v: (not v.startswith(("flashsinkhorn", "C++")), v))
     keys = sorted({(r["d"], r["n"], r["precision"]) for r in sel})
@@ -258,6 +271,8 @@ def _op_tables(sel: list[dict], op: str, device: str) -> list[str]:
         body.append(row)
     extra = {"converge": ["evaluator > tol (ours)"], "hvp": ["CG residual > tol (ours)"]}.get(base_op(op), [])
     out += table(["d", "n", "precision", *variants, *extra], body)
+    if base_op(op) == "hvp":
+        out += hvp_methods(sel, variants)
     if base_op(op) == "converge":
         out += ["evaluator > tol (ours): our solver's own check — the L1 marginal error of SPEC §1 that the "
                 "solver itself computes every 10 iterations ('own') — was at or below the tolerance and it "

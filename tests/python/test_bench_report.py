@@ -304,6 +304,25 @@ def test_an_hvp_redone_in_float64_says_so_in_its_cell():
     assert "| 166 | 171 (1.03×) |" in text
 
 
+def test_an_hvp_table_says_what_each_column_computes():
+    """Under each HVP table, every column's hvp_method as its rows record it (a peer's double backward
+    through its last step is another product than our implicit HVP), 'not recorded' where none is."""
+    load_report()
+    from report_suite import _op_tables
+
+    key = dict(op="hvp", d=64, n=10_000, precision="fp32", device="gpu", file="suite_2099.jsonl")
+    ours = {**key, "impl": "flashsinkhorn", "variant": "flashsinkhorn-py", "status": "ok", "ms": 100.0,
+            "hvp_method": "Solver.hvp: implicit (exact) HVP, CG to 2e-05 relative"}
+    peer = dict(key, impl="geomloss", variant="geomloss-online", status="ok", ms=300.0,
+                hvp_method="double backward through GeomLoss's last extrapolation step")
+    silent = dict(key, impl="ott", variant="ott-dense", status="ok", ms=500.0)
+    text = "\n".join(_op_tables([ours, peer, silent], "hvp", "gpu H100"))
+    assert "- flashsinkhorn-py: Solver.hvp: implicit (exact) HVP, CG to 2e-05 relative" in text
+    assert "- geomloss-online: double backward through GeomLoss's last extrapolation step" in text
+    assert "- ott-dense: not recorded" in text
+    assert "What each column computes" not in "\n".join(_op_tables([dict(ours, op="forward")], "forward", "gpu H100"))
+
+
 def test_rows_at_another_eps_get_an_operation_of_their_own():
     """run.py --eps: a row at ε ≠ 0.1 is labelled with its ε (its own tables), never merged with the
     protocol's rows of the same case."""

@@ -15,7 +15,10 @@
 # with the peers staged by tools/stage_peer_wheels.sh; e.g.
 #   FS_COMMIT=... STAGES="build suite" SUITE_NS=10000,50000 SUITE_DS=64 tools/gpu_check.sh
 # (its SUITE_* variables: bench/suite/run_device.sh; it stops starting cases at DEADLINE); with
-# SUITE_LANES, one lane per GPU (bench/suite/run_lanes.sh, e.g. on nvidia-h200-x2).
+# SUITE_LANES, one lane per GPU (bench/suite/run_lanes.sh, e.g. on nvidia-h200-x2). Stage `ab` (not in
+# the default list) runs an A/B of one FLASHSINKHORN_* setting on the suite's rows (bench/suite/run_ab.sh), e.g.
+#   FS_COMMIT=... STAGES="build gpu ab" AB_SETTING=FLASHSINKHORN_FP32_PASS_EXP AB_VALUES="float64 ex2" \
+#     SUITE_OPS=hvp SUITE_NS=10000,50000 SUITE_DS=3,8 SUITE_PRECISIONS=fp32 tools/gpu_check.sh
 # GPU_TEST_FILTER narrows the `gpu` stage to some gtest cases (e.g. "*quadratic*:*Hvp*") and leaves its
 # variant passes out unless their own variables ask for them.
 set -uo pipefail
@@ -29,7 +32,7 @@ logs="${LOG_DIR:-/tmp/flashsinkhorn_gpu_logs}/logs"
 rm -rf "$logs"
 mkdir -p "$out" "$logs"
 build="${BUILD_DIR:-build-gpu}"
-stages="${STAGES-build gpu demo study bench plan reference hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +overhead, +examples, +l2, +baseline
+stages="${STAGES-build gpu demo study bench plan reference hvp profile sanitize python cpu}"  # STAGES="" runs none; +suite, +ab, +overhead, +examples, +l2, +baseline
 arch="${CUDA_ARCH:-90a}"
 jobs="$(nproc)"
 status=0
@@ -351,6 +354,15 @@ if has suite; then
     SUITE_LOG_DIR="$logs/suite" timeout "$(( left + 30 ))" "$runner" > "$logs/suite.log" 2>&1 ||
     { echo "suite failed or cut short"; status=1; }
   tail -60 "$logs/suite.log"
+fi
+if has ab; then
+  # An A/B of one FLASHSINKHORN_* setting on the suite's rows (bench/suite/run_ab.sh: AB_SETTING,
+  # AB_VALUES, AB_ROUNDS, AB_TRACE and the SUITE_* grid; not in the default list), within the budget left.
+  left=$(( deadline - SECONDS ))
+  (( left > 60 )) || left=60
+  OUT="$out" BUILD_DIR="$build" timeout "$(( left + 30 ))" bench/suite/run_ab.sh > "$logs/ab.log" 2>&1 ||
+    { echo "A/B failed or cut short"; status=1; }
+  tail -20 "$logs/ab.log"
 fi
 if has overhead; then
   # Where a Python call's host time goes on CUDA tensors (issue 6; not in the default list): the

@@ -53,21 +53,28 @@ def plan(n=N, d=D, eps=EPS, iterations=ITERATIONS, seed=0):
     return np.exp(log_w[:, None] + log_w[None, :] + (f_tilde[:, None] + g[None, :] - cost) / eps), rng
 
 
-def cg_iterations(matrix, rhs, precondition, tolerance, max_iterations=2000):
+def cg_solve(apply, rhs, precondition, tolerance, max_iterations=2000):
+    """(x, iterations): preconditioned CG on the operator `apply` (a matrix or a function of a vector)
+    to relative residual `tolerance`, or max_iterations."""
+    product = apply if callable(apply) else (lambda v: apply @ v)
     x, r = np.zeros_like(rhs), rhs.copy()
     z = precondition(r)
     p, rz, norm = z.copy(), r @ z, np.linalg.norm(rhs)
     for k in range(max_iterations):
-        q = matrix @ p
+        q = product(p)
         alpha = rz / (p @ q)
         x += alpha * p
         r -= alpha * q
         if np.linalg.norm(r) <= tolerance * norm:
-            return k + 1
+            return x, k + 1
         z = precondition(r)
         rz, rz_old = r @ z, rz
         p = z + (rz / rz_old) * p
-    return max_iterations
+    return x, max_iterations
+
+
+def cg_iterations(matrix, rhs, precondition, tolerance, max_iterations=2000):
+    return cg_solve(matrix, rhs, precondition, tolerance, max_iterations)[1]
 
 
 def main():

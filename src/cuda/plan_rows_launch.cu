@@ -84,10 +84,13 @@ bool weights_by_ex2() {
   return std::is_same_v<Point, float> && fp32_pass_exp_by_ex2();
 }
 
+// (by_ex2 instances for float points only: double points never take them.)
 template <class Point>
 simt_kernel_t<Point> simt_kernel(int columns_per_thread, bool quadratic, bool by_ex2) {
-  return by_ex2 ? simt_kernel_with<Point, true>(columns_per_thread, quadratic)
-                : simt_kernel_with<Point, false>(columns_per_thread, quadratic);
+  if constexpr (std::is_same_v<Point, float>) {
+    if (by_ex2) return simt_kernel_with<Point, true>(columns_per_thread, quadratic);
+  }
+  return simt_kernel_with<Point, false>(columns_per_thread, quadratic);
 }
 
 // The key splits of the SIMT pass with k value columns (0: none; key_splits.hpp): 64-row blocks ×

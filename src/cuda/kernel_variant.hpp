@@ -78,7 +78,7 @@ const char* exp2_name(bool split);
 // The exponential of the fp32 mode's float64 plan passes on narrow rows (plan_rows_launch.hpp,
 // plan_pass_is_float64: the one-column narrow pass and the SIMT pass on float points), from
 // FLASHSINKHORN_FP32_PASS_EXP (read once):
-//   float64  (unset or empty: the default) libdevice's exp in float64 (~20 FP64 instructions, which
+//   float64  (unset or empty: the default) libdevice's exp in float64 (~17 FP64 instructions, which
 //            bound these passes at d ≤ 16)
 //   ex2      math/exp_by_exp2.hpp: the float64 reduction with 2^f by the MUFU (relative error
 //            ≤ 4·10⁻⁷ a weight, every score still formed and summed in float64)

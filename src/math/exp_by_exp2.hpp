@@ -3,12 +3,12 @@
 // FLASHSINKHORN_FP32_PASS_EXP=ex2 (kernel_variant.hpp).
 //
 // Those passes are bound by the exponential: at d ≤ 16 a score costs d FMAs against one e^x, and
-// float64's exp (libdevice: a reduction and a degree-11 polynomial, ~20 FP64 instructions) runs on the
-// FP64 pipe, 64 lanes a clock an SM on an H100. Here
+// float64's exp (libdevice: a reduction and a degree-11 polynomial, ~17 FP64 instructions in PTX)
+// runs on the FP64 pipe, 64 lanes a clock an SM on an H100. Here
 //   y = x·log₂e,  j = round(y) (the 1.5·2⁵² magic: j in the low word of y + magic),
 //   f = y − j ∈ [−½, ½] (exact),  2^f by one single-precision 2^x (the MUFU's ex2.approx.ftz.f32 on
 //   the device, std::exp2 on the host),  e^x = 2^f with j added to its float64 exponent,
-// four FP64 instructions, two conversions and one MUFU operation.
+// four FP64 instructions and two FP64 compares (the range), two conversions and one MUFU operation.
 // Range: y < kLowestPower reads 0 (a weight below 2^−1021 against a row's reference term of 1:
 // nothing a float64 sum keeps), y > kHighestPower reads +∞, x = −∞ reads 0, NaN reads NaN.
 // Accuracy: relative kRelativeError — ex2.approx's 2^−22 and f's rounding to single precision (2^−25

@@ -183,12 +183,7 @@ void PrintTo(const case_params& c, std::ostream* os) {
       << " weights, s=" << c.cost_scale;
 }
 
-class cuda_backend_test : public ::testing::TestWithParam<case_params> {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  }
-};
+class cuda_backend_test : public gpu_tests::needs_gpu<::testing::TestWithParam<case_params>> {};
 
 // The same call sequence on every backend; the errors are taken after the alternating loop and
 // after the damped step.

@@ -14,9 +14,19 @@
 
 #include "core/prepare.hpp"
 #include "core/prepared_cloud.hpp"
+#include "cuda/cuda_backend.hpp"
 #include "flashsinkhorn/options.hpp"
 
 namespace flashsinkhorn::detail::gpu_tests {
+
+// A fixture whose tests skip where no GPU is visible (Base: ::testing::Test or TestWithParam<…>).
+template <class Base = ::testing::Test>
+class needs_gpu : public Base {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  }
+};
 
 // s·(max‖p‖ + max‖q‖)²: the largest cost of the (centred) problem, the scale of its potentials and
 // so of their absolute error bounds.

@@ -188,12 +188,7 @@ struct block_case {
 
 void PrintTo(const block_case& c, std::ostream* os) { *os << "n=" << c.n << " m=" << c.m << " d=" << c.d; }
 
-class graph_blocks : public ::testing::TestWithParam<block_case> {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  }
-};
+class graph_blocks : public gpu_tests::needs_gpu<::testing::TestWithParam<block_case>> {};
 
 // n = 7 against 3,000 keys: the split-key path (partial states merged by each row block's last CTA, its
 // split counts reset in the kernel) inside the graph, replayed.

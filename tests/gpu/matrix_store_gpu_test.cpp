@@ -37,12 +37,7 @@ double max_relative(const std::vector<double>& got, const std::vector<double>& w
   return worst / (scale > 0 ? scale : 1.0);
 }
 
-class matrix_store_gpu_test : public ::testing::TestWithParam<precision> {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  }
-};
+class matrix_store_gpu_test : public gpu_tests::needs_gpu<::testing::TestWithParam<precision>> {};
 
 TEST_P(matrix_store_gpu_test, device_store_matches_the_host_store) {
   const precision mode = GetParam();

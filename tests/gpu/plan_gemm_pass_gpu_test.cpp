@@ -20,6 +20,7 @@
 #include "cuda/plan_rows_launch.hpp"
 #include "flashsinkhorn/error.hpp"
 #include "flashsinkhorn/options.hpp"
+#include "gpu/gpu_test_support.hpp"
 #include "gpu/stored_cloud.hpp"
 
 namespace {
@@ -83,12 +84,7 @@ double max_abs(const std::vector<double>& v) {
   return top;
 }
 
-class plan_gemm_pass_test : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  }
-};
+class plan_gemm_pass_test : public gpu_tests::needs_gpu<> {};
 
 TEST_F(plan_gemm_pass_test, matches_the_simt_pass) {
   const wide_problem problem = wide_problem::make();

@@ -44,12 +44,7 @@ using gpu_tests::max_abs_diff;
 
 using plan_case = gpu_tests::pass_shape;
 
-class plan_pass_test : public ::testing::TestWithParam<plan_case> {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  }
-};
+class plan_pass_test : public gpu_tests::needs_gpu<::testing::TestWithParam<plan_case>> {};
 
 TEST_P(plan_pass_test, matches_float64_and_the_cpu_backend) {
   const plan_case c = GetParam();

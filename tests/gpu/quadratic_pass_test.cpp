@@ -31,12 +31,7 @@ using namespace flashsinkhorn::detail;
 
 using quadratic_case = gpu_tests::pass_shape;
 
-class quadratic_pass_test : public ::testing::TestWithParam<quadratic_case> {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  }
-};
+class quadratic_pass_test : public gpu_tests::needs_gpu<::testing::TestWithParam<quadratic_case>> {};
 
 // The relative precision of the pass's operands in `mode`: the points and directions are stored in
 // the mode's format, the scores and u·q come from the mode's MMA policy, and P∘U is rounded to the

@@ -77,12 +77,7 @@ struct sharp_system {
   sharp_system& operator=(const sharp_system&) = delete;
 };
 
-class schur_cg_test : public ::testing::TestWithParam<precision> {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  }
-};
+class schur_cg_test : public gpu_tests::needs_gpu<::testing::TestWithParam<precision>> {};
 
 TEST_P(schur_cg_test, device_cg_matches_the_host_cg_on_the_same_passes) {
   const precision mode = GetParam();

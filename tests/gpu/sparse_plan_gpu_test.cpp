@@ -23,6 +23,7 @@
 #include "cuda/sparse_schur.hpp"
 #include "cuda/tile_config.hpp"
 #include "flashsinkhorn/options.hpp"
+#include "gpu/gpu_test_support.hpp"
 #include "gpu/stored_cloud.hpp"
 
 namespace {
@@ -87,12 +88,7 @@ struct uploaded_problem {
   }
 };
 
-class sparse_plan_gpu_test : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  }
-};
+class sparse_plan_gpu_test : public gpu_tests::needs_gpu<> {};
 
 // n = 300 rows against 517 keys (several key splits, a partial last tile), d = 20 (a partial
 // dimension chunk), zero-weight keys (scores −∞, never kept).

@@ -63,12 +63,7 @@ std::vector<double> first_of_two(const std::vector<double>& weighted) {
   return first;
 }
 
-class vector_pass_test : public ::testing::TestWithParam<vector_case> {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  }
-};
+class vector_pass_test : public gpu_tests::needs_gpu<::testing::TestWithParam<vector_case>> {};
 
 TEST_P(vector_pass_test, matches_float64_and_the_cpu_backend) {
   const vector_case c = GetParam();

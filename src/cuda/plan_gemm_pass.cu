@@ -11,6 +11,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernel_variant.hpp"
 #include "flashsinkhorn/error.hpp"
+#include "math/lse_state.hpp"
 
 namespace flashsinkhorn::detail {
 namespace {
@@ -18,18 +19,11 @@ namespace {
 constexpr int kThreads = 256;
 constexpr std::int64_t kScratchBytes = std::int64_t{256} << 20;
 
-// A row's LSE state over some of its scores: the maximum and Σ exp(S − max).
-struct lse_state {
-  double max;
-  double total;
-};
-
-// Merges two states (an empty one has max −∞ and total 0).
+// Merges two rows' LSE states for cub's block reduction (math/lse_state.hpp's monoid).
 struct merge_lse {
-  __device__ lse_state operator()(const lse_state& a, const lse_state& b) const {
-    const double max = fmax(a.max, b.max);
-    if (max == -INFINITY) return {max, 0.0};
-    return {max, a.total * exp(a.max - max) + b.total * exp(b.max - max)};
+  __device__ math::lse_state<double> operator()(const math::lse_state<double>& a,
+                                                const math::lse_state<double>& b) const {
+    return math::combine(a, b);
   }
 };
 
@@ -49,7 +43,7 @@ struct gemm_rows_params {
 // One CTA a row of the block: C_ij into the row (first sweep, with the row's online LSE state),
 // then W_ij = exp(S_ij − lse_i) over it and Σ_j W_ij C_ij (second sweep).
 __global__ void __launch_bounds__(kThreads) plan_gemm_rows_kernel(const gemm_rows_params p) {
-  using reduce = cub::BlockReduce<lse_state, kThreads>;
+  using reduce = cub::BlockReduce<math::lse_state<double>, kThreads>;
   using sum = cub::BlockReduce<double, kThreads>;
   __shared__ union {
     typename reduce::TempStorage lse;
@@ -64,20 +58,20 @@ __global__ void __launch_bounds__(kThreads) plan_gemm_rows_kernel(const gemm_row
     const double h = p.key_potential != nullptr ? p.key_potential[j] : 0.0;
     return fma(h - c, inv_eps, p.key_log_weights[j]);
   };
-  lse_state state{-INFINITY, 0.0};
+  auto state = math::lse_state<double>::identity();
   for (std::int64_t j = threadIdx.x; j < p.keys; j += kThreads) {
     const double c = row_norm + p.key_scaled_sq_norm[j] - 2.0 * p.cost_scale * entries[j];
     entries[j] = c;
     const double s = score(j, c);
     if (s > state.max) {
-      state.total = state.total * exp(state.max - s) + 1.0;
+      state.sum = state.sum * exp(state.max - s) + 1.0;
       state.max = s;
     } else if (s > -INFINITY) {
-      state.total += exp(s - state.max);
+      state.sum += exp(s - state.max);
     }
   }
-  const lse_state whole = reduce(scratch.lse).Reduce(state, merge_lse{});
-  if (threadIdx.x == 0) row_lse = whole.max + log(whole.total);  // −∞ for a row without weight
+  const math::lse_state<double> whole = reduce(scratch.lse).Reduce(state, merge_lse{});
+  if (threadIdx.x == 0) row_lse = whole.value();  // −∞ for a row without weight
   __syncthreads();
   const double lse = row_lse;
   double cost = 0.0;
@@ -124,12 +118,18 @@ void block_weights(const plan_rows_launch_args& args, std::int64_t row0, std::in
   FS_CUDA_CHECK(cudaGetLastError());
 }
 
-// The rows of a block the pass's scratch holds, 0 where that is fewer than kPlanGemmMinBlockRows
-// and the rows (or there is no scratch).
+// The rows of a block of `keys` columns that `capacity` doubles hold, 0 where that is fewer than
+// kPlanGemmMinBlockRows and the rows.
+std::int64_t block_rows_within(std::int64_t rows, std::int64_t keys, std::int64_t capacity) {
+  if (rows <= 0 || keys <= 0) return 0;
+  const std::int64_t fit = std::min(rows, capacity / keys);
+  return fit >= std::min(rows, kPlanGemmMinBlockRows) ? fit : 0;
+}
+
+// The rows of a block the pass's scratch holds (0: none).
 std::int64_t scratch_block_rows(const plan_rows_launch_args& args) {
-  if (args.gemm_scratch == nullptr || args.keys.count <= 0) return 0;
-  const std::int64_t rows = std::min(args.rows.count, args.gemm_scratch_elements / args.keys.count);
-  return rows >= std::min(args.rows.count, kPlanGemmMinBlockRows) ? rows : 0;
+  if (args.gemm_scratch == nullptr) return 0;
+  return block_rows_within(args.rows.count, args.keys.count, args.gemm_scratch_elements);
 }
 
 bool has_directions(const plan_rows_launch_args& args) {
@@ -149,9 +149,7 @@ bool plan_gemm_pass_enabled(precision mode, std::int64_t padded_dim) {
 }
 
 std::int64_t plan_gemm_scratch_elements(std::int64_t rows, std::int64_t keys) {
-  if (rows <= 0 || keys <= 0) return 0;
-  const std::int64_t block_rows = std::min(rows, kScratchBytes / static_cast<std::int64_t>(sizeof(double)) / keys);
-  return block_rows >= std::min(rows, kPlanGemmMinBlockRows) ? block_rows * keys : 0;
+  return block_rows_within(rows, keys, kScratchBytes / static_cast<std::int64_t>(sizeof(double))) * keys;
 }
 
 bool plan_gemm_pass_applies(precision mode, const plan_rows_launch_args& args) {

@@ -3,8 +3,8 @@
 // with S_ij = (h_j − C_ij)/ε + log w_j and C_ij = s‖p_i‖² + s‖q_j‖² − 2s·p_i·q_j from the stored
 // (rounded) operands:
 //   fp64             float64 throughout (plan_rows_kernel.cuh: a SIMT GEMM's tiles, online softmax;
-//                    with FLASHSINKHORN_FLOAT64_PASS=gemm and args.gemm_scratch, cuBLAS DGEMMs
-//                    around a row kernel instead, plan_gemm_pass.hpp)
+//                    on rows of ≥ 512 coordinates with args.gemm_scratch, cuBLAS DGEMMs around a
+//                    row kernel instead: plan_gemm_pass.hpp, FLASHSINKHORN_FLOAT64_PASS)
 //   fp32, FMA dots   (the default on rows of padded d ≤ 16, kernel_variant.hpp) float64 arithmetic on
 //                    the stored float points: the one-column and LSE-only passes (the Hessian's CG)
 //                    in plan_vector_narrow_launch.hpp's kernel, the others in the same SIMT pass as
